@@ -1,0 +1,544 @@
+package warc
+
+// This file opens a bundle directory for replay (docs/bundle-format.md): it reads and checks
+// the three small files and answers a recorded exchange's response straight from
+// archive/data.warc by offset, without loading the archive or a whole payload into memory.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/textproto"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Size bounds for the files of a bundle. Every file read from a bundle is treated as hostile.
+const (
+	// MaxManifestBytes bounds manifest.json.
+	MaxManifestBytes = 1 << 20
+	// MaxEntryLineBytes bounds one line of indexes/entries.jsonl. A line carries the request
+	// body in base64, so it is large enough for a 40 MB upload.
+	MaxEntryLineBytes = 64 << 20
+	// MaxPageLineBytes bounds one line of pages/pages.jsonl.
+	MaxPageLineBytes = 1 << 20
+	// MaxWARCHeaderBytes bounds the WARC header of one record (WARC 1.1 section 4).
+	MaxWARCHeaderBytes = 64 << 10
+	// MaxHTTPHeaderBytes bounds the HTTP status line and header fields inside a record block.
+	MaxHTTPHeaderBytes = 1 << 20
+)
+
+// ErrUnresolvedRevisit is returned (wrapped) by Bundle.Response for a revisit record whose
+// original payload is not in the recording: the entry is marked "unresolved", or its
+// "revisitOf" names no entry of the bundle. Replay answers such a request as a miss.
+var ErrUnresolvedRevisit = errors.New("unresolved revisit")
+
+// Bundle is an open bundle directory. Its fields are read-only after OpenBundle, and all its
+// methods are safe for concurrent use: records are read with ReadAt, never through a shared
+// file position.
+type Bundle struct {
+	// Dir is the bundle directory as given to OpenBundle.
+	Dir      string
+	Manifest Manifest
+	// Entries are the lines of indexes/entries.jsonl in file (recording) order.
+	Entries []Entry
+	// Pages are the lines of pages/pages.jsonl in visit order.
+	Pages []Page
+
+	byID     map[string]int
+	warc     *os.File
+	warcSize int64
+}
+
+// Response is a recorded HTTP response as stored in archive/data.warc.
+type Response struct {
+	// Status is the HTTP status code (100 to 999).
+	Status int
+	// Proto is the protocol of the status line as recorded ("HTTP/1.1").
+	Proto string
+	// Header holds the recorded header fields, canonical names, values in recorded order.
+	Header http.Header
+	// Body reads the stored (decoded) payload. It is an *io.SectionReader over data.warc,
+	// so each Response has its own read position and may be read from any goroutine.
+	Body io.Reader
+	// Size is the payload length in bytes.
+	Size int64
+	// RecordID is the WARC-Record-ID of the response record, or of the revisit record when
+	// the entry is a revisit.
+	RecordID string
+}
+
+// OpenBundle opens the bundle directory dir: it reads manifest.json, indexes/entries.jsonl
+// and pages/pages.jsonl, opens archive/data.warc, and checks that every entry's record
+// offsets lie inside the archive. All four files must be regular files inside dir (a symlink
+// that leads out of dir is refused). Unknown JSON fields are errors: the bundle files are
+// written only by pab, and a field this build does not know means a format it does not read.
+// Errors name the file and the line (JSONL) or byte offset (JSON). The caller must Close
+// the bundle.
+func OpenBundle(dir string) (*Bundle, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open bundle %s: %w", dir, err)
+	}
+	defer root.Close()
+
+	b := &Bundle{Dir: dir}
+	mf, err := openBundleFile(root, dir, ManifestFile)
+	if err != nil {
+		return nil, err
+	}
+	b.Manifest, err = readManifest(mf, filepath.Join(dir, ManifestFile))
+	mf.Close()
+	if err != nil {
+		return nil, err
+	}
+
+	b.warc, err = openBundleFile(root, dir, WARCFile)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := b.warc.Stat()
+	if err != nil {
+		b.warc.Close()
+		return nil, fmt.Errorf("stat %s: %w", filepath.Join(dir, WARCFile), err)
+	}
+	b.warcSize = fi.Size()
+
+	ef, err := openBundleFile(root, dir, EntriesFile)
+	if err != nil {
+		b.warc.Close()
+		return nil, err
+	}
+	b.Entries, err = readEntries(ef, filepath.Join(dir, EntriesFile), b.warcSize)
+	ef.Close()
+	if err != nil {
+		b.warc.Close()
+		return nil, err
+	}
+	b.byID = make(map[string]int, len(b.Entries))
+	for i := range b.Entries {
+		b.byID[b.Entries[i].ID] = i
+	}
+
+	pf, err := openBundleFile(root, dir, PagesFile)
+	if err != nil {
+		b.warc.Close()
+		return nil, err
+	}
+	b.Pages, err = readPages(pf, filepath.Join(dir, PagesFile))
+	pf.Close()
+	if err != nil {
+		b.warc.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Close closes archive/data.warc. Bodies of Responses returned earlier fail afterwards.
+func (b *Bundle) Close() error {
+	return b.warc.Close()
+}
+
+// ByID returns the entry whose "id" is id, or nil. The entry belongs to the bundle: do not
+// modify it.
+func (b *Bundle) ByID(id string) *Entry {
+	i, ok := b.byID[id]
+	if !ok {
+		return nil
+	}
+	return &b.Entries[i]
+}
+
+// RequestBody returns the entry's request body, decoded from the base64 "reqBody" field
+// (RFC 4648 standard encoding); nil for a bodiless request.
+func (b *Bundle) RequestBody(e *Entry) ([]byte, error) {
+	if e.ReqBody == "" {
+		return nil, nil
+	}
+	body, err := base64.StdEncoding.DecodeString(e.ReqBody)
+	if err != nil {
+		return nil, fmt.Errorf("%s: entry %s: reqBody: %w", filepath.Join(b.Dir, EntriesFile), e.ID, err)
+	}
+	return body, nil
+}
+
+// Response reads the response of entry e from archive/data.warc: the WARC record at
+// e.RespOffset (a "response" record, or a "revisit" record when e.RevisitOf is set; WARC 1.1
+// sections 6.3 and 6.7), its HTTP status line and header fields, and its payload as a
+// section of the file. For a revisit, status and header come from the revisit record and the
+// body from the original exchange's payload. An unresolved revisit gives an error wrapping
+// ErrUnresolvedRevisit. A record that does not match the index (type, length, payload size)
+// gives an error naming the file and offset.
+func (b *Bundle) Response(e *Entry) (*Response, error) {
+	if e.Unresolved {
+		return nil, fmt.Errorf("entry %s (%s): %w: its original payload is not in the recording", e.ID, e.URL, ErrUnresolvedRevisit)
+	}
+	if e.RevisitOf == "" {
+		return b.response(e, "response")
+	}
+	orig := b.ByID(e.RevisitOf)
+	if orig == nil {
+		return nil, fmt.Errorf("entry %s (%s): %w: revisitOf %q names no entry", e.ID, e.URL, ErrUnresolvedRevisit, e.RevisitOf)
+	}
+	if orig.RevisitOf != "" || orig.Unresolved {
+		return nil, fmt.Errorf("entry %s: revisitOf %q is itself a revisit", e.ID, e.RevisitOf)
+	}
+	resp, err := b.response(e, "revisit")
+	if err != nil {
+		return nil, err
+	}
+	origResp, err := b.response(orig, "response")
+	if err != nil {
+		return nil, fmt.Errorf("entry %s: original: %w", e.ID, err)
+	}
+	resp.Body = origResp.Body
+	resp.Size = origResp.Size
+	return resp, nil
+}
+
+// response parses the record of e at e.RespOffset, which must be of WARC-Type wantType.
+func (b *Bundle) response(e *Entry, wantType string) (*Response, error) {
+	path := filepath.Join(b.Dir, WARCFile)
+	rec, err := b.record(e.RespOffset, e.RespLength)
+	if err != nil {
+		return nil, fmt.Errorf("read %s at offset %d (entry %s): %w", path, e.RespOffset, e.ID, err)
+	}
+	if rec.typ != wantType {
+		return nil, fmt.Errorf("read %s at offset %d (entry %s): WARC-Type is %q, want %q", path, e.RespOffset, e.ID, rec.typ, wantType)
+	}
+	block := io.NewSectionReader(b.warc, rec.blockOff, rec.blockLen)
+	lines, headLen, err := readHeadLines(block, MaxHTTPHeaderBytes, true)
+	if err != nil {
+		return nil, fmt.Errorf("read %s at offset %d (entry %s): http header: %w", path, rec.blockOff, e.ID, err)
+	}
+	r, err := parseHTTPResponseHead(lines)
+	if err != nil {
+		return nil, fmt.Errorf("read %s at offset %d (entry %s): %w", path, rec.blockOff, e.ID, err)
+	}
+	r.RecordID = rec.id
+	r.Size = rec.blockLen - headLen
+	r.Body = io.NewSectionReader(b.warc, rec.blockOff+headLen, r.Size)
+	if wantType == "response" && r.Size != e.Size {
+		return nil, fmt.Errorf("read %s at offset %d (entry %s): payload is %d bytes, entries.jsonl says %d", path, e.RespOffset, e.ID, r.Size, e.Size)
+	}
+	return r, nil
+}
+
+// warcRecord is where one record's block sits in data.warc.
+type warcRecord struct {
+	typ, id            string
+	blockOff, blockLen int64
+}
+
+// record parses the WARC header of the record at [off, off+length) and checks that the
+// header, the Content-Length block and the closing CRLF CRLF fill exactly that span
+// (WARC 1.1 section 4: record = header CRLF block CRLF CRLF).
+//
+// The header is read with a small parser of our own rather than gowarc's Unmarshaler: the
+// bundle writer always writes uncompressed WARC 1.1, and replay needs the block's byte
+// offset in the file, which a parser over an io.SectionReader gives directly.
+func (b *Bundle) record(off, length int64) (warcRecord, error) {
+	sr := io.NewSectionReader(b.warc, off, length)
+	lines, headLen, err := readHeadLines(sr, MaxWARCHeaderBytes, false)
+	if err != nil {
+		return warcRecord{}, fmt.Errorf("warc header: %w", err)
+	}
+	if !strings.HasPrefix(lines[0], "WARC/") {
+		return warcRecord{}, fmt.Errorf("no WARC version line (found %.40q)", lines[0])
+	}
+	var rec warcRecord
+	contentLength := int64(-1)
+	for _, line := range lines[1:] {
+		if line[0] == ' ' || line[0] == '\t' {
+			continue // folded continuation of a field replay does not use
+		}
+		name, value, ok := strings.Cut(line, ":")
+		if !ok {
+			return warcRecord{}, fmt.Errorf("malformed warc header line %.60q", line)
+		}
+		value = strings.Trim(value, " \t")
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "warc-type":
+			rec.typ = value
+		case "warc-record-id":
+			rec.id = value
+		case "content-length":
+			n, err := strconv.ParseInt(value, 10, 64)
+			if err != nil || n < 0 {
+				return warcRecord{}, fmt.Errorf("bad Content-Length %q", value)
+			}
+			contentLength = n
+		}
+	}
+	if contentLength < 0 {
+		return warcRecord{}, errors.New("no Content-Length")
+	}
+	if headLen+contentLength+4 != length {
+		return warcRecord{}, fmt.Errorf("record is %d bytes (header %d + Content-Length %d + 4), entries.jsonl says %d", headLen+contentLength+4, headLen, contentLength, length)
+	}
+	var tail [4]byte
+	if _, err := b.warc.ReadAt(tail[:], off+length-4); err != nil {
+		return warcRecord{}, fmt.Errorf("record end: %w", err)
+	}
+	if string(tail[:]) != "\r\n\r\n" {
+		return warcRecord{}, fmt.Errorf("record does not end with CRLF CRLF (found %q)", tail[:])
+	}
+	rec.blockOff = off + headLen
+	rec.blockLen = contentLength
+	return rec, nil
+}
+
+// readHeadLines reads header lines (CRLF or LF ended) from r up to and including the empty
+// line that ends them, reading at most max bytes. It returns the lines without their
+// terminators (at least one) and the number of bytes consumed, empty line included. With
+// eofEnds, the end of r at a line boundary also ends the header (a revisit block, or a
+// response without body, may stop right after its last field).
+func readHeadLines(r io.Reader, max int64, eofEnds bool) ([]string, int64, error) {
+	lr := &io.LimitedReader{R: r, N: max}
+	br := bufio.NewReaderSize(lr, 4096)
+	var lines []string
+	var n int64
+	for {
+		line, err := br.ReadString('\n')
+		n += int64(len(line))
+		if err != nil {
+			if err != io.EOF {
+				return nil, 0, err
+			}
+			if lr.N == 0 {
+				return nil, 0, fmt.Errorf("header longer than %d bytes", max)
+			}
+			if line != "" || !eofEnds {
+				return nil, 0, fmt.Errorf("truncated header after %d bytes", n)
+			}
+			if len(lines) == 0 {
+				return nil, 0, errors.New("empty header")
+			}
+			return lines, n, nil
+		}
+		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+		if line == "" {
+			if len(lines) == 0 {
+				return nil, 0, errors.New("empty header")
+			}
+			return lines, n, nil
+		}
+		lines = append(lines, line)
+	}
+}
+
+// parseHTTPResponseHead parses an HTTP/1.x status line and header fields (RFC 9112 sections
+// 4 and 5) leniently, since recordings come from many tools: the version is taken as
+// recorded ("HTTP/2" included), spaces around a field name are dropped, a line starting with
+// a space or tab continues the previous field's value (obsolete folding), and a line with no
+// colon is one more value of the field before it (older recorders joined repeated fields
+// with newlines). net/http's ReadResponse is not used because it rejects all of these.
+func parseHTTPResponseHead(lines []string) (*Response, error) {
+	proto, rest, _ := strings.Cut(lines[0], " ")
+	code, _, _ := strings.Cut(strings.TrimLeft(rest, " "), " ")
+	if !strings.HasPrefix(proto, "HTTP/") {
+		return nil, fmt.Errorf("malformed http status line %.60q", lines[0])
+	}
+	status, err := strconv.Atoi(code)
+	if err != nil || len(code) != 3 || status < 100 {
+		return nil, fmt.Errorf("malformed http status in %.60q", lines[0])
+	}
+	h := make(http.Header)
+	last := ""
+	for _, line := range lines[1:] {
+		if line[0] == ' ' || line[0] == '\t' {
+			if last == "" {
+				return nil, fmt.Errorf("http header starts with a continuation line %.60q", line)
+			}
+			vs := h[last]
+			vs[len(vs)-1] += " " + strings.Trim(line, " \t")
+			continue
+		}
+		name, value, ok := strings.Cut(line, ":")
+		name = strings.Trim(name, " \t")
+		if !ok || name == "" {
+			if last == "" {
+				return nil, fmt.Errorf("malformed http header line %.60q", line)
+			}
+			h[last] = append(h[last], strings.Trim(line, " \t"))
+			continue
+		}
+		last = textproto.CanonicalMIMEHeaderKey(name)
+		h[last] = append(h[last], strings.Trim(value, " \t"))
+	}
+	return &Response{Status: status, Proto: proto, Header: h}, nil
+}
+
+// openBundleFile opens the regular file name inside root (a symlink may point only inside
+// the bundle; a directory, device or pipe is refused before it is opened).
+func openBundleFile(root *os.Root, dir, name string) (*os.File, error) {
+	path := filepath.Join(dir, name)
+	fi, err := root.Stat(name)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is named once, in full
+		}
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("open %s: not a regular file (mode %s)", path, fi.Mode())
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// readManifest reads manifest.json from r (at most MaxManifestBytes); path names it in
+// errors. Unknown fields, trailing data and timestamps that are not RFC 3339 are errors.
+func readManifest(r io.Reader, path string) (Manifest, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxManifestBytes+1))
+	if err != nil {
+		return Manifest{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > MaxManifestBytes {
+		return Manifest{}, fmt.Errorf("read %s: larger than %d bytes", path, MaxManifestBytes)
+	}
+	m, err := decodeStrictJSON[Manifest](data)
+	if err != nil {
+		return Manifest{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	for _, f := range []struct{ name, v string }{{"captured_from", m.CapturedFrom}, {"captured_to", m.CapturedTo}} {
+		if f.v == "" {
+			continue
+		}
+		if _, err := time.Parse(time.RFC3339Nano, f.v); err != nil {
+			return Manifest{}, fmt.Errorf("read %s: %s: %q is not an RFC 3339 time", path, f.name, f.v)
+		}
+	}
+	return *m, nil
+}
+
+// readEntries reads indexes/entries.jsonl from r and checks each entry: a unique non-empty
+// id, method and url, a status from 100 to 999, and record spans inside an archive of
+// warcSize bytes (the request record may be absent: reqLength 0).
+func readEntries(r io.Reader, path string, warcSize int64) ([]Entry, error) {
+	var entries []Entry
+	seen := make(map[string]int)
+	err := readJSONL(r, path, MaxEntryLineBytes, func(line int, e *Entry) error {
+		switch {
+		case e.ID == "":
+			return errors.New("no id")
+		case e.Method == "":
+			return errors.New("no method")
+		case e.URL == "":
+			return errors.New("no url")
+		case e.Status < 100 || e.Status > 999:
+			return fmt.Errorf("status %d out of range", e.Status)
+		case e.Size < 0:
+			return fmt.Errorf("negative size %d", e.Size)
+		case e.RevisitOf == e.ID:
+			return errors.New("revisitOf names the entry itself")
+		}
+		if first, dup := seen[e.ID]; dup {
+			return fmt.Errorf("id %q already on line %d", e.ID, first)
+		}
+		seen[e.ID] = line
+		if err := checkSpan("resp", e.RespOffset, e.RespLength, warcSize, false); err != nil {
+			return err
+		}
+		if err := checkSpan("req", e.ReqOffset, e.ReqLength, warcSize, true); err != nil {
+			return err
+		}
+		entries = append(entries, *e)
+		return nil
+	})
+	return entries, err
+}
+
+// checkSpan checks that [off, off+length) lies inside a file of size bytes.
+func checkSpan(what string, off, length, size int64, mayBeEmpty bool) error {
+	if off < 0 || length < 0 || (length == 0 && !mayBeEmpty) {
+		return fmt.Errorf("%sOffset %d, %sLength %d: not a record span", what, off, what, length)
+	}
+	if length > size || off > size-length {
+		return fmt.Errorf("%sOffset %d + %sLength %d is past the end of %s (%d bytes)", what, off, what, length, WARCFile, size)
+	}
+	return nil
+}
+
+// readPages reads pages/pages.jsonl from r; every page needs a url.
+func readPages(r io.Reader, path string) ([]Page, error) {
+	var pages []Page
+	err := readJSONL(r, path, MaxPageLineBytes, func(_ int, p *Page) error {
+		if p.URL == "" {
+			return errors.New("no url")
+		}
+		pages = append(pages, *p)
+		return nil
+	})
+	return pages, err
+}
+
+// readJSONL calls each for every non-blank line of r decoded strictly into a T, with the
+// 1-based line number. Lines longer than maxLine bytes are errors. Errors name path and line.
+func readJSONL[T any](r io.Reader, path string, maxLine int, each func(line int, v *T) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	line := 0
+	for sc.Scan() {
+		line++
+		data := bytes.TrimSpace(sc.Bytes())
+		if len(data) == 0 {
+			continue
+		}
+		v, err := decodeStrictJSON[T](data)
+		if err == nil {
+			err = each(line, v)
+		}
+		if err != nil {
+			return fmt.Errorf("read %s line %d: %w", path, line, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return fmt.Errorf("read %s line %d: longer than %d bytes", path, line+1, maxLine)
+		}
+		return fmt.Errorf("read %s line %d: %w", path, line+1, err)
+	}
+	return nil
+}
+
+// decodeStrictJSON decodes one JSON object from data into a new T: unknown fields, a value
+// that is not an object, and anything after the object are errors, which give the byte
+// offset where the JSON decoder reports one.
+func decodeStrictJSON[T any](data []byte) (*T, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var v *T
+	if err := dec.Decode(&v); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return nil, fmt.Errorf("at byte %d: %w", se.Offset, err)
+		case errors.As(err, &te):
+			return nil, fmt.Errorf("at byte %d: %w", te.Offset, err)
+		}
+		return nil, err
+	}
+	if v == nil {
+		return nil, errors.New("not a JSON object")
+	}
+	end := dec.InputOffset()
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("at byte %d: data after the JSON object", end)
+	}
+	return v, nil
+}

@@ -1,0 +1,213 @@
+package warc
+
+// decode.go: turning a recorded HTTP body into the payload a browser would see:
+// chunked transfer coding removed (RFC 9112 section 7.1) when the body really is chunked,
+// then content codings removed (RFC 9110 section 8.4): gzip, deflate, br, zstd.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/flate"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zlib"
+	"github.com/klauspost/compress/zstd"
+)
+
+// MaxDecodedSize bounds a decoded payload: 256 MiB. A body that decodes to more (a
+// "zip bomb") is left encoded and DecodePayload returns ErrDecodedTooLarge.
+const MaxDecodedSize int64 = 256 << 20
+
+var (
+	// ErrDecodedTooLarge: the decoded payload would be larger than the limit.
+	ErrDecodedTooLarge = errors.New("decoded payload too large")
+	// ErrUnsupportedEncoding: a content coding this package cannot decode (e.g. "compress").
+	ErrUnsupportedEncoding = errors.New("unsupported content coding")
+)
+
+// DecodePayload returns the payload of an HTTP message body as recorded, with the
+// header it was recorded with:
+//
+//   - Transfer-Encoding chunked is removed only when the body parses as chunks; many
+//     tools store the body already de-chunked while keeping the header.
+//   - The Content-Encoding codings (gzip and x-gzip, deflate as zlib or raw deflate, br,
+//     zstd; identity ignored) are removed in reverse order of application.
+//
+// origEncoding is the Content-Encoding removed ("gzip", "br", "gzip, br"), "" when none.
+// When a coding cannot be removed (corrupt data, unsupported coding, more than
+// MaxDecodedSize bytes), err says why, decoded is the body with only the chunked framing
+// removed, and origEncoding is "": the caller keeps the bytes as recorded.
+func DecodePayload(header http.Header, body []byte) (decoded []byte, origEncoding string, err error) {
+	return DecodePayloadLimit(header, body, MaxDecodedSize)
+}
+
+// DecodePayloadLimit is DecodePayload with a bound, in bytes, on the decoded size.
+func DecodePayloadLimit(header http.Header, body []byte, limit int64) (decoded []byte, origEncoding string, err error) {
+	if hasToken(header.Values("Transfer-Encoding"), "chunked") {
+		if d, ok := Dechunk(body); ok {
+			body = d
+		}
+	}
+	var codings []string
+	for _, v := range header.Values("Content-Encoding") {
+		for c := range strings.SplitSeq(v, ",") {
+			c = strings.ToLower(strings.TrimSpace(c))
+			if c != "" && c != "identity" {
+				codings = append(codings, c)
+			}
+		}
+	}
+	if len(codings) == 0 {
+		return body, "", nil
+	}
+	orig := strings.Join(codings, ", ")
+	if len(body) == 0 {
+		return body, orig, nil
+	}
+	out := body
+	for i := len(codings) - 1; i >= 0; i-- {
+		out, err = decodeOne(codings[i], out, limit)
+		if err != nil {
+			return body, "", fmt.Errorf("content-encoding %s: %w", codings[i], err)
+		}
+	}
+	return out, orig, nil
+}
+
+func hasToken(values []string, token string) bool {
+	for _, v := range values {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func decodeOne(coding string, b []byte, limit int64) ([]byte, error) {
+	switch coding {
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, err
+		}
+		out, err := readLimit(zr, limit)
+		if errors.Is(err, gzip.ErrHeader) && len(out) > 0 {
+			// Bytes after the last gzip member that are not gzip: browsers ignore them too.
+			return out, nil
+		}
+		return out, err
+	case "deflate":
+		// RFC 9110 says zlib; some servers send raw deflate.
+		if zr, err := zlib.NewReader(bytes.NewReader(b)); err == nil {
+			out, err := readLimit(zr, limit)
+			if err == nil || errors.Is(err, ErrDecodedTooLarge) {
+				return out, err
+			}
+		}
+		return readLimit(flate.NewReader(bytes.NewReader(b)), limit)
+	case "br":
+		return readLimit(brotli.NewReader(bytes.NewReader(b)), limit)
+	case "zstd":
+		zr, err := zstd.NewReader(bytes.NewReader(b), zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderMaxMemory(uint64(limit)+1), zstd.WithDecoderMaxWindow(min(uint64(limit)+1, 1<<30)))
+		if err != nil {
+			return nil, err
+		}
+		defer zr.Close()
+		out, err := readLimit(zr, limit)
+		if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
+			err = fmt.Errorf("%w: %v", ErrDecodedTooLarge, err)
+		}
+		return out, err
+	default:
+		return nil, fmt.Errorf("%w %q", ErrUnsupportedEncoding, coding)
+	}
+}
+
+func readLimit(r io.Reader, limit int64) ([]byte, error) {
+	out, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return out, err
+	}
+	if int64(len(out)) > limit {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrDecodedTooLarge, limit)
+	}
+	return out, nil
+}
+
+// Dechunk removes chunked transfer coding (RFC 9112 section 7.1): hex chunk sizes with
+// optional extensions, CRLF or bare LF line ends, the last chunk and trailer fields.
+// ok is false, and b should be taken as already de-chunked, unless the whole body parses
+// as chunks: the data may end right after a complete chunk (a capture cut before the last
+// chunk), and only blank bytes may follow the trailer section.
+func Dechunk(b []byte) (out []byte, ok bool) {
+	out = make([]byte, 0, len(b))
+	i := 0
+	chunks := 0
+	for {
+		if i == len(b) {
+			return out, chunks > 0
+		}
+		j := bytes.IndexByte(b[i:], '\n')
+		if j < 0 {
+			return nil, false
+		}
+		line := bytes.TrimSuffix(b[i:i+j], []byte("\r"))
+		if k := bytes.IndexByte(line, ';'); k >= 0 {
+			line = line[:k]
+		}
+		line = bytes.TrimRight(line, " \t")
+		if len(line) == 0 || len(line) > 15 {
+			return nil, false
+		}
+		size, err := strconv.ParseUint(string(line), 16, 64)
+		if err != nil {
+			return nil, false
+		}
+		i += j + 1
+		if size == 0 {
+			// Trailer section: field lines up to an empty line, or the end of the data.
+			for i < len(b) {
+				k := bytes.IndexByte(b[i:], '\n')
+				if k < 0 {
+					return nil, false
+				}
+				field := bytes.TrimSuffix(b[i:i+k], []byte("\r"))
+				i += k + 1
+				if len(field) == 0 {
+					break
+				}
+				if bytes.IndexByte(field, ':') <= 0 {
+					return nil, false
+				}
+			}
+			if len(bytes.Trim(b[i:], "\r\n\t ")) > 0 {
+				return nil, false
+			}
+			return out, true
+		}
+		if size > uint64(len(b)-i) {
+			return nil, false
+		}
+		out = append(out, b[i:i+int(size)]...)
+		i += int(size)
+		chunks++
+		switch {
+		case bytes.HasPrefix(b[i:], []byte("\r\n")):
+			i += 2
+		case bytes.HasPrefix(b[i:], []byte("\n")):
+			i++
+		case i == len(b):
+		default:
+			return nil, false
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package warc
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// fuzzSeeds are the small corpus files, plain and gzip, good and bad.
+var fuzzSeeds = []string{
+	"warc/example.warc", "warc/example.warc.gz", "warc/example-bad-non-chunked.warc.gz",
+	"warc/example-wrong-chunks.warc.gz", "warc/example-trunc.warc", "warc/example-bad-length.warc",
+	"warc/example-digest.warc", "warc/example-url-agnostic-revisit.warc.gz", "warc/gzip_extra_sl.warc.gz",
+	"warc/redirect.warc", "warc/post-test.warc.gz", "warc/transfer_compression_brotli.warc",
+	"warc/example-iana.org-chunked.warc",
+}
+
+func addFileSeeds(f *testing.F) {
+	for _, name := range fuzzSeeds {
+		b, err := os.ReadFile("../testdata/" + name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("WARC/1.1\r\nContent-Length: 99999999999\r\n\r\n"))
+	f.Add([]byte("WARC/1.0\r\nWARC-Type: response\r\nContent-Length: 5\r\n\r\nHTTP/\r\n\r\n"))
+	f.Add([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff})
+}
+
+// FuzzReader reads arbitrary bytes as a WARC file: it must return records or an error,
+// never panic or loop, and every plain record's offset must point at "WARC/".
+func FuzzReader(f *testing.F) {
+	addFileSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(t.TempDir(), "f.warc")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := OpenReader(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = r.Close() }()
+		r.MaxBlockSize = 1 << 20
+		gz := len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b
+		for n := 0; ; n++ {
+			if n > len(data) {
+				t.Fatalf("%d records from %d bytes", n, len(data))
+			}
+			rec, err := r.Next()
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				if _, err2 := r.Next(); err2 != err {
+					t.Fatalf("error not sticky: %v then %v", err, err2)
+				}
+				return
+			}
+			if !gz && (rec.Offset < 0 || !bytes.HasPrefix(data[rec.Offset:], []byte("WARC/")) || rec.Offset+rec.Length > int64(len(data))) {
+				t.Fatalf("record at %d+%d", rec.Offset, rec.Length)
+			}
+		}
+	})
+}
+
+// FuzzImport imports arbitrary bytes: an error or a bundle, never a panic.
+func FuzzImport(f *testing.F) {
+	addFileSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tmp := t.TempDir()
+		p := filepath.Join(tmp, "f.warc")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ImportWARCs([]string{p}, filepath.Join(tmp, "out"), ImportOptions{MaxBytes: 8 << 20})
+		if _, serr := os.Stat(filepath.Join(tmp, "out")); err != nil && serr == nil {
+			t.Fatalf("failed import (%v) left its output", err)
+		}
+	})
+}
+
+// FuzzDecodePayload decodes arbitrary bodies under each coding: decoded output stays
+// within the bound, and a failure returns the body it was given (de-chunked at most).
+func FuzzDecodePayload(f *testing.F) {
+	f.Add("gzip", true, encodeWith(f, "gzip", []byte("hello hello hello")))
+	f.Add("br", false, encodeWith(f, "br", []byte("hello")))
+	f.Add("zstd", false, encodeWith(f, "zstd", []byte("hello")))
+	f.Add("deflate", false, encodeWith(f, "raw-deflate", []byte("hello")))
+	f.Add("deflate", true, []byte("5\r\nhello\r\n0\r\n\r\n"))
+	f.Add("", true, []byte("abc\r\n"))
+	f.Add("gzip, br", false, []byte{})
+	f.Fuzz(func(t *testing.T, coding string, chunked bool, body []byte) {
+		h := http.Header{}
+		if coding != "" {
+			h.Set("Content-Encoding", coding)
+		}
+		if chunked {
+			h.Set("Transfer-Encoding", "chunked")
+		}
+		const limit = 1 << 16
+		out, orig, err := DecodePayloadLimit(h, body, limit)
+		if err != nil && orig != "" {
+			t.Fatalf("error %v with original encoding %q", err, orig)
+		}
+		if orig != "" && len(out) > limit {
+			t.Fatalf("%d bytes decoded over the %d limit", len(out), limit)
+		}
+		if d, ok := Dechunk(body); ok && len(d) > len(body) {
+			t.Fatalf("de-chunked body grew")
+		}
+	})
+}
+
+// FuzzParseHTTP parses arbitrary blocks as requests and responses.
+func FuzzParseHTTP(f *testing.F) {
+	f.Add([]byte("HTTP/1.1 200 OK\r\nA: b\r\n c\r\n\r\nbody"), false)
+	f.Add([]byte("GET / HTTP/1.1\nHost: x\n\n"), true)
+	f.Add([]byte("HTTP/1.1 200\r\n:\r\n"), false)
+	f.Fuzz(func(t *testing.T, block []byte, request bool) {
+		m, _, err := ParseHTTP(block, request)
+		if err != nil {
+			return
+		}
+		if len(m.Body) > len(block) || (request && m.Method == "") || (!request && m.StatusCode < 100) {
+			t.Fatalf("%+v", m)
+		}
+	})
+}
+
+// FuzzParseDigest parses arbitrary digest values.
+func FuzzParseDigest(f *testing.F) {
+	f.Add("sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ")
+	f.Add("sha1:2jmj7l5rSw0yVb_vlWAYkK_YBwk=")
+	f.Add("sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDigest(s)
+		if err == nil && len(d.Sum) != d.Hash().Size() {
+			t.Fatalf("%s: %d bytes for %s", s, len(d.Sum), d.Algorithm)
+		}
+	})
+}

@@ -1,0 +1,756 @@
+package warc
+
+// import.go: turning WARC files written by any tool (wget, warcprox, Browsertrix, pywb,
+// Webrecorder, Heritrix, node-warc) into a bundle through BundleWriter.
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/net/html"
+)
+
+// DefaultMaxImportBytes bounds the HTTP bodies an import holds in memory at once (raw and
+// decoded, all files together): 4 GiB.
+const DefaultMaxImportBytes int64 = 4 << 30
+
+// ImportOptions configures ImportWARCs.
+type ImportOptions struct {
+	// TaskID goes to manifest.json task_id.
+	TaskID string
+	// Locale and Timezone go to the manifest when set.
+	Locale   string
+	Timezone string
+	// Logf, when set, receives each warning as it is found (one line, no newline).
+	Logf func(format string, args ...any)
+	// MaxBytes bounds the bodies held in memory; 0 means DefaultMaxImportBytes.
+	MaxBytes int64
+}
+
+// ImportReport counts what an import read and wrote.
+type ImportReport struct {
+	// Files is the number of input files read.
+	Files int `json:"files"`
+	// Records is the number of WARC records read, of every type.
+	Records int `json:"records"`
+	// Exchanges is the number of exchanges written (entries.jsonl lines).
+	Exchanges int `json:"exchanges"`
+	// RevisitsResolved counts input revisit records whose original was found.
+	RevisitsResolved int `json:"revisits_resolved"`
+	// RevisitsUnresolved counts input revisit records kept without their original.
+	RevisitsUnresolved int `json:"revisits_unresolved"`
+	// Deduplicated counts exchanges written as revisits because an identical payload of
+	// DedupMinSize bytes or more was already stored.
+	Deduplicated int `json:"deduplicated"`
+	// DecodeFailures counts response bodies kept as recorded because their
+	// Content-Encoding could not be removed.
+	DecodeFailures int `json:"decode_failures"`
+	// Pages is the number of pages.jsonl lines.
+	Pages int `json:"pages"`
+	// Skipped counts records not turned into exchanges, by reason: a WARC-Type
+	// ("warcinfo", "metadata", "resource", ...), "dns" (dns: lookups), "non-http"
+	// (other non-HTTP targets or blocks), "unpaired-request" (a request record with no
+	// response), "no-date" (a response with no WARC-Date, nor its request).
+	Skipped map[string]int `json:"skipped"`
+	// Warnings are one line each: "FILE at offset N: message".
+	Warnings []string `json:"warnings,omitempty"`
+	// Title is the <title> of the first page, "" when it has none.
+	Title string `json:"title,omitempty"`
+}
+
+// Summary returns the report as a few lines for a person: counts first, then each warning.
+func (r *ImportReport) Summary() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%d files, %d records: %d exchanges, %d pages\n", r.Files, r.Records, r.Exchanges, r.Pages)
+	fmt.Fprintf(&sb, "revisits: %d resolved, %d without their original (replayed as misses); %d identical payloads stored once\n",
+		r.RevisitsResolved, r.RevisitsUnresolved, r.Deduplicated)
+	if r.DecodeFailures > 0 {
+		fmt.Fprintf(&sb, "%d response bodies kept encoded (their Content-Encoding could not be removed)\n", r.DecodeFailures)
+	}
+	if len(r.Skipped) > 0 {
+		fmt.Fprintf(&sb, "skipped records: %s\n", r.SkippedSummary())
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&sb, "warning: %s\n", w)
+	}
+	return sb.String()
+}
+
+// SkippedSummary returns Skipped as "3 metadata, 1 warcinfo", sorted by reason.
+func (r *ImportReport) SkippedSummary() string {
+	keys := make([]string, 0, len(r.Skipped))
+	for k := range r.Skipped {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", r.Skipped[k], k)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// inRec is an HTTP record kept in memory during an import.
+type inRec struct {
+	file, idx int
+	path      string
+	rec       *Record
+	req       *inRec // the paired request, for responses and revisits
+	used      bool   // a request already paired
+	orig      *inRec // the original of a resolved revisit
+
+	status int
+	header http.Header // response header to write
+
+	decodedDone bool
+	decoded     []byte
+	counted     int64 // bytes of decoded counted in the budget
+	origEnc     string
+	title       string // HTML title, kept after the body is released
+	exchangeID  string
+}
+
+func normID(s string) string { return strings.Trim(strings.TrimSpace(s), "<>") }
+
+// ImportWARCs reads the WARC files at paths and writes their HTTP exchanges as a bundle
+// at dir (see NewBundleWriter):
+//
+//   - Each response is paired with its request: a WARC-Concurrent-To on either record,
+//     else the nearest unpaired request record of the same file with the same target URI
+//     (ties go to the earlier one). A response without a request is written as a GET.
+//   - Response bodies are decoded (DecodePayload); a body that cannot be decoded is kept
+//     as recorded, with a warning.
+//   - A revisit record is resolved to its original response in any input file, by
+//     WARC-Refers-To, else WARC-Refers-To-Target-URI with WARC-Refers-To-Date, else the
+//     payload digest; it is written as a revisit of that exchange. A revisit whose original
+//     is absent is kept (Entry.Unresolved), never dropped.
+//   - dns: records, warcinfo, metadata, resource and other non-HTTP records are skipped and
+//     counted.
+//   - Exchanges are written in recording order: response WARC-Date, then input file
+//     order, then record order.
+//   - pages.jsonl lists the top-level documents, in recording order: GET (or POST)
+//     exchanges with a 2xx (not 204 or 205) or 3xx text/html response whose request says
+//     it is a navigation: Sec-Fetch-Dest "document", or, without Sec-Fetch-Dest, an Accept
+//     naming text/html. When no request of the input says either (no request records, or
+//     a tool such as wget that sends Accept */*), every such text/html GET response counts
+//     as a page. The title is the HTML <title>.
+//   - manifest not_found names, per host, the first recorded GET with a 404 text/html
+//     response.
+//
+// Any read error stops the import with one line naming the file and offset, and no
+// output directory is left behind. An input with no HTTP response at all is refused.
+func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport, error) {
+	rep := &ImportReport{Skipped: map[string]int{}}
+	if len(paths) == 0 {
+		return rep, errors.New("import: no WARC files given")
+	}
+	limit := opts.MaxBytes
+	if limit <= 0 {
+		limit = DefaultMaxImportBytes
+	}
+	warn := func(s string) {
+		rep.Warnings = append(rep.Warnings, s)
+		if opts.Logf != nil {
+			opts.Logf("%s", s)
+		}
+	}
+
+	b := &budget{limit: limit}
+	var resps []*inRec
+	for fi, path := range paths {
+		got, err := readHTTPRecords(path, fi, rep, warn, b)
+		if err != nil {
+			return rep, err
+		}
+		resps = append(resps, got...)
+		rep.Files++
+	}
+	if len(resps) == 0 {
+		return rep, fmt.Errorf("import: no HTTP response records in %s (read %d records: %s)",
+			strings.Join(paths, ", "), rep.Records, rep.SkippedSummary())
+	}
+
+	slices.SortStableFunc(resps, func(a, b *inRec) int {
+		if c := a.rec.Date.Compare(b.rec.Date); c != 0 {
+			return c
+		}
+		if a.file != b.file {
+			return a.file - b.file
+		}
+		return a.idx - b.idx
+	})
+
+	resolveRevisits(resps, warn)
+
+	// Status and header of every exchange, needed before writing for not_found.
+	var kept []*inRec
+	for _, x := range resps {
+		switch {
+		case x.rec.Type == "revisit" && x.orig != nil && (x.rec.HTTP == nil || strings.Contains(x.rec.Get("WARC-Profile"), "server-not-modified")):
+			x.status, x.header = x.orig.rec.HTTP.StatusCode, repairedHeader(x.orig.rec.HTTP, x.orig, warn)
+		case x.rec.HTTP != nil:
+			x.status, x.header = x.rec.HTTP.StatusCode, repairedHeader(x.rec.HTTP, x, warn)
+		default:
+			// An unresolved revisit without HTTP headers: nothing says what was answered.
+			x.status, x.header = http.StatusOK, http.Header{}
+			warn(fmt.Sprintf("%s at %s: revisit without HTTP headers and without its original; kept as an unresolved 200", x.path, x.rec.Where()))
+		}
+		kept = append(kept, x)
+	}
+
+	m := Manifest{TaskID: opts.TaskID, Locale: opts.Locale, Timezone: opts.Timezone}
+	for _, x := range kept {
+		if x.status == http.StatusNotFound && methodOf(x) == http.MethodGet && mimeOf(x.header.Get("Content-Type")) == "text/html" {
+			u, err := url.Parse(x.rec.TargetURI)
+			if err != nil || u.Host == "" {
+				continue
+			}
+			host := strings.ToLower(u.Host)
+			if m.NotFound == nil {
+				m.NotFound = map[string]string{}
+			}
+			if _, ok := m.NotFound[host]; !ok {
+				m.NotFound[host] = x.rec.TargetURI
+			}
+		}
+	}
+
+	signals := false
+	for _, x := range kept {
+		if x.req != nil && navSignal(x.req.rec.HTTP.HTTPHeader()) != "" {
+			signals = true
+			break
+		}
+	}
+
+	bw, err := NewBundleWriter(dir, m)
+	if err != nil {
+		return rep, err
+	}
+	for _, x := range kept {
+		ex, err := buildExchange(x, rep, warn, b)
+		if err != nil {
+			bw.Abort()
+			return rep, err
+		}
+		e, err := bw.Add(ex)
+		if err != nil {
+			bw.Abort()
+			return rep, fmt.Errorf("import %s at %s: %w", x.path, x.rec.Where(), err)
+		}
+		x.exchangeID = e.ID
+		rep.Exchanges++
+		switch {
+		case e.Unresolved:
+		case e.RevisitOf != "" && x.rec.Type != "revisit":
+			rep.Deduplicated++
+		}
+		if x.rec.Type == "response" && e.Mime == "text/html" {
+			x.title = htmlTitle(x.decoded)
+		}
+		if p, ok := pageOf(x, e, signals); ok {
+			if err := bw.AddPage(p); err != nil {
+				bw.Abort()
+				return rep, err
+			}
+			rep.Pages++
+			if rep.Title == "" && p.Note == "" {
+				rep.Title = p.Title
+			}
+		}
+		if x.rec.Type == "response" {
+			// Written: revisits of it need only its id and encoding.
+			b.held -= int64(len(x.rec.Block)) + x.counted
+			x.rec.Block, x.rec.HTTP.Body, x.decoded, x.counted = nil, nil, nil, 0
+		}
+	}
+	for _, s := range bw.Warnings() {
+		warn("write: " + s)
+	}
+	if err := bw.Close(); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// readHTTPRecords reads one file and returns its responses and revisits, paired with
+// their requests.
+// budget counts the body bytes an import holds (raw blocks and decoded payloads).
+type budget struct {
+	held, limit int64
+}
+
+func readHTTPRecords(path string, fi int, rep *ImportReport, warn func(string), b *budget) ([]*inRec, error) {
+	rd, err := OpenReader(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rd.Close() }()
+	var reqs, resps []*inRec
+	for idx := 0; ; idx++ {
+		rec, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		rep.Records++
+		for _, w := range rec.Warnings {
+			warn(fmt.Sprintf("%s at %s: %s", path, rec.Where(), w))
+		}
+		target := strings.ToLower(rec.TargetURI)
+		isHTTP := strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://")
+		switch rec.Type {
+		case "response", "revisit", "request":
+		default:
+			rep.Skipped[rec.Type]++
+			continue
+		}
+		switch {
+		case strings.HasPrefix(target, "dns:"):
+			rep.Skipped["dns"]++
+			continue
+		case !isHTTP || (rec.HTTP == nil && rec.Type != "revisit"):
+			rep.Skipped["non-http"]++
+			if rec.HTTP == nil && isHTTP {
+				warn(fmt.Sprintf("%s at %s: %s record without a readable HTTP message skipped", path, rec.Where(), rec.Type))
+			}
+			continue
+		}
+		b.held += int64(len(rec.Block))
+		if b.held > b.limit {
+			return nil, fmt.Errorf("read %s at %s: the HTTP records read so far hold more than %d bytes", path, rec.Where(), b.limit)
+		}
+		x := &inRec{file: fi, idx: idx, path: path, rec: rec}
+		if rec.Type == "request" {
+			reqs = append(reqs, x)
+		} else {
+			resps = append(resps, x)
+		}
+	}
+	for _, w := range rd.Warnings() {
+		warn(fmt.Sprintf("%s at %s: %s", path, w.Where, w.Msg))
+	}
+	pairRequests(reqs, resps)
+	for _, q := range reqs {
+		if !q.used {
+			rep.Skipped["unpaired-request"]++
+		}
+	}
+	// A response without WARC-Date takes its request's; without either it is skipped.
+	dated := resps[:0]
+	for _, x := range resps {
+		if x.rec.Date.IsZero() && x.req != nil {
+			x.rec.Date = x.req.rec.Date
+		}
+		if x.rec.Date.IsZero() {
+			warn(fmt.Sprintf("%s at %s: %s record without WARC-Date skipped", path, x.rec.Where(), x.rec.Type))
+			rep.Skipped["no-date"]++
+			continue
+		}
+		dated = append(dated, x)
+	}
+	return dated, nil
+}
+
+// pairRequests links responses to requests of the same file: WARC-Concurrent-To from the
+// response, then from the request, then the nearest unpaired request with the same target.
+func pairRequests(reqs, resps []*inRec) {
+	reqByID := map[string]*inRec{}
+	for _, q := range reqs {
+		if id := normID(q.rec.ID); id != "" {
+			if _, dup := reqByID[id]; !dup {
+				reqByID[id] = q
+			}
+		}
+	}
+	respByID := map[string]*inRec{}
+	for _, r := range resps {
+		if id := normID(r.rec.ID); id != "" {
+			if _, dup := respByID[id]; !dup {
+				respByID[id] = r
+			}
+		}
+	}
+	link := func(r, q *inRec) { r.req, q.used = q, true }
+	for _, r := range resps {
+		for _, id := range r.rec.Header.Values("WARC-Concurrent-To") {
+			if q := reqByID[normID(id)]; q != nil && !q.used {
+				link(r, q)
+				break
+			}
+		}
+	}
+	for _, q := range reqs {
+		if q.used {
+			continue
+		}
+		for _, id := range q.rec.Header.Values("WARC-Concurrent-To") {
+			if r := respByID[normID(id)]; r != nil && r.req == nil {
+				link(r, q)
+				break
+			}
+		}
+	}
+	byURI := map[string][]*inRec{}
+	for _, q := range reqs {
+		if !q.used {
+			byURI[q.rec.TargetURI] = append(byURI[q.rec.TargetURI], q)
+		}
+	}
+	for _, r := range resps {
+		if r.req != nil {
+			continue
+		}
+		var best *inRec
+		for _, q := range byURI[r.rec.TargetURI] {
+			if q.used {
+				continue
+			}
+			d, bd := abs(q.idx-r.idx), 0
+			if best != nil {
+				bd = abs(best.idx - r.idx)
+			}
+			if best == nil || d < bd || (d == bd && q.idx < best.idx) {
+				best = q
+			}
+		}
+		if best != nil {
+			link(r, best)
+		}
+	}
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// resolveRevisits finds the original response of every revisit record, across all
+// files; resps is in recording order, so the first match in that order wins.
+func resolveRevisits(resps []*inRec, warn func(string)) {
+	byID := map[string]*inRec{}
+	byURIDate := map[string]*inRec{}
+	var byDigest map[string]*inRec
+	for _, r := range resps {
+		if r.rec.Type != "response" {
+			continue
+		}
+		if id := normID(r.rec.ID); id != "" {
+			if _, ok := byID[id]; !ok {
+				byID[id] = r
+			}
+		}
+		k := r.rec.TargetURI + " " + r.rec.Date.UTC().Format(time.RFC3339Nano)
+		if _, ok := byURIDate[k]; !ok {
+			byURIDate[k] = r
+		}
+	}
+	digestIndex := func() map[string]*inRec {
+		idx := map[string]*inRec{}
+		add := func(k string, r *inRec) {
+			if _, ok := idx[k]; !ok {
+				idx[k] = r
+			}
+		}
+		for _, r := range resps {
+			if r.rec.Type != "response" {
+				continue
+			}
+			if d, err := ParseDigest(r.rec.Get("WARC-Payload-Digest")); err == nil {
+				add(d.Key(), r)
+			}
+			bodies := [][]byte{r.rec.HTTP.Body}
+			if dc, ok := Dechunk(r.rec.HTTP.Body); ok {
+				bodies = append(bodies, dc)
+			}
+			for _, b := range bodies {
+				s1 := sha1.Sum(b)
+				add("sha1:"+hex.EncodeToString(s1[:]), r)
+				s2 := sha256.Sum256(b)
+				add("sha256:"+hex.EncodeToString(s2[:]), r)
+			}
+		}
+		return idx
+	}
+	for _, v := range resps {
+		if v.rec.Type != "revisit" {
+			continue
+		}
+		if id := normID(v.rec.Get("WARC-Refers-To")); id != "" {
+			v.orig = byID[id]
+		}
+		if v.orig == nil {
+			uri := CleanTargetURI(v.rec.Get("WARC-Refers-To-Target-URI"))
+			if t, err := ParseWARCDate(v.rec.Get("WARC-Refers-To-Date")); uri != "" && err == nil {
+				v.orig = byURIDate[uri+" "+t.Format(time.RFC3339Nano)]
+			}
+		}
+		if v.orig == nil {
+			if d, err := ParseDigest(v.rec.Get("WARC-Payload-Digest")); err == nil {
+				if byDigest == nil {
+					byDigest = digestIndex()
+				}
+				v.orig = byDigest[d.Key()]
+			}
+		}
+		if v.orig == nil {
+			warn(fmt.Sprintf("%s at %s: revisit of %s: original not in the input; kept as unresolved", v.path, v.rec.Where(), v.rec.TargetURI))
+		}
+	}
+}
+
+// repairedHeader returns m's header as an http.Header. A field name with blanks between
+// valid token words ("Upgrade-Insecure Requests", written by node-warc for
+// "Upgrade-Insecure-Requests") is read with dashes instead, with a warning; other names
+// that are not tokens are kept and left for the writer to drop.
+func repairedHeader(m *HTTPMessage, x *inRec, warn func(string)) http.Header {
+	h := make(http.Header, len(m.Header))
+	for _, f := range m.Header {
+		name := f.Name
+		if strings.ContainsAny(name, " \t") {
+			words := strings.Fields(name)
+			ok := true
+			for _, w := range words {
+				ok = ok && isHTTPToken(w)
+			}
+			if ok {
+				name = strings.Join(words, "-")
+				warn(fmt.Sprintf("%s at %s: HTTP header name %q read as %q", x.path, x.rec.Where(), f.Name, name))
+			}
+		}
+		h.Add(name, f.Value)
+	}
+	return h
+}
+
+func methodOf(x *inRec) string {
+	if x.req != nil && x.req.rec.HTTP != nil {
+		return x.req.rec.HTTP.Method
+	}
+	return http.MethodGet
+}
+
+// decodedBody decodes (once) the body of a response record.
+func (x *inRec) decodedBody(rep *ImportReport, warn func(string), b *budget) ([]byte, string, error) {
+	if !x.decodedDone {
+		x.decodedDone = true
+		h := x.rec.HTTP.HTTPHeader()
+		d, enc, err := DecodePayload(h, x.rec.HTTP.Body)
+		if err != nil {
+			rep.DecodeFailures++
+			warn(fmt.Sprintf("%s at %s: body of %s kept as recorded: %v", x.path, x.rec.Where(), x.rec.TargetURI, err))
+		}
+		x.decoded, x.origEnc = d, enc
+		if enc != "" || len(d) != len(x.rec.HTTP.Body) {
+			x.counted = int64(len(d))
+			b.held += x.counted
+			if b.held > b.limit {
+				return nil, "", fmt.Errorf("import %s at %s: the decoded bodies hold more than %d bytes", x.path, x.rec.Where(), b.limit)
+			}
+		}
+	}
+	return x.decoded, x.origEnc, nil
+}
+
+func buildExchange(x *inRec, rep *ImportReport, warn func(string), b *budget) (Exchange, error) {
+	ex := Exchange{
+		Method:     methodOf(x),
+		URL:        x.rec.TargetURI,
+		Date:       x.rec.Date,
+		Status:     x.status,
+		RespHeader: x.header,
+	}
+	if x.rec.HTTP != nil {
+		ex.Proto = x.rec.HTTP.Proto
+	}
+	if x.req != nil {
+		q := x.req.rec.HTTP
+		ex.ReqHeader = repairedHeader(q, x.req, warn)
+		body := q.Body
+		if hasToken(ex.ReqHeader.Values("Transfer-Encoding"), "chunked") {
+			if d, ok := Dechunk(body); ok {
+				body = d
+			}
+		}
+		ex.ReqBody = body
+	}
+	switch {
+	case x.rec.Type == "response":
+		body, enc, err := x.decodedBody(rep, warn, b)
+		if err != nil {
+			return ex, err
+		}
+		ex.Body, ex.OrigEncoding = body, enc
+	case x.orig != nil:
+		rep.RevisitsResolved++
+		body, enc, err := x.orig.decodedBody(rep, warn, b)
+		if err != nil {
+			return ex, err
+		}
+		ex.OrigEncoding = enc
+		if x.orig.exchangeID != "" {
+			ex.RevisitOf = x.orig.exchangeID
+		} else {
+			ex.Body = body // the original comes later (or was skipped): store the payload here
+		}
+		if enc == "" {
+			// The stored payload carries no encoding: a Content-Encoding of the revisit's
+			// own header does not describe it.
+			delHeader(ex.RespHeader, "Content-Encoding")
+		}
+	default:
+		rep.RevisitsUnresolved++
+		t, _ := ParseWARCDate(x.rec.Get("WARC-Refers-To-Date"))
+		ex.Unresolved = &UnresolvedRevisit{
+			TargetURI:     CleanTargetURI(x.rec.Get("WARC-Refers-To-Target-URI")),
+			Date:          t,
+			PayloadDigest: x.rec.Get("WARC-Payload-Digest"),
+		}
+		ex.OrigEncoding = strings.ToLower(strings.TrimSpace(ex.RespHeader.Get("Content-Encoding")))
+	}
+	ex.ResourceType = resourceType(x, ex)
+	return ex, nil
+}
+
+// resourceType is the RR-Resource-Type of an exchange: the input's own RR-Resource-Type
+// or WARC-Resource-Type when present, else from the request's Sec-Fetch-Dest, else from
+// the response's media type. Values follow the DevTools resource types in lower case:
+// document, stylesheet, script, image, font, media, manifest, fetch, other.
+func resourceType(x *inRec, ex Exchange) string {
+	for _, name := range []string{"RR-Resource-Type", "WARC-Resource-Type"} {
+		if v := strings.ToLower(strings.TrimSpace(x.rec.Get(name))); v != "" {
+			return v
+		}
+	}
+	switch strings.ToLower(ex.ReqHeader.Get("Sec-Fetch-Dest")) {
+	case "document", "iframe", "frame":
+		return "document"
+	case "style":
+		return "stylesheet"
+	case "script", "worker", "sharedworker", "serviceworker":
+		return "script"
+	case "image":
+		return "image"
+	case "font":
+		return "font"
+	case "audio", "video", "track":
+		return "media"
+	case "manifest":
+		return "manifest"
+	case "empty":
+		return "fetch"
+	}
+	mt := mimeOf(ex.RespHeader.Get("Content-Type"))
+	switch {
+	case mt == "text/html" || mt == "application/xhtml+xml":
+		return "document"
+	case mt == "text/css":
+		return "stylesheet"
+	case strings.Contains(mt, "javascript") || mt == "text/ecmascript":
+		return "script"
+	case strings.HasPrefix(mt, "image/"):
+		return "image"
+	case strings.HasPrefix(mt, "font/") || strings.Contains(mt, "font-woff") || mt == "application/vnd.ms-fontobject":
+		return "font"
+	case strings.HasPrefix(mt, "audio/") || strings.HasPrefix(mt, "video/"):
+		return "media"
+	case strings.Contains(mt, "json") || strings.HasSuffix(mt, "/xml"):
+		return "fetch"
+	}
+	return "other"
+}
+
+// navSignal says what a request's headers tell of it being a navigation: "yes", "no",
+// or "" when they tell nothing (no Sec-Fetch-Dest, no Accept naming text/html).
+func navSignal(q http.Header) string {
+	if dest := strings.ToLower(q.Get("Sec-Fetch-Dest")); dest != "" {
+		if dest == "document" {
+			return "yes"
+		}
+		return "no"
+	}
+	if strings.Contains(strings.ToLower(strings.Join(q.Values("Accept"), ",")), "text/html") {
+		return "yes"
+	}
+	return ""
+}
+
+// pageOf decides whether an exchange is a top-level page (see ImportWARCs); signals
+// tells whether any request of the input carries navigation headers.
+func pageOf(x *inRec, e Entry, signals bool) (Page, bool) {
+	if e.Status < 200 || e.Status > 399 || e.Status == 204 || e.Status == 205 || e.Mime != "text/html" || e.Unresolved {
+		return Page{}, false
+	}
+	if e.Method != http.MethodGet && e.Method != http.MethodPost {
+		return Page{}, false
+	}
+	var q http.Header
+	if x.req != nil {
+		q = x.req.rec.HTTP.HTTPHeader()
+	}
+	switch navSignal(q) {
+	case "no":
+		return Page{}, false
+	case "":
+		if signals || e.Method != http.MethodGet {
+			return Page{}, false
+		}
+	}
+	p := Page{URL: e.URL, TS: e.TS, Fetched: e.Method, Title: x.title}
+	if x.orig != nil {
+		// The original's title, or its payload when it is not written (released) yet.
+		p.Title = x.orig.title
+		if p.Title == "" {
+			p.Title = htmlTitle(x.orig.decoded)
+		}
+	}
+	return p, true
+}
+
+// htmlTitle returns the text of the first <title> element, blanks collapsed, at most
+// 300 bytes; it reads at most the first 1 MiB of the document.
+func htmlTitle(doc []byte) string {
+	if len(doc) > 1<<20 {
+		doc = doc[:1<<20]
+	}
+	z := html.NewTokenizer(bytes.NewReader(doc))
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return ""
+		case html.StartTagToken:
+			name, _ := z.TagName()
+			if string(name) != "title" {
+				continue
+			}
+			var sb strings.Builder
+			for {
+				tt := z.Next()
+				if tt == html.TextToken {
+					sb.Write(z.Text())
+					continue
+				}
+				break
+			}
+			t := strings.Join(strings.Fields(sb.String()), " ")
+			if len(t) > 300 {
+				t = t[:300]
+			}
+			return t
+		}
+	}
+}

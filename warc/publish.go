@@ -1,0 +1,756 @@
+package warc
+
+// This file converts between a bundle directory and the published layout, format 2
+// (tasks/<id>/recording/, docs/bundle-format.md "Published layout"):
+//
+//	manifest.json      the bundle's manifest plus "format": 2
+//	pages.jsonl        pages/pages.jsonl as is
+//	entries.jsonl.gz   indexes/entries.jsonl, gzip
+//	warc.tar.gz        a tar holding only archive/data.warc, gzip; split into
+//	                   warc.tar.gz.000, .001, ... when larger than PartSize
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+)
+
+// Names of the files of a published recording directory.
+const (
+	RecordingManifestFile = "manifest.json"
+	RecordingPagesFile    = "pages.jsonl"
+	RecordingEntriesFile  = "entries.jsonl.gz"
+	RecordingWARCFile     = "warc.tar.gz"
+)
+
+// PartSize is the largest warc.tar.gz Pack writes in one file: 45 MB in decimal units
+// (45,000,000 bytes), below GitHub's 50 MiB warning. A larger archive is split into
+// warc.tar.gz.000, .001, ... (at most 1000 parts), each PartSize bytes but the last.
+const PartSize = 45 * 1000 * 1000
+
+// Bounds applied by Unpack to what a recording may expand to.
+const (
+	// MaxWARCBytes bounds archive/data.warc (8 GiB).
+	MaxWARCBytes = 8 << 30
+	// MaxEntriesBytes bounds the gunzipped indexes/entries.jsonl (2 GiB).
+	MaxEntriesBytes = 2 << 30
+	// MaxPagesBytes bounds pages.jsonl (256 MiB).
+	MaxPagesBytes = 256 << 20
+	// maxTarTrailer bounds what may follow the end of the tar inside the gzip stream
+	// (zero padding written by other tar tools).
+	maxTarTrailer = 1 << 20
+	maxParts      = 1000
+)
+
+// tarModTime is the fixed modification time of the tar entry, so the same WARC always
+// packs to the same bytes.
+var tarModTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+var partName = regexp.MustCompile(`^warc\.tar\.gz\.([0-9]{3})$`)
+
+// Pack writes the bundle in bundleDir to recordingDir in the published layout, format 2,
+// splitting warc.tar.gz into parts above PartSize bytes. See PackParts.
+func Pack(bundleDir, recordingDir string) error {
+	return PackParts(bundleDir, recordingDir, PartSize)
+}
+
+// PackParts is Pack with parts of at most partSize bytes. The bundle is opened and checked
+// with OpenBundle first. Output is deterministic: the same bundle files and the same
+// klauspost/compress version give the same bytes (fixed tar name, mode 0644, uid/gid 0, no
+// user or group names, mtime 2000-01-01T00:00:00Z; no name or time in the gzip headers).
+// The recording is written into a temporary directory beside recordingDir (its parent is
+// created if needed), synced, and renamed over recordingDir only once complete; an older
+// recording there is replaced as a whole.
+func PackParts(bundleDir, recordingDir string, partSize int64) error {
+	if partSize <= 0 {
+		return fmt.Errorf("pack %s: part size %d is not positive", recordingDir, partSize)
+	}
+	b, err := OpenBundle(bundleDir)
+	if err != nil {
+		return fmt.Errorf("pack: %w", err)
+	}
+	defer b.Close()
+
+	parent := filepath.Dir(recordingDir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("pack: %w", err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(recordingDir)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("pack: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return fmt.Errorf("pack: %w", err)
+	}
+
+	m := b.Manifest
+	m.Format = RecordingFormat
+	if err := writeJSONFile(filepath.Join(tmp, RecordingManifestFile), m); err != nil {
+		return fmt.Errorf("pack: %w", err)
+	}
+	root, err := os.OpenRoot(bundleDir)
+	if err != nil {
+		return fmt.Errorf("pack: %w", err)
+	}
+	defer root.Close()
+	if err := copyBundleFile(root, bundleDir, PagesFile, filepath.Join(tmp, RecordingPagesFile), false); err != nil {
+		return fmt.Errorf("pack: %w", err)
+	}
+	if err := copyBundleFile(root, bundleDir, EntriesFile, filepath.Join(tmp, RecordingEntriesFile), true); err != nil {
+		return fmt.Errorf("pack: %w", err)
+	}
+	if err := packWARC(b, tmp, partSize); err != nil {
+		return fmt.Errorf("pack %s: %w", filepath.Join(bundleDir, WARCFile), err)
+	}
+	if err := syncPath(tmp); err != nil {
+		return fmt.Errorf("pack: %w", err)
+	}
+	if err := replaceDir(tmp, recordingDir); err != nil {
+		return fmt.Errorf("pack: %w", err)
+	}
+	done = true
+	return nil
+}
+
+// packWARC writes warc.tar.gz (or its parts) for b's archive into dir.
+func packWARC(b *Bundle, dir string, partSize int64) error {
+	pw := &partWriter{dir: dir, size: partSize}
+	zw, err := gzip.NewWriterLevel(pw, gzip.DefaultCompression)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(zw)
+	hdr := &tar.Header{
+		Typeflag: tar.TypeReg,
+		Name:     WARCFile,
+		Mode:     0o644,
+		Size:     b.warcSize,
+		ModTime:  tarModTime,
+	}
+	if err := tw.WriteHeader(hdr); err != nil {
+		pw.abort()
+		return err
+	}
+	if _, err := io.Copy(tw, io.NewSectionReader(b.warc, 0, b.warcSize)); err != nil {
+		pw.abort()
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		pw.abort()
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		pw.abort()
+		return err
+	}
+	if err := pw.close(); err != nil {
+		return err
+	}
+	if pw.n == 1 {
+		return os.Rename(filepath.Join(dir, RecordingWARCFile+".000"), filepath.Join(dir, RecordingWARCFile))
+	}
+	return nil
+}
+
+// partWriter writes a stream into numbered files warc.tar.gz.NNN of at most size bytes,
+// opening a part only when there is a byte to put in it.
+type partWriter struct {
+	dir  string
+	size int64
+	n    int // parts opened so far
+	f    *os.File
+	left int64
+}
+
+func (p *partWriter) Write(b []byte) (int, error) {
+	written := 0
+	for len(b) > 0 {
+		if p.f == nil || p.left == 0 {
+			if err := p.next(); err != nil {
+				return written, err
+			}
+		}
+		k := int64(len(b))
+		if k > p.left {
+			k = p.left
+		}
+		n, err := p.f.Write(b[:k])
+		written += n
+		p.left -= int64(n)
+		if err != nil {
+			return written, err
+		}
+		b = b[k:]
+	}
+	return written, nil
+}
+
+func (p *partWriter) next() error {
+	if err := p.close(); err != nil {
+		return err
+	}
+	if p.n == maxParts {
+		return fmt.Errorf("archive needs more than %d parts of %d bytes", maxParts, p.size)
+	}
+	f, err := os.OpenFile(filepath.Join(p.dir, fmt.Sprintf("%s.%03d", RecordingWARCFile, p.n)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	p.f, p.left = f, p.size
+	p.n++
+	return nil
+}
+
+// close syncs and closes the current part.
+func (p *partWriter) close() error {
+	if p.f == nil {
+		return nil
+	}
+	f := p.f
+	p.f = nil
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (p *partWriter) abort() {
+	if p.f != nil {
+		p.f.Close()
+		p.f = nil
+	}
+}
+
+// copyBundleFile copies the bundle file name (a regular file inside root) to the new file
+// dst, gzip-compressing it when compress is set, and syncs dst.
+func copyBundleFile(root *os.Root, bundleDir, name, dst string, compress bool) error {
+	src, err := openBundleFile(root, bundleDir, name)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	return createSynced(dst, func(w io.Writer) error {
+		if !compress {
+			_, err := io.Copy(w, src)
+			return err
+		}
+		zw, err := gzip.NewWriterLevel(w, gzip.DefaultCompression)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(zw, src); err != nil {
+			return err
+		}
+		return zw.Close()
+	})
+}
+
+// writeJSONFile writes v as indented JSON and a newline to the new file path.
+func writeJSONFile(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	return createSynced(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// createSynced creates the file path (which must not exist, mode 0644), fills it with
+// fill, and syncs and closes it. Errors from fill are returned as they are. The file is left behind on error: callers write into a
+// temporary directory that they remove.
+func createSynced(path string, fill func(io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := fill(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// syncPath fsyncs a file or directory.
+func syncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// replaceDir moves the complete directory tmp to dst. An existing dst is first moved aside
+// and removed only once tmp is in place; if that fails, it is put back.
+func replaceDir(tmp, dst string) error {
+	parent := filepath.Dir(dst)
+	if _, err := os.Lstat(dst); errors.Is(err, os.ErrNotExist) {
+		if err := os.Rename(tmp, dst); err != nil {
+			return err
+		}
+		return syncPath(parent)
+	}
+	// a fresh unused name: os.Rename refuses to replace even an empty directory
+	old, err := os.MkdirTemp(parent, "."+filepath.Base(dst)+".old-*")
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(old); err != nil {
+		return err
+	}
+	if err := os.Rename(dst, old); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		if rerr := os.Rename(old, dst); rerr != nil {
+			return fmt.Errorf("%w (and restoring %s from %s: %v)", err, dst, old, rerr)
+		}
+		return err
+	}
+	if err := syncPath(parent); err != nil {
+		return err
+	}
+	return os.RemoveAll(old)
+}
+
+// RecordingFiles lists the files of the published recording in recordingDir in their fixed
+// order: manifest.json, pages.jsonl, entries.jsonl.gz, then warc.tar.gz or its parts
+// warc.tar.gz.000, .001, ... in number order. It returns nil and no error when the directory
+// does not exist or holds none of these files (the task has no recording yet), and an error
+// when the set is incomplete (a missing file or part, both warc.tar.gz and parts) or a file
+// is not a regular file (symlinks are refused). Other files in the directory are ignored.
+func RecordingFiles(recordingDir string) ([]string, error) {
+	des, err := os.ReadDir(recordingDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read recording %s: %w", recordingDir, err)
+	}
+	present := map[string]bool{}
+	var parts []int
+	for _, de := range des {
+		name := de.Name()
+		m := partName.FindStringSubmatch(name)
+		known := m != nil || name == RecordingManifestFile || name == RecordingPagesFile ||
+			name == RecordingEntriesFile || name == RecordingWARCFile
+		if !known {
+			continue
+		}
+		if !de.Type().IsRegular() {
+			return nil, fmt.Errorf("recording %s: %s is not a regular file (%s)", recordingDir, name, de.Type())
+		}
+		present[name] = true
+		if m != nil {
+			n, _ := strconv.Atoi(m[1])
+			parts = append(parts, n)
+		}
+	}
+	if len(present) == 0 {
+		return nil, nil
+	}
+	var files []string
+	for _, name := range []string{RecordingManifestFile, RecordingPagesFile, RecordingEntriesFile} {
+		if !present[name] {
+			return nil, fmt.Errorf("recording %s: %s is missing", recordingDir, name)
+		}
+		files = append(files, filepath.Join(recordingDir, name))
+	}
+	switch {
+	case present[RecordingWARCFile] && len(parts) > 0:
+		return nil, fmt.Errorf("recording %s: has both %s and %s.%03d", recordingDir, RecordingWARCFile, RecordingWARCFile, parts[0])
+	case present[RecordingWARCFile]:
+		files = append(files, filepath.Join(recordingDir, RecordingWARCFile))
+	case len(parts) == 0:
+		return nil, fmt.Errorf("recording %s: %s is missing", recordingDir, RecordingWARCFile)
+	default:
+		slices.Sort(parts)
+		for i, n := range parts {
+			if n != i {
+				return nil, fmt.Errorf("recording %s: part %s.%03d is missing", recordingDir, RecordingWARCFile, i)
+			}
+			files = append(files, filepath.Join(recordingDir, fmt.Sprintf("%s.%03d", RecordingWARCFile, n)))
+		}
+	}
+	return files, nil
+}
+
+// HashRecording returns the lowercase hex sha256 identifying the recording's content: for
+// each file of RecordingFiles in order, its base name, a NUL byte, its length as 8 bytes
+// big-endian, and its bytes. It is an error when recordingDir holds no recording.
+func HashRecording(recordingDir string) (string, error) {
+	files, err := RecordingFiles(recordingDir)
+	if err != nil {
+		return "", err
+	}
+	if len(files) == 0 {
+		return "", fmt.Errorf("recording %s: no recording files", recordingDir)
+	}
+	h := sha256.New()
+	for _, path := range files {
+		if err := hashFile(h, path); err != nil {
+			return "", err
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func hashFile(w io.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(fi.Size()))
+	io.WriteString(w, filepath.Base(path))
+	w.Write([]byte{0})
+	w.Write(n[:])
+	copied, err := io.Copy(w, io.LimitReader(f, fi.Size()))
+	if err != nil {
+		return fmt.Errorf("read %s at offset %d: %w", path, copied, err)
+	}
+	if copied != fi.Size() {
+		return fmt.Errorf("read %s: file shrank from %d to %d bytes while hashing", path, fi.Size(), copied)
+	}
+	return nil
+}
+
+// Unpack turns the published recording in recordingDir into a bundle directory destDir
+// (created if missing; if it exists it must be empty): manifest.json without "format",
+// archive/data.warc, indexes/entries.jsonl and pages/pages.jsonl, each synced. The manifest
+// must say "format": 2 (RecordingFormat); any other or a missing format is refused with an
+// error naming both. The warc.tar.gz parts are read in order as one gzip stream whose tar
+// must hold exactly one entry, the regular file archive/data.warc of at most MaxWARCBytes:
+// any other name, a path outside archive/, a link, a device or a second entry is an error.
+// entries.jsonl.gz expands to at most MaxEntriesBytes. The result is checked with
+// OpenBundle. On error destDir may hold part of the output: unpack into a temporary
+// directory and rename it when Unpack succeeds.
+func Unpack(recordingDir, destDir string) error {
+	files, err := RecordingFiles(recordingDir)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("recording %s: no recording files", recordingDir)
+	}
+	m, err := readRecordingManifest(recordingDir, files[0])
+	if err != nil {
+		return err
+	}
+	if err := makeEmptyDir(destDir); err != nil {
+		return fmt.Errorf("unpack %s: %w", recordingDir, err)
+	}
+	for _, d := range []string{filepath.Dir(WARCFile), filepath.Dir(EntriesFile), filepath.Dir(PagesFile)} {
+		if err := os.Mkdir(filepath.Join(destDir, d), 0o755); err != nil {
+			return fmt.Errorf("unpack %s: %w", recordingDir, err)
+		}
+	}
+	m.Format = 0
+	if err := writeJSONFile(filepath.Join(destDir, ManifestFile), m); err != nil {
+		return fmt.Errorf("unpack %s: %w", recordingDir, err)
+	}
+	if err := copyBounded(files[1], filepath.Join(destDir, PagesFile), MaxPagesBytes, false); err != nil {
+		return err
+	}
+	if err := copyBounded(files[2], filepath.Join(destDir, EntriesFile), MaxEntriesBytes, true); err != nil {
+		return err
+	}
+	if err := unpackWARC(files[3:], filepath.Join(destDir, WARCFile), MaxWARCBytes); err != nil {
+		return err
+	}
+	for _, d := range []string{filepath.Dir(WARCFile), filepath.Dir(EntriesFile), filepath.Dir(PagesFile), "."} {
+		if err := syncPath(filepath.Join(destDir, d)); err != nil {
+			return fmt.Errorf("unpack %s: %w", recordingDir, err)
+		}
+	}
+	b, err := OpenBundle(destDir)
+	if err != nil {
+		return fmt.Errorf("unpack %s: %w", recordingDir, err)
+	}
+	return b.Close()
+}
+
+// readRecordingManifest reads recording/manifest.json and checks its format first, so a
+// recording of another format gets the format error rather than a field error.
+func readRecordingManifest(recordingDir, path string) (Manifest, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Manifest{}, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxManifestBytes+1))
+	if err != nil {
+		return Manifest{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	var probe struct {
+		Format json.RawMessage `json:"format"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return Manifest{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	if probe.Format == nil {
+		return Manifest{}, fmt.Errorf("recording %s has no format (older than format 2); this pab reads format %d", recordingDir, RecordingFormat)
+	}
+	format, err := strconv.Atoi(string(probe.Format))
+	if err != nil {
+		return Manifest{}, fmt.Errorf("recording %s has format %.20s; this pab reads format %d", recordingDir, probe.Format, RecordingFormat)
+	}
+	if format != RecordingFormat {
+		return Manifest{}, fmt.Errorf("recording %s has format %d; this pab reads format %d", recordingDir, format, RecordingFormat)
+	}
+	return readManifest(bytes.NewReader(data), path)
+}
+
+// makeEmptyDir creates dir (and its parents), or checks that it is an empty directory.
+func makeEmptyDir(dir string) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	err := os.Mkdir(dir, 0o755)
+	if err == nil || !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	if len(des) > 0 {
+		return fmt.Errorf("destination %s is not empty", dir)
+	}
+	return nil
+}
+
+// copyBounded copies src to the new file dst, gunzipping it when gunzip is set, and fails
+// when the (decompressed) content is longer than max bytes.
+func copyBounded(src, dst string, max int64, gunzip bool) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cr := newCountReader(f)
+	var r io.Reader = cr.br
+	if gunzip {
+		zr, err := gzip.NewReader(cr.br)
+		if err != nil {
+			return fmt.Errorf("read %s at offset %d: %w", src, cr.offset(), err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	return createSynced(dst, func(w io.Writer) error {
+		n, err := io.Copy(w, io.LimitReader(r, max+1))
+		if err != nil {
+			return fmt.Errorf("read %s at offset %d: %w", src, cr.offset(), err)
+		}
+		if n > max {
+			return fmt.Errorf("%s expands to more than %d bytes", src, max)
+		}
+		return nil
+	})
+}
+
+// countReader is a buffered reader that knows how many bytes its user has consumed, to
+// name offsets in errors. The decompressor reads the *bufio.Reader directly (its fast path)
+// and does not read ahead of what it decodes.
+type countReader struct {
+	br *bufio.Reader
+	n  int64 // bytes read from the source into br
+}
+
+func newCountReader(r io.Reader) *countReader {
+	c := &countReader{}
+	c.br = bufio.NewReaderSize(readerFunc(func(p []byte) (int, error) {
+		n, err := r.Read(p)
+		c.n += int64(n)
+		return n, err
+	}), 64<<10)
+	return c
+}
+
+// offset is the number of bytes consumed from the source.
+func (c *countReader) offset() int64 { return c.n - int64(c.br.Buffered()) }
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+// unpackWARC reads the parts in order as one gzip-compressed tar and extracts its only
+// entry to dst. The whole gzip stream is read to its end, so a truncated or corrupt tail is
+// found even after the tar's last block.
+func unpackWARC(parts []string, dst string, max int64) error {
+	var readers []io.Reader
+	for _, p := range parts {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		readers = append(readers, f)
+	}
+	name := parts[0]
+	if len(parts) > 1 {
+		name = fmt.Sprintf("%s (%d parts)", strings.TrimSuffix(parts[0], ".000"), len(parts))
+	}
+	cr := newCountReader(io.MultiReader(readers...))
+	zr, err := gzip.NewReader(cr.br)
+	if err != nil {
+		return fmt.Errorf("read %s at offset %d: %w", name, cr.offset(), err)
+	}
+	defer zr.Close()
+	err = createSynced(dst, func(w io.Writer) error { return extractWARCTar(zr, w, max) })
+	if err != nil {
+		return fmt.Errorf("read %s at offset %d: %w", name, cr.offset(), err)
+	}
+	n, err := io.Copy(io.Discard, io.LimitReader(zr, maxTarTrailer+1))
+	if err != nil {
+		return fmt.Errorf("read %s at offset %d: %w", name, cr.offset(), err)
+	}
+	if n > maxTarTrailer {
+		return fmt.Errorf("read %s: more than %d bytes after the end of the tar", name, maxTarTrailer)
+	}
+	return nil
+}
+
+// extractWARCTar reads a tar stream that must hold exactly one entry: the regular file
+// archive/data.warc of at most max bytes, whose content it copies to w.
+func extractWARCTar(r io.Reader, w io.Writer, max int64) error {
+	tr := tar.NewReader(r)
+	hdr, err := tr.Next()
+	if err == io.EOF {
+		return fmt.Errorf("tar holds no %s", WARCFile)
+	}
+	if err != nil {
+		return fmt.Errorf("tar: %w", err)
+	}
+	if err := checkTarEntry(hdr, max); err != nil {
+		return err
+	}
+	if n, err := io.Copy(w, tr); err != nil {
+		return fmt.Errorf("tar entry %s after %d of %d bytes: %w", WARCFile, n, hdr.Size, err)
+	}
+	hdr, err = tr.Next()
+	if err == nil {
+		return fmt.Errorf("tar holds a second entry %q; only %s is allowed", hdr.Name, WARCFile)
+	}
+	if err != io.EOF {
+		return fmt.Errorf("tar: %w", err)
+	}
+	return nil
+}
+
+// checkTarEntry accepts only a regular file named exactly archive/data.warc, of at most max
+// bytes.
+func checkTarEntry(hdr *tar.Header, max int64) error {
+	name := hdr.Name
+	if strings.HasPrefix(name, "/") || filepath.IsAbs(name) || slices.Contains(strings.FieldsFunc(name, func(r rune) bool { return r == '/' || r == '\\' }), "..") {
+		return fmt.Errorf("tar entry %q: path outside archive/", name)
+	}
+	switch hdr.Typeflag {
+	case tar.TypeReg:
+	case tar.TypeSymlink:
+		return fmt.Errorf("tar entry %q is a symlink to %q; only a regular file %s is allowed", name, hdr.Linkname, WARCFile)
+	case tar.TypeLink:
+		return fmt.Errorf("tar entry %q is a hard link to %q; only a regular file %s is allowed", name, hdr.Linkname, WARCFile)
+	case tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
+		return fmt.Errorf("tar entry %q is a device or pipe; only a regular file %s is allowed", name, WARCFile)
+	case tar.TypeDir:
+		return fmt.Errorf("tar entry %q is a directory; only a regular file %s is allowed", name, WARCFile)
+	default:
+		return fmt.Errorf("tar entry %q has type %q; only a regular file %s is allowed", name, hdr.Typeflag, WARCFile)
+	}
+	if name != WARCFile {
+		return fmt.Errorf("tar entry %q: only %s is allowed", name, WARCFile)
+	}
+	if hdr.Size > max {
+		return fmt.Errorf("tar entry %s is %d bytes, more than the limit of %d", name, hdr.Size, max)
+	}
+	return nil
+}
+
+// CountRecordingEntries returns the number of exchanges of the published recording in
+// recordingDir: the non-blank lines of entries.jsonl.gz, read with the MaxEntriesBytes
+// bound, without unpacking anything else.
+func CountRecordingEntries(recordingDir string) (int, error) {
+	path := filepath.Join(recordingDir, RecordingEntriesFile)
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	cr := newCountReader(f)
+	zr, err := gzip.NewReader(cr.br)
+	if err != nil {
+		return 0, fmt.Errorf("read %s at offset %d: %w", path, cr.offset(), err)
+	}
+	defer zr.Close()
+	r := bufio.NewReaderSize(io.LimitReader(zr, MaxEntriesBytes+1), 64<<10)
+	var n int
+	var total int64
+	blank := true
+	for {
+		b, err := r.ReadByte()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, fmt.Errorf("read %s at offset %d: %w", path, cr.offset(), err)
+		}
+		total++
+		switch b {
+		case '\n':
+			if !blank {
+				n++
+			}
+			blank = true
+		case ' ', '\t', '\r':
+		default:
+			blank = false
+		}
+	}
+	if total > MaxEntriesBytes {
+		return 0, fmt.Errorf("%s expands to more than %d bytes", path, int64(MaxEntriesBytes))
+	}
+	if !blank {
+		n++
+	}
+	return n, nil
+}

@@ -1,0 +1,984 @@
+package warc
+
+// reader.go: a tolerant, bounded WARC reader (WARC 1.0 and 1.1, ISO 28500; the pre-ISO
+// WARC/0.17 and 0.18 drafts are read with a warning). It frames records itself and uses
+// gowarc (github.com/nlnwa/gowarc/v3) to parse each record's WARC header fields.
+//
+// Why the framing is ours: gowarc's reader assumes one gzip member per record and silently
+// drops the rest of a member (whole-file gzip loses records), it resynchronises on "WARC/"
+// anywhere after a wrong Content-Length, and with validation off it discards the block
+// before returning the record. Framing here reads the uncompressed stream record by record,
+// checks each record's end marker, and keeps the block (bounded) for the caller.
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	gowarc "github.com/nlnwa/gowarc/v3"
+)
+
+// DefaultMaxBlockSize bounds the block (the bytes counted by WARC Content-Length) that
+// Next holds in memory: 256 MiB. A response, request or revisit record above it is an
+// error; the block of any other record type above it is skipped with a warning.
+const DefaultMaxBlockSize int64 = 256 << 20
+
+// maxHeaderSize bounds a record's WARC header (version line and fields): 1 MiB.
+const maxHeaderSize = 1 << 20
+
+// Errors a Reader returns (wrapped with the file and offset); test with errors.Is.
+var (
+	// ErrNotWARC: the bytes where a record should start are not "WARC/".
+	ErrNotWARC = errors.New("not a WARC record")
+	// ErrTruncated: the file ends inside a record's header or block.
+	ErrTruncated = errors.New("truncated record")
+	// ErrContentLength: the block is not followed by the record end marker (CRLF CRLF)
+	// nor by the next record, so the record's WARC Content-Length is wrong.
+	ErrContentLength = errors.New("WARC Content-Length does not match the record")
+	// ErrTooLarge: a record block, or a WARC header, is larger than the reader's bounds.
+	ErrTooLarge = errors.New("record too large")
+	// ErrBadHeader: a WARC header field the reader needs (Content-Length) is missing or invalid.
+	ErrBadHeader = errors.New("bad WARC header")
+)
+
+// Field is one header field, name and value as recorded (surrounding blanks trimmed).
+type Field struct {
+	Name  string
+	Value string
+}
+
+// Fields is an ordered header: repeated names are kept, in recording order.
+type Fields []Field
+
+// Get returns the first value of name (case-insensitive), or "".
+func (fs Fields) Get(name string) string {
+	for _, f := range fs {
+		if strings.EqualFold(f.Name, name) {
+			return f.Value
+		}
+	}
+	return ""
+}
+
+// Values returns every value of name (case-insensitive), in recording order.
+func (fs Fields) Values(name string) []string {
+	var vs []string
+	for _, f := range fs {
+		if strings.EqualFold(f.Name, name) {
+			vs = append(vs, f.Value)
+		}
+	}
+	return vs
+}
+
+// Has reports whether name (case-insensitive) occurs.
+func (fs Fields) Has(name string) bool {
+	for _, f := range fs {
+		if strings.EqualFold(f.Name, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// HTTPMessage is an HTTP/1.x request or response parsed from a record block
+// (WARC 1.1 section 6.3.2, application/http). The parser is lenient: malformed header
+// lines are skipped with a warning on the record, header names are kept as recorded
+// (also names that are not HTTP tokens, such as "Upgrade-Insecure Requests").
+type HTTPMessage struct {
+	// Method and RequestURI are set for requests ("GET", "/path?q").
+	Method     string
+	RequestURI string
+	// StatusCode and Reason are set for responses (200, "OK").
+	StatusCode int
+	Reason     string
+	// Proto is the version token of the first line, e.g. "HTTP/1.1".
+	Proto string
+	// Header holds the header fields in recording order; obs-fold continuation lines are
+	// joined to their field with one space.
+	Header Fields
+	// Body is the message body exactly as stored in the block (it may still be chunked or
+	// content-encoded; see DecodePayload). It is empty for a headers-only revisit.
+	Body []byte
+}
+
+// IsRequest reports whether the message is a request.
+func (m *HTTPMessage) IsRequest() bool { return m.Method != "" }
+
+// Host returns the Host header as recorded (net/http would move it out of the header).
+func (m *HTTPMessage) Host() string { return m.Header.Get("Host") }
+
+// HTTPHeader returns the header as an http.Header (names canonicalised where they are
+// valid tokens, every value kept in recording order).
+func (m *HTTPMessage) HTTPHeader() http.Header {
+	h := make(http.Header, len(m.Header))
+	for _, f := range m.Header {
+		h.Add(f.Name, f.Value)
+	}
+	return h
+}
+
+// Record is one WARC record as read by Reader.Next.
+type Record struct {
+	// Version is the version line's number: "1.0", "1.1", or "0.17" for the draft.
+	Version string
+	// Type is the WARC-Type, lower case ("response", "request", "revisit", "warcinfo", ...).
+	Type string
+	// ID is the WARC-Record-ID with its angle brackets, e.g. "<urn:uuid:...>".
+	ID string
+	// TargetURI is WARC-Target-URI without the angle brackets of the WARC 1.0 draft
+	// syntax and with literal spaces percent-encoded; "" when absent.
+	TargetURI string
+	// Date is the WARC-Date; the zero time when absent or unreadable (with a warning).
+	Date time.Time
+	// Offset and Length locate the record in the file, in bytes. In a plain file they
+	// cover the whole record (header, block and end marker). In a gzip file they are the
+	// compressed offset and length of the gzip member when the record is exactly one whole
+	// member (what the WARC standard recommends, annex D); a record that shares a member
+	// with other records or spans several members (whole-file gzip) has Offset and
+	// Length -1: it can only be reached by reading the file from the start.
+	Offset int64
+	Length int64
+	// Pos is the record's offset in the uncompressed stream (equal to Offset in a plain file).
+	Pos int64
+	// Header is the WARC header, fields in recording order; names are in gowarc's
+	// canonical form ("WARC-Record-ID", "Rr-Exchange-Id"), lookups ignore case.
+	Header Fields
+	// BlockSize is the WARC Content-Length.
+	BlockSize int64
+	// Block is the record block; nil when it was too large to load (see DefaultMaxBlockSize).
+	Block []byte
+	// HTTP is the parsed HTTP message of a response, request or revisit record whose
+	// block is HTTP (Content-Type application/http, or an http(s) target); else nil.
+	HTTP *HTTPMessage
+	// Warnings lists what was odd but readable in this record, one line each.
+	Warnings []string
+
+	where string
+}
+
+// Get returns the first value of a WARC header field (case-insensitive), or "".
+func (r *Record) Get(name string) string { return r.Header.Get(name) }
+
+// Where describes the record's place for messages: "offset 1197", or for a record
+// inside a shared gzip member "offset 0 (uncompressed 2012)".
+func (r *Record) Where() string { return r.where }
+
+// Warning is a file-level finding of a Reader (not tied to one record's content).
+type Warning struct {
+	// Where is "offset N" or "offset N (uncompressed M)".
+	Where string
+	Msg   string
+}
+
+// Reader reads the records of one WARC file in order. It is not safe for concurrent use.
+type Reader struct {
+	// MaxBlockSize bounds the block held in memory per record; set before the first Next.
+	MaxBlockSize int64
+	// VerifyDigests checks WARC-Block-Digest and WARC-Payload-Digest (sha1, sha256,
+	// sha512, md5; base16, base32, base64 or base64url) and adds a warning on mismatch.
+	VerifyDigests bool
+
+	path  string
+	file  io.Closer
+	gz    *memberReader // nil for a plain file
+	br    *bufio.Reader // the uncompressed stream
+	pos   int64         // bytes consumed from the uncompressed stream
+	size  int64         // file size for a plain file, else -1
+	err   error         // sticky error (io.EOF at the end)
+	warns []Warning
+
+	warnedVersion map[string]bool
+	once          map[string]int // warning kind -> index in warns
+	onceCount     map[string]int
+
+	um   gowarc.Unmarshaler
+	hdr  []byte
+	hrd  *bytes.Reader
+	hbr  *bufio.Reader
+	recs int
+}
+
+// OpenReader opens a WARC file, plain or gzip-compressed (one member per record, or one
+// member for the whole file, or members that do not line up with records), and detects
+// which from the first bytes, not from the name. Errors name the file.
+func OpenReader(path string) (*Reader, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("read %s: not a regular file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	r, err := newReader(path, f, 0, fi.Size())
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	r.file = f
+	return r, nil
+}
+
+// ReadRecordAt reads the one record at off in ra, as a bundle's entries.jsonl locates it
+// (Entry.RespOffset/RespLength): length bounds the bytes read. name is used in errors.
+func ReadRecordAt(ra io.ReaderAt, name string, off, length int64) (*Record, error) {
+	r, err := newReader(name, io.NewSectionReader(ra, off, length), off, length)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := r.Next()
+	if err == io.EOF {
+		return nil, fmt.Errorf("read %s at offset %d: %w: no record there", name, off, ErrNotWARC)
+	}
+	return rec, err
+}
+
+// newReader reads size bytes of src, which start at file offset base.
+func newReader(name string, src io.Reader, base, size int64) (*Reader, error) {
+	r := &Reader{
+		MaxBlockSize:  DefaultMaxBlockSize,
+		VerifyDigests: true,
+		path:          name,
+		pos:           base,
+		size:          base + size,
+		warnedVersion: map[string]bool{},
+		once:          map[string]int{},
+		onceCount:     map[string]int{},
+		um:            gowarc.NewUnmarshaler(gowarc.WithNoValidation()),
+		hrd:           bytes.NewReader(nil),
+	}
+	r.hbr = bufio.NewReaderSize(r.hrd, 4096)
+	cr := &countingReader{r: src}
+	raw := bufio.NewReaderSize(cr, 64<<10)
+	magic, _ := raw.Peek(2)
+	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		r.gz = &memberReader{br: raw, cr: cr, base: base}
+		r.pos = 0
+		r.br = bufio.NewReaderSize(r.gz, 64<<10)
+		r.size = -1
+	} else {
+		r.br = raw
+	}
+	return r, nil
+}
+
+// Close releases the file.
+func (r *Reader) Close() error {
+	if r.file != nil {
+		err := r.file.Close()
+		r.file = nil
+		return err
+	}
+	return nil
+}
+
+// Warnings returns the file-level warnings so far: an unsupported version, gzip members
+// holding several records, record end markers that are not CRLF CRLF, bytes skipped
+// between records or after the last record. A finding that recurs is listed once, at its
+// first place, with the number of records it concerns.
+func (r *Reader) Warnings() []Warning {
+	out := make([]Warning, len(r.warns))
+	copy(out, r.warns)
+	for kind, i := range r.once {
+		if n := r.onceCount[kind]; n > 1 {
+			out[i].Msg += fmt.Sprintf(" (%d records)", n)
+		}
+	}
+	return out
+}
+
+// warnOnce records a warning of a kind the first time it occurs and counts the rest.
+func (r *Reader) warnOnce(kind string, pos int64, msg string) {
+	r.onceCount[kind]++
+	if _, ok := r.once[kind]; ok {
+		return
+	}
+	r.once[kind] = len(r.warns)
+	r.warn(pos, "%s", msg)
+}
+
+// where describes an uncompressed stream position as a file location.
+func (r *Reader) where(pos int64) string {
+	if r.gz == nil {
+		return "offset " + strconv.FormatInt(pos, 10)
+	}
+	m, ok := r.gz.memberAt(pos)
+	if !ok {
+		return "uncompressed offset " + strconv.FormatInt(pos, 10)
+	}
+	if m.dStart == pos {
+		return "offset " + strconv.FormatInt(m.cOff, 10)
+	}
+	return fmt.Sprintf("offset %d (uncompressed %d)", m.cOff, pos)
+}
+
+func (r *Reader) fail(pos int64, err error) error {
+	var ge *gzipError
+	if errors.As(err, &ge) {
+		r.err = fmt.Errorf("read %s at offset %d: %w", r.path, ge.off, err)
+	} else {
+		r.err = fmt.Errorf("read %s at %s: %w", r.path, r.where(pos), err)
+	}
+	return r.err
+}
+
+func (r *Reader) warn(pos int64, format string, args ...any) {
+	r.warns = append(r.warns, Warning{Where: r.where(pos), Msg: fmt.Sprintf(format, args...)})
+}
+
+func isBlank(b byte) bool {
+	return b == '\r' || b == '\n' || b == ' ' || b == '\t' || b == 0
+}
+
+// Next returns the next record, or io.EOF after the last one. After an error every
+// further call returns the same error. Errors read "read FILE at offset N: ...".
+func (r *Reader) Next() (*Record, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	// Blank bytes between records (extra CRLFs, NUL padding) are skipped with a warning.
+	skipStart := r.pos
+	for {
+		b, err := r.br.Peek(1)
+		if err != nil {
+			if err == io.EOF {
+				if r.pos > skipStart {
+					r.warn(skipStart, "%d blank bytes after the last record", r.pos-skipStart)
+				}
+				if r.recs == 0 {
+					return nil, r.fail(r.pos, fmt.Errorf("%w: empty file", ErrNotWARC))
+				}
+				if r.gz != nil && r.gz.trailing > 0 {
+					r.warns = append(r.warns, Warning{
+						Where: "offset " + strconv.FormatInt(r.gz.trailingOff, 10),
+						Msg:   fmt.Sprintf("%d blank bytes after the last gzip member ignored", r.gz.trailing)})
+				}
+				r.err = io.EOF
+				return nil, io.EOF
+			}
+			return nil, r.fail(r.pos, err)
+		}
+		if !isBlank(b[0]) {
+			break
+		}
+		_, _ = r.br.Discard(1)
+		r.pos++
+		if r.pos-skipStart > maxHeaderSize {
+			return nil, r.fail(skipStart, fmt.Errorf("%w: more than %d blank bytes where a record should start", ErrNotWARC, maxHeaderSize))
+		}
+	}
+	if r.pos > skipStart && r.recs > 0 {
+		r.warn(skipStart, "%d blank bytes between records skipped", r.pos-skipStart)
+	} else if r.pos > skipStart {
+		r.warn(skipStart, "%d blank bytes before the first record skipped", r.pos-skipStart)
+	}
+	if r.gz != nil {
+		r.gz.prune(r.pos)
+	}
+	start := r.pos
+	rec, err := r.readRecord(start)
+	if err != nil {
+		return nil, r.fail(start, err)
+	}
+	r.recs++
+	return rec, nil
+}
+
+func (r *Reader) readRecord(start int64) (*Record, error) {
+	magic, err := r.br.Peek(5)
+	if !bytes.Equal(magic, []byte("WARC/")) {
+		if err != nil && err != io.EOF {
+			return nil, err
+		}
+		what := "the file does not start with a WARC record"
+		if r.recs > 0 {
+			what = "expected the next record"
+		}
+		return nil, fmt.Errorf("%w: %s, found %q", ErrNotWARC, what, magic)
+	}
+
+	// WARC header: the version line and fields up to the empty line.
+	r.hdr = r.hdr[:0]
+	lineStart := true
+	firstLine := true
+	for {
+		line, err := r.br.ReadSlice('\n')
+		r.pos += int64(len(line))
+		r.hdr = append(r.hdr, line...)
+		if len(r.hdr) > maxHeaderSize {
+			return nil, fmt.Errorf("%w: WARC header longer than %d bytes", ErrTooLarge, maxHeaderSize)
+		}
+		if err == bufio.ErrBufferFull {
+			lineStart = false
+			continue
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil, fmt.Errorf("%w: the file ends inside the WARC header", ErrTruncated)
+			}
+			return nil, err
+		}
+		whole := lineStart
+		lineStart = true
+		if whole && !firstLine && (len(line) == 1 || (len(line) == 2 && line[0] == '\r')) {
+			break
+		}
+		firstLine = false
+	}
+	nl := bytes.IndexByte(r.hdr, '\n')
+	version := string(bytes.TrimSpace(r.hdr[5:nl]))
+
+	r.hrd.Reset(r.hdr)
+	r.hbr.Reset(r.hrd)
+	grec, _, _, err := r.um.Unmarshal(r.hbr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadHeader, err)
+	}
+	rec := &Record{Version: version, Pos: start, Offset: -1, Length: -1}
+	for _, nv := range *grec.WarcHeader() {
+		rec.Header = append(rec.Header, Field{Name: nv.Name, Value: nv.Value})
+	}
+	_ = grec.Close()
+
+	switch version {
+	case "1.0", "1.1":
+	default:
+		if !r.warnedVersion[version] {
+			r.warnedVersion[version] = true
+			r.warn(start, "WARC/%s is not WARC 1.0 or 1.1; read as WARC 1.0", version)
+		}
+	}
+	rec.Type = strings.ToLower(rec.Header.Get("WARC-Type"))
+	rec.ID = rec.Header.Get("WARC-Record-ID")
+	rec.TargetURI = CleanTargetURI(rec.Header.Get("WARC-Target-URI"))
+	if d := rec.Header.Get("WARC-Date"); d != "" {
+		t, err := ParseWARCDate(d)
+		if err != nil {
+			rec.Warnings = append(rec.Warnings, fmt.Sprintf("unreadable WARC-Date %q", d))
+		}
+		rec.Date = t
+	}
+
+	clText := rec.Header.Get("Content-Length")
+	cl, err := strconv.ParseInt(strings.TrimSpace(clText), 10, 64)
+	if err != nil || cl < 0 {
+		return nil, fmt.Errorf("%w: missing or invalid Content-Length %q", ErrBadHeader, clText)
+	}
+	rec.BlockSize = cl
+
+	// Block.
+	httpType := rec.Type == "response" || rec.Type == "request" || rec.Type == "revisit"
+	if r.size >= 0 && r.pos+cl > r.size {
+		return nil, fmt.Errorf("%w: Content-Length is %d but the file ends %d bytes after the header",
+			ErrTruncated, cl, r.size-r.pos)
+	}
+	if cl > r.MaxBlockSize {
+		if httpType {
+			return nil, fmt.Errorf("%w: %s block of %d bytes is over the %d byte limit", ErrTooLarge, rec.Type, cl, r.MaxBlockSize)
+		}
+		n, err := io.CopyN(io.Discard, r.br, cl)
+		r.pos += n
+		if err != nil {
+			return nil, blockReadErr(err, cl, n)
+		}
+		rec.Warnings = append(rec.Warnings, fmt.Sprintf("%s block of %d bytes not loaded (over the %d byte limit)", rec.Type, cl, r.MaxBlockSize))
+	} else if r.size >= 0 || cl <= 8<<20 {
+		// Exact allocation: a plain file's size was checked above, and a gzip stream's
+		// claim is trusted up to 8 MiB.
+		rec.Block = make([]byte, cl)
+		n, err := io.ReadFull(r.br, rec.Block)
+		r.pos += int64(n)
+		if err != nil {
+			return nil, blockReadErr(err, cl, int64(n))
+		}
+	} else {
+		var buf bytes.Buffer
+		buf.Grow(int(min(cl, 1<<20)))
+		n, err := io.CopyN(&buf, r.br, cl)
+		r.pos += n
+		if err != nil {
+			return nil, blockReadErr(err, cl, n)
+		}
+		rec.Block = buf.Bytes()
+	}
+	blockEnd := r.pos
+
+	// End marker: CRLF CRLF (WARC 1.1 section 5.1). A shorter, longer or LF-only run of
+	// newlines is accepted, with a warning, when the end of the file, the end of a gzip
+	// member or the next record follows: the block is then taken as Content-Length says
+	// (warcio does the same). Any other byte after the block means the Content-Length is
+	// wrong, and the record is refused rather than guessed at.
+	var marker []byte
+	newlines := 0
+	for {
+		b, err := r.br.Peek(1)
+		if err != nil || (b[0] != '\r' && b[0] != '\n') {
+			break
+		}
+		if len(marker) < 8 {
+			marker = append(marker, b[0])
+		}
+		newlines++
+		_, _ = r.br.Discard(1)
+		r.pos++
+	}
+	if newlines != 4 || string(marker) != "\r\n\r\n" {
+		next, err := r.br.Peek(5)
+		switch {
+		case len(next) == 0 && err == io.EOF:
+			r.warnOnce("end-eof", start, fmt.Sprintf("the last record ends with %d newline bytes (%q), not CRLF CRLF", newlines, marker))
+		case r.gz != nil && r.gz.isBoundary(blockEnd) && newlines == 0:
+			r.warnOnce("end-member", start, "record has no CRLF CRLF end marker; its gzip member ends after the block")
+		case bytes.HasPrefix(next, []byte("WARC/")):
+			r.warnOnce("end-"+string(marker), start, fmt.Sprintf("record is followed by %d newline bytes (%q), not CRLF CRLF", newlines, marker))
+		case err != nil && err != io.EOF:
+			return nil, err
+		default:
+			return nil, fmt.Errorf("%w: Content-Length %d, but the block is followed by %q, not CRLF CRLF (at uncompressed offset %d)",
+				ErrContentLength, cl, append(marker, next...), blockEnd)
+		}
+	}
+
+	// Location.
+	if r.gz == nil {
+		rec.Offset, rec.Length = start, r.pos-start
+		rec.where = "offset " + strconv.FormatInt(start, 10)
+	} else {
+		_, _ = r.br.Peek(1) // read on past the record, so the member table knows where its member ends
+		if m, ok := r.gz.memberAt(start); ok && m.dStart == start && m.ended && m.dEnd == r.pos {
+			rec.Offset, rec.Length = m.cOff, m.cEnd-m.cOff
+		} else {
+			r.warnOnce("shared-member", start, "gzip members do not hold one record each (whole-file gzip or records split across members): such records have offset -1")
+		}
+		rec.where = r.where(start)
+	}
+
+	if httpType && rec.Block != nil {
+		ct := strings.ToLower(rec.Header.Get("Content-Type"))
+		u := strings.ToLower(rec.TargetURI)
+		if strings.HasPrefix(ct, "application/http") || strings.HasPrefix(u, "http:") || strings.HasPrefix(u, "https:") {
+			if len(rec.Block) > 0 || rec.Type != "revisit" {
+				msg, warns, err := ParseHTTP(rec.Block, rec.Type == "request")
+				if err != nil {
+					rec.Warnings = append(rec.Warnings, "block is not an HTTP message: "+err.Error())
+				} else {
+					rec.HTTP = msg
+					rec.Warnings = append(rec.Warnings, warns...)
+				}
+			}
+		}
+	}
+	if r.VerifyDigests && rec.Block != nil {
+		rec.Warnings = append(rec.Warnings, verifyDigests(rec)...)
+	}
+	return rec, nil
+}
+
+func blockReadErr(err error, want, got int64) error {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return fmt.Errorf("%w: Content-Length is %d but the file ends after %d bytes of the block", ErrTruncated, want, got)
+	}
+	return err
+}
+
+// verifyDigests checks the record's block and payload digests; it returns warnings.
+func verifyDigests(rec *Record) []string {
+	var warns []string
+	if v := rec.Header.Get("WARC-Block-Digest"); v != "" {
+		d, err := ParseDigest(v)
+		if err != nil {
+			warns = append(warns, fmt.Sprintf("unreadable WARC-Block-Digest %q: %v", v, err))
+		} else if !d.Matches(rec.Block) {
+			warns = append(warns, fmt.Sprintf("WARC-Block-Digest %s does not match the block", v))
+		}
+	}
+	if v := rec.Header.Get("WARC-Payload-Digest"); v != "" && rec.Type != "revisit" {
+		var payload []byte
+		switch {
+		case rec.HTTP != nil:
+			payload = rec.HTTP.Body
+		case rec.Type == "response" || rec.Type == "request":
+			return warns // payload unknown: the block is not HTTP
+		default:
+			payload = rec.Block
+		}
+		d, err := ParseDigest(v)
+		if err != nil {
+			warns = append(warns, fmt.Sprintf("unreadable WARC-Payload-Digest %q: %v", v, err))
+		} else if !d.Matches(payload) {
+			// Some writers digest the de-chunked entity, others the bytes as stored.
+			if dc, ok := Dechunk(payload); !ok || !d.Matches(dc) {
+				warns = append(warns, fmt.Sprintf("WARC-Payload-Digest %s does not match the payload", v))
+			}
+		}
+	}
+	return warns
+}
+
+// CleanTargetURI removes the angle brackets of the WARC 1.0 draft syntax
+// ("<http://example.com/>"), trims blanks, and percent-encodes literal spaces, as
+// warcio does.
+func CleanTargetURI(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) >= 2 && s[0] == '<' && s[len(s)-1] == '>' {
+		s = strings.TrimSpace(s[1 : len(s)-1])
+	}
+	return strings.ReplaceAll(s, " ", "%20")
+}
+
+// ParseWARCDate reads a WARC-Date (WARC 1.1 section 5.4: W3C ISO 8601, UTC, with optional
+// fractional seconds). It also accepts a date without its "Z" and the 14-digit
+// timestamps of older tools.
+func ParseWARCDate(s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "20060102150405", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("unreadable date %q", s)
+}
+
+// ParseHTTP parses an HTTP/1.x message from a record block: the request line (request)
+// or status line, header fields up to the first empty line (CRLF or bare LF), and the
+// body as stored. Malformed header lines are skipped and returned as warnings; an
+// unreadable first line is an error.
+func ParseHTTP(block []byte, request bool) (*HTTPMessage, []string, error) {
+	var warns []string
+	m := &HTTPMessage{}
+	rest := block
+	nextLine := func() ([]byte, bool) {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			line := rest
+			rest = nil
+			return line, false
+		}
+		line := rest[:i]
+		rest = rest[i+1:]
+		return bytes.TrimSuffix(line, []byte("\r")), true
+	}
+	first, _ := nextLine()
+	parts := strings.Fields(string(first))
+	if request {
+		if len(parts) < 2 || !isHTTPToken(parts[0]) {
+			return nil, nil, fmt.Errorf("bad request line %q", clipText(first))
+		}
+		m.Method = parts[0]
+		m.Proto = "HTTP/1.0"
+		target := parts[1:]
+		if last := parts[len(parts)-1]; len(parts) >= 3 && strings.HasPrefix(last, "HTTP/") {
+			m.Proto = last
+			target = parts[1 : len(parts)-1]
+		}
+		m.RequestURI = strings.Join(target, "%20")
+	} else {
+		if len(parts) < 2 || !strings.HasPrefix(parts[0], "HTTP/") {
+			return nil, nil, fmt.Errorf("bad status line %q", clipText(first))
+		}
+		code, err := strconv.Atoi(parts[1])
+		if err != nil || len(parts[1]) != 3 || code < 100 {
+			return nil, nil, fmt.Errorf("bad status code in %q", clipText(first))
+		}
+		m.Proto, m.StatusCode = parts[0], code
+		m.Reason = strings.Join(parts[2:], " ")
+	}
+	terminated := false
+	for len(rest) > 0 {
+		line, complete := nextLine()
+		if len(line) == 0 && complete {
+			terminated = true
+			break
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			if n := len(m.Header); n > 0 {
+				m.Header[n-1].Value = strings.TrimSpace(m.Header[n-1].Value + " " + strings.TrimSpace(string(line)))
+				continue
+			}
+		}
+		i := bytes.IndexByte(line, ':')
+		name := ""
+		if i > 0 {
+			name = strings.TrimSpace(string(line[:i]))
+		}
+		if name == "" {
+			warns = append(warns, fmt.Sprintf("HTTP header line %q skipped", clipText(line)))
+			continue
+		}
+		m.Header = append(m.Header, Field{Name: name, Value: strings.TrimSpace(string(line[i+1:]))})
+	}
+	if !terminated {
+		warns = append(warns, "HTTP header is not ended by an empty line")
+	}
+	m.Body = rest
+	return m, warns, nil
+}
+
+func clipText(b []byte) string {
+	if len(b) > 80 {
+		return string(b[:80]) + "..."
+	}
+	return string(b)
+}
+
+func isHTTPToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`()<>@,;:\"/[]?={}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// gzipError is a failure to decompress the gzip member starting at off.
+type gzipError struct {
+	off int64
+	err error
+}
+
+func (e *gzipError) Error() string { return "gzip member: " + e.err.Error() }
+func (e *gzipError) Unwrap() error { return e.err }
+
+// member is one gzip member: compressed [cOff, cEnd), uncompressed [dStart, dEnd).
+type member struct {
+	cOff, cEnd   int64
+	dStart, dEnd int64
+	ended        bool
+}
+
+// memberReader is the uncompressed stream of a file of gzip members (RFC 1952 section
+// 2.2), read member by member, keeping where each member starts and ends in both the
+// file and the stream.
+type memberReader struct {
+	br          *bufio.Reader   // the compressed file; a ByteReader, so flate reads no further than a member
+	cr          *countingReader // under br
+	base        int64           // file offset of the first byte of cr
+	zr          *gzip.Reader
+	in          bool
+	dpos        int64
+	members     []member
+	err         error
+	trailing    int64
+	trailingOff int64
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// cpos is the file offset of the next compressed byte flate will take.
+func (m *memberReader) cpos() int64 { return m.base + m.cr.n - int64(m.br.Buffered()) }
+
+func (m *memberReader) Read(p []byte) (int, error) {
+	for zeros := 0; ; {
+		if m.err != nil {
+			return 0, m.err
+		}
+		if !m.in {
+			magic, _ := m.br.Peek(2)
+			if len(magic) == 0 {
+				m.err = io.EOF
+				return 0, io.EOF
+			}
+			start := m.cpos()
+			if len(magic) < 2 || magic[0] != 0x1f || magic[1] != 0x8b {
+				// Data after the last member: blank padding is tolerated, anything else is refused.
+				rest, err := io.ReadAll(io.LimitReader(m.br, 1<<20))
+				if err != nil {
+					m.err = &gzipError{off: start, err: err}
+					return 0, m.err
+				}
+				if len(bytes.TrimLeft(rest, "\x00\r\n\t ")) > 0 {
+					m.err = &gzipError{off: start, err: fmt.Errorf("%d bytes after the gzip member ending here are not gzip data (%q)", len(rest), clipText(rest[:min(len(rest), 16)]))}
+					return 0, m.err
+				}
+				m.trailing, m.trailingOff = int64(len(rest)), start
+				m.err = io.EOF
+				return 0, io.EOF
+			}
+			var err error
+			if m.zr == nil {
+				m.zr, err = gzip.NewReader(m.br)
+			} else {
+				err = m.zr.Reset(m.br)
+			}
+			if err != nil {
+				m.err = &gzipError{off: start, err: err}
+				return 0, m.err
+			}
+			m.zr.Multistream(false)
+			m.members = append(m.members, member{cOff: start, dStart: m.dpos})
+			m.in = true
+		}
+		n, err := m.zr.Read(p)
+		m.dpos += int64(n)
+		cur := &m.members[len(m.members)-1]
+		if err == io.EOF {
+			cur.cEnd, cur.dEnd, cur.ended = m.cpos(), m.dpos, true
+			m.in = false
+			if n > 0 {
+				return n, nil
+			}
+			continue
+		}
+		if err != nil {
+			if err == io.ErrUnexpectedEOF {
+				err = fmt.Errorf("%w: the file ends inside a gzip member", ErrTruncated)
+			}
+			m.err = &gzipError{off: cur.cOff, err: err}
+			return n, m.err
+		}
+		if n > 0 {
+			return n, nil
+		}
+		if zeros++; zeros > 100 {
+			m.err = &gzipError{off: cur.cOff, err: io.ErrNoProgress}
+			return 0, m.err
+		}
+	}
+}
+
+// memberAt returns the member holding uncompressed position pos (or starting there).
+func (m *memberReader) memberAt(pos int64) (member, bool) {
+	for i := len(m.members) - 1; i >= 0; i-- {
+		mb := m.members[i]
+		if mb.dStart <= pos && (!mb.ended || pos < mb.dEnd || (pos == mb.dStart)) {
+			return mb, true
+		}
+	}
+	return member{}, false
+}
+
+// isBoundary reports whether a member ends at uncompressed position pos.
+func (m *memberReader) isBoundary(pos int64) bool {
+	for i := len(m.members) - 1; i >= 0; i-- {
+		if m.members[i].ended && m.members[i].dEnd == pos {
+			return true
+		}
+	}
+	return false
+}
+
+// prune forgets members that end before pos.
+func (m *memberReader) prune(pos int64) {
+	i := 0
+	for i < len(m.members)-1 && m.members[i].ended && m.members[i].dEnd < pos {
+		i++
+	}
+	if i > 0 {
+		m.members = append(m.members[:0], m.members[i:]...)
+	}
+}
+
+// Digest is a parsed WARC digest field value, "algorithm:value" (WARC 1.1 section 5.8 and
+// 5.9). The value may be base16 (hex), base32 (the usual form for sha1), base64 or
+// base64url, padded or not.
+type Digest struct {
+	// Algorithm is lower case without dashes: "sha1", "sha256", "sha512" or "md5".
+	Algorithm string
+	// Sum is the raw digest.
+	Sum []byte
+}
+
+// ParseDigest reads "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ", "sha256:<hex>",
+// "sha1:2jmj7l5rSw0yVb/vlWAYkK/YBwk=" or "sha1:2jmj7l5rSw0yVb_vlWAYkK_YBwk=".
+func ParseDigest(s string) (Digest, error) {
+	algo, val, ok := strings.Cut(strings.TrimSpace(s), ":")
+	if !ok {
+		return Digest{}, errors.New("no algorithm prefix")
+	}
+	algo = strings.ReplaceAll(strings.ToLower(strings.TrimSpace(algo)), "-", "")
+	size := 0
+	switch algo {
+	case "md5":
+		size = md5.Size
+	case "sha1":
+		size = sha1.Size
+	case "sha256":
+		size = sha256.Size
+	case "sha512":
+		size = sha512.Size
+	default:
+		return Digest{}, fmt.Errorf("unsupported digest algorithm %q", algo)
+	}
+	val = strings.TrimSpace(val)
+	try := func(dec func(string) ([]byte, error), v string) []byte {
+		b, err := dec(v)
+		if err != nil || len(b) != size {
+			return nil
+		}
+		return b
+	}
+	unpadded := strings.TrimRight(val, "=")
+	candidates := []func() []byte{
+		func() []byte { return try(hex.DecodeString, val) },
+		func() []byte {
+			return try(base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString, strings.ToUpper(unpadded))
+		},
+		func() []byte { return try(base64.RawStdEncoding.DecodeString, unpadded) },
+		func() []byte { return try(base64.RawURLEncoding.DecodeString, unpadded) },
+	}
+	for _, c := range candidates {
+		if b := c(); b != nil {
+			return Digest{Algorithm: algo, Sum: b}, nil
+		}
+	}
+	return Digest{}, fmt.Errorf("%s value %q is not base16, base32 or base64", algo, val)
+}
+
+// Hash returns a new hash of the digest's algorithm.
+func (d Digest) Hash() hash.Hash {
+	switch d.Algorithm {
+	case "md5":
+		return md5.New()
+	case "sha1":
+		return sha1.New()
+	case "sha512":
+		return sha512.New()
+	default:
+		return sha256.New()
+	}
+}
+
+// Matches reports whether b has this digest.
+func (d Digest) Matches(b []byte) bool {
+	h := d.Hash()
+	h.Write(b)
+	return bytes.Equal(h.Sum(nil), d.Sum)
+}
+
+// Key is a canonical text form, "algorithm:hex", equal for equal digests whatever
+// encoding they were written in.
+func (d Digest) Key() string { return d.Algorithm + ":" + hex.EncodeToString(d.Sum) }

@@ -1,0 +1,692 @@
+package warc
+
+// writer.go: writes a bundle (docs/bundle-format.md): archive/data.warc (WARC 1.1,
+// uncompressed records), indexes/entries.jsonl, pages/pages.jsonl and manifest.json.
+//
+// Records are built with gowarc's record builder and serialised with its marshaler into
+// one counting writer, so every entry's offset and length are exact. gowarc's
+// WarcFileWriter is not used: it names files itself (with an ".open" suffix), writes
+// from goroutines and would need its WriteResponse offsets mapped back; one file written
+// in order is simpler and deterministic.
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	gowarc "github.com/nlnwa/gowarc/v3"
+	"golang.org/x/net/http/httpguts"
+)
+
+// DedupMinSize is the payload size, in bytes, from which identical payloads are stored
+// once: a later exchange with the same payload becomes a revisit record.
+const DedupMinSize = 1024
+
+// RevisitProfile is the WARC-Profile of the revisit records written here
+// (WARC 1.1 section 6.7.2).
+const RevisitProfile = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+
+// TimeFormat is the layout of every timestamp the bundle writes (WARC-Date, entries'
+// ts, manifest dates): RFC 3339 in UTC with milliseconds, "2026-10-22T10:40:57.458Z".
+const TimeFormat = "2006-01-02T15:04:05.000Z"
+
+// FormatTime formats t with TimeFormat in UTC.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// Exchange is one recorded HTTP exchange handed to BundleWriter.Add.
+type Exchange struct {
+	// Method is the request method; "" means GET.
+	Method string
+	// URL is the absolute request URL (http or https); it becomes WARC-Target-URI.
+	URL string
+	// Date is when the exchange was recorded; it becomes the WARC-Date of both records.
+	Date time.Time
+	// ReqHeader and ReqBody are the request as sent. Cookie, Authorization and
+	// Proxy-Authorization are never written.
+	ReqHeader http.Header
+	ReqBody   []byte
+	// Status is the response status code (100-999).
+	Status int
+	// Proto is the response's HTTP version; "HTTP/1.0" is kept, anything else
+	// (HTTP/1.1, HTTP/2, "") is written as HTTP/1.1, the syntax of the stored message.
+	Proto string
+	// RespHeader is the response header as received. Transfer-Encoding is dropped,
+	// Content-Length is set to len(Body), every Set-Cookie value is written as REDACTED.
+	// Content-Encoding is dropped when OrigEncoding is set; when OrigEncoding is empty a
+	// Content-Encoding is kept and means Body is still encoded (it could not be decoded).
+	RespHeader http.Header
+	// Body is the response payload, decoded (see DecodePayload).
+	Body []byte
+	// OrigEncoding is the Content-Encoding removed from Body ("gzip", "br"); it is written
+	// as RR-Original-Content-Encoding.
+	OrigEncoding string
+	// ResourceType is written as RR-Resource-Type ("document", "image", ...); may be "".
+	ResourceType string
+	// RevisitOf, when set, names an exchange already added (its Entry.ID) that holds this
+	// exchange's payload: a revisit record is written whatever the size, and Body is
+	// ignored. When that exchange is itself a revisit, its original is used.
+	RevisitOf string
+	// Unresolved, when set, makes this a revisit whose original payload is not in the
+	// bundle (Entry.Unresolved); Body is ignored and its fields say what is known of the
+	// original.
+	Unresolved *UnresolvedRevisit
+}
+
+// UnresolvedRevisit is what an input revisit record said about its missing original.
+type UnresolvedRevisit struct {
+	// TargetURI and Date become WARC-Refers-To-Target-URI and WARC-Refers-To-Date when set.
+	TargetURI string
+	Date      time.Time
+	// PayloadDigest is the input's WARC-Payload-Digest, copied as is ("sha1:...").
+	PayloadDigest string
+}
+
+// BundleWriter writes a bundle into a temporary directory next to its destination and
+// renames it into place on Close; after an error, or Abort, nothing is left. It is not
+// safe for concurrent use. Output is deterministic: the same manifest, exchanges and
+// pages give the same bytes (record ids are derived from the content).
+type BundleWriter struct {
+	dir, tmp string
+	m        Manifest
+	f        *os.File
+	bw       *bufio.Writer
+	off      int64
+	entries  []Entry
+	origs    []original // per entry
+	byID     map[string]int
+	byDigest map[string]int // sha256 hex of payloads >= DedupMinSize -> entry index
+	pages    []Page
+	from, to time.Time
+	warnings []string
+	err      error
+	done     bool
+	marshal  gowarc.Marshaler
+}
+
+// original is what a revisit needs to know about the record holding a payload.
+type original struct {
+	recordID string
+	url      string
+	date     string
+	digest   string // sha256 hex
+	size     int64
+	stored   bool // a response record (not itself a revisit or unresolved)
+}
+
+// NewBundleWriter starts a bundle at dir. The parent directory is created if needed. An
+// existing dir is replaced on Close (it must be a directory, not a symlink). Manifest
+// fields left empty are filled on Close: CapturedFrom and CapturedTo from the earliest
+// and latest exchange Date.
+func NewBundleWriter(dir string, m Manifest) (*BundleWriter, error) {
+	dir = filepath.Clean(dir)
+	if fi, err := os.Lstat(dir); err == nil && !fi.IsDir() {
+		return nil, fmt.Errorf("write bundle %s: exists and is not a directory", dir)
+	}
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("write bundle %s: %w", dir, err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	if err != nil {
+		return nil, fmt.Errorf("write bundle %s: %w", dir, err)
+	}
+	w := &BundleWriter{dir: dir, tmp: tmp, m: m, byID: map[string]int{}, byDigest: map[string]int{},
+		marshal: gowarc.NewMarshaler()}
+	for _, sub := range []string{filepath.Dir(WARCFile), filepath.Dir(EntriesFile), filepath.Dir(PagesFile)} {
+		if err := os.MkdirAll(filepath.Join(tmp, sub), 0o755); err != nil {
+			w.Abort()
+			return nil, fmt.Errorf("write bundle %s: %w", dir, err)
+		}
+	}
+	w.f, err = os.OpenFile(filepath.Join(tmp, WARCFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		w.Abort()
+		return nil, fmt.Errorf("write bundle %s: %w", dir, err)
+	}
+	w.bw = bufio.NewWriterSize(w.f, 256<<10)
+	return w, nil
+}
+
+// Warnings lists header fields that could not be written (invalid names or values),
+// one line each, naming the exchange.
+func (w *BundleWriter) Warnings() []string { return w.warnings }
+
+// Entries returns the entries added so far.
+func (w *BundleWriter) Entries() []Entry { return w.entries }
+
+// Add writes one exchange: a response record (or a revisit record, when the payload is
+// already stored or the exchange says so) followed by its request record, and returns
+// its entry. Exchange ids are e000001, e000002, ... in Add order. An error for bad input
+// (no URL, no date, status out of range, unknown RevisitOf) leaves the writer usable; a
+// write error is sticky and Close then fails.
+func (w *BundleWriter) Add(x Exchange) (Entry, error) {
+	if w.err != nil {
+		return Entry{}, w.err
+	}
+	if w.done {
+		return Entry{}, errors.New("bundle writer is closed")
+	}
+	id := fmt.Sprintf("e%06d", len(w.entries)+1)
+	u, err := url.Parse(x.URL)
+	if err != nil || !u.IsAbs() || u.Host == "" {
+		return Entry{}, fmt.Errorf("exchange %s: URL %q is not absolute", id, x.URL)
+	}
+	if x.Date.IsZero() {
+		return Entry{}, fmt.Errorf("exchange %s (%s): no date", id, x.URL)
+	}
+	if x.Status < 100 || x.Status > 999 {
+		return Entry{}, fmt.Errorf("exchange %s (%s): status %d out of range", id, x.URL, x.Status)
+	}
+	method := x.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	if !isHTTPToken(method) {
+		return Entry{}, fmt.Errorf("exchange %s (%s): bad method %q", id, x.URL, method)
+	}
+	var orig *original
+	origIdx := -1
+	if x.RevisitOf != "" {
+		i, ok := w.byID[x.RevisitOf]
+		if ok && !w.origs[i].stored && w.entries[i].RevisitOf != "" {
+			i = w.byID[w.entries[i].RevisitOf] // a revisit's payload is its original's
+		}
+		if !ok || !w.origs[i].stored {
+			return Entry{}, fmt.Errorf("exchange %s (%s): revisit of %q, which holds no payload", id, x.URL, x.RevisitOf)
+		}
+		origIdx = i
+	}
+	date := FormatTime(x.Date)
+	proto := "HTTP/1.1"
+	if x.Proto == "HTTP/1.0" {
+		proto = x.Proto
+	}
+
+	var payloadDigest string
+	size := int64(len(x.Body))
+	if x.Unresolved == nil && origIdx < 0 {
+		sum := sha256.Sum256(x.Body)
+		payloadDigest = hex.EncodeToString(sum[:])
+		if len(x.Body) >= DedupMinSize {
+			if i, ok := w.byDigest[payloadDigest]; ok {
+				origIdx = i
+			}
+		}
+	}
+	if origIdx >= 0 {
+		orig = &w.origs[origIdx]
+		payloadDigest, size = orig.digest, orig.size
+	}
+
+	// Response (or revisit) block: status line, header, body.
+	decoded := x.OrigEncoding != ""
+	rh := cloneHeader(x.RespHeader)
+	delHeader(rh, "Transfer-Encoding")
+	delHeader(rh, "Content-Length")
+	if decoded {
+		delHeader(rh, "Content-Encoding")
+	}
+	if x.Unresolved == nil {
+		rh["Content-Length"] = []string{strconv.FormatInt(size, 10)}
+	}
+	for k, vs := range rh {
+		if strings.EqualFold(k, "Set-Cookie") || strings.EqualFold(k, "Set-Cookie2") {
+			for i := range vs {
+				vs[i] = "REDACTED"
+			}
+		}
+	}
+	var block bytes.Buffer
+	reason := http.StatusText(x.Status)
+	fmt.Fprintf(&block, "%s %d %s\r\n", proto, x.Status, reason)
+	w.writeHeader(&block, rh, id, "response")
+	block.WriteString("\r\n")
+	revisit := orig != nil || x.Unresolved != nil
+	if !revisit {
+		block.Write(x.Body)
+	}
+
+	respID := recordID(id, "response", x.URL, date, block.Bytes())
+	var hdr []Field
+	if revisit {
+		hdr = append(hdr, Field{"WARC-Type", "revisit"})
+	} else {
+		hdr = append(hdr, Field{"WARC-Type", "response"})
+	}
+	hdr = append(hdr,
+		Field{"WARC-Record-ID", respID},
+		Field{"WARC-Date", date},
+		Field{"WARC-Target-URI", x.URL},
+	)
+	if revisit {
+		hdr = append(hdr, Field{"WARC-Profile", RevisitProfile})
+		switch {
+		case orig != nil:
+			hdr = append(hdr,
+				Field{"WARC-Refers-To", orig.recordID},
+				Field{"WARC-Refers-To-Target-URI", orig.url},
+				Field{"WARC-Refers-To-Date", orig.date})
+		default:
+			if x.Unresolved.TargetURI != "" {
+				hdr = append(hdr, Field{"WARC-Refers-To-Target-URI", x.Unresolved.TargetURI})
+			}
+			if !x.Unresolved.Date.IsZero() {
+				hdr = append(hdr, Field{"WARC-Refers-To-Date", FormatTime(x.Unresolved.Date)})
+			}
+		}
+	}
+	hdr = append(hdr, Field{"Content-Type", "application/http; msgtype=response"})
+	switch {
+	case payloadDigest != "":
+		hdr = append(hdr, Field{"WARC-Payload-Digest", "sha256:" + payloadDigest})
+	case x.Unresolved != nil && x.Unresolved.PayloadDigest != "":
+		hdr = append(hdr, Field{"WARC-Payload-Digest", x.Unresolved.PayloadDigest})
+	}
+	hdr = append(hdr, Field{"WARC-Block-Digest", "sha256:" + sha256Hex(block.Bytes())},
+		Field{"RR-Exchange-Id", id})
+	if x.ResourceType != "" {
+		hdr = append(hdr, Field{"RR-Resource-Type", x.ResourceType})
+	}
+	if decoded {
+		hdr = append(hdr, Field{"RR-Original-Content-Encoding", x.OrigEncoding})
+	}
+	respOff := w.off
+	respLen, err := w.writeRecord(hdr, block.Bytes())
+	if err != nil {
+		return Entry{}, w.fail(err)
+	}
+
+	// Request block.
+	qh := cloneHeader(x.ReqHeader)
+	for _, name := range []string{"Cookie", "Cookie2", "Authorization", "Proxy-Authorization", "Transfer-Encoding", "Content-Length"} {
+		delHeader(qh, name)
+	}
+	if getHeader(qh, "Host") == "" {
+		qh["Host"] = []string{u.Host}
+	}
+	if len(x.ReqBody) > 0 || method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
+		qh["Content-Length"] = []string{strconv.Itoa(len(x.ReqBody))}
+	}
+	var qblock bytes.Buffer
+	fmt.Fprintf(&qblock, "%s %s %s\r\n", method, u.RequestURI(), proto)
+	w.writeHeader(&qblock, qh, id, "request")
+	qblock.WriteString("\r\n")
+	qblock.Write(x.ReqBody)
+	qhdr := []Field{
+		{"WARC-Type", "request"},
+		{"WARC-Record-ID", recordID(id, "request", x.URL, date, qblock.Bytes())},
+		{"WARC-Date", date},
+		{"WARC-Target-URI", x.URL},
+		{"WARC-Concurrent-To", respID},
+		{"Content-Type", "application/http; msgtype=request"},
+		{"WARC-Payload-Digest", "sha256:" + sha256Hex(x.ReqBody)},
+		{"WARC-Block-Digest", "sha256:" + sha256Hex(qblock.Bytes())},
+		{"RR-Exchange-Id", id},
+	}
+	reqOff := w.off
+	reqLen, err := w.writeRecord(qhdr, qblock.Bytes())
+	if err != nil {
+		return Entry{}, w.fail(err)
+	}
+
+	e := Entry{
+		ID: id, TS: date, Method: method, URL: x.URL, Status: x.Status,
+		Mime:       mimeOf(getHeader(x.RespHeader, "Content-Type")),
+		Digest:     payloadDigest,
+		Size:       size,
+		ReqOffset:  reqOff,
+		ReqLength:  reqLen,
+		RespOffset: respOff,
+		RespLength: respLen,
+		ReqType:    mimeOf(getHeader(x.ReqHeader, "Content-Type")),
+
+		ResourceType: x.ResourceType,
+	}
+	if len(x.ReqBody) > 0 {
+		e.ReqBody = base64.StdEncoding.EncodeToString(x.ReqBody)
+	}
+	o := original{recordID: respID, url: x.URL, date: date, digest: payloadDigest, size: size, stored: !revisit}
+	switch {
+	case orig != nil:
+		e.RevisitOf = w.entries[origIdx].ID
+	case x.Unresolved != nil:
+		e.Unresolved = true
+		e.Size = 0
+	default:
+		if len(x.Body) >= DedupMinSize {
+			w.byDigest[payloadDigest] = len(w.entries)
+		}
+	}
+	w.byID[id] = len(w.entries)
+	w.entries = append(w.entries, e)
+	w.origs = append(w.origs, o)
+	if w.from.IsZero() || x.Date.Before(w.from) {
+		w.from = x.Date
+	}
+	if x.Date.After(w.to) {
+		w.to = x.Date
+	}
+	return e, nil
+}
+
+// AddPage appends a line to pages/pages.jsonl; pages are written in the order added.
+func (w *BundleWriter) AddPage(p Page) error {
+	if w.err != nil {
+		return w.err
+	}
+	if p.URL == "" {
+		return errors.New("page without URL")
+	}
+	w.pages = append(w.pages, p)
+	return nil
+}
+
+func (w *BundleWriter) fail(err error) error {
+	w.err = fmt.Errorf("write bundle %s: %w", w.dir, err)
+	return w.err
+}
+
+// writeRecord marshals one WARC 1.1 record with gowarc and returns its length.
+func (w *BundleWriter) writeRecord(hdr []Field, block []byte) (int64, error) {
+	rb := gowarc.NewRecordBuilder(0,
+		gowarc.WithVersion(gowarc.V1_1),
+		gowarc.WithSkipParseBlock(),
+		gowarc.WithSpecViolationPolicy(gowarc.ErrIgnore),
+		gowarc.WithSyntaxErrorPolicy(gowarc.ErrIgnore),
+		gowarc.WithBufferMaxMemBytes(int64(len(block))+1))
+	for _, f := range hdr {
+		rb.AddWarcHeader(f.Name, f.Value)
+	}
+	rb.AddWarcHeaderInt64(gowarc.ContentLength, int64(len(block)))
+	if _, err := rb.Write(block); err != nil {
+		_ = rb.Close()
+		return 0, err
+	}
+	rec, _, err := rb.Build()
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = rec.Close() }()
+	// gowarc canonicalises unknown names ("Rr-Exchange-Id"); keep the names as given.
+	for _, nv := range *rec.WarcHeader() {
+		for _, f := range hdr {
+			if strings.EqualFold(nv.Name, f.Name) {
+				nv.Name = f.Name
+				break
+			}
+		}
+	}
+	_, n, err := w.marshal.Marshal(w.bw, rec, 0)
+	w.off += n
+	return n, err
+}
+
+// writeHeader writes header fields, names sorted, one line per value. A value holding
+// line breaks (older recorders joined repeated fields with "\n") becomes one line per
+// part. Fields whose name is not an HTTP token, or whose value holds control bytes, are
+// left out with a warning.
+func (w *BundleWriter) writeHeader(b *bytes.Buffer, h http.Header, id, what string) {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !httpguts.ValidHeaderFieldName(k) {
+			w.warnings = append(w.warnings, fmt.Sprintf("%s: %s header %q left out: not a valid header name", id, what, k))
+			continue
+		}
+		for _, v := range h[k] {
+			for part := range strings.SplitSeq(v, "\n") {
+				part = strings.TrimSpace(part)
+				if !httpguts.ValidHeaderFieldValue(part) {
+					w.warnings = append(w.warnings, fmt.Sprintf("%s: %s header %s value %q left out: control bytes", id, what, k, clipText([]byte(part))))
+					continue
+				}
+				b.WriteString(k)
+				b.WriteString(": ")
+				b.WriteString(part)
+				b.WriteString("\r\n")
+			}
+		}
+	}
+}
+
+// Close finishes the bundle: it flushes archive/data.warc, writes indexes/entries.jsonl,
+// pages/pages.jsonl and manifest.json (each fsynced), and renames the directory into
+// place. On any error the temporary directory is removed and dir is left as it was.
+func (w *BundleWriter) Close() error {
+	if w.done {
+		return w.err
+	}
+	if w.err != nil {
+		w.Abort()
+		return w.err
+	}
+	w.done = true
+	if err := w.finish(); err != nil {
+		w.err = fmt.Errorf("write bundle %s: %w", w.dir, err)
+		w.removeTmp()
+		return w.err
+	}
+	return nil
+}
+
+func (w *BundleWriter) finish() error {
+	if err := w.bw.Flush(); err != nil {
+		return err
+	}
+	if err := w.f.Sync(); err != nil {
+		return err
+	}
+	if err := w.f.Close(); err != nil {
+		return err
+	}
+	w.f = nil
+	var eb bytes.Buffer
+	for _, e := range w.entries {
+		if err := writeJSONLine(&eb, e); err != nil {
+			return err
+		}
+	}
+	if err := writeFileSync(filepath.Join(w.tmp, EntriesFile), eb.Bytes()); err != nil {
+		return err
+	}
+	var pb bytes.Buffer
+	for _, p := range w.pages {
+		if err := writeJSONLine(&pb, p); err != nil {
+			return err
+		}
+	}
+	if err := writeFileSync(filepath.Join(w.tmp, PagesFile), pb.Bytes()); err != nil {
+		return err
+	}
+	m := w.m
+	if m.CapturedFrom == "" && !w.from.IsZero() {
+		m.CapturedFrom = FormatTime(w.from)
+	}
+	if m.CapturedTo == "" && !w.to.IsZero() {
+		m.CapturedTo = FormatTime(w.to)
+	}
+	mb, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileSync(filepath.Join(w.tmp, ManifestFile), append(mb, '\n')); err != nil {
+		return err
+	}
+	for _, d := range []string{filepath.Dir(WARCFile), filepath.Dir(EntriesFile), filepath.Dir(PagesFile), "."} {
+		if err := fsyncDir(filepath.Join(w.tmp, d)); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(w.tmp, 0o755); err != nil {
+		return err
+	}
+	return swapInDir(w.tmp, w.dir)
+}
+
+// Abort removes everything written so far; the writer cannot be used afterwards.
+func (w *BundleWriter) Abort() {
+	w.done = true
+	if w.err == nil {
+		w.err = errors.New("bundle writer aborted")
+	}
+	w.removeTmp()
+}
+
+func (w *BundleWriter) removeTmp() {
+	if w.f != nil {
+		_ = w.f.Close()
+		w.f = nil
+	}
+	if w.tmp != "" {
+		_ = os.RemoveAll(w.tmp)
+		w.tmp = ""
+	}
+}
+
+// swapInDir renames tmp to dir; an existing dir is moved aside first and removed after.
+func swapInDir(tmp, dir string) error {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.Rename(tmp, dir); err != nil {
+			return err
+		}
+		return fsyncDir(filepath.Dir(dir))
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s exists and is not a directory", dir)
+	}
+	old := tmp + ".old"
+	if err := os.Rename(dir, old); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		_ = os.Rename(old, dir)
+		return err
+	}
+	_ = fsyncDir(filepath.Dir(dir))
+	return os.RemoveAll(old)
+}
+
+func writeJSONLine(b *bytes.Buffer, v any) error {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func writeFileSync(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func fsyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// recordID derives a WARC-Record-ID from the record's content: a urn:uuid made of the
+// first 16 bytes of a sha256 (version 8, RFC 9562 section 5.8), so equal input gives
+// equal ids and no randomness reaches the archive.
+func recordID(exchangeID, kind, url, date string, block []byte) string {
+	h := sha256.New()
+	for _, s := range []string{exchangeID, kind, url, date} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	h.Write(block)
+	sum := h.Sum(nil)
+	sum[6] = sum[6]&0x0f | 0x80
+	sum[8] = sum[8]&0x3f | 0x80
+	x := hex.EncodeToString(sum[:16])
+	return "<urn:uuid:" + x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:32] + ">"
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// mimeOf is a Content-Type without parameters, lower case ("text/html").
+func mimeOf(ct string) string {
+	if ct == "" {
+		return ""
+	}
+	if mt, _, err := mime.ParseMediaType(ct); err == nil {
+		return mt
+	}
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+func cloneHeader(h http.Header) http.Header {
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		out[k] = slices.Clone(vs)
+	}
+	return out
+}
+
+// delHeader removes name whatever the case of the map key.
+func delHeader(h http.Header, name string) {
+	for k := range h {
+		if strings.EqualFold(k, name) {
+			delete(h, k)
+		}
+	}
+}
+
+// getHeader returns the first value of name whatever the case of the map key; when keys
+// differ only in case, the sorted-first key wins, so the answer does not depend on map order.
+func getHeader(h http.Header, name string) string {
+	if vs := h[http.CanonicalHeaderKey(name)]; len(vs) > 0 {
+		return vs[0]
+	}
+	var best string
+	found := false
+	for k, vs := range h {
+		if strings.EqualFold(k, name) && len(vs) > 0 && (!found || k < best) {
+			best, found = k, true
+		}
+	}
+	if found {
+		return h[best][0]
+	}
+	return ""
+}
