@@ -1,0 +1,250 @@
+package task
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pab-dev/pab/warc"
+)
+
+// Target is what replay serves: a bundle directory and the rule directories to layer, in
+// order (later ones win, see docs/tasks.md).
+type Target struct {
+	// Name is the task id, or the base name of the bundle directory or WARC file.
+	Name string
+	// BundleDir is an unpacked bundle (manifest.json, archive/data.warc, indexes/, pages/).
+	BundleDir string
+	// RulesDirs are rule directories, lowest priority first; they may not exist.
+	RulesDirs []string
+	// Task is the task replayed, nil for a bundle directory or a WARC file.
+	Task *Task
+}
+
+// Hooks for tests: they count and slow down the builds of cache entries.
+var (
+	unpack      = warc.Unpack
+	importWARCs = warc.ImportWARCs
+)
+
+// staleTempAge is how old a leftover temporary directory in the bundle cache must be
+// before it is removed (a pab that crashed mid-unpack leaves one).
+const staleTempAge = 24 * time.Hour
+
+// Resolve turns a command-line argument into a replay target, trying in order:
+//
+//   - a bundle directory (it holds manifest.json): replayed as is, with its own rules/
+//     directory when there is one;
+//   - a task directory (it holds task.yaml), or its recording/ directory: its recording is unpacked into the cache (see
+//     Task.BundleDir); its rules are the sites/ of its own repository when it sits in a
+//     tasks/ directory next to a sites/ directory, else repo's sites/, then its rules/;
+//   - a WARC file (a path ending in .warc or .warc.gz): imported with warc.ImportWARCs
+//     into <cache>/bundles/warc-<first 16 hex digits of the file's sha256>, once per file
+//     content, with repo's sites/ as rules;
+//   - else a task id of repo.
+func Resolve(arg string, repo *Repo) (*Target, error) {
+	if arg == "" {
+		return nil, errors.New("no replay target given")
+	}
+	abs, err := filepath.Abs(arg)
+	if err != nil {
+		return nil, fmt.Errorf("target %s: %w", arg, err)
+	}
+	if filepath.Base(abs) == recordingName && isRegular(filepath.Join(filepath.Dir(abs), CardFile)) {
+		abs = filepath.Dir(abs) // a task's published recording: replay the task
+	}
+	if isRegular(filepath.Join(abs, warc.ManifestFile)) {
+		t := &Target{Name: filepath.Base(abs), BundleDir: abs}
+		if isDir(filepath.Join(abs, rulesName)) {
+			t.RulesDirs = []string{filepath.Join(abs, rulesName)}
+		}
+		return t, nil
+	}
+	if isRegular(filepath.Join(abs, CardFile)) {
+		id := filepath.Base(abs)
+		if err := ValidID(id); err != nil {
+			return nil, fmt.Errorf("task directory %s: %w", abs, err)
+		}
+		owner := repo
+		parent := filepath.Dir(abs)
+		if filepath.Base(parent) == "tasks" && isDir(filepath.Join(filepath.Dir(parent), "sites")) {
+			owner = &Repo{Root: filepath.Dir(parent)}
+		}
+		return (&Task{Repo: owner, ID: id, Dir: abs}).Target()
+	}
+	if lower := strings.ToLower(arg); strings.HasSuffix(lower, ".warc") || strings.HasSuffix(lower, ".warc.gz") {
+		fi, err := os.Stat(abs)
+		if err != nil {
+			return nil, fmt.Errorf("target %s: %w", arg, err)
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("target %s: not a regular file", arg)
+		}
+		dir, err := repo.importWARC(abs)
+		if err != nil {
+			return nil, err
+		}
+		return &Target{Name: filepath.Base(abs), BundleDir: dir, RulesDirs: []string{repo.SitesDir()}}, nil
+	}
+	if ValidID(arg) != nil {
+		return nil, fmt.Errorf("target %s is not a bundle directory (with manifest.json), a task directory (with task.yaml), a .warc or .warc.gz file, or a task id", arg)
+	}
+	t, err := repo.Task(arg)
+	if err != nil {
+		return nil, err
+	}
+	return t.Target()
+}
+
+// Target unpacks the task's recording (BundleDir) and returns it with the rule
+// directories [repository sites/, task rules/].
+func (t *Task) Target() (*Target, error) {
+	dir, err := t.BundleDir()
+	if err != nil {
+		return nil, err
+	}
+	return &Target{Name: t.ID, BundleDir: dir, RulesDirs: []string{t.Repo.SitesDir(), t.RulesDir()}, Task: t}, nil
+}
+
+// BundleDir returns the task's recording unpacked into the cache,
+// <cache>/bundles/<id>-<first 16 hex digits of warc.HashRecording>. The recording is
+// unpacked only when that directory does not exist yet: into a temporary directory beside it
+// (<dest>.tmp-<pid>-<random>), renamed into place once complete. When another process or
+// goroutine renamed its copy first, that copy is used. After an unpack, older copies of the
+// same task (<id>-<other hash>) and temporary directories older than a day are removed.
+func (t *Task) BundleDir() (string, error) {
+	rec := t.RecordingDir()
+	files, err := warc.RecordingFiles(rec)
+	if err != nil {
+		return "", fmt.Errorf("task %s: %w", t.ID, err)
+	}
+	if len(files) == 0 {
+		return "", fmt.Errorf("task %s has no recording (%s)", t.ID, rec)
+	}
+	hash, err := warc.HashRecording(rec)
+	if err != nil {
+		return "", fmt.Errorf("task %s: %w", t.ID, err)
+	}
+	bundles := filepath.Join(t.Repo.CacheDir(), "bundles")
+	name := t.ID + "-" + hash[:16]
+	dest, built, err := buildCached(bundles, name, func(out string) error { return unpack(rec, out) })
+	if err != nil {
+		return "", fmt.Errorf("task %s: %w", t.ID, err)
+	}
+	if built {
+		removeOlderCopies(bundles, t.ID, name)
+	}
+	return dest, nil
+}
+
+// importWARC imports the WARC file at path into the cache once per content hash.
+func (r *Repo) importWARC(path string) (string, error) {
+	hash, err := hashFile(path)
+	if err != nil {
+		return "", err
+	}
+	bundles := filepath.Join(r.CacheDir(), "bundles")
+	dest, _, err := buildCached(bundles, "warc-"+hash[:16], func(out string) error {
+		_, err := importWARCs([]string{path}, out, warc.ImportOptions{})
+		return err
+	})
+	return dest, err
+}
+
+// buildCached returns dir/name, building it first when it does not hold a bundle
+// (manifest.json) yet: build writes a new bundle directory at the path it is given, inside a
+// fresh temporary directory dir/<name>.tmp-<pid>-<random>, which is then renamed into
+// place. built reports whether this call's copy was installed.
+func buildCached(dir, name string, build func(out string) error) (dest string, built bool, err error) {
+	dest = filepath.Join(dir, name)
+	if isRegular(filepath.Join(dest, warc.ManifestFile)) {
+		return dest, false, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", false, fmt.Errorf("cache: %w", err)
+	}
+	work, err := os.MkdirTemp(dir, name+".tmp-"+strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return "", false, fmt.Errorf("cache: %w", err)
+	}
+	defer os.RemoveAll(work)
+	out := filepath.Join(work, "bundle")
+	if err := build(out); err != nil {
+		return "", false, err
+	}
+	if err := os.Rename(out, dest); err != nil {
+		if isRegular(filepath.Join(dest, warc.ManifestFile)) {
+			return dest, false, nil // another process was faster
+		}
+		return "", false, fmt.Errorf("cache: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return "", false, fmt.Errorf("cache: %w", err)
+	}
+	return dest, true, nil
+}
+
+// removeOlderCopies removes dir/<id>-<16 hex digits> except keep, and temporary
+// directories of the task older than staleTempAge. Errors are ignored: a copy left behind
+// only costs disk space.
+func removeOlderCopies(dir, id, keep string) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, de := range des {
+		name := de.Name()
+		rest, ok := strings.CutPrefix(name, id+"-")
+		if !ok || name == keep || len(rest) < 16 || !isHex(rest[:16]) {
+			continue
+		}
+		switch {
+		case len(rest) == 16:
+			os.RemoveAll(filepath.Join(dir, name))
+		case strings.HasPrefix(rest[16:], ".tmp-"):
+			if fi, err := de.Info(); err == nil && time.Since(fi.ModTime()) > staleTempAge {
+				os.RemoveAll(filepath.Join(dir, name))
+			}
+		}
+	}
+}
+
+func isHex(s string) bool {
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// hashFile returns the lowercase hex sha256 of the file's content.
+func hashFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if n, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("read %s at offset %d: %w", path, n, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func isRegular(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
