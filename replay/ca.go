@@ -1,0 +1,432 @@
+package replay
+
+import (
+	"container/list"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// File names of the CA inside its directory ($PAB_CACHE/ca).
+const (
+	CACertFile = "ca.pem"     // the CA certificate, PEM "CERTIFICATE"
+	CAKeyFile  = "ca-key.pem" // the CA private key, PEM "PRIVATE KEY" (PKCS #8), mode 0600
+)
+
+// maxCAFileSize bounds how much of a CA file is read: a PEM certificate or key is a few KB.
+const maxCAFileSize = 64 << 10
+
+// leafCacheSize bounds the number of per-host leaf certificates kept in memory.
+const leafCacheSize = 1024
+
+// CA is pab's own certificate authority: an ECDSA P-256 key and a self-signed certificate,
+// made once per cache directory. The replay proxy signs one leaf certificate per host
+// with it to answer HTTPS (MITM); clients trust ca.pem, or Chromium is given SPKIHash.
+// A CA is safe for concurrent use.
+type CA struct {
+	dir  string
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+
+	leaves *leafCache
+}
+
+// LoadOrCreateCA loads the CA kept in dir (ca.pem and ca-key.pem). When neither file exists
+// it makes a new CA: dir is created (0700), the key is written with mode 0600 and both files
+// are written atomically (temp file, fsync, rename). A file that exists but cannot be used
+// (unreadable, not PEM, not a CA certificate, a key that does not match, only one of the two
+// files present) is an error naming the file; the CA is never silently replaced.
+func LoadOrCreateCA(dir string) (*CA, error) {
+	certPath := filepath.Join(dir, CACertFile)
+	keyPath := filepath.Join(dir, CAKeyFile)
+	certExists, err := regularFileExists(certPath)
+	if err != nil {
+		return nil, err
+	}
+	keyExists, err := regularFileExists(keyPath)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case certExists && keyExists:
+		return loadCA(dir)
+	case certExists:
+		return nil, fmt.Errorf("load CA: %s exists but %s is missing (remove both to make a new CA)", certPath, keyPath)
+	case keyExists:
+		return nil, fmt.Errorf("load CA: %s exists but %s is missing (remove both to make a new CA)", keyPath, certPath)
+	}
+	return createCA(dir)
+}
+
+// regularFileExists reports whether path exists; anything but a regular file (a symlink,
+// a directory) is an error so that a CA is never read through a link.
+func regularFileExists(path string) (bool, error) {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("load CA: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return false, fmt.Errorf("load CA: %s is not a regular file", path)
+	}
+	return true, nil
+}
+
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load CA: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxCAFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("load CA: read %s: %w", path, err)
+	}
+	if len(data) > maxCAFileSize {
+		return nil, fmt.Errorf("load CA: %s is larger than %d bytes", path, maxCAFileSize)
+	}
+	return data, nil
+}
+
+func loadCA(dir string) (*CA, error) {
+	certPath := filepath.Join(dir, CACertFile)
+	keyPath := filepath.Join(dir, CAKeyFile)
+	certPEM, err := readBounded(certPath)
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := readBounded(keyPath)
+	if err != nil {
+		return nil, err
+	}
+	cb, _ := pem.Decode(certPEM)
+	if cb == nil || cb.Type != "CERTIFICATE" {
+		return nil, fmt.Errorf("load CA: %s: no PEM CERTIFICATE block", certPath)
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("load CA: %s: %w", certPath, err)
+	}
+	if !cert.IsCA || cert.KeyUsage&x509.KeyUsageCertSign == 0 {
+		return nil, fmt.Errorf("load CA: %s: certificate is not a CA (no basic constraints CA or no cert-sign key usage)", certPath)
+	}
+	kb, _ := pem.Decode(keyPEM)
+	if kb == nil {
+		return nil, fmt.Errorf("load CA: %s: no PEM block", keyPath)
+	}
+	var key *ecdsa.PrivateKey
+	switch kb.Type {
+	case "PRIVATE KEY":
+		k, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("load CA: %s: %w", keyPath, err)
+		}
+		ek, ok := k.(*ecdsa.PrivateKey)
+		if !ok {
+			return nil, fmt.Errorf("load CA: %s: key is %T, want ECDSA", keyPath, k)
+		}
+		key = ek
+	case "EC PRIVATE KEY":
+		key, err = x509.ParseECPrivateKey(kb.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("load CA: %s: %w", keyPath, err)
+		}
+	default:
+		return nil, fmt.Errorf("load CA: %s: PEM block %q, want PRIVATE KEY", keyPath, kb.Type)
+	}
+	pub, ok := cert.PublicKey.(*ecdsa.PublicKey)
+	if !ok || !pub.Equal(&key.PublicKey) {
+		return nil, fmt.Errorf("load CA: %s does not match the certificate in %s", keyPath, certPath)
+	}
+	if time.Now().After(cert.NotAfter) {
+		return nil, fmt.Errorf("load CA: %s expired on %s (remove %s and %s to make a new CA)",
+			certPath, cert.NotAfter.UTC().Format(time.DateOnly), certPath, keyPath)
+	}
+	return &CA{dir: dir, cert: cert, key: key, leaves: newLeafCache(leafCacheSize)}, nil
+}
+
+func createCA(dir string) (*CA, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create CA: %w", err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("create CA: %w", err)
+	}
+	serial, err := randomSerial()
+	if err != nil {
+		return nil, fmt.Errorf("create CA: %w", err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject: pkix.Name{
+			CommonName:   "pab replay CA " + serial.Text(16)[:8],
+			Organization: []string{"pab (local replay proxy)"},
+		},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.AddDate(10, 0, 0),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, fmt.Errorf("create CA: %w", err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("create CA: %w", err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("create CA: %w", err)
+	}
+	keyPath := filepath.Join(dir, CAKeyFile)
+	certPath := filepath.Join(dir, CACertFile)
+	// The key goes first: a crash in between leaves a key without a certificate, which
+	// LoadOrCreateCA reports instead of overwriting.
+	if err := writeFileAtomic(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		return nil, fmt.Errorf("create CA: %w", err)
+	}
+	if err := writeFileAtomic(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return nil, fmt.Errorf("create CA: %w", err)
+	}
+	return &CA{dir: dir, cert: cert, key: key, leaves: newLeafCache(leafCacheSize)}, nil
+}
+
+// writeFileAtomic writes data to path through a temp file in the same directory
+// (created with perm), fsync and rename. It refuses to replace an existing file.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err := f.Chmod(perm); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	// os.Link fails if path exists, so a file that appeared meanwhile is never replaced.
+	if err := os.Link(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	os.Remove(tmp)
+	ok = true
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+func randomSerial() (*big.Int, error) {
+	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+}
+
+// CertPath is the absolute or dir-relative path of the CA certificate (PEM), for
+// curl --cacert, NODE_EXTRA_CA_CERTS or an NSS database.
+func (ca *CA) CertPath() string { return filepath.Join(ca.dir, CACertFile) }
+
+// CertPEM is the CA certificate in PEM form.
+func (ca *CA) CertPEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw})
+}
+
+// Certificate is the parsed CA certificate.
+func (ca *CA) Certificate() *x509.Certificate { return ca.cert }
+
+// SPKIHash is the base64 (standard encoding) SHA-256 of the CA certificate's
+// SubjectPublicKeyInfo, the form Chromium's --ignore-certificate-errors-spki-list takes.
+// Chromium compares it with the certificates the server presents, so the proxy sends the
+// CA certificate along with every leaf.
+func (ca *CA) SPKIHash() string {
+	sum := sha256.Sum256(ca.cert.RawSubjectPublicKeyInfo)
+	return base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// CertPool is a pool holding only the CA certificate, for a Go client's RootCAs.
+func (ca *CA) CertPool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(ca.cert)
+	return p
+}
+
+// LeafFor returns the TLS certificate for host (a DNS name or an IP literal, with or
+// without a port), signed by the CA and cached: concurrent calls for one host sign once,
+// and at most leafCacheSize hosts are kept (least recently used dropped). The chain holds
+// the leaf and the CA certificate.
+func (ca *CA) LeafFor(host string) (*tls.Certificate, error) {
+	name, err := leafName(host)
+	if err != nil {
+		return nil, err
+	}
+	return ca.leaves.get(name, func() (*tls.Certificate, error) { return ca.signLeaf(name) })
+}
+
+// leafName normalizes a certificate subject: port and brackets stripped, lower case,
+// no trailing dot. It refuses empty and over-long names and names with characters that
+// cannot appear in a host.
+func leafName(host string) (string, error) {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	h = strings.TrimSuffix(strings.ToLower(h), ".")
+	if h == "" || len(h) > 253 {
+		return "", fmt.Errorf("sign certificate: bad host %q", host)
+	}
+	if net.ParseIP(h) != nil {
+		return h, nil
+	}
+	for _, c := range h {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '*') {
+			return "", fmt.Errorf("sign certificate: bad host %q", host)
+		}
+	}
+	return h, nil
+}
+
+func (ca *CA) signLeaf(name string) (*tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("sign certificate for %s: %w", name, err)
+	}
+	serial, err := randomSerial()
+	if err != nil {
+		return nil, fmt.Errorf("sign certificate for %s: %w", name, err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: name},
+		NotBefore:    now.Add(-24 * time.Hour),
+		NotAfter:     now.AddDate(0, 0, 30),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if ip := net.ParseIP(name); ip != nil {
+		tmpl.IPAddresses = []net.IP{ip}
+	} else {
+		tmpl.DNSNames = []string{name}
+	}
+	if tmpl.NotAfter.After(ca.cert.NotAfter) {
+		tmpl.NotAfter = ca.cert.NotAfter
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		return nil, fmt.Errorf("sign certificate for %s: %w", name, err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("sign certificate for %s: %w", name, err)
+	}
+	return &tls.Certificate{Certificate: [][]byte{der, ca.cert.Raw}, PrivateKey: key, Leaf: leaf}, nil
+}
+
+// leafCache is a bounded LRU of leaf certificates with one signing in flight per name.
+type leafCache struct {
+	mu       sync.Mutex
+	max      int
+	order    *list.List // front = most recently used; values are *leafItem
+	items    map[string]*list.Element
+	inflight map[string]*leafCall
+}
+
+type leafItem struct {
+	name string
+	cert *tls.Certificate
+}
+
+type leafCall struct {
+	done chan struct{}
+	cert *tls.Certificate
+	err  error
+}
+
+func newLeafCache(max int) *leafCache {
+	return &leafCache{max: max, order: list.New(), items: map[string]*list.Element{}, inflight: map[string]*leafCall{}}
+}
+
+func (c *leafCache) get(name string, gen func() (*tls.Certificate, error)) (*tls.Certificate, error) {
+	c.mu.Lock()
+	if el, ok := c.items[name]; ok {
+		item := el.Value.(*leafItem)
+		// Re-sign a leaf that is about to expire (long-running proxies).
+		if time.Until(item.cert.Leaf.NotAfter) > time.Hour {
+			c.order.MoveToFront(el)
+			c.mu.Unlock()
+			return item.cert, nil
+		}
+		c.order.Remove(el)
+		delete(c.items, name)
+	}
+	if call, ok := c.inflight[name]; ok {
+		c.mu.Unlock()
+		<-call.done
+		return call.cert, call.err
+	}
+	call := &leafCall{done: make(chan struct{})}
+	c.inflight[name] = call
+	c.mu.Unlock()
+
+	call.cert, call.err = gen()
+
+	c.mu.Lock()
+	delete(c.inflight, name)
+	if call.err == nil {
+		c.items[name] = c.order.PushFront(&leafItem{name: name, cert: call.cert})
+		for c.order.Len() > c.max {
+			old := c.order.Back()
+			c.order.Remove(old)
+			delete(c.items, old.Value.(*leafItem).name)
+		}
+	}
+	c.mu.Unlock()
+	close(call.done)
+	return call.cert, call.err
+}
+
+// len is the number of cached leaves (tests).
+func (c *leafCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len()
+}

@@ -1,0 +1,229 @@
+package replay
+
+import (
+	"crypto/ecdsa"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestCACreateAndReload(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ca")
+	ca, err := LoadOrCreateCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, CAKeyFile))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v", fi.Mode(), err)
+	}
+	if ca.CertPath() != filepath.Join(dir, CACertFile) {
+		t.Errorf("CertPath = %s", ca.CertPath())
+	}
+	cert := ca.Certificate()
+	if !cert.IsCA || cert.PublicKeyAlgorithm != x509.ECDSA {
+		t.Errorf("CA: IsCA %v, key %v", cert.IsCA, cert.PublicKeyAlgorithm)
+	}
+	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+	if ca.SPKIHash() != base64.StdEncoding.EncodeToString(sum[:]) || len(ca.SPKIHash()) != 44 {
+		t.Errorf("SPKIHash = %s", ca.SPKIHash())
+	}
+	again, err := LoadOrCreateCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.SPKIHash() != ca.SPKIHash() {
+		t.Error("reload made a new CA")
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 {
+		t.Errorf("CA dir holds %d files (temp files left?)", len(entries))
+	}
+}
+
+func TestCABadFiles(t *testing.T) {
+	good := t.TempDir()
+	if _, err := LoadOrCreateCA(good); err != nil {
+		t.Fatal(err)
+	}
+	certPEM, _ := os.ReadFile(filepath.Join(good, CACertFile))
+	keyPEM, _ := os.ReadFile(filepath.Join(good, CAKeyFile))
+	other := t.TempDir()
+	LoadOrCreateCA(other)
+	otherKey, _ := os.ReadFile(filepath.Join(other, CAKeyFile))
+
+	cases := []struct {
+		name      string
+		cert, key []byte // nil: file absent
+		symlink   bool
+		want      string // in the error; also the file it must name
+		file      string
+	}{
+		{"corrupt cert", []byte("not pem"), keyPEM, false, "no PEM CERTIFICATE block", CACertFile},
+		{"truncated cert", certPEM[:len(certPEM)/2], keyPEM, false, "", CACertFile},
+		{"corrupt key", certPEM, []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"), false, "", CAKeyFile},
+		{"other key", certPEM, otherKey, false, "does not match", CAKeyFile},
+		{"only cert", certPEM, nil, false, "is missing", CAKeyFile},
+		{"only key", nil, keyPEM, false, "is missing", CACertFile},
+		{"key is not PEM", certPEM, []byte{0, 1, 2}, false, "no PEM block", CAKeyFile},
+		{"cert is a symlink", certPEM, keyPEM, true, "not a regular file", CACertFile},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if c.cert != nil {
+				p := filepath.Join(dir, CACertFile)
+				if c.symlink {
+					real := filepath.Join(t.TempDir(), "real.pem")
+					os.WriteFile(real, c.cert, 0o644)
+					os.Symlink(real, p)
+				} else {
+					os.WriteFile(p, c.cert, 0o644)
+				}
+			}
+			if c.key != nil {
+				os.WriteFile(filepath.Join(dir, CAKeyFile), c.key, 0o600)
+			}
+			_, err := LoadOrCreateCA(dir)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, c.want) || !strings.Contains(msg, filepath.Join(dir, c.file)) || strings.Contains(msg, "\n") {
+				t.Errorf("error %q: want %q naming %s on one line", msg, c.want, c.file)
+			}
+			// Nothing was overwritten.
+			if c.cert != nil && !c.symlink {
+				if got, _ := os.ReadFile(filepath.Join(dir, CACertFile)); string(got) != string(c.cert) {
+					t.Error("cert file was replaced")
+				}
+			}
+		})
+	}
+}
+
+func TestLeafCertificates(t *testing.T) {
+	ca := sharedCA(t)
+	pool := ca.CertPool()
+	for _, c := range []struct{ host, verifyName string }{
+		{"site.test", "site.test"},
+		{"Site.Test:443", "site.test"},
+		{"site.test.", "site.test"},
+		{"127.0.0.1", "127.0.0.1"},
+		{"[::1]:8443", "::1"},
+	} {
+		cert, err := ca.LeafFor(c.host)
+		if err != nil {
+			t.Fatalf("%s: %v", c.host, err)
+		}
+		if len(cert.Certificate) != 2 {
+			t.Errorf("%s: chain of %d, want leaf and CA", c.host, len(cert.Certificate))
+		}
+		if _, err := cert.Leaf.Verify(x509.VerifyOptions{DNSName: c.verifyName, Roots: pool}); err != nil {
+			t.Errorf("%s: %v", c.host, err)
+		}
+		if ip := net.ParseIP(c.verifyName); ip != nil && (len(cert.Leaf.IPAddresses) != 1 || len(cert.Leaf.DNSNames) != 0) {
+			t.Errorf("%s: IP leaf has SANs %v %v", c.host, cert.Leaf.IPAddresses, cert.Leaf.DNSNames)
+		}
+		if _, ok := cert.PrivateKey.(*ecdsa.PrivateKey); !ok || cert.Leaf.PublicKeyAlgorithm != x509.ECDSA {
+			t.Errorf("%s: leaf key %v", c.host, cert.Leaf.PublicKeyAlgorithm)
+		}
+	}
+	for _, bad := range []string{"", "a b", "x/y", strings.Repeat("a", 254)} {
+		if _, err := ca.LeafFor(bad); err == nil {
+			t.Errorf("LeafFor(%q) accepted", bad)
+		}
+	}
+}
+
+// TestLeafCacheSingleflight checks that concurrent requests for one host sign once and
+// that the cache stays bounded.
+func TestLeafCacheSingleflight(t *testing.T) {
+	c := newLeafCache(3)
+	ca := sharedCA(t)
+	var mu sync.Mutex
+	signs := map[string]int{}
+	gen := func(name string) func() (*tls.Certificate, error) {
+		return func() (*tls.Certificate, error) {
+			mu.Lock()
+			signs[name]++
+			mu.Unlock()
+			return ca.signLeaf(name)
+		}
+	}
+	var wg sync.WaitGroup
+	certs := make([]*tls.Certificate, 32)
+	for i := range certs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			certs[i], _ = c.get("one.test", gen("one.test"))
+		}(i)
+	}
+	wg.Wait()
+	for _, cert := range certs {
+		if cert == nil || cert != certs[0] {
+			t.Fatal("concurrent fetches gave different certificates")
+		}
+	}
+	if signs["one.test"] != 1 {
+		t.Errorf("signed %d times", signs["one.test"])
+	}
+	for _, h := range []string{"a.test", "b.test", "c.test", "d.test"} {
+		c.get(h, gen(h))
+	}
+	if c.len() != 3 {
+		t.Errorf("cache holds %d, bound 3", c.len())
+	}
+	c.get("one.test", gen("one.test"))
+	if signs["one.test"] != 2 {
+		t.Error("least recently used leaf was not evicted")
+	}
+	c.get("d.test", gen("d.test"))
+	if signs["d.test"] != 1 {
+		t.Error("recent leaf was evicted")
+	}
+}
+
+// FuzzLoadCA feeds arbitrary bytes as ca.pem (with a valid key) and as ca-key.pem (with a
+// valid certificate): loading must fail with one line naming a file, or succeed.
+func FuzzLoadCA(f *testing.F) {
+	good := f.TempDir()
+	if _, err := LoadOrCreateCA(good); err != nil {
+		f.Fatal(err)
+	}
+	certPEM, _ := os.ReadFile(filepath.Join(good, CACertFile))
+	keyPEM, _ := os.ReadFile(filepath.Join(good, CAKeyFile))
+	f.Add(certPEM, true)
+	f.Add(keyPEM, false)
+	f.Add([]byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"), true)
+	f.Add([]byte("-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----\n"), false)
+	f.Fuzz(func(t *testing.T, data []byte, asCert bool) {
+		dir := t.TempDir()
+		cert, key := certPEM, keyPEM
+		if asCert {
+			cert = data
+		} else {
+			key = data
+		}
+		os.WriteFile(filepath.Join(dir, CACertFile), cert, 0o644)
+		os.WriteFile(filepath.Join(dir, CAKeyFile), key, 0o600)
+		ca, err := LoadOrCreateCA(dir)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), dir) {
+				t.Errorf("error %q: want one line naming the file", err)
+			}
+			return
+		}
+		if _, err := ca.LeafFor("fuzz.test"); err != nil {
+			t.Errorf("loaded CA cannot sign: %v", err)
+		}
+	})
+}

@@ -1,0 +1,313 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"github.com/pab-dev/pab/warc"
+)
+
+// checkTimeout bounds each request of Check.
+const checkTimeout = 30 * time.Second
+
+// CheckReport is what Check measured. Counts are the proxy's own counts (by source and
+// type) of the requests Check sent, taken as the difference of http://rr.control/stats
+// before and after, so they include any other client's requests made meanwhile.
+type CheckReport struct {
+	// Pages is how many page requests were sent: every pages.jsonl page fetched by GET
+	// (pages the recording reached by POST or script are left to the entries pass), or,
+	// when pages.jsonl is empty, every recorded GET of a document.
+	Pages int `json:"pages"`
+	// Requests is every request sent: the pages, then each other recorded exchange once in
+	// recording order with its recorded method, body and Content-Type.
+	Requests int `json:"requests"`
+	// Skipped counts recorded exchanges not sent (URL not absolute http(s)).
+	Skipped int `json:"skipped"`
+	// Errors counts requests that got no HTTP answer; FirstErrors keeps the first few.
+	Errors      int      `json:"errors"`
+	FirstErrors []string `json:"first_errors,omitempty"`
+	// Counts are the proxy's counts for the requests sent.
+	Counts Counts `json:"counts"`
+	// PageResults is what each page request got, in the order sent.
+	PageResults []PageResult `json:"page_results"`
+}
+
+// PageResult is the answer to one page request of a check.
+type PageResult struct {
+	URL    string `json:"url"`
+	Status int    `json:"status"`
+	// Title is the <title> of the answered document, "" when it has none.
+	Title string `json:"title,omitempty"`
+}
+
+// maxPagesPrinted bounds the page list that Print writes.
+const maxPagesPrinted = 20
+
+// Share returns the share (0 to 1) of the requests answered by source.
+func (r *CheckReport) Share(source string) float64 {
+	if r.Counts.Total == 0 {
+		return 0
+	}
+	return float64(r.Counts.BySource[source]) / float64(r.Counts.Total)
+}
+
+// Print writes the report for a person: requests sent, counts and shares by source, and the
+// hit rate (exact plus fuzzy).
+func (r *CheckReport) Print(w io.Writer) {
+	for i, p := range r.PageResults {
+		if i == maxPagesPrinted {
+			fmt.Fprintf(w, "  ... and %d more pages\n", len(r.PageResults)-maxPagesPrinted)
+			break
+		}
+		title := p.Title
+		if title == "" {
+			title = "(no title)"
+		}
+		fmt.Fprintf(w, "page %d  %s\n      %s\n", p.Status, p.URL, title)
+	}
+	fmt.Fprintf(w, "check: %d requests (%d pages, %d other recorded exchanges)", r.Requests, r.Pages, r.Requests-r.Pages)
+	if r.Skipped > 0 {
+		fmt.Fprintf(w, ", %d exchanges skipped", r.Skipped)
+	}
+	fmt.Fprintln(w)
+	for _, s := range orderedKeys(r.Counts.BySource, sourceOrder) {
+		fmt.Fprintf(w, "  %-10s %6d  %5.1f%%\n", s, r.Counts.BySource[s], 100*r.Share(s))
+	}
+	fmt.Fprintf(w, "hit rate: exact %.1f%%, fuzzy %.1f%%, together %.1f%%\n",
+		100*r.Share(SourceExact), 100*r.Share(SourceFuzzy), 100*(r.Share(SourceExact)+r.Share(SourceFuzzy)))
+	if r.Errors > 0 {
+		fmt.Fprintf(w, "errors: %d requests got no answer; first: %s\n", r.Errors, strings.Join(r.FirstErrors, "; "))
+	}
+}
+
+// checkRequest is one request Check sends.
+type checkRequest struct {
+	method, url, contentType, dest, accept string
+	body                                   []byte
+	page                                   bool // a page request: its status and title are reported
+}
+
+// Check replays the recording b once through the running replay proxy at proxyAddr
+// (host:port) with a Go client that trusts ca: first every recorded page, then every other
+// recorded exchange once in recording order (see CheckReport for what is counted). It
+// returns an error only when the proxy cannot be asked for its counts or ctx ends;
+// requests that fail are counted in the report.
+func Check(ctx context.Context, proxyAddr string, ca *CA, b *warc.Bundle) (*CheckReport, error) {
+	proxyURL := &url.URL{Scheme: "http", Host: proxyAddr}
+	tr := &http.Transport{
+		Proxy:                 http.ProxyURL(proxyURL),
+		TLSClientConfig:       &tls.Config{RootCAs: ca.CertPool()},
+		DisableCompression:    true,
+		MaxIdleConnsPerHost:   4,
+		IdleConnTimeout:       30 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{
+		Transport:     tr,
+		Timeout:       checkTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	before, err := fetchCounts(ctx, client)
+	if err != nil {
+		return nil, err
+	}
+	reqs, pages, skipped := checkRequests(b)
+	rep := &CheckReport{Pages: pages, Requests: len(reqs), Skipped: skipped}
+	for _, cr := range reqs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		status, title, err := sendCheck(ctx, client, cr)
+		if err != nil {
+			rep.Errors++
+			if len(rep.FirstErrors) < 5 {
+				rep.FirstErrors = append(rep.FirstErrors, err.Error())
+			}
+			continue
+		}
+		if cr.page {
+			rep.PageResults = append(rep.PageResults, PageResult{URL: cr.url, Status: status, Title: title})
+		}
+	}
+	after, err := fetchCounts(ctx, client)
+	if err != nil {
+		return nil, err
+	}
+	rep.Counts = diffCounts(after, before)
+	return rep, nil
+}
+
+// checkRequests lists the requests of a check: pages, then the other exchanges.
+func checkRequests(b *warc.Bundle) (reqs []checkRequest, pages, skipped int) {
+	sent := map[string]bool{}
+	addPage := func(u string) {
+		if sent["GET "+u] {
+			return
+		}
+		sent["GET "+u] = true
+		reqs = append(reqs, checkRequest{method: "GET", url: u, dest: "document", accept: "text/html,application/xhtml+xml,*/*;q=0.8", page: true})
+		pages++
+	}
+	for _, p := range b.Pages {
+		if p.Fetched == "GET" || p.Fetched == "" {
+			if _, err := parseTargetURL(p.URL); err == nil {
+				addPage(p.URL)
+			}
+		}
+	}
+	if pages == 0 {
+		for _, e := range b.Entries {
+			if e.Method == "GET" && (strings.EqualFold(e.ResourceType, "document") || e.Mime == "text/html") {
+				if _, err := parseTargetURL(e.URL); err == nil {
+					addPage(e.URL)
+				}
+			}
+		}
+	}
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		if _, err := parseTargetURL(e.URL); err != nil {
+			skipped++
+			continue
+		}
+		if e.Method == "GET" && sent["GET "+e.URL] {
+			continue
+		}
+		body, err := b.RequestBody(e)
+		if err != nil {
+			skipped++
+			continue
+		}
+		reqs = append(reqs, checkRequest{method: e.Method, url: e.URL, body: body, contentType: e.ReqType,
+			dest: fetchDest(e.ResourceType), accept: e.Mime})
+	}
+	return reqs, pages, skipped
+}
+
+// fetchDest maps a recorded resource type (RR-Resource-Type, Chrome DevTools Protocol
+// Network.ResourceType in lower case) to the Sec-Fetch-Dest a browser would send, or "".
+func fetchDest(resourceType string) string {
+	switch strings.ToLower(resourceType) {
+	case "document":
+		return "document"
+	case "stylesheet", "style":
+		return "style"
+	case "image":
+		return "image"
+	case "font":
+		return "font"
+	case "script":
+		return "script"
+	case "media":
+		return "video"
+	case "texttrack":
+		return "track"
+	case "xhr", "fetch", "eventsource", "ping":
+		return "empty"
+	case "manifest":
+		return "manifest"
+	}
+	return ""
+}
+
+// sendCheck sends one request and reads its answer whole. For a page request it returns
+// the document's <title> too.
+func sendCheck(ctx context.Context, client *http.Client, cr checkRequest) (status int, title string, err error) {
+	var body io.Reader
+	if len(cr.body) > 0 {
+		body = bytes.NewReader(cr.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, cr.method, cr.url, body)
+	if err != nil {
+		return 0, "", fmt.Errorf("%s %s: %w", cr.method, cr.url, err)
+	}
+	if cr.contentType != "" {
+		req.Header.Set("Content-Type", cr.contentType)
+	}
+	if cr.dest != "" {
+		req.Header.Set("Sec-Fetch-Dest", cr.dest)
+	}
+	if cr.accept != "" {
+		req.Header.Set("Accept", cr.accept)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	if cr.page {
+		title = documentTitle(io.LimitReader(resp.Body, maxTitleScan))
+	}
+	if _, err = io.Copy(io.Discard, resp.Body); err != nil {
+		return 0, "", fmt.Errorf("%s %s: read body: %w", cr.method, cr.url, err)
+	}
+	return resp.StatusCode, title, nil
+}
+
+// maxTitleScan bounds how much of a page documentTitle reads.
+const maxTitleScan = 1 << 20
+
+// documentTitle returns the text of the first <title> element of an HTML document, blanks
+// collapsed, or "" when there is none in r.
+func documentTitle(r io.Reader) string {
+	z := html.NewTokenizer(r)
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return ""
+		case html.StartTagToken:
+			if name, _ := z.TagName(); string(name) == "title" {
+				if z.Next() == html.TextToken {
+					return strings.Join(strings.Fields(html.UnescapeString(string(z.Text()))), " ")
+				}
+				return ""
+			}
+		}
+	}
+}
+
+// fetchCounts asks the proxy for its counts (http://rr.control/stats).
+func fetchCounts(ctx context.Context, client *http.Client) (Counts, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+ControlHost+"/stats", nil)
+	if err != nil {
+		return Counts{}, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return Counts{}, fmt.Errorf("check: ask the proxy for its counts: %w", err)
+	}
+	defer resp.Body.Close()
+	var c Counts
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&c); err != nil || resp.StatusCode != http.StatusOK {
+		return Counts{}, fmt.Errorf("check: bad answer from http://%s/stats (status %d): %v", ControlHost, resp.StatusCode, err)
+	}
+	return c, nil
+}
+
+// diffCounts is a - b, leaving out zero entries.
+func diffCounts(a, b Counts) Counts {
+	out := newCounts()
+	out.Total = a.Total - b.Total
+	for k, n := range a.BySource {
+		if d := n - b.BySource[k]; d != 0 {
+			out.BySource[k] = d
+		}
+	}
+	for k, n := range a.ByType {
+		if d := n - b.ByType[k]; d != 0 {
+			out.ByType[k] = d
+		}
+	}
+	return out
+}

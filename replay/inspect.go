@@ -1,0 +1,154 @@
+package replay
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/pab-dev/pab/rules"
+)
+
+// maxCandidates is how many near candidates Explain lists.
+const maxCandidates = 5
+
+// Explanation is how the index answers one request (pab inspect).
+type Explanation struct {
+	// Method and URL are the request as looked up (URL normalized).
+	Method string `json:"method"`
+	URL    string `json:"url"`
+	// Key is the request's normalized key.
+	Key string `json:"key"`
+	// Source is exact, fuzzy, blocked or miss.
+	Source string `json:"source"`
+	// Entry is the recorded exchange that answers, for exact and fuzzy.
+	Entry *EntryRef `json:"entry,omitempty"`
+	// Candidates are, for fuzzy and miss, the nearest recorded exchanges: those with the same
+	// method, host and path ranked by query parameters in common; when there are none,
+	// those of the same method and host ranked by leading path segments in common.
+	Candidates []Candidate `json:"candidates,omitempty"`
+	// Note explains an unusual answer.
+	Note string `json:"note,omitempty"`
+}
+
+// EntryRef identifies a recorded exchange.
+type EntryRef struct {
+	ID     string `json:"id"`
+	Method string `json:"method"`
+	URL    string `json:"url"`
+	Status int    `json:"status"`
+	TS     string `json:"ts"`
+}
+
+// Candidate is a recorded exchange near a request, with its key and how near it is:
+// Common is the number of query name=value pairs in common (same path) or of leading path
+// segments in common (same host only).
+type Candidate struct {
+	EntryRef
+	Key    string `json:"key"`
+	Common int    `json:"common"`
+	// SamePath is true when the candidate has the request's method, host and path.
+	SamePath bool `json:"same_path"`
+}
+
+// Explain looks r up like Lookup and adds the normalized key and, for fuzzy and miss, the
+// nearest candidates (at most 5, best first, ties in recording order).
+func (ix *Index) Explain(r rules.Request) Explanation {
+	res, l := ix.lookup(r)
+	ex := Explanation{Method: strings.ToUpper(r.Method), Key: res.Key.String(), Source: res.Source, Note: res.Note}
+	if r.URL != nil {
+		ex.URL = normalizeURL(r.URL).String()
+	}
+	if res.Entry != nil {
+		ex.Entry = &EntryRef{ID: res.Entry.ID, Method: res.Entry.Method, URL: res.Entry.URL, Status: res.Entry.Status, TS: res.Entry.TS}
+		if res.Entry.Unresolved {
+			ex.Note = noteUnresolved
+		}
+	}
+	if l == nil || (res.Source != SourceFuzzy && res.Source != SourceMiss) {
+		return ex
+	}
+	ex.Candidates = ix.candidates(l)
+	return ex
+}
+
+func (ix *Index) candidates(l *lookup) []Candidate {
+	type scored struct {
+		ie       *indexed
+		score    int
+		samePath bool
+	}
+	var list []scored
+	want := paramStrings(l.key.Params)
+	for _, m := range l.methods {
+		for _, p := range ix.base[withMethod(l.key, m).Base()] {
+			list = append(list, scored{ix.entries[p], commonParams(want, ix.entries[p].params), true})
+		}
+	}
+	if len(list) == 0 {
+		segs := pathSegments(l.key.Path)
+		for _, ie := range ix.entries {
+			if ie.key.Host != l.key.Host {
+				continue
+			}
+			same := false
+			for _, m := range l.methods {
+				same = same || ie.key.Method == m
+			}
+			if !same {
+				continue
+			}
+			list = append(list, scored{ie, commonPrefix(segs, pathSegments(ie.key.Path)), false})
+		}
+	}
+	sort.SliceStable(list, func(i, j int) bool { return list[i].score > list[j].score })
+	var out []Candidate
+	for i, s := range list {
+		if i == maxCandidates {
+			break
+		}
+		e := s.ie.e
+		out = append(out, Candidate{
+			EntryRef: EntryRef{ID: e.ID, Method: e.Method, URL: e.URL, Status: e.Status, TS: e.TS},
+			Key:      s.ie.keyStr, Common: s.score, SamePath: s.samePath,
+		})
+	}
+	return out
+}
+
+func pathSegments(p string) []string {
+	return strings.FieldsFunc(p, func(r rune) bool { return r == '/' })
+}
+
+func commonPrefix(a, b []string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// Print writes the explanation for a person: key, source, the entry hit and candidates.
+func (ex Explanation) Print(w io.Writer) {
+	fmt.Fprintf(w, "request: %s %s\n", ex.Method, ex.URL)
+	fmt.Fprintf(w, "key:     %s\n", ex.Key)
+	fmt.Fprintf(w, "source:  %s\n", ex.Source)
+	if ex.Entry != nil {
+		fmt.Fprintf(w, "entry:   %s  %s %s  status %d  recorded %s\n", ex.Entry.ID, ex.Entry.Method, ex.Entry.URL, ex.Entry.Status, ex.Entry.TS)
+	}
+	if ex.Note != "" {
+		fmt.Fprintf(w, "note:    %s\n", ex.Note)
+	}
+	if len(ex.Candidates) > 0 {
+		what := "query parameters in common"
+		if !ex.Candidates[0].SamePath {
+			what = "path segments in common (no recording has this path)"
+		}
+		fmt.Fprintf(w, "nearest candidates (%s):\n", what)
+		for _, c := range ex.Candidates {
+			fmt.Fprintf(w, "  %2d  %s  %s (status %d)\n      key %s\n", c.Common, c.ID, c.URL, c.Status, c.Key)
+		}
+	} else if ex.Source == SourceMiss {
+		fmt.Fprintln(w, "nearest candidates: none (nothing recorded for this method and host)")
+	}
+}

@@ -1,0 +1,136 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestReadLogErrors(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"method":"GET","url":"http://a/","source":"exact"}` + "\n" + `not json`, "read x.jsonl line 2:"},
+		{"\n\n" + `{"method":"GET"}`, "read x.jsonl line 3: not a replay log line"},
+		{`null`, "read x.jsonl line 1: not a JSON object"},
+		{`[1,2]`, "read x.jsonl line 1:"},
+		{`{"method":"GET","url":"http://a/","source":"exact","status":"x"}`, "read x.jsonl line 1:"},
+		{strings.Repeat("x", maxLogLine+1), "read x.jsonl line 1: longer than"},
+	} {
+		_, err := ReadLog(strings.NewReader(c.in), "x.jsonl")
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("ReadLog(%.40q): %v, want prefix %q", c.in, err, c.want)
+		}
+	}
+	lines, err := ReadLog(strings.NewReader("\n"+`{"time":"t","method":"GET","url":"http://a/","key":"GET a/","type":"document","source":"exact","status":200,"entry":"e1","record":"<r>","ms":1.5,"note":"n"}`+"\n\n"), "x")
+	if err != nil || len(lines) != 1 {
+		t.Fatal(lines, err)
+	}
+	if l := lines[0]; l.MS != 1.5 || l.Entry != "e1" || l.Record != "<r>" || l.Note != "n" || l.Status != 200 {
+		t.Errorf("%+v", l)
+	}
+}
+
+func FuzzReadLog(f *testing.F) {
+	f.Add([]byte(`{"time":"2026-01-01T00:00:00.000Z","method":"GET","url":"https://a.test/","key":"GET a.test/","type":"document","source":"exact","status":200,"entry":"e000001","record":"<urn:uuid:x>","ms":0.25}`))
+	f.Add([]byte("{}\n{\"method\":\"GET\"}\n"))
+	f.Add([]byte(`{"method":"GET","url":"u","source":"miss","status":1e999}`))
+	f.Add([]byte("\xff\xfe\n\r\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		lines, err := ReadLog(bytes.NewReader(data), "fuzz")
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("multi-line error %q", err)
+			}
+			return
+		}
+		for _, l := range lines {
+			if l.Method == "" || l.URL == "" || l.Source == "" {
+				t.Errorf("incomplete line accepted: %+v", l)
+			}
+		}
+		_ = Summarize(lines)
+	})
+}
+
+// errWriter fails every write.
+type errWriter struct{}
+
+func (errWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestLogWriteErrorOnClose(t *testing.T) {
+	lw := newLogWriter(errWriter{})
+	lw.send(LogLine{Method: "GET", URL: "http://a/", Source: "miss"})
+	err := lw.close()
+	if err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("close: %v", err)
+	}
+	lw.send(LogLine{}) // after close: dropped, no panic
+}
+
+func TestSummarizeAndSpares(t *testing.T) {
+	ix := testIndex(t)
+	lines := []LogLine{
+		{Method: "GET", URL: "https://site.test/", Key: "GET site.test/", Type: "document", Source: "exact", Entry: "e000001"},
+		{Method: "GET", URL: "https://site.test/a.png", Key: "GET site.test/a.png", Type: "image", Source: "miss"},
+		{Method: "GET", URL: "https://site.test/b.png", Key: "GET site.test/b.png", Type: "image", Source: "miss"},
+		{Method: "GET", URL: "https://site.test/b.png?x", Key: "GET site.test/b.png", Type: "image", Source: "miss"},
+		{Method: "GET", URL: "https://site.test/search?q=x", Type: "document", Source: "fuzzy", Entry: "e000004"},
+		{Method: "GET", URL: "https://t.test/", Type: "tracker", Source: "blocked"},
+	}
+	st := Summarize(lines)
+	if st.Total != 6 || st.BySource["miss"] != 3 || st.ByType["image"] != 3 || st.ByTypeSource["document"]["fuzzy"] != 1 {
+		t.Errorf("counts %+v", st)
+	}
+	if len(st.TopMissed) != 2 || st.TopMissed[0].Key != "GET site.test/b.png" || st.TopMissed[0].Count != 2 || st.TopMissed[1].Count != 1 {
+		t.Errorf("top missed %+v", st.TopMissed)
+	}
+	st.Spares = Spares(ix, lines)
+	if len(st.Spares) != ix.Len()-2 || st.Spares[0].ID != "e000002" {
+		t.Errorf("spares: %d (first %s), index %d", len(st.Spares), st.Spares[0].ID, ix.Len())
+	}
+	for _, s := range st.Spares {
+		if s.ID == "e000016" {
+			t.Error("excluded entry listed as spare")
+		}
+	}
+	var sb strings.Builder
+	st.Print(&sb, 1)
+	out := sb.String()
+	for _, want := range []string{"requests: 6", "miss", "50.0%", "GET site.test/b.png", "spares (recorded, never requested): 15"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("print lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "GET site.test/a.png") {
+		t.Errorf("top 1 printed more:\n%s", out)
+	}
+}
+
+// TestCheck runs the self-check against a live proxy: every recorded exchange is asked
+// once and answered from the recording.
+func TestCheck(t *testing.T) {
+	tp := startProxy(t, siteManifest(), siteExchanges(), defaultTestRules)
+	rep, err := Check(context.Background(), tp.addr, tp.ca, tp.b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 18 exchanges: pages are the document GETs (13 distinct URLs, /cart and /dup twice),
+	// then the 5 others; the duplicates of /cart and /dup are not asked again.
+	if rep.Pages != 11 || rep.Requests != 16 || rep.Errors != 0 || rep.Counts.Total != 16 {
+		t.Fatalf("report %+v", rep)
+	}
+	// Misses: /gone (unresolved revisit) and the excluded captcha page.
+	if rep.Counts.BySource["exact"] != 14 || rep.Counts.BySource["miss"] != 2 {
+		t.Errorf("by source %v", rep.Counts.BySource)
+	}
+	var sb strings.Builder
+	rep.Print(&sb)
+	if !strings.Contains(sb.String(), "hit rate: exact 87.5%, fuzzy 0.0%, together 87.5%") {
+		t.Errorf("print:\n%s", sb.String())
+	}
+	lines := tp.logLines(t)
+	if len(lines) != 16 {
+		t.Errorf("%d log lines", len(lines))
+	}
+}
