@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pab-dev/pab/replay"
+)
+
+func newCACmd(g *globalFlags) *cobra.Command {
+	var spki bool
+	cmd := &cobra.Command{
+		Use:   "ca",
+		Short: "Print the path of pab's CA certificate (PEM), creating the CA on first use",
+		Long: `Print the path of the certificate (PEM) of the CA that pab's replay proxy signs
+its HTTPS certificates with. The CA is an ECDSA P-256 key made once and kept in
+$PAB_CACHE/ca/ (default .cache/ca in the repository). Give the certificate to the
+client that goes through the proxy (curl --cacert, an NSS database, NODE_EXTRA_CA_CERTS),
+or give Chromium its SPKI hash (--spki).`,
+		Example: `  curl --proxy http://127.0.0.1:8899 --cacert "$(pab ca)" https://lil.law.harvard.edu/projects/
+  chromium --ignore-certificate-errors-spki-list="$(pab ca --spki)" ...`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			repo, err := g.findRepo()
+			if err != nil {
+				return err
+			}
+			ca, err := replay.LoadOrCreateCA(filepath.Join(repo.CacheDir(), "ca"))
+			if err != nil {
+				return err
+			}
+			if spki {
+				fmt.Fprintln(cmd.OutOrStdout(), ca.SPKIHash())
+				return nil
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), ca.CertPath())
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&spki, "spki", false, "print the base64 SHA-256 hash of the CA's public key instead (for Chromium's --ignore-certificate-errors-spki-list)")
+	return cmd
+}

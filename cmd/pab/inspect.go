@@ -1,0 +1,49 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pab-dev/pab/rules"
+)
+
+func newInspectCmd(g *globalFlags) *cobra.Command {
+	var (
+		method      string
+		body        string
+		contentType string
+	)
+	cmd := &cobra.Command{
+		Use:   "inspect TARGET URL",
+		Short: "Show the matching key of a request and the recorded exchange it hits",
+		Long: `Show how replay would answer a request: its normalized key under the rules in
+effect, the source (exact, fuzzy, blocked, miss) and the recorded exchange it hits,
+or the nearest recorded candidates when it misses. TARGET is as for 'pab replay'.`,
+		Example: `  pab inspect books-sapiens-price "http://books.toscrape.com/?utm_source=x"
+  pab inspect tasks/archive-org-jobs "http://www.archive.org/about/faq.php?faq_id=999"
+  pab inspect my-task https://httpbin.org/post --method POST --body 'foo=bar' --content-type application/x-www-form-urlencoded`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			u, err := url.Parse(args[1])
+			if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+				return fmt.Errorf("inspect: %q is not an absolute http(s) URL", args[1])
+			}
+			s, err := openSession(g, args[0])
+			if err != nil {
+				return err
+			}
+			defer s.bundle.Close()
+			req := rules.Request{Method: strings.ToUpper(method), URL: u, Body: []byte(body), ContentType: contentType}
+			ex := s.index.Explain(req)
+			ex.Print(cmd.OutOrStdout())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&method, "method", "GET", "request method")
+	cmd.Flags().StringVar(&body, "body", "", "request body")
+	cmd.Flags().StringVar(&contentType, "content-type", "", "request Content-Type (how the body is normalized: JSON, form, or other)")
+	return cmd
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pab-dev/pab/replay"
+	"github.com/pab-dev/pab/rules"
+	"github.com/pab-dev/pab/task"
+	"github.com/pab-dev/pab/warc"
+)
+
+// session is an opened replay target: the bundle, its rules and its index.
+type session struct {
+	target *task.Target
+	bundle *warc.Bundle
+	rules  *rules.Set
+	index  *replay.Index
+	repo   *task.Repo
+}
+
+// openSession resolves arg (task id, task directory, bundle directory or WARC file) and
+// builds the index from the rules in effect.
+func openSession(g *globalFlags, arg string) (*session, error) {
+	repo, err := g.findRepo()
+	if err != nil {
+		return nil, err
+	}
+	tgt, err := task.Resolve(arg, repo)
+	if err != nil {
+		return nil, err
+	}
+	b, err := warc.OpenBundle(tgt.BundleDir)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := rules.Load(tgt.RulesDirs...)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	idx, err := replay.NewIndex(b, rs)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	return &session{target: tgt, bundle: b, rules: rs, index: idx, repo: repo}, nil
+}
+
+func newReplayCmd(g *globalFlags) *cobra.Command {
+	var (
+		listen  string
+		logPath string
+		check   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "replay TARGET",
+		Short: "Serve a recording offline through an HTTP/HTTPS proxy",
+		Long: `Serve a recording through a proxy that answers HTTP and HTTPS only from the
+recording and never opens an outbound connection. HTTPS is intercepted with pab's
+own CA (see 'pab ca'); point a browser or client at the proxy and trust that CA.
+
+TARGET is a task id, a task directory, a bundle directory (with manifest.json) or a
+WARC file. Requests are matched by key (method, host, normalized path, kept query
+parameters, normalized body; see docs/rules.md) in this order: blocked (204), exact
+(earliest copy), fuzzy (same method, host and path, most query parameters in common),
+miss (answered by request type). http://rr.control/stats answers counts as JSON.
+
+With --check, pab replays every recorded page once through the running proxy,
+prints hit rates and exits.`,
+		Example: `  pab replay books-sapiens-price
+  pab replay tasks/archive-org-jobs --listen 127.0.0.1:9000 --log replay.jsonl
+  pab replay crawl.warc.gz --check
+  curl --proxy http://127.0.0.1:8899 --cacert "$(pab ca)" http://books.toscrape.com/`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := openSession(g, args[0])
+			if err != nil {
+				return err
+			}
+			defer s.bundle.Close()
+			ca, err := replay.LoadOrCreateCA(filepath.Join(s.repo.CacheDir(), "ca"))
+			if err != nil {
+				return err
+			}
+			opts := replay.Options{Bundle: s.bundle, Index: s.index, Rules: s.rules, CA: ca}
+			if logPath != "" {
+				f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+				if err != nil {
+					return fmt.Errorf("open log: %w", err)
+				}
+				defer f.Close()
+				opts.Log = f
+			}
+			srv, err := replay.New(opts)
+			if err != nil {
+				return err
+			}
+			ln, err := srv.Listen(listen)
+			if err != nil {
+				return err
+			}
+			errOut := cmd.ErrOrStderr()
+			fmt.Fprintf(errOut, "pab replay: %s (%d exchanges, captured %s) on http://%s\n",
+				s.target.Name, len(s.bundle.Entries), s.bundle.Manifest.CapturedFrom, ln.Addr())
+			fmt.Fprintf(errOut, "pab replay: CA %s\n", ca.CertPath())
+
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve(ln) }()
+
+			if check {
+				rep, err := replay.Check(ctx, ln.Addr().String(), ca, s.bundle)
+				srv.Close()
+				<-served
+				if err != nil {
+					return err
+				}
+				rep.Print(cmd.OutOrStdout())
+				return nil
+			}
+			fmt.Fprintln(errOut, "pab replay: press Ctrl-C to stop")
+			select {
+			case <-ctx.Done():
+			case err := <-served:
+				if err != nil {
+					return err
+				}
+			}
+			srv.Close()
+			<-served
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8899", "address the proxy listens on (host:port; port 0 picks a free one)")
+	cmd.Flags().StringVar(&logPath, "log", "", "write one JSON line per request to this file (see docs/replay.md)")
+	cmd.Flags().BoolVar(&check, "check", false, "replay every recorded page once through the proxy, print hit rates and exit")
+	return cmd
+}
+

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/pab-dev/pab/task"
+)
+
+// globalFlags are the flags every command accepts.
+type globalFlags struct {
+	repo string
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globalFlags{}
+	root := &cobra.Command{
+		Use:   "pab",
+		Short: "Record, replay and check web-browsing AI agents offline",
+		Long: `pab replays recorded websites (WARC files) through an HTTPS man-in-the-middle
+proxy, so a browser agent sees the same pages on every run without the internet.
+
+The task repository holds sites/ (shared matching rules) and tasks/<id>/
+(task.yaml, recording/, rules/). It is --repo, else $PAB_REPO, else the
+current directory. Unpacked recordings and pab's CA live in $PAB_CACHE
+(default .cache/ in the repository).`,
+		Example: `  pab tasks
+  pab replay books-sapiens-price --check
+  pab replay books-sapiens-price --listen 127.0.0.1:8899 --log replay.jsonl
+  curl --proxy http://127.0.0.1:8899 --cacert "$(pab ca)" https://lil.law.harvard.edu/projects/`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.repo, "repo", "", "task repository holding sites/ and tasks/ (default $PAB_REPO, else the current directory)")
+	root.AddCommand(
+		newReplayCmd(g),
+		newImportCmd(g),
+		newInspectCmd(g),
+		newStatsCmd(g),
+		newTasksCmd(g),
+		newCACmd(g),
+	)
+	return root
+}
+
+func (g *globalFlags) findRepo() (*task.Repo, error) {
+	return task.FindRepo(g.repo)
+}

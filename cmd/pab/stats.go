@@ -1,0 +1,49 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pab-dev/pab/replay"
+)
+
+func newStatsCmd(g *globalFlags) *cobra.Command {
+	var top int
+	cmd := &cobra.Command{
+		Use:   "stats LOG.jsonl [TARGET]",
+		Short: "Summarize a replay log: hit rates, top missed keys, spares",
+		Long: `Summarize a log written by 'pab replay --log': the share of requests answered
+by each source (exact, fuzzy, blocked, preflight, miss), broken down by request
+type, and the most frequent missed keys. Given the TARGET that was replayed, it
+also lists the spares: recorded exchanges that no request used.`,
+		Example: `  pab stats replay.jsonl
+  pab stats replay.jsonl books-sapiens-price --top 20`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := os.Open(args[0])
+			if err != nil {
+				return fmt.Errorf("stats: %w", err)
+			}
+			defer f.Close()
+			lines, err := replay.ReadLog(f, args[0])
+			if err != nil {
+				return err
+			}
+			st := replay.Summarize(lines)
+			if len(args) == 2 {
+				s, err := openSession(g, args[1])
+				if err != nil {
+					return err
+				}
+				defer s.bundle.Close()
+				st.Spares = replay.Spares(s.index, lines)
+			}
+			st.Print(cmd.OutOrStdout(), top)
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&top, "top", 10, "how many missed keys and spares to list")
+	return cmd
+}
