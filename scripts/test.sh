@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The test command of pab (README "Tests"). It installs what the tests need when it is
+# missing (Debian's chromium, for the browser tests), then vets and runs every test with the
+# race detector. Set FUZZTIME (for example FUZZTIME=10s) to also run each fuzz target that long.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v chromium >/dev/null 2>&1; then
+	echo "test.sh: chromium not found; installing Debian's chromium" >&2
+	sudo=""
+	[ "$(id -u)" = 0 ] || sudo="sudo"
+	$sudo apt-get update -qq
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
+go vet ./...
+go test -race -count=1 ./...
+
+if [ -n "${FUZZTIME:-}" ]; then
+	# every FuzzXxx function, one at a time (go test -fuzz takes one target per run)
+	grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r f; do
+		pkg="./$(dirname "${f#./}")"
+		grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | sed 's/^func //' | while read -r fn; do
+			echo "fuzz $pkg $fn for $FUZZTIME"
+			go test -run '^$' -fuzz "^${fn}\$" -fuzztime "$FUZZTIME" "$pkg"
+		done
+	done
+fi
