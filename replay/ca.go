@@ -66,7 +66,12 @@ func LoadOrCreateCA(dir string) (*CA, error) {
 	}
 	switch {
 	case certExists && keyExists:
-		return loadCA(dir)
+		ca, err := loadCA(dir)
+		if err != nil && !strings.Contains(err.Error(), "to make a new CA") {
+			// clients trust this CA, so pab never replaces it on its own
+			return nil, fmt.Errorf("%w (remove %s and %s to make a new CA)", err, CACertFile, CAKeyFile)
+		}
+		return ca, err
 	case certExists:
 		return nil, fmt.Errorf("load CA: %s exists but %s is missing (remove both to make a new CA)", certPath, keyPath)
 	case keyExists:

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/net/html"
-
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -247,7 +245,11 @@ func sendCheck(ctx context.Context, client *http.Client, cr checkRequest) (statu
 	}
 	defer resp.Body.Close()
 	if cr.page {
-		title = documentTitle(io.LimitReader(resp.Body, maxTitleScan))
+		head, err := io.ReadAll(io.LimitReader(resp.Body, maxTitleScan))
+		if err != nil {
+			return 0, "", fmt.Errorf("%s %s: read body: %w", cr.method, cr.url, err)
+		}
+		title = warc.HTMLTitle(head)
 	}
 	if _, err = io.Copy(io.Discard, resp.Body); err != nil {
 		return 0, "", fmt.Errorf("%s %s: read body: %w", cr.method, cr.url, err)
@@ -255,27 +257,8 @@ func sendCheck(ctx context.Context, client *http.Client, cr checkRequest) (statu
 	return resp.StatusCode, title, nil
 }
 
-// maxTitleScan bounds how much of a page documentTitle reads.
+// maxTitleScan bounds how much of a page Check reads for its title.
 const maxTitleScan = 1 << 20
-
-// documentTitle returns the text of the first <title> element of an HTML document, blanks
-// collapsed, or "" when there is none in r.
-func documentTitle(r io.Reader) string {
-	z := html.NewTokenizer(r)
-	for {
-		switch z.Next() {
-		case html.ErrorToken:
-			return ""
-		case html.StartTagToken:
-			if name, _ := z.TagName(); string(name) == "title" {
-				if z.Next() == html.TextToken {
-					return strings.Join(strings.Fields(html.UnescapeString(string(z.Text()))), " ")
-				}
-				return ""
-			}
-		}
-	}
-}
 
 // fetchCounts asks the proxy for its counts (http://rr.control/stats).
 func fetchCounts(ctx context.Context, client *http.Client) (Counts, error) {

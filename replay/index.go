@@ -16,7 +16,7 @@ import (
 // change takes effect on the next start), and is read-only afterwards: safe for concurrent
 // use.
 //
-// Lookup order (docs/replay.md, seed docs/site-rules.md "Lookup order"):
+// Lookup order (docs/replay.md):
 //
 //  1. blocked: a block rule matches the URL; answered 204 without a lookup.
 //  2. exact: an entry with the same key. The earliest recorded copy wins; for URLs that

@@ -98,7 +98,9 @@ func (ix *Index) candidates(l *lookup) []Candidate {
 			if !same {
 				continue
 			}
-			list = append(list, scored{ie, commonPrefix(segs, pathSegments(ie.key.Path)), false})
+			if n := commonPrefix(segs, pathSegments(ie.key.Path)); n > 0 {
+				list = append(list, scored{ie, n, false}) // unrelated paths are no help
+			}
 		}
 	}
 	sort.SliceStable(list, func(i, j int) bool { return list[i].score > list[j].score })
@@ -140,15 +142,15 @@ func (ex Explanation) Print(w io.Writer) {
 		fmt.Fprintf(w, "note:    %s\n", ex.Note)
 	}
 	if len(ex.Candidates) > 0 {
-		what := "query parameters in common"
+		what := "same path; the number is the query parameters in common"
 		if !ex.Candidates[0].SamePath {
-			what = "path segments in common (no recording has this path)"
+			what = "no recording has this path; the number is the leading path segments in common"
 		}
 		fmt.Fprintf(w, "nearest candidates (%s):\n", what)
 		for _, c := range ex.Candidates {
 			fmt.Fprintf(w, "  %2d  %s  %s (status %d)\n      key %s\n", c.Common, c.ID, c.URL, c.Status, c.Key)
 		}
 	} else if ex.Source == SourceMiss {
-		fmt.Fprintln(w, "nearest candidates: none (nothing recorded for this method and host)")
+		fmt.Fprintln(w, "nearest candidates: none (nothing recorded for this method and host shares a path segment)")
 	}
 }

@@ -523,6 +523,15 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 	}
 }
 
+// SetLog makes w receive the JSON log (one LogLine per request), as Options.Log does. It
+// must be called at most once, before Serve; it lets a caller open its log file only once
+// Listen succeeded.
+func (s *Server) SetLog(w io.Writer) {
+	if s.logw == nil && w != nil {
+		s.logw = newLogWriter(w)
+	}
+}
+
 // Close stops listening, closes every client connection (MITM tunnels included) and
 // flushes the log. It returns the first log write error. Safe to call more than once.
 func (s *Server) Close() error {

@@ -43,7 +43,16 @@ var (
 	testCAOnce sync.Once
 	testCA     *CA
 	testCAErr  error
+	testCADir  string // removed by TestMain
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if testCADir != "" {
+		os.RemoveAll(testCADir)
+	}
+	os.Exit(code)
+}
 
 // sharedCA is one CA for all tests of the package (signing is what the cache saves).
 func sharedCA(t testing.TB) *CA {
@@ -53,6 +62,7 @@ func sharedCA(t testing.TB) *CA {
 			testCAErr = err
 			return
 		}
+		testCADir = dir
 		testCA, testCAErr = LoadOrCreateCA(dir)
 	})
 	if testCAErr != nil {

@@ -160,6 +160,7 @@ func (st Stats) Print(w io.Writer, top int) {
 		fmt.Fprintf(w, "\ntop missed keys (%d distinct):\n", len(st.TopMissed))
 		for i, m := range st.TopMissed {
 			if i == top {
+				fmt.Fprintf(w, "  ... and %d more\n", len(st.TopMissed)-top)
 				break
 			}
 			fmt.Fprintf(w, "  %5d  %-8s %s\n", m.Count, m.Type, m.Key)
@@ -169,6 +170,7 @@ func (st Stats) Print(w io.Writer, top int) {
 		fmt.Fprintf(w, "\nspares (recorded, never requested): %d\n", len(st.Spares))
 		for i, e := range st.Spares {
 			if i == top {
+				fmt.Fprintf(w, "  ... and %d more\n", len(st.Spares)-top)
 				break
 			}
 			fmt.Fprintf(w, "  %s  %s %s (%d)\n", e.ID, e.Method, e.URL, e.Status)

@@ -16,7 +16,7 @@ import (
 )
 
 // Target is what replay serves: a bundle directory and the rule directories to layer, in
-// order (later ones win, see docs/tasks.md).
+// order (later ones win, see docs/rules.md).
 type Target struct {
 	// Name is the task id, or the base name of the bundle directory or WARC file.
 	Name string
@@ -81,6 +81,9 @@ func Resolve(arg string, repo *Repo) (*Target, error) {
 	}
 	if lower := strings.ToLower(arg); strings.HasSuffix(lower, ".warc") || strings.HasSuffix(lower, ".warc.gz") {
 		fi, err := os.Stat(abs)
+		if errors.Is(err, os.ErrNotExist) && ValidID(arg) == nil && isRegular(filepath.Join(repo.TasksDir(), arg, CardFile)) {
+			return repo.taskTarget(arg) // a task whose id ends in .warc
+		}
 		if err != nil {
 			return nil, fmt.Errorf("target %s: %w", arg, err)
 		}
@@ -96,7 +99,11 @@ func Resolve(arg string, repo *Repo) (*Target, error) {
 	if ValidID(arg) != nil {
 		return nil, fmt.Errorf("target %s is not a bundle directory (with manifest.json), a task directory (with task.yaml), a .warc or .warc.gz file, or a task id", arg)
 	}
-	t, err := repo.Task(arg)
+	return repo.taskTarget(arg)
+}
+
+func (r *Repo) taskTarget(id string) (*Target, error) {
+	t, err := r.Task(id)
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +113,9 @@ func Resolve(arg string, repo *Repo) (*Target, error) {
 // Target unpacks the task's recording (BundleDir) and returns it with the rule
 // directories [repository sites/, task rules/].
 func (t *Task) Target() (*Target, error) {
+	if _, err := t.Card(); err != nil { // a broken task.yaml is reported before any unpacking
+		return nil, err
+	}
 	dir, err := t.BundleDir()
 	if err != nil {
 		return nil, err

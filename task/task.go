@@ -1,6 +1,6 @@
 // Package task is the task repository: a directory holding sites/ (shared site rules) and
 // tasks/<id>/ (one directory per task: task.yaml, recording/, rules/, grading.yaml), and
-// the unpacked-bundle cache. See docs/tasks.md and docs/bundle-format.md.
+// the unpacked-bundle cache. See docs/bundle-format.md and docs/rules.md.
 package task
 
 import (
@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -193,13 +194,23 @@ func (t *Task) Card() (*Card, error) {
 	}
 	c, err := parseCard(data)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, fmt.Errorf("read %s: %s", path, oneLine(err))
 	}
 	if c.ID != "" && c.ID != t.ID {
 		return nil, fmt.Errorf("read %s: id %q differs from the task directory name %q", path, c.ID, t.ID)
 	}
 	c.ID = t.ID
 	return c, nil
+}
+
+// oneLine joins the lines of a multi-line error (yaml.v3 lists each unmarshal error on a
+// line of its own) and drops yaml.v3's Go type names.
+func oneLine(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
+	msg = strings.ReplaceAll(msg, " in type task.Card", "")
+	msg = strings.ReplaceAll(msg, " in type task.Capture", "")
+	return strings.Join(strings.Fields(msg), " ")
 }
 
 // parseCard decodes one strict YAML document; an empty document gives an empty card.

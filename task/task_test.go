@@ -183,11 +183,8 @@ func writeCard(t *testing.T, dir, body string) *Task {
 
 func TestShippedTaskCards(t *testing.T) {
 	repo := &Repo{Root: ".."}
-	ids, err := repo.TaskIDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range ids {
+	// the demo tasks shipped in tasks/ (a user's own imports may lack a prompt)
+	for _, id := range []string{"archive-org-jobs", "books-sapiens-price", "lil-former-projects"} {
 		tk, err := repo.Task(id)
 		if err != nil {
 			t.Fatal(err)
@@ -229,7 +226,7 @@ tags: [shopping, cart]
 		{"title: x\ngrading: y\n", "line 2: field grading not found"},
 		{"id: other\ntitle: x\n", `id "other" differs from the task directory name "amazon-airpods"`},
 		{"title: x\n---\ntitle: y\n", "line 2: a second YAML document"},
-		{"title: [unclosed\n", "task.yaml: yaml:"},
+		{"title: [unclosed\n", "task.yaml: line 1: did not find expected"},
 		{"capture:\n  locale: en\n  tz: x\n", "field tz not found"},
 		{"title: " + strings.Repeat("x", maxCardBytes) + "\n", "larger than"},
 	} {
@@ -418,6 +415,9 @@ func TestResolve(t *testing.T) {
 	// ... and a lone task directory uses repo's
 	lone := filepath.Join(t.TempDir(), "lone")
 	if err := os.CopyFS(lone, os.DirFS(otherTask.Dir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(lone, CardFile), []byte("title: a lone task\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	tg, err = Resolve(lone, repo)

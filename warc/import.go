@@ -5,6 +5,7 @@ package warc
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
@@ -35,6 +36,9 @@ type ImportOptions struct {
 	Logf func(format string, args ...any)
 	// MaxBytes bounds the bodies held in memory; 0 means DefaultMaxImportBytes.
 	MaxBytes int64
+	// Context, when set, stops the import between records once it is done (Ctrl-C): the
+	// import then returns its error and leaves no output directory.
+	Context context.Context
 }
 
 // ImportReport counts what an import read and wrote.
@@ -68,7 +72,8 @@ type ImportReport struct {
 	Title string `json:"title,omitempty"`
 }
 
-// Summary returns the report as a few lines for a person: counts first, then each warning.
+// Summary returns the report as a few lines for a person: the counts, and how many
+// warnings there were (the warnings themselves are in Warnings).
 func (r *ImportReport) Summary() string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%d files, %d records: %d exchanges, %d pages\n", r.Files, r.Records, r.Exchanges, r.Pages)
@@ -80,8 +85,8 @@ func (r *ImportReport) Summary() string {
 	if len(r.Skipped) > 0 {
 		fmt.Fprintf(&sb, "skipped records: %s\n", r.SkippedSummary())
 	}
-	for _, w := range r.Warnings {
-		fmt.Fprintf(&sb, "warning: %s\n", w)
+	if len(r.Warnings) > 0 {
+		fmt.Fprintf(&sb, "%d warnings\n", len(r.Warnings))
 	}
 	return sb.String()
 }
@@ -165,10 +170,14 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 		}
 	}
 
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	b := &budget{limit: limit}
 	var resps []*inRec
 	for fi, path := range paths {
-		got, err := readHTTPRecords(path, fi, rep, warn, b)
+		got, err := readHTTPRecords(ctx, path, fi, rep, warn, b)
 		if err != nil {
 			return rep, err
 		}
@@ -238,6 +247,10 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 		return rep, err
 	}
 	for _, x := range kept {
+		if err := ctx.Err(); err != nil {
+			bw.Abort()
+			return rep, fmt.Errorf("import: %w", err)
+		}
 		ex, err := buildExchange(x, rep, warn, b)
 		if err != nil {
 			bw.Abort()
@@ -256,7 +269,7 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 			rep.Deduplicated++
 		}
 		if x.rec.Type == "response" && e.Mime == "text/html" {
-			x.title = htmlTitle(x.decoded)
+			x.title = HTMLTitle(x.decoded)
 		}
 		if p, ok := pageOf(x, e, signals); ok {
 			if err := bw.AddPage(p); err != nil {
@@ -290,7 +303,7 @@ type budget struct {
 	held, limit int64
 }
 
-func readHTTPRecords(path string, fi int, rep *ImportReport, warn func(string), b *budget) ([]*inRec, error) {
+func readHTTPRecords(ctx context.Context, path string, fi int, rep *ImportReport, warn func(string), b *budget) ([]*inRec, error) {
 	rd, err := OpenReader(path)
 	if err != nil {
 		return nil, err
@@ -298,6 +311,9 @@ func readHTTPRecords(path string, fi int, rep *ImportReport, warn func(string), 
 	defer func() { _ = rd.Close() }()
 	var reqs, resps []*inRec
 	for idx := 0; ; idx++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("import %s: %w", path, err)
+		}
 		rec, err := rd.Next()
 		if err == io.EOF {
 			break
@@ -715,15 +731,16 @@ func pageOf(x *inRec, e Entry, signals bool) (Page, bool) {
 		// The original's title, or its payload when it is not written (released) yet.
 		p.Title = x.orig.title
 		if p.Title == "" {
-			p.Title = htmlTitle(x.orig.decoded)
+			p.Title = HTMLTitle(x.orig.decoded)
 		}
 	}
 	return p, true
 }
 
-// htmlTitle returns the text of the first <title> element, blanks collapsed, at most
-// 300 bytes; it reads at most the first 1 MiB of the document.
-func htmlTitle(doc []byte) string {
+// HTMLTitle returns the text of the first <title> element of an HTML document, blanks
+// collapsed, at most 300 bytes, or "" when there is none; it reads at most the first 1 MiB
+// of doc.
+func HTMLTitle(doc []byte) string {
 	if len(doc) > 1<<20 {
 		doc = doc[:1<<20]
 	}

@@ -2,6 +2,7 @@ package warc
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha1"
 	"encoding/base32"
 	"encoding/base64"
@@ -504,4 +505,21 @@ func TestImportDigestResolutionAndDates(t *testing.T) {
 func sha1Base32(s string) string {
 	h := sha1.Sum([]byte(s))
 	return base32.StdEncoding.EncodeToString(h[:])
+}
+
+// TestImportCancelled: an import whose context is done stops and leaves no output.
+func TestImportCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dir := filepath.Join(t.TempDir(), "bundle")
+	_, err := ImportWARCs([]string{filepath.Join("..", "testdata", "sites", "books.toscrape.warc")}, dir, ImportOptions{Context: ctx})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("a cancelled import left %s", dir)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), "*")); len(left) != 0 {
+		t.Errorf("a cancelled import left %v", left)
+	}
 }

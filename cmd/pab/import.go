@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -32,7 +34,7 @@ input are resolved to their original; one whose original is absent is kept and
 replayed as a miss. A task.yaml with a title is created when the task has none.
 
 Nothing is written unless the whole import succeeds.`,
-		Example: `  pab import --task books-sapiens-price ../shared/corpus/sites/books.toscrape.warc
+		Example: `  pab import --task my-books testdata/sites/books.toscrape.warc
   pab import --task my-task --replace crawl-00000.warc.gz crawl-00001.warc.gz`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -60,6 +62,9 @@ Nothing is written unless the whole import succeeds.`,
 					return fmt.Errorf("import: %s is not a regular file", p)
 				}
 			}
+			// Ctrl-C stops the import between records; what was begun is removed.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
 			if err := os.MkdirAll(repo.CacheDir(), 0o755); err != nil {
 				return err
 			}
@@ -69,14 +74,20 @@ Nothing is written unless the whole import succeeds.`,
 			}
 			defer os.RemoveAll(work)
 			bundle := filepath.Join(work, "bundle")
-			rep, err := warc.ImportWARCs(args, bundle, warc.ImportOptions{TaskID: id})
+			errOut := cmd.ErrOrStderr()
+			rep, err := warc.ImportWARCs(args, bundle, warc.ImportOptions{TaskID: id, Context: ctx})
 			if err != nil {
 				return err
 			}
+			_, statErr := os.Stat(taskDir)
+			newTask := os.IsNotExist(statErr)
 			if err := os.MkdirAll(taskDir, 0o755); err != nil {
 				return err
 			}
 			if err := warc.Pack(bundle, recDir); err != nil {
+				if newTask {
+					os.RemoveAll(taskDir)
+				}
 				return err
 			}
 			if title == "" {
@@ -84,6 +95,9 @@ Nothing is written unless the whole import succeeds.`,
 			}
 			if err := task.WriteCardIfMissing(taskDir, id, title); err != nil {
 				return err
+			}
+			for _, w := range rep.Warnings {
+				fmt.Fprintln(errOut, "pab import: warning:", w)
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "imported %s into %s\n", joinArgs(args), recDir)
@@ -93,6 +107,6 @@ Nothing is written unless the whole import succeeds.`,
 	}
 	cmd.Flags().StringVar(&id, "task", "", "task id: the recording goes to tasks/ID/recording (required)")
 	cmd.Flags().BoolVar(&replace, "replace", false, "overwrite an existing recording of the task")
-	cmd.Flags().StringVar(&title, "title", "", "title for a new task.yaml (default: the first page's title)")
+	cmd.Flags().StringVar(&title, "title", "", "title for a new task.yaml (default: the first page's title); an existing task.yaml is never changed")
 	return cmd
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/pab-dev/pab/rules"
 )
@@ -28,10 +30,16 @@ or the nearest recorded candidates when it misses. TARGET is as for 'pab replay'
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			u, err := url.Parse(args[1])
-			if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-				return fmt.Errorf("inspect: %q is not an absolute http(s) URL", args[1])
+			if err != nil {
+				return fmt.Errorf("inspect: URL %q: %v", args[1], errors.Unwrap(err))
 			}
-			s, err := openSession(g, args[0])
+			if u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+				return fmt.Errorf("inspect: %q is not an absolute http:// or https:// URL", args[1])
+			}
+			if !httpguts.ValidHeaderFieldName(method) { // a method is an HTTP token
+				return fmt.Errorf("inspect: --method %q is not an HTTP method", method)
+			}
+			s, err := openSession(g, args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -25,8 +26,10 @@ type session struct {
 }
 
 // openSession resolves arg (task id, task directory, bundle directory or WARC file) and
-// builds the index from the rules in effect.
-func openSession(g *globalFlags, arg string) (*session, error) {
+// builds the index from the rules in effect. An unpacked copy in the cache that cannot be
+// opened (cut short by a crash or a full disk, edited by hand) is removed and made again,
+// with a note on errOut.
+func openSession(g *globalFlags, arg string, errOut io.Writer) (*session, error) {
 	repo, err := g.findRepo()
 	if err != nil {
 		return nil, err
@@ -36,6 +39,14 @@ func openSession(g *globalFlags, arg string) (*session, error) {
 		return nil, err
 	}
 	b, err := warc.OpenBundle(tgt.BundleDir)
+	if err != nil && isInside(tgt.BundleDir, repo.CacheDir()) {
+		fmt.Fprintf(errOut, "pab: the unpacked copy in %s is damaged (%v); unpacking it again\n", tgt.BundleDir, err)
+		if err = os.RemoveAll(tgt.BundleDir); err == nil {
+			if tgt, err = task.Resolve(arg, repo); err == nil {
+				b, err = warc.OpenBundle(tgt.BundleDir)
+			}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -79,24 +90,26 @@ prints hit rates and exits.`,
   curl --proxy http://127.0.0.1:8899 --cacert "$(pab ca)" http://books.toscrape.com/`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := openSession(g, args[0])
+			// Ctrl-C (or SIGTERM) stops the proxy cleanly, or stops an unpack or import
+			// before the proxy starts, leaving nothing half-written.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			s, err := openSession(g, args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			defer s.bundle.Close()
+			if ctx.Err() != nil {
+				return exitError{code: 130, msg: "interrupted"}
+			}
 			ca, err := replay.LoadOrCreateCA(filepath.Join(s.repo.CacheDir(), "ca"))
 			if err != nil {
 				return err
 			}
-			opts := replay.Options{Bundle: s.bundle, Index: s.index, Rules: s.rules, CA: ca}
-			if logPath != "" {
-				f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-				if err != nil {
-					return fmt.Errorf("open log: %w", err)
-				}
-				defer f.Close()
-				opts.Log = f
+			if check && !cmd.Flags().Changed("listen") {
+				listen = "127.0.0.1:0" // a check needs no fixed port
 			}
+			opts := replay.Options{Bundle: s.bundle, Index: s.index, Rules: s.rules, CA: ca}
 			srv, err := replay.New(opts)
 			if err != nil {
 				return err
@@ -105,13 +118,21 @@ prints hit rates and exits.`,
 			if err != nil {
 				return err
 			}
+			if logPath != "" {
+				// opened only once the proxy listens, so a failed start keeps an old log
+				f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+				if err != nil {
+					ln.Close()
+					return fmt.Errorf("open log: %w", err)
+				}
+				defer f.Close()
+				srv.SetLog(f)
+			}
 			errOut := cmd.ErrOrStderr()
 			fmt.Fprintf(errOut, "pab replay: %s (%d exchanges, captured %s) on http://%s\n",
 				s.target.Name, len(s.bundle.Entries), s.bundle.Manifest.CapturedFrom, ln.Addr())
 			fmt.Fprintf(errOut, "pab replay: CA %s\n", ca.CertPath())
 
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(ln) }()
 
@@ -143,4 +164,3 @@ prints hit rates and exits.`,
 	cmd.Flags().BoolVar(&check, "check", false, "replay every recorded page once through the proxy, print hit rates and exit")
 	return cmd
 }
-

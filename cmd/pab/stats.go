@@ -22,6 +22,9 @@ also lists the spares: recorded exchanges that no request used.`,
   pab stats replay.jsonl books-sapiens-price --top 20`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if top < 0 {
+				return fmt.Errorf("stats: --top %d: want 0 or more", top)
+			}
 			f, err := os.Open(args[0])
 			if err != nil {
 				return fmt.Errorf("stats: %w", err)
@@ -33,7 +36,7 @@ also lists the spares: recorded exchanges that no request used.`,
 			}
 			st := replay.Summarize(lines)
 			if len(args) == 2 {
-				s, err := openSession(g, args[1])
+				s, err := openSession(g, args[1], cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}

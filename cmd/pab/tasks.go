@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -23,10 +24,14 @@ exchanges, size of the published recording, and whether the task has grading.yam
 			if err != nil {
 				return err
 			}
+			if st, err := os.Stat(repo.TasksDir()); err != nil || !st.IsDir() {
+				return fmt.Errorf("tasks: no tasks/ directory in %s (give the task repository with --repo or $PAB_REPO)", repo.Root)
+			}
 			ids, err := repo.TaskIDs()
 			if err != nil {
 				return err
 			}
+			var broken []string
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tTITLE\tEXCHANGES\tRECORDING\tGRADING")
 			for _, id := range ids {
@@ -36,7 +41,9 @@ exchanges, size of the published recording, and whether the task has grading.yam
 				}
 				card, err := t.Card()
 				if err != nil {
-					return err
+					fmt.Fprintf(w, "%s\t(task.yaml unreadable)\t-\t-\t-\n", id)
+					broken = append(broken, err.Error())
+					continue
 				}
 				exchanges, size := "-", "-"
 				if files, err := warc.RecordingFiles(t.RecordingDir()); err == nil && len(files) > 0 {
@@ -49,6 +56,9 @@ exchanges, size of the published recording, and whether the task has grading.yam
 					size = humanBytes(n)
 					if c, err := warc.CountRecordingEntries(t.RecordingDir()); err == nil {
 						exchanges = fmt.Sprint(c)
+					} else {
+						exchanges = "unreadable"
+						broken = append(broken, err.Error())
 					}
 				}
 				grading := "no"
@@ -57,7 +67,16 @@ exchanges, size of the published recording, and whether the task has grading.yam
 				}
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", id, card.Title, exchanges, size, grading)
 			}
-			return w.Flush()
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			for _, b := range broken {
+				fmt.Fprintln(cmd.ErrOrStderr(), "pab tasks:", b)
+			}
+			if len(broken) > 0 {
+				return exitError{code: 1, msg: fmt.Sprintf("%d tasks have problems (above)", len(broken))}
+			}
+			return nil
 		},
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -31,4 +32,15 @@ func humanBytes(n int64) string {
 // joinArgs joins command-line arguments for a message.
 func joinArgs(args []string) string {
 	return strings.Join(args, " ")
+}
+
+// isInside reports whether path is dir or lies under it (both made absolute and clean).
+func isInside(path, dir string) bool {
+	p, err1 := filepath.Abs(path)
+	d, err2 := filepath.Abs(dir)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(d, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
