@@ -59,8 +59,18 @@ func (r *CheckReport) Share(source string) float64 {
 	return float64(r.Counts.BySource[source]) / float64(r.Counts.Total)
 }
 
+// HitRate is the share (0 to 1) of the requests answered from the recording: exact, search,
+// promo and fuzzy.
+func (r *CheckReport) HitRate() float64 {
+	n := 0.0
+	for _, s := range hitSources {
+		n += r.Share(s)
+	}
+	return n
+}
+
 // Print writes the report for a person: requests sent, counts and shares by source, and the
-// hit rate (exact plus fuzzy).
+// hit rate by source and together (HitRate).
 func (r *CheckReport) Print(w io.Writer) {
 	for i, p := range r.PageResults {
 		if i == maxPagesPrinted {
@@ -81,8 +91,8 @@ func (r *CheckReport) Print(w io.Writer) {
 	for _, s := range orderedKeys(r.Counts.BySource, sourceOrder) {
 		fmt.Fprintf(w, "  %-10s %6d  %5.1f%%\n", s, r.Counts.BySource[s], 100*r.Share(s))
 	}
-	fmt.Fprintf(w, "hit rate: exact %.1f%%, fuzzy %.1f%%, together %.1f%%\n",
-		100*r.Share(SourceExact), 100*r.Share(SourceFuzzy), 100*(r.Share(SourceExact)+r.Share(SourceFuzzy)))
+	fmt.Fprintf(w, "hit rate: exact %.1f%%, search %.1f%%, promo %.1f%%, fuzzy %.1f%%, together %.1f%%\n",
+		100*r.Share(SourceExact), 100*r.Share(SourceSearch), 100*r.Share(SourcePromo), 100*r.Share(SourceFuzzy), 100*r.HitRate())
 	if r.Errors > 0 {
 		fmt.Fprintf(w, "errors: %d requests got no answer; first: %s\n", r.Errors, strings.Join(r.FirstErrors, "; "))
 	}

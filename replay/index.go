@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/pab-dev/pab/rules"
@@ -21,27 +23,43 @@ import (
 //  1. blocked: a block rule matches the URL; answered 204 without a lookup.
 //  2. exact: an entry with the same key. The earliest recorded copy wins; for URLs that
 //     match a "latest" rule (carts, checkouts) the last copy wins.
-//     (Issue 3 adds "search" and "promo" steps here, between exact and fuzzy: see
-//     Index.steps.)
-//  3. fuzzy: only for GET and HEAD (requests without a body): an entry with the same method,
-//     host and path whose query has the most name=value pairs in common with the request;
-//     ties go to the earliest recorded (for "latest" URLs, the last recorded). An endpoint
-//     of the rules may turn fuzzy matching off or on (`fuzzy`) and ask for a least share
-//     of the request's parameters in common (`fuzzy_min`); by default any share will do.
-//  4. miss: nothing recorded; the proxy answers by request type (miss.go).
+//  3. search: the request matches an endpoint of kind search and carries words in its
+//     text_param: the recording of the same endpoint, method, host and key path whose text
+//     is most similar (rules.Similarity, at least the endpoint's similarity, default 0.6), or
+//     of which the request's text is a prefix (rules.IsPrefix, suggestion requests).
+//  4. promo: the request matches an endpoint of kind promo and carries a code: the recording
+//     of that code, or, for a code never recorded, the recording of invalid_code.
+//  5. fuzzy: an entry with the same method, host and key path whose query has the most
+//     name=value pairs in common with the request, at least fuzzy_min of the request's pairs
+//     (default 0.5; 0 for static files). On by default for GET and HEAD without a body, off
+//     for requests with a body, for search and promo requests that carry a text, and always
+//     for a stateful endpoint's request with a body; an endpoint's `fuzzy` turns it on or off.
+//  6. miss: nothing recorded; the proxy answers by request type (miss.go).
 //
-// A HEAD request matches a recorded HEAD when there is one, else the recorded GET.
-// URLs that an "exclude" rule matches are never indexed, so they always miss.
+// Ties in every step go to the earliest recording, or to the last one for "latest" URLs;
+// they never depend on map order. A HEAD request matches a recorded HEAD when there is one,
+// else the recorded GET. URLs that an "exclude" rule matches are never indexed, so they
+// always miss.
 type Index struct {
-	b  *warc.Bundle
-	rs *rules.Set
+	b    *warc.Bundle
+	rs   *rules.Set
+	root string // rule file paths are shown relative to it (IndexOptions.RuleRoot)
 
-	entries []*indexed           // recording order, excluded entries left out
-	exact   map[string][]int     // key string → positions in entries, ascending
-	base    map[string][]int     // key.Base() (method, host, path) → positions, ascending
-	urls    map[string]int       // normalized "GET " + URL → first position (for not_found pages)
-	skipped map[string]string    // entry id → why it is not indexed
-	steps   []func(*lookup) bool // after exact, before fuzzy; see Lookup
+	entries []*indexed                 // recording order, excluded entries left out
+	exact   map[string][]int           // key string → positions in entries, ascending
+	base    map[string][]int           // key.Base() (method, host, path) → positions, ascending
+	urls    map[string]int             // normalized "GET " + URL → first position (for not_found pages)
+	skipped map[string]string          // entry id → why it is not indexed
+	texts   map[textKey]*textIndex     // search and promo candidates per endpoint and key base
+	labels  map[*rules.Endpoint]string // where each endpoint is written (label)
+}
+
+// IndexOptions are the optional settings of NewIndex.
+type IndexOptions struct {
+	// RuleRoot, when set, is the directory (the task repository) that rule file paths are
+	// shown relative to in Result.Rule, the log and explanations ("sites/shop.yaml:12").
+	// Paths outside it are shown as loaded.
+	RuleRoot string
 }
 
 // indexed is one entry with its key, computed at start.
@@ -50,26 +68,38 @@ type indexed struct {
 	e      *warc.Entry
 	key    rules.Key
 	keyStr string
-	params []string // "name=value" of key.Params, sorted
+	params []string // "name\x00value" of key.Params, plus the body as one pseudo-pair, sorted
+	static bool     // the recorded Content-Type is an image, font, style sheet or script
 }
 
 // Result is the answer of Index.Lookup.
 type Result struct {
-	// Source is SourceExact, SourceFuzzy, SourceBlocked or SourceMiss.
+	// Source is SourceExact, SourceSearch, SourcePromo, SourceFuzzy, SourceBlocked or
+	// SourceMiss.
 	Source string
-	// Entry is the recorded exchange that answers (exact, fuzzy), else nil.
+	// Entry is the recorded exchange that answers (exact, search, promo, fuzzy), else nil.
 	Entry *warc.Entry
 	// Key is the request's normalized key under the rules in effect.
 	Key rules.Key
 	// Note says why an answer is unusual ("excluded by rules"), or is empty.
 	Note string
+	// Rule is where the rule that decided is written, "file:line" (file relative to
+	// IndexOptions.RuleRoot when inside it; without ":line" when unknown): the endpoint that
+	// applied to the request when there is one; otherwise the block pattern (blocked), the
+	// exclude pattern (an excluded URL's miss) or the latest pattern (exact and fuzzy
+	// answers of latest URLs). Empty when no rule decided.
+	Rule string
+	// Endpoint is the name of the endpoint that applied to the request, or "".
+	Endpoint string
 }
 
-// NewIndex computes the key of every entry of b under rs and buckets them for lookup.
-// Entries whose URL does not parse as an absolute http(s) URL, whose request body cannot be
-// decoded, or that an exclude rule matches are left out (Skipped lists them). The index
-// holds b: the bundle must stay open while the index is used.
-func NewIndex(b *warc.Bundle, rs *rules.Set) (*Index, error) {
+// NewIndex computes the key of every entry of b under rs and buckets them for lookup:
+// by key (exact), by method, host and key path (fuzzy), and by endpoint for search and
+// promo candidates. Entries whose URL does not parse as an absolute http(s) URL, whose
+// request body cannot be decoded, or that an exclude rule matches are left out (Skipped
+// lists them). The index holds b: the bundle must stay open while the index is used. At
+// most one IndexOptions is used.
+func NewIndex(b *warc.Bundle, rs *rules.Set, opts ...IndexOptions) (*Index, error) {
 	if b == nil || rs == nil {
 		return nil, fmt.Errorf("new index: bundle and rules are required")
 	}
@@ -80,6 +110,16 @@ func NewIndex(b *warc.Bundle, rs *rules.Set) (*Index, error) {
 		base:    make(map[string][]int),
 		urls:    make(map[string]int, len(b.Entries)),
 		skipped: map[string]string{},
+		texts:   map[textKey]*textIndex{},
+	}
+	if len(opts) > 0 {
+		ix.root = opts[0].RuleRoot
+	}
+	ix.labels = map[*rules.Endpoint]string{}
+	for _, f := range rs.Files() {
+		for _, ep := range f.Endpoints {
+			ix.labels[ep] = ix.label(ep.File, ep.Line)
+		}
 	}
 	for i := range b.Entries {
 		e := &b.Entries[i]
@@ -89,7 +129,7 @@ func NewIndex(b *warc.Bundle, rs *rules.Set) (*Index, error) {
 			continue
 		}
 		if rs.Excluded(u) {
-			ix.skipped[e.ID] = "excluded by rules"
+			ix.skipped[e.ID] = noteExcluded
 			continue
 		}
 		body, err := b.RequestBody(e)
@@ -98,8 +138,10 @@ func NewIndex(b *warc.Bundle, rs *rules.Set) (*Index, error) {
 			continue
 		}
 		method := strings.ToUpper(e.Method)
-		key := rs.Key(rules.Request{Method: method, URL: u, Body: body, ContentType: e.ReqType})
-		ie := &indexed{pos: len(ix.entries), e: e, key: key, keyStr: key.String(), params: paramStrings(key.Params)}
+		r := rules.Request{Method: method, URL: u, Body: body, ContentType: e.ReqType}
+		key := rs.Key(r)
+		ie := &indexed{pos: len(ix.entries), e: e, key: key, keyStr: key.String(),
+			params: paramStrings(key), static: staticMime(e.Mime)}
 		ix.entries = append(ix.entries, ie)
 		ix.exact[ie.keyStr] = append(ix.exact[ie.keyStr], ie.pos)
 		ix.base[key.Base()] = append(ix.base[key.Base()], ie.pos)
@@ -107,6 +149,12 @@ func NewIndex(b *warc.Bundle, rs *rules.Set) (*Index, error) {
 		if _, ok := ix.urls[uk]; !ok {
 			ix.urls[uk] = ie.pos
 		}
+		if ep := rs.Endpoint(r); ep != nil && (ep.Kind == rules.KindSearch || ep.Kind == rules.KindPromo) {
+			ix.addText(ep, r, ie)
+		}
+	}
+	for _, t := range ix.texts {
+		t.finish()
 	}
 	return ix, nil
 }
@@ -172,10 +220,19 @@ func normalizeURL(u *url.URL) *url.URL {
 	return &c
 }
 
-func paramStrings(ps []rules.Param) []string {
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = p.Name + "\x00" + p.Value
+// bodyPair is the prefix of the pseudo name=value pair that stands for a request body in
+// indexed.params: a body counts as one more parameter, equal or not.
+const bodyPair = "\x00#body\x00"
+
+// paramStrings returns the key's query pairs as sorted "name\x00value" strings, plus the
+// normalized body as one pseudo-pair when there is one.
+func paramStrings(k rules.Key) []string {
+	out := make([]string, 0, len(k.Params)+1)
+	for _, p := range k.Params {
+		out = append(out, p.Name+"\x00"+p.Value)
+	}
+	if k.Body != "" {
+		out = append(out, bodyPair+k.Body)
 	}
 	sort.Strings(out)
 	return out
@@ -199,71 +256,110 @@ func commonParams(a, b []string) int {
 	return n
 }
 
-// lookup is the state of one Lookup, passed to the steps between exact and fuzzy.
+// lookup is the state of one Lookup.
 type lookup struct {
-	req     rules.Request
-	key     rules.Key
-	methods []string // the request's method, then GET for a HEAD
-	latest  bool
-	hit     *indexed
-	source  string
+	req        rules.Request
+	key        rules.Key
+	ep         *rules.Endpoint // the endpoint that applies to the request, or nil
+	methods    []string        // the request's method, then GET for a HEAD
+	keys       []rules.Key     // the request's key for each of methods
+	latest     bool            // a latest pattern matches: ties go to the last recording
+	latestRule string          // where that pattern is written
+	latestPat  string
+	hasText    bool // a search or promo request carrying a text or code
+	hit        *indexed
+	source     string
+
+	explain bool   // record steps (Explain); Lookup leaves it off and formats nothing
+	steps   []Step // the steps tried, in order
+}
+
+// step records one step of the lookup when explaining; format is only formatted then.
+func (l *lookup) step(name, outcome, format string, args ...any) {
+	if l.explain {
+		l.steps = append(l.steps, Step{Step: name, Outcome: outcome, Detail: fmt.Sprintf(format, args...)})
+	}
 }
 
 // Lookup finds the answer for r in the order described on Index. r.URL must be absolute;
 // its host is normalized (normalizeURL) before the rules see it. The result depends only on
 // the index and r.
 func (ix *Index) Lookup(r rules.Request) Result {
-	res, _ := ix.lookup(r)
+	res, _ := ix.lookup(r, false)
 	return res
 }
 
-func (ix *Index) lookup(r rules.Request) (Result, *lookup) {
+func (ix *Index) lookup(r rules.Request, explain bool) (Result, *lookup) {
 	r.Method = strings.ToUpper(r.Method)
 	if r.URL != nil {
 		r.URL = normalizeURL(r.URL)
 	}
 	key := ix.rs.Key(r)
 	res := Result{Key: key}
+	l := &lookup{req: r, key: key, explain: explain}
 	if r.URL == nil {
-		res.Source = SourceMiss
-		res.Note = "no URL"
-		return res, nil
+		res.Source, res.Note = SourceMiss, "no URL"
+		l.step(StepMiss, OutcomeYes, "the request has no URL")
+		return res, l
 	}
-	if ix.rs.Blocked(r.URL) {
-		res.Source = SourceBlocked
-		return res, nil
+	if file, line, pat, ok := ix.rs.BlockedBy(r.URL); ok {
+		res.Source, res.Rule = SourceBlocked, ix.label(file, line)
+		l.step(StepBlocked, OutcomeYes, "block pattern %q (%s) matches: answered 204 without a lookup", pat, res.Rule)
+		return res, l
 	}
-	if ix.rs.Excluded(r.URL) {
-		res.Source = SourceMiss
-		res.Note = "excluded by rules"
-		return res, nil
+	l.step(StepBlocked, OutcomeNo, "no block rule matches")
+	if file, line, pat, ok := ix.rs.ExcludedBy(r.URL); ok {
+		res.Source, res.Note, res.Rule = SourceMiss, noteExcluded, ix.label(file, line)
+		l.step(StepExcluded, OutcomeYes, "exclude pattern %q (%s) matches: never stored, never replayed", pat, res.Rule)
+		l.step(StepMiss, OutcomeYes, "excluded URLs always miss")
+		return res, l
 	}
-	l := &lookup{req: r, key: key, methods: []string{key.Method}, latest: ix.rs.Latest(r.URL)}
+	l.ep = ix.rs.Endpoint(r)
+	l.methods, l.keys = []string{key.Method}, []rules.Key{key}
 	if key.Method == "HEAD" {
-		l.methods = append(l.methods, "GET")
+		// A HEAD is also looked up as the GET it stands for, under the GET's endpoint.
+		g := r
+		g.Method = "GET"
+		l.methods, l.keys = append(l.methods, "GET"), append(l.keys, ix.rs.Key(g))
+		if l.ep == nil {
+			l.ep = ix.rs.Endpoint(g)
+		}
+	}
+	if file, line, pat, ok := ix.rs.LatestBy(r.URL); ok {
+		l.latest, l.latestRule, l.latestPat = true, ix.label(file, line), pat
 	}
 	switch {
 	case ix.exactStep(l):
-	case ix.runSteps(l):
+	case ix.searchStep(l):
+	case ix.promoStep(l):
 	case ix.fuzzyStep(l):
 	default:
 		res.Source = SourceMiss
-		return res, l
+		l.step(StepMiss, OutcomeYes, "nothing recorded matches: answered by request type")
 	}
-	res.Source = l.source
-	res.Entry = l.hit.e
+	if l.hit != nil {
+		res.Source, res.Entry = l.source, l.hit.e
+	}
+	switch {
+	case l.ep != nil:
+		res.Endpoint, res.Rule = l.ep.Name, ix.endpointLabel(l.ep)
+	case l.latest && l.hit != nil:
+		res.Rule = l.latestRule
+	}
 	return res, l
 }
 
-// withMethod is k with its method replaced (HEAD looked up as GET).
-func withMethod(k rules.Key, m string) rules.Key {
-	k.Method = m
-	return k
+// headNote is added to a step's detail when a HEAD was answered by a recorded GET.
+func headNote(l *lookup, m string) string {
+	if m != l.key.Method {
+		return " (a HEAD answered by the recorded " + m + ")"
+	}
+	return ""
 }
 
 func (ix *Index) exactStep(l *lookup) bool {
-	for _, m := range l.methods {
-		ps := ix.exact[withMethod(l.key, m).String()]
+	for _, k := range l.keys {
+		ps := ix.exact[k.String()]
 		if len(ps) == 0 {
 			continue
 		}
@@ -272,59 +368,142 @@ func (ix *Index) exactStep(l *lookup) bool {
 			p = ps[len(ps)-1]
 		}
 		l.hit, l.source = ix.entries[p], SourceExact
+		if l.explain {
+			id := l.hit.e.ID
+			switch {
+			case len(ps) == 1:
+				l.step(StepExact, OutcomeYes, "%s has this key%s", id, headNote(l, k.Method))
+			case l.latest:
+				l.step(StepExact, OutcomeYes, "%d recordings have this key; latest pattern %q (%s): the last, %s%s", len(ps), l.latestPat, l.latestRule, id, headNote(l, k.Method))
+			default:
+				l.step(StepExact, OutcomeYes, "%d recordings have this key: the earliest, %s%s", len(ps), id, headNote(l, k.Method))
+			}
+		}
 		return true
 	}
+	l.step(StepExact, OutcomeNo, "no recording has key %s", l.key.String())
 	return false
 }
 
-// runSteps runs the extra steps between exact and fuzzy (none yet).
-func (ix *Index) runSteps(l *lookup) bool {
-	for _, step := range ix.steps {
-		if step(l) {
-			return true
-		}
-	}
-	return false
+// staticType reports the request types whose fuzzy_min defaults to 0: images, fonts,
+// style sheets and scripts.
+func staticType(t string) bool {
+	return t == TypeImage || t == TypeFont || t == TypeStyle || t == TypeScript
 }
 
-// fuzzyAllowed says whether a request may be answered by a fuzzy match: only GET and HEAD,
-// the methods without a request body whose answer does not depend on one.
-func fuzzyAllowed(method string) bool { return method == "GET" || method == "HEAD" }
+// staticMime reports a recorded Content-Type (without parameters) of a static file.
+func staticMime(mt string) bool { return staticType(typeFromAccept(mt)) }
 
-// fuzzyStep finds the entry of the same method, host and path with the most query
-// name=value pairs in common. An endpoint of the rules that applies to the request may
-// switch fuzzy matching on or off (fuzzy) and ask for a least share of the request's
-// parameters in common (fuzzy_min); without one, fuzzy matching is on for GET and HEAD
-// and any share, even none, will do.
+// defaultFuzzyMin is fuzzy_min when the endpoint sets none and the file is not static.
+const defaultFuzzyMin = 0.5
+
+// fuzzyStep finds the entry of the same method, host and key path with the most query
+// name=value pairs in common (see Index for when it is allowed and the least share).
 func (ix *Index) fuzzyStep(l *lookup) bool {
-	allowed, min := fuzzyAllowed(l.key.Method), 0.0
-	if ep := ix.rs.Endpoint(l.req); ep != nil {
-		if ep.Fuzzy != nil {
-			allowed = *ep.Fuzzy
-		}
-		if ep.FuzzyMin != nil {
-			min = *ep.FuzzyMin
-		}
+	ep, hasBody := l.ep, len(l.req.Body) > 0
+	allowed := !hasBody && (l.key.Method == "GET" || l.key.Method == "HEAD")
+	var why string
+	switch {
+	case ep != nil && ep.Kind == rules.KindStateful && hasBody:
+		allowed, why = false, fmt.Sprintf("stateful endpoint %q: a request with a body matches only exactly", ep.Name)
+	case ep != nil && ep.Fuzzy != nil:
+		allowed, why = *ep.Fuzzy, fmt.Sprintf("endpoint %q sets fuzzy: %v", ep.Name, *ep.Fuzzy)
+	case l.hasText:
+		allowed, why = false, fmt.Sprintf("a %s request with a text is matched by its text only (fuzzy: true allows more)", ep.Kind)
+	case hasBody:
+		why = "off for requests with a body"
+	case !allowed:
+		why = "off for " + l.key.Method + " requests (on by default for GET and HEAD)"
 	}
 	if !allowed {
+		l.step(StepFuzzy, OutcomeOff, "%s", why)
 		return false
 	}
-	want := paramStrings(l.key.Params)
-	for _, m := range l.methods {
+	reqStatic := staticType(typeFromPath(l.req.URL.Path))
+	minFor := func(ie *indexed) float64 {
+		switch {
+		case ep != nil && ep.FuzzyMin != nil:
+			return *ep.FuzzyMin
+		case reqStatic || ie.static:
+			return 0
+		}
+		return defaultFuzzyMin
+	}
+	seen, nearest, nearScore, nearWant := false, -1, -1, 0
+	for _, k := range l.keys {
+		want := paramStrings(k)
 		best, bestScore := -1, -1
-		for _, p := range ix.base[withMethod(l.key, m).Base()] {
-			s := commonParams(want, ix.entries[p].params)
+		for _, p := range ix.base[k.Base()] {
+			seen = true
+			ie := ix.entries[p]
+			s := commonParams(want, ie.params)
+			if s > nearScore {
+				nearest, nearScore, nearWant = p, s, len(want)
+			}
+			if len(want) > 0 && float64(s) < minFor(ie)*float64(len(want))-1e-9 {
+				continue
+			}
 			// Positions ascend: ">" keeps the earliest of equals, ">=" the last.
 			if s > bestScore || (l.latest && s == bestScore) {
 				best, bestScore = p, s
 			}
 		}
-		if best >= 0 && (len(want) == 0 || float64(bestScore) >= min*float64(len(want))) {
+		if best >= 0 {
 			l.hit, l.source = ix.entries[best], SourceFuzzy
+			if l.explain {
+				tie := "ties go to the earliest"
+				if l.latest {
+					tie = fmt.Sprintf("ties go to the last (latest pattern %q, %s)", l.latestPat, l.latestRule)
+				}
+				l.step(StepFuzzy, OutcomeYes, "%s: %d of %d parameters in common, at least fuzzy_min %.2f; %s%s",
+					l.hit.e.ID, bestScore, len(want), minFor(l.hit), tie, headNote(l, k.Method))
+			}
 			return true
 		}
 	}
+	if !seen {
+		l.step(StepFuzzy, OutcomeNo, "no recording has method, host and path %s", l.key.Base())
+	} else if l.explain {
+		ie := ix.entries[nearest]
+		l.step(StepFuzzy, OutcomeNo, "nearest %s has %d of %d parameters in common, below fuzzy_min %.2f",
+			ie.e.ID, nearScore, nearWant, minFor(ie))
+	}
 	return false
+}
+
+// label renders a rule location "file:line", the file relative to the index's RuleRoot
+// when it lies inside it (with forward slashes), else as loaded; "" for no file.
+func (ix *Index) label(file string, line int) string {
+	if file == "" {
+		return ""
+	}
+	if ix.root != "" {
+		if rel, err := filepath.Rel(ix.root, file); err == nil && rel != ".." &&
+			!strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel) {
+			file = filepath.ToSlash(rel)
+		}
+	}
+	if line > 0 {
+		return file + ":" + strconv.Itoa(line)
+	}
+	return file
+}
+
+// endpointLabel is label for an endpoint, computed once in NewIndex.
+func (ix *Index) endpointLabel(ep *rules.Endpoint) string {
+	if s, ok := ix.labels[ep]; ok {
+		return s
+	}
+	return ix.label(ep.File, ep.Line)
+}
+
+// xhrRule is where the xhr_not_found answer for host is written, or "".
+func (ix *Index) xhrRule(host string) string {
+	file, line, ok := ix.rs.XHRNotFoundFrom(host)
+	if !ok {
+		return ""
+	}
+	return ix.label(file, line)
 }
 
 // entryForURL returns the first recorded GET of rawURL (normalized), or nil. It is used for

@@ -46,7 +46,9 @@ func TestLookupOrder(t *testing.T) {
 		{"latest copy", "GET", "https://site.test/cart", "", "", SourceExact, "e000008"},
 		{"fuzzy most in common", "GET", "https://site.test/search?q=boots&page=9", "", "", SourceFuzzy, "e000005"},
 		{"fuzzy tie earliest", "GET", "https://site.test/search?q=shoes&page=2", "", "", SourceFuzzy, "e000004"},
-		{"fuzzy none in common", "GET", "https://site.test/search?x=1", "", "", SourceFuzzy, "e000004"},
+		{"fuzzy none in common below 0.5", "GET", "https://site.test/search?x=1", "", "", SourceMiss, ""},
+		{"fuzzy static any share", "GET", "https://site.test/style.css?v=2", "", "", SourceFuzzy, "e000002"},
+		{"fuzzy static by recorded mime", "GET", "https://site.test/notmod?v=9", "", "", SourceMiss, ""},
 		{"fuzzy extra param", "GET", "https://site.test/page?id=7&session=abc", "", "", SourceFuzzy, "e000018"},
 		{"head matches get", "HEAD", "https://site.test/style.css", "", "", SourceExact, "e000002"},
 		{"head fuzzy", "HEAD", "https://site.test/search?q=boots", "", "", SourceFuzzy, "e000005"},
@@ -137,7 +139,7 @@ func TestExplain(t *testing.T) {
 	}
 	var sb strings.Builder
 	ex.Print(&sb)
-	if !strings.Contains(sb.String(), "source:  fuzzy") || !strings.Contains(sb.String(), "e000005") {
+	if !strings.Contains(sb.String(), "source:   fuzzy") || !strings.Contains(sb.String(), "e000005") {
 		t.Errorf("print:\n%s", sb.String())
 	}
 	un := ix.Explain(req("GET", "https://site.test/gone", "", ""))

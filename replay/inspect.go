@@ -12,16 +12,53 @@ import (
 // maxCandidates is how many near candidates Explain lists.
 const maxCandidates = 5
 
-// Explanation is how the index answers one request (pab inspect).
+// Steps of the lookup, as named in Explanation.Steps (Step.Step).
+const (
+	StepBlocked  = "blocked"
+	StepExcluded = "excluded"
+	StepExact    = "exact"
+	StepSearch   = "search"
+	StepPromo    = "promo"
+	StepFuzzy    = "fuzzy"
+	StepMiss     = "miss"
+)
+
+// Outcomes of a step (Step.Outcome).
+const (
+	OutcomeYes = "yes" // the step decided the answer
+	OutcomeNo  = "no"  // the step was tried and found nothing
+	OutcomeOff = "off" // the step does not apply to this request (fuzzy turned off)
+)
+
+// Step is one step of a lookup as Explain saw it, e.g.
+//
+//	{"step":"search","outcome":"yes","detail":"endpoint \"search\" (sites/shop.yaml:12): text \"pro airpods\": best \"AirPods Pro\" (e000003), similarity 1.00 ≥ 0.60"}
+//
+// Steps that do not concern the request (search and promo without such an endpoint) are
+// left out.
+type Step struct {
+	Step    string `json:"step"`
+	Outcome string `json:"outcome"`
+	Detail  string `json:"detail"`
+}
+
+// Explanation is how the index answers one request (pab inspect). It marshals to JSON as
+// shown by its tags.
 type Explanation struct {
 	// Method and URL are the request as looked up (URL normalized).
 	Method string `json:"method"`
 	URL    string `json:"url"`
 	// Key is the request's normalized key.
 	Key string `json:"key"`
-	// Source is exact, fuzzy, blocked or miss.
+	// Endpoint is the rules endpoint that applies to the request, if any.
+	Endpoint *EndpointRef `json:"endpoint,omitempty"`
+	// Steps are the lookup steps tried, in order, with their outcome.
+	Steps []Step `json:"steps"`
+	// Source is exact, search, promo, fuzzy, blocked or miss.
 	Source string `json:"source"`
-	// Entry is the recorded exchange that answers, for exact and fuzzy.
+	// Rule is where the rule that decided is written (Result.Rule), or "".
+	Rule string `json:"rule,omitempty"`
+	// Entry is the recorded exchange that answers, for exact, search, promo and fuzzy.
 	Entry *EntryRef `json:"entry,omitempty"`
 	// Candidates are, for fuzzy and miss, the nearest recorded exchanges: those with the same
 	// method, host and path ranked by query parameters in common; when there are none,
@@ -29,6 +66,15 @@ type Explanation struct {
 	Candidates []Candidate `json:"candidates,omitempty"`
 	// Note explains an unusual answer.
 	Note string `json:"note,omitempty"`
+}
+
+// EndpointRef names an endpoint of the rules and where it is written.
+type EndpointRef struct {
+	Name  string `json:"name"`
+	Kind  string `json:"kind,omitempty"`
+	Match string `json:"match"`
+	// Rule is "file:line" (see Result.Rule).
+	Rule string `json:"rule"`
 }
 
 // EntryRef identifies a recorded exchange.
@@ -51,13 +97,18 @@ type Candidate struct {
 	SamePath bool `json:"same_path"`
 }
 
-// Explain looks r up like Lookup and adds the normalized key and, for fuzzy and miss, the
-// nearest candidates (at most 5, best first, ties in recording order).
+// Explain looks r up exactly as Lookup does, recording each step, and adds the normalized
+// key, the endpoint and rule that applied and, for fuzzy and miss, the nearest candidates
+// (at most 5, best first, ties in recording order).
 func (ix *Index) Explain(r rules.Request) Explanation {
-	res, l := ix.lookup(r)
-	ex := Explanation{Method: strings.ToUpper(r.Method), Key: res.Key.String(), Source: res.Source, Note: res.Note}
+	res, l := ix.lookup(r, true)
+	ex := Explanation{Method: strings.ToUpper(r.Method), Key: res.Key.String(), Source: res.Source,
+		Rule: res.Rule, Steps: l.steps, Note: res.Note}
 	if r.URL != nil {
 		ex.URL = normalizeURL(r.URL).String()
+	}
+	if l.ep != nil {
+		ex.Endpoint = &EndpointRef{Name: l.ep.Name, Kind: l.ep.Kind, Match: l.ep.Match, Rule: ix.endpointLabel(l.ep)}
 	}
 	if res.Entry != nil {
 		ex.Entry = &EntryRef{ID: res.Entry.ID, Method: res.Entry.Method, URL: res.Entry.URL, Status: res.Entry.Status, TS: res.Entry.TS}
@@ -65,8 +116,8 @@ func (ix *Index) Explain(r rules.Request) Explanation {
 			ex.Note = noteUnresolved
 		}
 	}
-	if l == nil || (res.Source != SourceFuzzy && res.Source != SourceMiss) {
-		return ex
+	if l.methods == nil || (res.Source != SourceFuzzy && res.Source != SourceMiss) {
+		return ex // blocked, excluded, or answered by a closer step
 	}
 	ex.Candidates = ix.candidates(l)
 	return ex
@@ -79,9 +130,9 @@ func (ix *Index) candidates(l *lookup) []Candidate {
 		samePath bool
 	}
 	var list []scored
-	want := paramStrings(l.key.Params)
-	for _, m := range l.methods {
-		for _, p := range ix.base[withMethod(l.key, m).Base()] {
+	want := paramStrings(l.key)
+	for _, k := range l.keys {
+		for _, p := range ix.base[k.Base()] {
 			list = append(list, scored{ix.entries[p], commonParams(want, ix.entries[p].params), true})
 		}
 	}
@@ -130,16 +181,33 @@ func commonPrefix(a, b []string) int {
 	return n
 }
 
-// Print writes the explanation for a person: key, source, the entry hit and candidates.
+// Print writes the explanation for a person: the request, key and endpoint, one line per
+// lookup step, then the source, the rule that decided, the entry hit and the candidates.
 func (ex Explanation) Print(w io.Writer) {
-	fmt.Fprintf(w, "request: %s %s\n", ex.Method, ex.URL)
-	fmt.Fprintf(w, "key:     %s\n", ex.Key)
-	fmt.Fprintf(w, "source:  %s\n", ex.Source)
+	fmt.Fprintf(w, "request:  %s %s\n", ex.Method, ex.URL)
+	fmt.Fprintf(w, "key:      %s\n", ex.Key)
+	if ex.Endpoint != nil {
+		kind := ""
+		if ex.Endpoint.Kind != "" {
+			kind = ", kind " + ex.Endpoint.Kind
+		}
+		fmt.Fprintf(w, "endpoint: %s (match %q%s) at %s\n", ex.Endpoint.Name, ex.Endpoint.Match, kind, ex.Endpoint.Rule)
+	} else {
+		fmt.Fprintln(w, "endpoint: none")
+	}
+	fmt.Fprintln(w, "lookup:")
+	for _, s := range ex.Steps {
+		fmt.Fprintf(w, "  %-8s %-3s  %s\n", s.Step, s.Outcome, s.Detail)
+	}
+	fmt.Fprintf(w, "source:   %s\n", ex.Source)
+	if ex.Rule != "" {
+		fmt.Fprintf(w, "rule:     %s\n", ex.Rule)
+	}
 	if ex.Entry != nil {
-		fmt.Fprintf(w, "entry:   %s  %s %s  status %d  recorded %s\n", ex.Entry.ID, ex.Entry.Method, ex.Entry.URL, ex.Entry.Status, ex.Entry.TS)
+		fmt.Fprintf(w, "entry:    %s  %s %s  status %d  recorded %s\n", ex.Entry.ID, ex.Entry.Method, ex.Entry.URL, ex.Entry.Status, ex.Entry.TS)
 	}
 	if ex.Note != "" {
-		fmt.Fprintf(w, "note:    %s\n", ex.Note)
+		fmt.Fprintf(w, "note:     %s\n", ex.Note)
 	}
 	if len(ex.Candidates) > 0 {
 		what := "same path; the number is the query parameters in common"
@@ -150,7 +218,7 @@ func (ex Explanation) Print(w io.Writer) {
 		for _, c := range ex.Candidates {
 			fmt.Fprintf(w, "  %2d  %s  %s (status %d)\n      key %s\n", c.Common, c.ID, c.URL, c.Status, c.Key)
 		}
-	} else if ex.Source == SourceMiss {
+	} else if ex.Source == SourceMiss && ex.Note == "" {
 		fmt.Fprintln(w, "nearest candidates: none (nothing recorded for this method and host shares a path segment)")
 	}
 }

@@ -14,6 +14,8 @@ import (
 // Sources: how a request was answered (the log's "source" field).
 const (
 	SourceExact     = "exact"     // the recorded exchange with the same key
+	SourceSearch    = "search"    // a search endpoint: the recording of the most similar text
+	SourcePromo     = "promo"     // a promo endpoint: the code's recording, or invalid_code's
 	SourceFuzzy     = "fuzzy"     // same method, host and path; most query parameters in common
 	SourceBlocked   = "blocked"   // a block rule matched: 204, nothing looked up
 	SourcePreflight = "preflight" // an unrecorded CORS preflight, allowed with 204
@@ -42,8 +44,14 @@ type LogLine struct {
 	// Type is the request type: document, image, font, style, script, api, media, other,
 	// or tracker when a block rule matched.
 	Type string `json:"type"`
-	// Source is exact, fuzzy, blocked, preflight or miss.
+	// Source is exact, search, promo, fuzzy, blocked, preflight or miss.
 	Source string `json:"source"`
+	// Rule is where the rule that decided the answer is written, "file:line" with the file
+	// relative to the task repository when inside it (see Result.Rule); omitted when none.
+	Rule string `json:"rule,omitempty"`
+	// Endpoint is the name of the rules endpoint that applied to the request; omitted when
+	// none.
+	Endpoint string `json:"endpoint,omitempty"`
 	// Status is the HTTP status code sent.
 	Status int `json:"status"`
 	// Entry is the id of the recorded exchange served (entries.jsonl "id"), if any.

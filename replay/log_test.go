@@ -126,11 +126,46 @@ func TestCheck(t *testing.T) {
 	}
 	var sb strings.Builder
 	rep.Print(&sb)
-	if !strings.Contains(sb.String(), "hit rate: exact 87.5%, fuzzy 0.0%, together 87.5%") {
+	if !strings.Contains(sb.String(), "hit rate: exact 87.5%, search 0.0%, promo 0.0%, fuzzy 0.0%, together 87.5%") {
 		t.Errorf("print:\n%s", sb.String())
 	}
 	lines := tp.logLines(t)
 	if len(lines) != 16 {
 		t.Errorf("%d log lines", len(lines))
+	}
+}
+
+// TestStatsSearchPromo: the search and promo sources are counted, printed in lookup order
+// and counted as answered from the recording; rule and endpoint survive ReadLog.
+func TestStatsSearchPromo(t *testing.T) {
+	data := `{"method":"GET","url":"https://s.test/s?k=a","type":"document","source":"search","rule":"sites/s.yaml:12","endpoint":"search","status":200,"entry":"e000002"}
+{"method":"POST","url":"https://s.test/cart/promo","type":"api","source":"promo","rule":"sites/s.yaml:31","endpoint":"promo","status":200,"entry":"e000012"}
+{"method":"GET","url":"https://s.test/","type":"document","source":"exact","status":200,"entry":"e000001"}
+{"method":"GET","url":"https://s.test/x","type":"document","source":"miss","status":404}
+`
+	lines, err := ReadLog(strings.NewReader(data), "log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines[0].Rule != "sites/s.yaml:12" || lines[0].Endpoint != "search" || lines[2].Rule != "" {
+		t.Errorf("rule and endpoint: %+v", lines)
+	}
+	st := Summarize(lines)
+	if st.BySource[SourceSearch] != 1 || st.BySource[SourcePromo] != 1 || st.ByTypeSource["api"][SourcePromo] != 1 {
+		t.Errorf("counts %+v", st.Counts)
+	}
+	var sb strings.Builder
+	st.Print(&sb, 5)
+	out := sb.String()
+	iExact, iSearch, iPromo, iMiss := strings.Index(out, "  exact"), strings.Index(out, "  search"), strings.Index(out, "  promo"), strings.Index(out, "  miss")
+	if iExact < 0 || !(iExact < iSearch && iSearch < iPromo && iPromo < iMiss) {
+		t.Errorf("sources not in lookup order:\n%s", out)
+	}
+	if !strings.Contains(out, "answered from the recording (exact, search, promo, fuzzy): 3, 75.0%") {
+		t.Errorf("print:\n%s", out)
+	}
+	rep := &CheckReport{Counts: st.Counts}
+	if rep.HitRate() != 0.75 {
+		t.Errorf("HitRate = %v", rep.HitRate())
 	}
 }

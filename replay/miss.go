@@ -103,6 +103,7 @@ func (s *Server) missAnswer(r *http.Request, typ, url string) *answer {
 	case TypeAPI:
 		if ct, body, ok := s.ix.rs.XHRNotFound(hostname(r.URL.Host)); ok {
 			a = textAnswer(http.StatusNotFound, ct, body)
+			a.rule = s.ix.xhrRule(hostname(r.URL.Host))
 		} else if acceptsJSON(r.Header.Get("Accept")) {
 			a = textAnswer(http.StatusNotFound, "application/json", "{}")
 		} else {

@@ -50,6 +50,8 @@ type Options struct {
 	Rules *rules.Set
 	// Index is the lookup index; when nil, New builds it from Bundle and Rules.
 	Index *Index
+	// RuleRoot is IndexOptions.RuleRoot for the index New builds (unused with Index).
+	RuleRoot string
 	// CA signs the per-host certificates of the HTTPS interception (required).
 	CA *CA
 	// Log, when set, receives one JSON line (LogLine) per proxied request.
@@ -109,7 +111,7 @@ func New(opts Options) (*Server, error) {
 			return nil, errors.New("replay: no rules and no index")
 		}
 		var err error
-		if ix, err = NewIndex(opts.Bundle, opts.Rules); err != nil {
+		if ix, err = NewIndex(opts.Bundle, opts.Rules, IndexOptions{RuleRoot: opts.RuleRoot}); err != nil {
 			return nil, err
 		}
 	}
@@ -207,12 +209,14 @@ type answer struct {
 	body   io.Reader // nil for no body
 	size   int64     // payload bytes of body
 
-	source string
-	typ    string
-	key    string
-	entry  *warc.Entry
-	record string
-	note   string
+	source   string
+	typ      string
+	key      string
+	entry    *warc.Entry
+	record   string
+	note     string
+	rule     string // LogLine.Rule
+	endpoint string // LogLine.Endpoint
 }
 
 // handle is the goproxy request handler: every request (plain HTTP, MITM HTTPS, HTTP/2)
@@ -254,7 +258,7 @@ func (s *Server) answerFor(r *http.Request) *answer {
 	switch res.Source {
 	case SourceBlocked:
 		a = blockedAnswer()
-	case SourceExact, SourceFuzzy:
+	case SourceExact, SourceSearch, SourcePromo, SourceFuzzy:
 		var err error
 		a, err = s.recordedAnswer(res.Entry, r)
 		if err != nil {
@@ -273,6 +277,12 @@ func (s *Server) answerFor(r *http.Request) *answer {
 			a = preflightAnswer(r)
 		} else {
 			a = s.missAnswer(r, typ, urlStr)
+		}
+	}
+	if a.source != SourcePreflight {
+		a.endpoint = res.Endpoint
+		if res.Rule != "" || a.source != SourceMiss {
+			a.rule = res.Rule // a miss keeps the xhr_not_found it was answered with
 		}
 	}
 	if a.typ == "" {
@@ -411,16 +421,18 @@ func (s *Server) finish(r *http.Request, a *answer, start time.Time) {
 		return
 	}
 	line := LogLine{
-		Time:   logTime(start),
-		Method: r.Method,
-		URL:    normalizeURL(r.URL).String(),
-		Key:    a.key,
-		Type:   a.typ,
-		Source: a.source,
-		Status: a.status,
-		Record: a.record,
-		MS:     math.Round(float64(time.Since(start).Microseconds())) / 1000,
-		Note:   a.note,
+		Time:     logTime(start),
+		Method:   r.Method,
+		URL:      normalizeURL(r.URL).String(),
+		Key:      a.key,
+		Type:     a.typ,
+		Source:   a.source,
+		Rule:     a.rule,
+		Endpoint: a.endpoint,
+		Status:   a.status,
+		Record:   a.record,
+		MS:       math.Round(float64(time.Since(start).Microseconds())) / 1000,
+		Note:     a.note,
 	}
 	if a.entry != nil {
 		line.Entry = a.entry.ID

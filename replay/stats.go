@@ -11,7 +11,7 @@ import (
 
 // Counts are request counts by source and by type, as served by http://rr.control/stats:
 //
-//	{"total":12,"by_source":{"exact":10,"miss":2},"by_type":{"document":3,"image":9}}
+//	{"total":12,"by_source":{"exact":9,"search":1,"miss":2},"by_type":{"document":3,"image":9}}
 type Counts struct {
 	Total    int            `json:"total"`
 	BySource map[string]int `json:"by_source"`
@@ -124,7 +124,10 @@ func Spares(idx *Index, lines []LogLine) []warc.Entry {
 }
 
 // sourceOrder is the order sources are printed in.
-var sourceOrder = []string{SourceExact, SourceFuzzy, SourceBlocked, SourcePreflight, SourceMiss}
+var sourceOrder = []string{SourceExact, SourceSearch, SourcePromo, SourceFuzzy, SourceBlocked, SourcePreflight, SourceMiss}
+
+// hitSources are the sources that answer with a recording.
+var hitSources = []string{SourceExact, SourceSearch, SourcePromo, SourceFuzzy}
 
 // Print writes a human-readable summary: shares by source, a table by type, the top missed
 // keys and spares (at most top of each).
@@ -143,6 +146,11 @@ func (st Stats) Print(w io.Writer, top int) {
 	for _, s := range sources {
 		fmt.Fprintf(w, "  %-10s %6d  %6s\n", s, st.BySource[s], pct(st.BySource[s], st.Total))
 	}
+	hits := 0
+	for _, s := range hitSources {
+		hits += st.BySource[s]
+	}
+	fmt.Fprintf(w, "answered from the recording (exact, search, promo, fuzzy): %d, %s\n", hits, pct(hits, st.Total))
 	fmt.Fprintf(w, "\nby type (%% of the type's requests):\n  %-9s %6s", "type", "total")
 	for _, s := range sources {
 		fmt.Fprintf(w, " %9s", s)

@@ -42,6 +42,8 @@ type File struct {
 	XHRNotFound *XHRNotFound
 	// Endpoints are parsed and checked, and used by the key for match, key and keep_params.
 	Endpoints []*Endpoint
+
+	lines map[string][]int // line of each item of a list field, by field name (explain.go)
 }
 
 // XHRNotFound is the `xhr_not_found` field: the body and content type replay sends, with
@@ -267,6 +269,7 @@ func (p *fileParser) file(doc *yaml.Node, f *File) error {
 		return nil
 	}
 	return p.fields(root, "rule file", fileFields, func(key string, v *yaml.Node) error {
+		f.noteLines(key, v)
 		var err error
 		switch key {
 		case "site":

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -17,13 +18,16 @@ func newInspectCmd(g *globalFlags) *cobra.Command {
 		method      string
 		body        string
 		contentType string
+		asJSON      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "inspect TARGET URL",
 		Short: "Show the matching key of a request and the recorded exchange it hits",
 		Long: `Show how replay would answer a request: its normalized key under the rules in
-effect, the source (exact, fuzzy, blocked, miss) and the recorded exchange it hits,
-or the nearest recorded candidates when it misses. TARGET is as for 'pab replay'.`,
+effect, the rules endpoint that applies, each lookup step tried (blocked, exact,
+search, promo, fuzzy, miss) with its outcome, the rule file and line that decided,
+and the recorded exchange it hits, or the nearest recorded candidates when it
+misses. TARGET is as for 'pab replay'. --json prints the same as one JSON object.`,
 		Example: `  pab inspect books-sapiens-price "http://books.toscrape.com/?utm_source=x"
   pab inspect tasks/archive-org-jobs "http://www.archive.org/about/faq.php?faq_id=999"
   pab inspect my-task https://httpbin.org/post --method POST --body 'foo=bar' --content-type application/x-www-form-urlencoded`,
@@ -46,6 +50,12 @@ or the nearest recorded candidates when it misses. TARGET is as for 'pab replay'
 			defer s.bundle.Close()
 			req := rules.Request{Method: strings.ToUpper(method), URL: u, Body: []byte(body), ContentType: contentType}
 			ex := s.index.Explain(req)
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetEscapeHTML(false)
+				enc.SetIndent("", "  ")
+				return enc.Encode(ex)
+			}
 			ex.Print(cmd.OutOrStdout())
 			return nil
 		},
@@ -53,5 +63,6 @@ or the nearest recorded candidates when it misses. TARGET is as for 'pab replay'
 	cmd.Flags().StringVar(&method, "method", "GET", "request method")
 	cmd.Flags().StringVar(&body, "body", "", "request body")
 	cmd.Flags().StringVar(&contentType, "content-type", "", "request Content-Type (how the body is normalized: JSON, form, or other)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the explanation as JSON")
 	return cmd
 }

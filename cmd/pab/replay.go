@@ -55,7 +55,7 @@ func openSession(g *globalFlags, arg string, errOut io.Writer) (*session, error)
 		b.Close()
 		return nil, err
 	}
-	idx, err := replay.NewIndex(b, rs)
+	idx, err := replay.NewIndex(b, rs, replay.IndexOptions{RuleRoot: repo.Root})
 	if err != nil {
 		b.Close()
 		return nil, err
@@ -79,8 +79,9 @@ own CA (see 'pab ca'); point a browser or client at the proxy and trust that CA.
 TARGET is a task id, a task directory, a bundle directory (with manifest.json) or a
 WARC file. Requests are matched by key (method, host, normalized path, kept query
 parameters, normalized body; see docs/rules.md) in this order: blocked (204), exact
-(earliest copy), fuzzy (same method, host and path, most query parameters in common),
-miss (answered by request type). http://rr.control/stats answers counts as JSON.
+(earliest copy; the last for latest pages), search (most similar recorded search text),
+promo (the code's recording, or invalid_code's), fuzzy (same method, host and path,
+most query parameters in common), miss (answered by request type). http://rr.control/stats answers counts as JSON.
 
 With --check, pab replays every recorded page once through the running proxy,
 prints hit rates and exits.`,

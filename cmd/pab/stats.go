@@ -15,7 +15,7 @@ func newStatsCmd(g *globalFlags) *cobra.Command {
 		Use:   "stats LOG.jsonl [TARGET]",
 		Short: "Summarize a replay log: hit rates, top missed keys, spares",
 		Long: `Summarize a log written by 'pab replay --log': the share of requests answered
-by each source (exact, fuzzy, blocked, preflight, miss), broken down by request
+by each source (exact, search, promo, fuzzy, blocked, preflight, miss), broken down by request
 type, and the most frequent missed keys. Given the TARGET that was replayed, it
 also lists the spares: recorded exchanges that no request used.`,
 		Example: `  pab stats replay.jsonl
