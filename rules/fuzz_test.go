@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/url"
 	"strings"
 	"testing"
@@ -121,6 +123,149 @@ func FuzzParseRules(f *testing.F) {
 				set.Excluded(u)
 				set.Latest(u)
 				set.XHRNotFound(u.Host)
+			}
+		}
+	})
+}
+
+// idempotentRules are the rules FuzzKeyIdempotent keys with: the shipped _default plus a
+// shop whose endpoint key templates give paths their own endpoint matches again (a
+// template that leads out of its endpoint, "/{slug}/dp/{asin}" keyed "/dp/{asin}", makes
+// the key of the key's own URL differ by design; docs/rules.md advises against it).
+const idempotentRules = `hosts: ["shop.test", "*.shop.test"]
+drop_params: [ref, "pd_rd_*", sid]
+body_drop: ["*token*", clientTs]
+endpoints:
+  - name: product
+    match: "GET /**/dp/{asin}/**"
+    key: "/dp/{asin}"
+    keep_params: [th, psc]
+  - name: search
+    match: "GET /s"
+    keep_params: [k, page, "rh*"]
+    kind: search
+    text_param: k
+  - name: add
+    match: "POST /cart/add/**"
+    kind: stateful
+    body_keep: [ASIN, quantity, items]
+  - name: item
+    match: "GET /item/{id}"
+    key: "/item/{id}"
+`
+
+// requestFromKey builds the request a key stands for: the URL from host, path and kept
+// parameters, the method, and the normalized body under the original content type. A form
+// body is read back from its rendering (see Key.String); a digested body is left out, and
+// digest reports that.
+func requestFromKey(t *testing.T, k Key, contentType string, body []byte) (r Request, digest bool) {
+	t.Helper()
+	path, err := url.PathUnescape(k.Path)
+	if err != nil {
+		t.Fatalf("key path %q is not percent-encoded properly: %v", k.Path, err)
+	}
+	var q []string
+	for _, p := range k.Params {
+		q = append(q, url.QueryEscape(p.Name)+"="+url.QueryEscape(p.Value))
+	}
+	u := &url.URL{Scheme: "https", Host: k.Host, Path: path, RawPath: k.Path, RawQuery: strings.Join(q, "&")}
+	r = Request{Method: k.Method, URL: u, ContentType: contentType}
+	sum := sha256.Sum256(body)
+	switch {
+	case k.Body == "":
+	case k.Body == "sha256:"+hex.EncodeToString(sum[:]):
+		digest = true
+	case mediaType(contentType) == "application/x-www-form-urlencoded":
+		var fields []string
+		for _, piece := range strings.Split(k.Body, "&") {
+			name, value, _ := strings.Cut(piece, "=")
+			fields = append(fields, url.QueryEscape(pctDecode(name))+"="+url.QueryEscape(pctDecode(value)))
+		}
+		r.Body = []byte(strings.Join(fields, "&"))
+	default: // canonical JSON
+		r.Body = []byte(k.Body)
+	}
+	return r, digest
+}
+
+// pctDecode undoes writeEscaped: every %XX is a byte.
+func pctDecode(s string) string {
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			hi, ok1 := unhex(s[i+1])
+			lo, ok2 := unhex(s[i+2])
+			if ok1 && ok2 {
+				b = append(b, hi<<4|lo)
+				i += 2
+				continue
+			}
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}
+
+// FuzzKeyIdempotent checks that normalizing never panics and that a normalized request
+// normalizes to itself: the request rebuilt from a key (see requestFromKey) has the same
+// key. A digested body is compared by leaving it out.
+func FuzzKeyIdempotent(f *testing.F) {
+	f.Add("GET", "https://WWW.Shop.Test:443/Apple-AirPods/dp/B0FQFB8FMG/ref=sr_1_1?th=1&ref=x&utm_source=y", []byte(nil), "")
+	f.Add("get", "http://shop.test/s?k=airpods+pro&page=2&crid=2X&rh=n%3A1&sprefix=air%2Caps", []byte(nil), "")
+	f.Add("POST", "https://shop.test/cart/add/x", []byte(`{"ASIN":"B0","quantity":"1","csrf_token":"t","items":[{"a":1,"authToken":"z"}]}`), "application/json; charset=utf-8")
+	f.Add("POST", "http://shop.test:8080/login", []byte("b=2&a=1&a=0&q=x+y%21&csrfToken=abc&%3D=%26&e=%E2%82%AC&z=%FF"), "application/x-www-form-urlencoded")
+	f.Add("PUT", "http://[::1]:80/%2F%2e%2E/x?%zz=%&a=%2B", []byte{0, 1, 2, 0xff}, "application/octet-stream")
+	f.Add("POST", "https://e.com/beacon", []byte(` [1.50, -0, 1e3, "\u2028\ud800", {"b":null,"a":true}] `), "text/plain")
+	f.Add("GET", "https://shop.test/item/a%20b/../c?x=1;y=2", []byte(nil), "")
+	f.Add("", "//host./p;x?&&=&", []byte(`"just a string"`), "application/json")
+	file, err := ParseFile("shop.yaml", []byte(idempotentRules))
+	if err != nil {
+		f.Fatal(err)
+	}
+	def, err := ParseFile(EmbeddedDefaultPath, sites.Default)
+	if err != nil {
+		f.Fatal(err)
+	}
+	s, err := build([]layerFile{{file: def, site: DefaultSite}, {file: file, site: "shop"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, method, rawURL string, body []byte, contentType string) {
+		u, err := url.Parse(rawURL)
+		if err != nil {
+			u = &url.URL{Host: rawURL, Path: rawURL, RawQuery: rawURL}
+		}
+		k1 := s.Key(Request{Method: method, URL: u, Body: body, ContentType: contentType})
+		r2, digest := requestFromKey(t, k1, contentType, body)
+		k2 := s.Key(r2)
+		if digest {
+			k1.Body, k2.Body = "", ""
+		}
+		if k1.String() != k2.String() {
+			t.Fatalf("not idempotent:\n first  %q\n again  %q\n (rebuilt URL %q, body %q)", k1.String(), k2.String(), r2.URL.String(), r2.Body)
+		}
+	})
+}
+
+// FuzzCheckFile checks that CheckFile never panics, finds problems exactly when ParseFile
+// refuses the file, and reports each on one line naming the file.
+func FuzzCheckFile(f *testing.F) {
+	f.Add(sites.Default)
+	f.Add([]byte(idempotentRules))
+	f.Add([]byte("hosts: [a, \"b/c\"]\ndrop_param: x\nendpoints:\n  - name: p\n    match: GET /{a}\n    key: /{b}\n    fuzzy: 1\n    x: y\n  - name: p\n    match: /q\n"))
+	f.Add([]byte("endpoints:\n  - {name: a, match: /a, similarity: 9, similarity: 1}\n  - [x]\n  - name: a\n"))
+	f.Add([]byte("hosts: &a [x]\ndrop_params: *a\n<<: {a: 1}\n"))
+	f.Add([]byte("a: [1, 2\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ps := CheckFile("fuzz.yaml", data)
+		_, err := ParseFile("fuzz.yaml", data)
+		if (len(ps) == 0) != (err == nil) {
+			t.Fatalf("CheckFile found %d problems, ParseFile said %v", len(ps), err)
+		}
+		for _, p := range ps {
+			line := p.String()
+			if !strings.HasPrefix(line, "fuzz.yaml") || strings.Contains(line, "\n") || p.Message == "" {
+				t.Fatalf("bad problem %q", line)
 			}
 		}
 	})

@@ -38,6 +38,7 @@ current directory. Unpacked recordings and pab's CA live in $PAB_CACHE
 		newStatsCmd(g),
 		newTasksCmd(g),
 		newCACmd(g),
+		newRulesCmd(g),
 	)
 	return root
 }

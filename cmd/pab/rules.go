@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pab-dev/pab/rules"
+)
+
+func newRulesCmd(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rules",
+		Short: "Work with site rule files",
+		Long: `Site rule files (YAML) decide how requests are matched to the recording:
+which parameters and body fields are ignored, which hosts are blocked, which pages
+answer with their last copy, and how endpoints are keyed. See docs/rules.md.`,
+	}
+	cmd.AddCommand(newRulesCheckCmd(g))
+	return cmd
+}
+
+func newRulesCheckCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "check [DIR...]",
+		Short: "Validate rule files and report every problem",
+		Long: `Check every rule file (*.yaml, *.yml) in the given directories and print one line
+per problem, "FILE:LINE: field: message", every problem rather than the first:
+unknown fields, values of the wrong type, bad globs and match patterns, key
+templates using captures their match lacks, misnamed files (.yml, a site field
+that differs from the file name), sites without hosts.
+
+Without DIR it checks the repository's sites/ and the rules/ directory of every
+task under tasks/. A task's rules are checked on top of sites/, as replay layers
+them, and so is any other DIR given, so a task file may rely on the hosts listed
+in sites/<site>.yaml. A task without a rules/ directory has nothing to check; a
+DIR given that does not exist is an error.
+
+Exit status: 0 when every file is valid, 1 when there is any problem.`,
+		Example: `  pab rules check
+  pab rules check sites
+  pab rules check tasks/books-sapiens-price/rules
+  pab --repo ~/my-tasks rules check`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			repo, err := g.findRepo()
+			if err != nil {
+				return err
+			}
+			sitesDir := shortPath(repo.SitesDir())
+			type job struct {
+				dir  string
+				base []string
+			}
+			var jobs []job
+			if len(args) == 0 {
+				jobs = append(jobs, job{dir: sitesDir})
+				ids, err := repo.TaskIDs()
+				if err != nil {
+					return err
+				}
+				for _, id := range ids {
+					jobs = append(jobs, job{dir: shortPath(filepath.Join(repo.TasksDir(), id, "rules")), base: []string{sitesDir}})
+				}
+			} else {
+				for _, dir := range args {
+					fi, err := os.Stat(dir)
+					if err != nil {
+						return fmt.Errorf("rules check: %w", err)
+					}
+					if !fi.IsDir() {
+						return fmt.Errorf("rules check: %s is not a directory", dir)
+					}
+					j := job{dir: shortPath(dir)}
+					if !samePath(dir, sitesDir) {
+						j.base = []string{sitesDir}
+					}
+					jobs = append(jobs, j)
+				}
+			}
+			out := cmd.OutOrStdout()
+			files, problems := 0, 0
+			for _, j := range jobs {
+				ps, err := rules.CheckDir(j.dir, j.base...)
+				if err != nil {
+					return err
+				}
+				for _, p := range ps {
+					fmt.Fprintln(out, p.String())
+				}
+				problems += len(ps)
+				files += countRuleFiles(j.dir)
+			}
+			if problems > 0 {
+				return exitError{code: 1, msg: fmt.Sprintf("rules check: %d %s in %d %s", problems, plural(problems, "problem"), files, plural(files, "rule file"))}
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "pab rules check: %d %s, no problems\n", files, plural(files, "rule file"))
+			return nil
+		},
+	}
+}
+
+// countRuleFiles counts the *.yaml and *.yml files of dir that are not hidden.
+func countRuleFiles(dir string) int {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, de := range des {
+		name := de.Name()
+		if name[0] != '.' && (filepath.Ext(name) == ".yaml" || filepath.Ext(name) == ".yml") {
+			n++
+		}
+	}
+	return n
+}
+
+// shortPath returns path relative to the current directory when it lies inside it, so
+// that problems name files as a user in the repository would type them.
+func shortPath(path string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	if rel, err := filepath.Rel(wd, abs); err == nil && isInside(abs, wd) {
+		return rel
+	}
+	return path
+}
+
+// samePath reports whether a and b name the same directory (after making them absolute).
+func samePath(a, b string) bool {
+	x, err1 := filepath.Abs(a)
+	y, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && x == y
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
