@@ -554,8 +554,12 @@ func (r *Reader) readRecord(start int64) (*Record, error) {
 		case err != nil && err != io.EOF:
 			return nil, err
 		default:
-			return nil, fmt.Errorf("%w: Content-Length %d, but the block is followed by %q, not CRLF CRLF (at uncompressed offset %d)",
-				ErrContentLength, cl, append(marker, next...), blockEnd)
+			where := "byte " + strconv.FormatInt(blockEnd, 10)
+			if r.gz != nil {
+				where = "uncompressed offset " + strconv.FormatInt(blockEnd, 10)
+			}
+			return nil, fmt.Errorf("%w: Content-Length %d, but the block is followed by %q, not CRLF CRLF (at %s)",
+				ErrContentLength, cl, append(marker, next...), where)
 		}
 	}
 
