@@ -13,6 +13,17 @@ if ! command -v chromium >/dev/null 2>&1; then
 	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 
+# warcio.js (npm package warcio, pinned in tools/warcio/package-lock.json) reads pab's
+# exported WARC files in warc/warcio_test.go; that test fails in CI without it.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+	echo "test.sh: node or npm not found; installing Debian's nodejs and npm" >&2
+	sudo=""
+	[ "$(id -u)" = 0 ] || sudo="sudo"
+	$sudo apt-get update -qq
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+fi
+npm ci --prefix tools/warcio --no-audit --no-fund --silent
+
 go vet ./...
 go test -race -count=1 ./...
 

@@ -130,6 +130,12 @@ func normID(s string) string { return strings.Trim(strings.TrimSpace(s), "<>") }
 // ImportWARCs reads the WARC files at paths and writes their HTTP exchanges as a bundle
 // at dir (see NewBundleWriter):
 //
+//   - A path ending in ".wacz" is a WACZ (WACZ 1.1.1): its archive/*.warc and
+//     archive/*.warc.gz members are read in name order, streamed from the ZIP, as if given
+//     in its place; each counts as one file in the report and is named
+//     "FILE.wacz!archive/NAME" in messages. Its pages.jsonl and indexes are ignored (pages
+//     are inferred as below). A WACZ that is not a ZIP, or holds unsafe member names or
+//     links, is refused (see openWACZ).
 //   - Each response is paired with its request: a WARC-Concurrent-To on either record,
 //     else the nearest unpaired request record of the same file with the same target URI
 //     (ties go to the earlier one). A response without a request is written as a GET.
@@ -175,9 +181,25 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 		ctx = context.Background()
 	}
 	b := &budget{limit: limit}
+	var inputs []importInput
+	for _, path := range paths {
+		if !strings.HasSuffix(strings.ToLower(path), ".wacz") {
+			p := path
+			inputs = append(inputs, importInput{name: p, open: func() (*Reader, error) { return OpenReader(p) }})
+			continue
+		}
+		zr, members, err := openWACZ(path)
+		if err != nil {
+			return rep, err
+		}
+		defer zr.Close()
+		for _, m := range members {
+			inputs = append(inputs, importInput{name: m.name, open: m.open})
+		}
+	}
 	var resps []*inRec
-	for fi, path := range paths {
-		got, err := readHTTPRecords(ctx, path, fi, rep, warn, b)
+	for fi, in := range inputs {
+		got, err := readHTTPRecords(ctx, in, fi, rep, warn, b)
 		if err != nil {
 			return rep, err
 		}
@@ -303,8 +325,15 @@ type budget struct {
 	held, limit int64
 }
 
-func readHTTPRecords(ctx context.Context, path string, fi int, rep *ImportReport, warn func(string), b *budget) ([]*inRec, error) {
-	rd, err := OpenReader(path)
+// importInput is one WARC stream of an import: a file, or a WARC member of a WACZ.
+type importInput struct {
+	name string // the file's path, or "FILE.wacz!archive/NAME.warc.gz"
+	open func() (*Reader, error)
+}
+
+func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportReport, warn func(string), b *budget) ([]*inRec, error) {
+	path := in.name
+	rd, err := in.open()
 	if err != nil {
 		return nil, err
 	}

@@ -2,44 +2,71 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/warc"
 )
 
 func newImportCmd(g *globalFlags) *cobra.Command {
 	var (
-		id      string
-		replace bool
-		title   string
+		id        string
+		replace   bool
+		preferNew bool
+		noCheck   bool
+		title     string
 	)
 	cmd := &cobra.Command{
-		Use:   "import --task ID FILE.warc[.gz]...",
-		Short: "Turn WARC files into a task's recording (tasks/ID/recording, format 2)",
-		Long: `Import WARC files written by any archiving tool (wget, warcprox, Browsertrix,
-pywb, Webrecorder, Heritrix) into tasks/ID/recording in pab's published layout
-(format 2, see docs/bundle-format.md).
+		Use:   "import --task ID (FILE.warc[.gz]|FILE.wacz... | BUNDLE-DIR | RECORDING-DIR)",
+		Short: "Turn WARC files or a bundle into a task's recording (tasks/ID/recording, format 2)",
+		Long: `Import into tasks/ID/recording, in pab's published layout (format 2, see
+docs/bundle-format.md), one of:
+  - WARC or WACZ files written by any archiving tool (wget, warcprox, Browsertrix,
+    pywb, Webrecorder, Heritrix, pab export);
+  - a bundle directory (manifest.json, archive/data.warc, indexes/, pages/), such as
+    'pab record --out DIR' writes;
+  - a published recording directory (another task's recording/).
+A bundle or recording is audited first (see 'pab audit') and refused, with every
+problem listed, when the audit fails.
 
-Response bodies are stored decoded (chunked, gzip, deflate, br removed; the original
-encoding is kept in the WARC header RR-Original-Content-Encoding), identical payloads
-of 1 KB or more are stored once as revisit records, requests lose Cookie and
-Authorization, and every Set-Cookie value becomes REDACTED. Revisit records of the
-input are resolved to their original; one whose original is absent is kept and
-replayed as a miss. A task.yaml with a title is created when the task has none.
+From WARC files, response bodies are stored decoded, identical payloads of 1 KB or
+more once, requests lose Cookie and Authorization, and every Set-Cookie value
+becomes REDACTED (docs/import.md).
 
-Nothing is written unless the whole import succeeds.`,
+When the task already has a recording, the two are merged: every exchange of both
+is kept, the recording captured first before the other, so a request recorded both
+times is answered from the earlier copy and a "latest" page from the newer one.
+--prefer-new drops the existing exchanges recorded again (same method, URL and
+request body), so the new copies answer them; --replace drops the existing
+recording entirely.
+
+Afterwards rules are inferred from the recording and written to
+tasks/ID/rules/<site>.auto.yaml (hand-written rule files are never touched), and
+every recorded request is replayed once offline to print hit rates with the generic
+rules only, with the inferred rules, and with all the rules in effect.
+
+Nothing is written unless the whole import succeeds. A task.yaml with a title is
+created when the task has none.`,
 		Example: `  pab import --task my-books testdata/sites/books.toscrape.warc
-  pab import --task my-task --replace crawl-00000.warc.gz crawl-00001.warc.gz`,
+  pab import --task my-task --replace crawl-00000.warc.gz crawl-00001.warc.gz
+  pab import --task my-task ./recorded-bundle
+  pab import --task my-task --prefer-new ./second-visit`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if id == "" {
 				return fmt.Errorf("import: --task ID is required")
+			}
+			if replace && preferNew {
+				return fmt.Errorf("import: --replace and --prefer-new exclude each other")
 			}
 			repo, err := g.findRepo()
 			if err != nil {
@@ -50,63 +77,299 @@ Nothing is written unless the whole import succeeds.`,
 			}
 			taskDir := filepath.Join(repo.TasksDir(), id)
 			recDir := filepath.Join(taskDir, "recording")
-			if _, err := os.Stat(filepath.Join(recDir, warc.ManifestFile)); err == nil && !replace {
-				return fmt.Errorf("import: %s already holds a recording; pass --replace to overwrite it", recDir)
-			}
+			dirInput := false
 			for _, p := range args {
 				st, err := os.Stat(p)
 				if err != nil {
 					return fmt.Errorf("import: %w", err)
 				}
-				if !st.Mode().IsRegular() {
+				switch {
+				case st.IsDir():
+					dirInput = true
+				case !st.Mode().IsRegular():
 					return fmt.Errorf("import: %s is not a regular file", p)
 				}
 			}
+			if dirInput && len(args) > 1 {
+				return fmt.Errorf("import: give one bundle or recording directory, or WARC files")
+			}
+			old, err := warc.RecordingFiles(recDir)
+			if err != nil {
+				return fmt.Errorf("import: %w", err)
+			}
+			merge := len(old) > 0 && !replace
 			// Ctrl-C stops the import between records; what was begun is removed.
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if err := os.MkdirAll(repo.CacheDir(), 0o755); err != nil {
-				return err
-			}
-			work, err := os.MkdirTemp(repo.CacheDir(), "import-"+id+"-")
+			work, err := cacheWorkDir(repo, "import-"+id+"-")
 			if err != nil {
 				return err
 			}
 			defer os.RemoveAll(work)
-			bundle := filepath.Join(work, "bundle")
-			errOut := cmd.ErrOrStderr()
-			rep, err := warc.ImportWARCs(args, bundle, warc.ImportOptions{TaskID: id, Context: ctx})
-			if err != nil {
-				return err
+			errOut, out := cmd.ErrOrStderr(), cmd.OutOrStdout()
+
+			// 1. the incoming recording as a bundle directory
+			incoming := filepath.Join(work, "in")
+			var rep *warc.ImportReport
+			if dirInput {
+				incoming, err = auditedInput(args[0], filepath.Join(work, "in"), errOut)
+				if err != nil {
+					return err
+				}
+			} else {
+				rep, err = warc.ImportWARCs(args, incoming, warc.ImportOptions{TaskID: id, Context: ctx})
+				if err != nil {
+					return err
+				}
 			}
+
+			// 2. merged with the existing recording (or normalized alone)
+			final := incoming
+			oldCount := 0
+			if merge || dirInput {
+				oldDir := ""
+				if merge {
+					oldDir = filepath.Join(work, "old")
+					if err := warc.Unpack(recDir, oldDir); err != nil {
+						return fmt.Errorf("import: existing recording: %w (pass --replace to drop it, or run pab recording migrate)", err)
+					}
+					if oldCount, err = warc.CountRecordingEntries(recDir); err != nil {
+						return err
+					}
+				}
+				final = filepath.Join(work, "merged")
+				if err := warc.Merge(oldDir, incoming, final, warc.MergeOptions{PreferNew: preferNew, TaskID: id, Context: ctx}); err != nil {
+					return fmt.Errorf("import: %w", err)
+				}
+			}
+
+			// 3. published
 			_, statErr := os.Stat(taskDir)
 			newTask := os.IsNotExist(statErr)
 			if err := os.MkdirAll(taskDir, 0o755); err != nil {
 				return err
 			}
-			if err := warc.Pack(bundle, recDir); err != nil {
+			if err := warc.Pack(final, recDir); err != nil {
 				if newTask {
 					os.RemoveAll(taskDir)
 				}
 				return err
 			}
-			if title == "" {
+			if title == "" && rep != nil {
 				title = rep.Title
+			}
+			if title == "" {
+				title = firstPageTitle(final)
 			}
 			if err := task.WriteCardIfMissing(taskDir, id, title); err != nil {
 				return err
 			}
-			for _, w := range rep.Warnings {
-				fmt.Fprintln(errOut, "pab import: warning:", w)
+			if rep != nil {
+				for _, w := range rep.Warnings {
+					fmt.Fprintln(errOut, "pab import: warning:", w)
+				}
 			}
-			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "imported %s into %s\n", joinArgs(args), recDir)
-			fmt.Fprint(out, rep.Summary())
+			if rep != nil {
+				fmt.Fprint(out, rep.Summary())
+			}
+			if total, err := warc.CountRecordingEntries(recDir); err == nil && merge {
+				fmt.Fprintf(out, "merged with the existing recording: %d exchanges before, %d now\n", oldCount, total)
+			}
+
+			// 4. inferred rules and the self-check
+			t := &task.Task{Repo: repo, ID: id, Dir: taskDir}
+			layers, err := inferRules(t, final, work, out)
+			if err != nil {
+				return err
+			}
+			if noCheck {
+				return nil
+			}
+			if err := selfCheck(ctx, out, repo, final, layers); err != nil {
+				fmt.Fprintln(errOut, "pab import: warning: the self-check did not run:", err)
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&id, "task", "", "task id: the recording goes to tasks/ID/recording (required)")
-	cmd.Flags().BoolVar(&replace, "replace", false, "overwrite an existing recording of the task")
+	cmd.Flags().BoolVar(&replace, "replace", false, "drop the task's existing recording instead of merging with it")
+	cmd.Flags().BoolVar(&preferNew, "prefer-new", false, "merge, but let the new copies of requests recorded again replace the existing ones")
+	cmd.Flags().BoolVar(&noCheck, "no-check", false, "skip the replay self-check after the import")
 	cmd.Flags().StringVar(&title, "title", "", "title for a new task.yaml (default: the first page's title); an existing task.yaml is never changed")
 	return cmd
+}
+
+// auditedInput checks a bundle or published recording directory with the audit, printing
+// every problem to errOut, and returns a bundle directory holding it (dir itself, or the
+// recording unpacked into work).
+func auditedInput(dir, work string, errOut io.Writer) (string, error) {
+	var probs []warc.Problem
+	bundle := dir
+	switch {
+	case isRecordingDir(dir):
+		probs = warc.AuditRecording(dir, work)
+		bundle = work
+	case isRegularFile(filepath.Join(dir, warc.ManifestFile)):
+		probs = warc.Audit(dir)
+	default:
+		return "", fmt.Errorf("import: %s is neither a bundle directory (manifest.json, archive/data.warc, ...) nor a published recording (warc.tar.gz, ...)", dir)
+	}
+	if len(probs) > 0 {
+		for _, p := range probs {
+			fmt.Fprintln(errOut, p)
+		}
+		return "", fmt.Errorf("import: %s fails the audit (%d problems, listed above); nothing was imported", dir, len(probs))
+	}
+	return bundle, nil
+}
+
+func isRegularFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// firstPageTitle is the title of the bundle's first page that has one, or "".
+func firstPageTitle(dir string) string {
+	b, err := warc.OpenBundle(dir)
+	if err != nil {
+		return ""
+	}
+	defer b.Close()
+	for _, p := range b.Pages {
+		if p.Title != "" {
+			return p.Title
+		}
+	}
+	return ""
+}
+
+// Bounds of the part of each payload handed to rule inference: HTML pages are parsed
+// (rules.InferOptions.MaxHTMLBytes), other payloads are only told apart by size and digest,
+// which the samples carry whole, and sniffed for tracking pixels.
+const (
+	maxInferBody      = 2 << 20
+	maxInferOtherBody = 4 << 10
+)
+
+// inferRules infers site rules from the bundle (rules.Infer), with the repository's sites/
+// and the task's hand-written rule files as what is already known, writes them as the
+// task's rules/<site>.auto.yaml (rules.WriteAutoFiles: hand-written files are never
+// touched), and returns the rule layers of the self-check: generic rules only, generic +
+// inferred, and everything in effect.
+func inferRules(t *task.Task, bundleDir, work string, out io.Writer) ([]ruleLayer, error) {
+	handDir := filepath.Join(work, "hand-rules")
+	if err := copyHandRules(t.RulesDir(), handDir); err != nil {
+		return nil, err
+	}
+	base, err := rules.Load(t.Repo.SitesDir(), handDir)
+	if err != nil {
+		return nil, err
+	}
+	samples, err := bundleSamples(bundleDir)
+	if err != nil {
+		return nil, err
+	}
+	files := rules.Infer(samples, base, rules.InferOptions{})
+	inferredDir := filepath.Join(work, "inferred-rules")
+	if err := rules.WriteAutoFiles(inferredDir, files); err != nil {
+		return nil, err
+	}
+	if len(files) > 0 || isDirPath(t.RulesDir()) {
+		if err := rules.WriteAutoFiles(t.RulesDir(), files); err != nil {
+			return nil, err
+		}
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, filepath.Join(t.RulesDir(), rules.AutoFileName(f.Site)))
+	}
+	if len(names) > 0 {
+		fmt.Fprintf(out, "inferred rules: %s\n", strings.Join(names, ", "))
+	} else {
+		fmt.Fprintln(out, "inferred rules: none")
+	}
+	return []ruleLayer{
+		{name: "generic rules only"},
+		{name: "+ inferred", dirs: []string{inferredDir}},
+		{name: "+ hand-written", dirs: []string{t.Repo.SitesDir(), t.RulesDir()}},
+	}, nil
+}
+
+func isDirPath(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
+// copyHandRules copies the hand-written rule files of a task's rules directory (every
+// *.yaml but *.auto.yaml, regular files of at most rules.MaxFileSize bytes) into dst.
+func copyHandRules(src, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	des, err := os.ReadDir(src)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, de := range des {
+		name := de.Name()
+		if !strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".auto.yaml") || !de.Type().IsRegular() {
+			continue
+		}
+		f, err := os.Open(filepath.Join(src, name))
+		if err != nil {
+			return err
+		}
+		data, err := io.ReadAll(io.LimitReader(f, rules.MaxFileSize+1))
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("read %s: %w", filepath.Join(src, name), err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bundleSamples reads the bundle's exchanges as rule inference sees them, in recording
+// order: each payload cut as maxInferBody and maxInferOtherBody say, unresolved revisits
+// left out.
+func bundleSamples(dir string) ([]rules.Sample, error) {
+	b, err := warc.OpenBundle(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	var samples []rules.Sample
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		if e.Unresolved {
+			continue
+		}
+		resp, err := b.Response(e)
+		if err != nil {
+			return nil, err
+		}
+		limit := int64(maxInferOtherBody)
+		if e.Mime == "text/html" || e.Mime == "application/xhtml+xml" {
+			limit = maxInferBody
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+		if err != nil {
+			return nil, fmt.Errorf("read %s (entry %s): %w", filepath.Join(dir, warc.WARCFile), e.ID, err)
+		}
+		reqBody, err := b.RequestBody(e)
+		if err != nil {
+			return nil, err
+		}
+		ts, _ := time.Parse(time.RFC3339Nano, e.TS)
+		samples = append(samples, rules.Sample{Method: e.Method, URL: e.URL, Status: e.Status,
+			ContentType: resp.Header.Get("Content-Type"), Body: body, Digest: e.Digest, Size: e.Size,
+			Time: ts, ReqBody: reqBody, ReqContentType: e.ReqType})
+	}
+	return samples, nil
 }

@@ -39,6 +39,9 @@ current directory. Unpacked recordings and pab's CA live in $PAB_CACHE
 		newTasksCmd(g),
 		newCACmd(g),
 		newRulesCmd(g),
+		newExportCmd(g),
+		newAuditCmd(g),
+		newRecordingCmd(g),
 	)
 	return root
 }

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pab-dev/pab/task"
+	"github.com/pab-dev/pab/warc"
+)
+
+func newAuditCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "audit TARGET",
+		Short: "Check a recording for leaked credentials and damage before it is shared",
+		Long: fmt.Sprintf(`Check a recording and list every problem, one line each ("FILE: entry e000012: ...").
+TARGET is a task id, a task directory, a published recording directory
+(tasks/ID/recording) or a bundle directory (manifest.json, archive/data.warc, ...).
+
+The audit fails on: a manifest field pab does not write (start_url passes as
+legacy); a request that stores Cookie, Cookie2, Authorization or
+Proxy-Authorization; a Set-Cookie value other than REDACTED; an HTTP header line
+that is not a "Name: value" field (older recorders joined repeated fields with
+newlines); an entries.jsonl line that does not match its WARC records (record type,
+offsets, lengths, RR-Exchange-Id, URL, status, payload size and sha256 recomputed,
+request body); a damaged WARC; a record no entry points at; a published format other
+than %d. Exit status 1 when there is any problem.`, warc.RecordingFormat),
+		Example: `  pab audit books-sapiens-price
+  pab audit ./recorded-bundle`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			repo, err := g.findRepo()
+			if err != nil {
+				return err
+			}
+			arg := args[0]
+			var probs []warc.Problem
+			target := arg
+			switch {
+			case isRecordingDir(arg):
+				probs, err = auditRecording(repo, arg)
+			case isRegularFile(filepath.Join(arg, warc.ManifestFile)):
+				probs = warc.Audit(arg)
+			case isRegularFile(filepath.Join(arg, task.CardFile)):
+				target = filepath.Join(arg, "recording")
+				probs, err = auditRecording(repo, target)
+			default:
+				var t *task.Task
+				if t, err = repo.Task(arg); err != nil {
+					return fmt.Errorf("audit: %s is not a task id, a task directory, a recording or a bundle directory (%v)", arg, err)
+				}
+				target = t.RecordingDir()
+				probs, err = auditRecording(repo, target)
+			}
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			for _, p := range probs {
+				fmt.Fprintln(out, p)
+			}
+			if len(probs) > 0 {
+				return exitError{code: 1, msg: fmt.Sprintf("audit: %d problems in %s", len(probs), target)}
+			}
+			fmt.Fprintf(out, "%s: no problems\n", target)
+			return nil
+		},
+	}
+}
+
+// auditRecording audits a published recording, unpacking it into a temporary directory
+// of the cache.
+func auditRecording(repo *task.Repo, dir string) ([]warc.Problem, error) {
+	if !isRecordingDir(dir) {
+		return nil, fmt.Errorf("audit: %s holds no recording", dir)
+	}
+	work, err := cacheWorkDir(repo, "audit-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	return warc.AuditRecording(dir, filepath.Join(work, "bundle")), nil
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pab-dev/pab/task"
+	"github.com/pab-dev/pab/warc"
+)
+
+func newExportCmd(g *globalFlags) *cobra.Command {
+	var warcPath, waczPath string
+	cmd := &cobra.Command{
+		Use:   "export TARGET (--warc FILE.warc[.gz] | --wacz FILE.wacz)",
+		Short: "Write a recording as a standard WARC or WACZ file for other tools",
+		Long: `Write the recording of TARGET for other web-archive tools (pywb, ReplayWeb.page,
+warcio, ...). TARGET is as for 'pab replay': a task id, a task directory, a bundle
+directory or a WARC file.
+
+--warc writes one WARC 1.1 file: a warcinfo record, then every exchange's response
+(or revisit) and request records exactly as pab stores them: decoded bodies, no
+Cookie or Authorization, Set-Cookie values REDACTED. A name ending in .gz gives one
+gzip member per record.
+
+--wacz writes a WACZ 1.1.1 package (a ZIP): archive/data.warc.gz, a CDXJ index
+(indexes/index.cdx), pages/pages.jsonl, datapackage.json with the sha256 and size
+of every file, and datapackage-digest.json. 'pab import' reads it back.
+
+The file is written beside its destination and renamed into place; the same
+recording always gives the same bytes.`,
+		Example: `  pab export books-sapiens-price --warc books.warc.gz
+  pab export tasks/archive-org-jobs --wacz archive-org-jobs.wacz
+  pab import --task copy-of-jobs archive-org-jobs.wacz`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (warcPath == "") == (waczPath == "") {
+				return fmt.Errorf("export: give exactly one of --warc FILE and --wacz FILE")
+			}
+			out := warcPath
+			if out == "" {
+				out = waczPath
+				if !strings.HasSuffix(strings.ToLower(out), ".wacz") {
+					return fmt.Errorf("export: --wacz %s: a WACZ file name must end in .wacz", out)
+				}
+			}
+			if st, err := os.Stat(out); err == nil && !st.Mode().IsRegular() {
+				return fmt.Errorf("export: %s exists and is not a regular file", out)
+			}
+			b, name, err := openBundleTarget(g, args[0], cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			if warcPath != "" {
+				err = warc.ExportWARCFile(b, out)
+			} else {
+				err = warc.ExportWACZ(b, out)
+			}
+			if err != nil {
+				return err
+			}
+			size, err := statSize(out)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "exported %s (%d exchanges, %d pages) to %s (%s)\n",
+				name, len(b.Entries), len(b.Pages), out, humanBytes(size))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&warcPath, "warc", "", "write a WARC 1.1 file (gzip per record when the name ends in .gz)")
+	cmd.Flags().StringVar(&waczPath, "wacz", "", "write a WACZ 1.1.1 file (name ending in .wacz)")
+	return cmd
+}
+
+// openBundleTarget resolves arg as 'pab replay' does and opens its bundle, without rules.
+// An unpacked copy in the cache that cannot be opened is removed and made again, with a
+// note on errOut. It returns the bundle and the target's name.
+func openBundleTarget(g *globalFlags, arg string, errOut io.Writer) (*warc.Bundle, string, error) {
+	repo, err := g.findRepo()
+	if err != nil {
+		return nil, "", err
+	}
+	tgt, err := task.Resolve(arg, repo)
+	if err != nil {
+		return nil, "", err
+	}
+	b, err := warc.OpenBundle(tgt.BundleDir)
+	if err != nil && isInside(tgt.BundleDir, repo.CacheDir()) {
+		fmt.Fprintf(errOut, "pab: the unpacked copy in %s is damaged (%v); unpacking it again\n", tgt.BundleDir, err)
+		if err = os.RemoveAll(tgt.BundleDir); err == nil {
+			if tgt, err = task.Resolve(arg, repo); err == nil {
+				b, err = warc.OpenBundle(tgt.BundleDir)
+			}
+		}
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return b, tgt.Name, nil
+}

@@ -1,0 +1,716 @@
+package warc
+
+// This file checks a bundle or a published recording before it is trusted or shared
+// (`pab audit`, and `pab import` of a bundle): it reports every problem it finds rather than
+// stopping at the first, so a person can fix a recording in one pass.
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// Problem is one finding of Audit. File is the path of the file it concerns as the caller
+// named it (inside a published recording: the recording's file, e.g. ".../entries.jsonl.gz").
+// Where narrows it down: "entry e000012", "line 3", "offset 1234", or "" for the whole file.
+type Problem struct {
+	File  string
+	Where string
+	Msg   string
+}
+
+// String formats the problem on one line: "FILE: WHERE: MSG" (or "FILE: MSG").
+func (p Problem) String() string {
+	if p.Where == "" {
+		return p.File + ": " + p.Msg
+	}
+	return p.File + ": " + p.Where + ": " + p.Msg
+}
+
+// manifestFields are the manifest.json fields pab writes; legacyManifestFields are older
+// fields the audit lets pass (docs/bundle-format.md): start_url was written by recorders
+// before format 2 and is dropped by the next import.
+var (
+	manifestFields       = []string{"task_id", "captured_from", "captured_to", "not_found", "locale", "timezone", "format"}
+	legacyManifestFields = []string{"start_url"}
+)
+
+// credentialHeaders may never be stored in a request record.
+var credentialHeaders = []string{"Cookie", "Cookie2", "Authorization", "Proxy-Authorization"}
+
+// auditNames are the file names shown in problems.
+type auditNames struct {
+	manifest, warc, entries, pages string
+}
+
+// Audit checks the bundle directory dir (docs/bundle-format.md) and returns every problem
+// found, in file order; none means the bundle may be published. It checks:
+//
+//   - manifest.json: a JSON object of known fields only ("start_url" passes as legacy), RFC
+//     3339 timestamps, and no "format" other than RecordingFormat;
+//   - archive/data.warc, record by record from the start (WARC 1.1 section 4): a WARC header,
+//     a Content-Length block and CRLF CRLF; a request record holding Cookie, Cookie2,
+//     Authorization or Proxy-Authorization; a Set-Cookie value that is not REDACTED; an HTTP
+//     header line that is not a "Name: value" field (older recorders joined repeated
+//     fields with newlines); a WARC-Block-Digest or sha256 WARC-Payload-Digest that does not
+//     match; a record no entry points at;
+//   - indexes/entries.jsonl, line by line: strict JSON, unique ids, and each entry against
+//     its records: span, WARC-Type, RR-Exchange-Id, WARC-Target-URI, status, method, payload
+//     size and sha256 recomputed, request body, and revisitOf naming an earlier stored
+//     payload with the same digest;
+//   - pages/pages.jsonl: strict JSON with a url and a known "fetched".
+//
+// Files that cannot be opened are problems too. Audit reads the manifest itself, so a
+// bundle OpenBundle refuses is still audited in full.
+func Audit(dir string) []Problem {
+	names := auditNames{
+		manifest: filepath.Join(dir, ManifestFile),
+		warc:     filepath.Join(dir, WARCFile),
+		entries:  filepath.Join(dir, EntriesFile),
+		pages:    filepath.Join(dir, PagesFile),
+	}
+	var probs []Problem
+	data, err := readAuditFile(dir, ManifestFile, MaxManifestBytes)
+	if err != nil {
+		probs = append(probs, Problem{File: names.manifest, Msg: err.Error()})
+	} else {
+		probs = append(probs, auditManifest(data, names.manifest, false)...)
+	}
+	return append(probs, auditContent(dir, names)...)
+}
+
+// AuditRecording checks the published recording in recordingDir (format 2): its manifest
+// must say "format": 2, and its files are unpacked into workDir (which must not exist or be
+// empty; the caller removes it) and checked as Audit does. Problems name the recording's
+// own files (entries.jsonl.gz for indexes/entries.jsonl, warc.tar.gz for
+// archive/data.warc). A recording that cannot be unpacked (a tar entry other than
+// archive/data.warc, a link, a second entry, a corrupt gzip stream) is one problem.
+func AuditRecording(recordingDir, workDir string) []Problem {
+	files, err := RecordingFiles(recordingDir)
+	if err != nil {
+		return []Problem{{File: recordingDir, Msg: err.Error()}}
+	}
+	if len(files) == 0 {
+		if f1, _ := format1Files(recordingDir); len(f1) > 0 {
+			return []Problem{{File: f1[0], Msg: fmt.Sprintf("format 1 recording; this pab reads format %d (run pab recording migrate)", RecordingFormat)}}
+		}
+		return []Problem{{File: recordingDir, Msg: "no recording files"}}
+	}
+	names := auditNames{
+		manifest: files[0],
+		pages:    files[1],
+		entries:  files[2],
+		warc:     files[3] + " (" + WARCFile + ")",
+	}
+	data, err := readAuditFile(recordingDir, RecordingManifestFile, MaxManifestBytes)
+	if err != nil {
+		return []Problem{{File: names.manifest, Msg: err.Error()}}
+	}
+	probs := auditManifest(data, names.manifest, true)
+	var probe struct {
+		Format json.RawMessage `json:"format"`
+	}
+	if json.Unmarshal(data, &probe) != nil || string(probe.Format) != strconv.Itoa(RecordingFormat) {
+		return probs // another format: its files are not read
+	}
+	if err := makeEmptyDir(workDir); err != nil {
+		return append(probs, Problem{File: workDir, Msg: err.Error()})
+	}
+	for _, d := range []string{filepath.Dir(WARCFile), filepath.Dir(EntriesFile), filepath.Dir(PagesFile)} {
+		if err := os.Mkdir(filepath.Join(workDir, d), 0o755); err != nil {
+			return append(probs, Problem{File: workDir, Msg: err.Error()})
+		}
+	}
+	if err := copyBounded(files[1], filepath.Join(workDir, PagesFile), MaxPagesBytes, false); err != nil {
+		return append(probs, Problem{File: names.pages, Msg: err.Error()})
+	}
+	if err := copyBounded(files[2], filepath.Join(workDir, EntriesFile), MaxEntriesBytes, true); err != nil {
+		return append(probs, Problem{File: names.entries, Msg: err.Error()})
+	}
+	if err := unpackWARC(files[3:], filepath.Join(workDir, WARCFile), MaxWARCBytes); err != nil {
+		return append(probs, Problem{File: files[3], Msg: err.Error()})
+	}
+	if err := os.WriteFile(filepath.Join(workDir, ManifestFile), data, 0o644); err != nil {
+		return append(probs, Problem{File: workDir, Msg: err.Error()})
+	}
+	return append(probs, auditContent(workDir, names)...)
+}
+
+// readAuditFile reads the regular file name inside dir (no symlink out of dir), at most max
+// bytes.
+func readAuditFile(dir, name string, max int64) ([]byte, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := openBundleFile(root, dir, name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("larger than %d bytes", max)
+	}
+	return data, nil
+}
+
+// auditManifest checks manifest.json's bytes. published: the manifest of a recording
+// directory, which must carry "format": RecordingFormat.
+func auditManifest(data []byte, path string, published bool) []Problem {
+	var probs []Problem
+	add := func(format string, args ...any) {
+		probs = append(probs, Problem{File: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil || raw == nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			add("not JSON: at byte %d: %v", se.Offset, err)
+		} else {
+			add("not a JSON object")
+		}
+		return probs
+	}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !slices.Contains(manifestFields, k) && !slices.Contains(legacyManifestFields, k) {
+			add("unknown field %q", k)
+		}
+	}
+	str := func(k string) (string, bool) {
+		v, ok := raw[k]
+		if !ok {
+			return "", false
+		}
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			add("%s is not a string", k)
+			return "", false
+		}
+		return s, true
+	}
+	for _, k := range []string{"task_id", "locale", "timezone", "start_url"} {
+		str(k)
+	}
+	for _, k := range []string{"captured_from", "captured_to"} {
+		if s, ok := str(k); ok && s != "" {
+			if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+				add("%s: %q is not an RFC 3339 time", k, s)
+			}
+		}
+	}
+	if v, ok := raw["not_found"]; ok {
+		var nf map[string]string
+		if err := json.Unmarshal(v, &nf); err != nil {
+			add("not_found is not an object of strings")
+		}
+	}
+	v, ok := raw["format"]
+	switch {
+	case !ok && published:
+		add("no format (older than format %d); run pab recording migrate", RecordingFormat)
+	case ok && string(v) != strconv.Itoa(RecordingFormat):
+		add("format %.20s; the current format is %d", v, RecordingFormat)
+	}
+	return probs
+}
+
+// auditRec is what the sequential scan of data.warc learned about one record.
+type auditRec struct {
+	off, length    int64
+	typ, target    string
+	exchID         string
+	recordID       string
+	refersTo       string // WARC-Refers-To of a revisit
+	payloadDigest  string // WARC-Payload-Digest as written
+	firstLine      string // HTTP request or status line
+	payloadSHA     string // hex sha256 of the block after the HTTP head
+	payloadLen     int64
+	hasHTTP        bool
+	referencedFrom string // id of the entry pointing at it
+}
+
+// auditContent checks data.warc, entries.jsonl and pages.jsonl of the bundle in dir.
+func auditContent(dir string, names auditNames) []Problem {
+	var probs []Problem
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return []Problem{{File: dir, Msg: err.Error()}}
+	}
+	defer root.Close()
+
+	var recs []*auditRec
+	byOff := map[int64]*auditRec{}
+	var warcSize int64 = -1
+	if wf, err := openBundleFile(root, dir, WARCFile); err != nil {
+		probs = append(probs, Problem{File: names.warc, Msg: openMsg(err)})
+	} else {
+		var scanProbs []Problem
+		recs, warcSize, scanProbs = scanWARC(wf, names.warc)
+		wf.Close()
+		probs = append(probs, scanProbs...)
+		for _, r := range recs {
+			byOff[r.off] = r
+		}
+	}
+
+	if ef, err := openBundleFile(root, dir, EntriesFile); err != nil {
+		probs = append(probs, Problem{File: names.entries, Msg: openMsg(err)})
+	} else {
+		probs = append(probs, auditEntries(ef, names, byOff, warcSize)...)
+		ef.Close()
+	}
+	for _, r := range recs {
+		if r.referencedFrom == "" && warcSize >= 0 {
+			probs = append(probs, Problem{File: names.warc, Where: recWhere(r), Msg: fmt.Sprintf("%s record is in no entry of %s", r.typ, EntriesFile)})
+		}
+	}
+
+	if pf, err := openBundleFile(root, dir, PagesFile); err != nil {
+		probs = append(probs, Problem{File: names.pages, Msg: openMsg(err)})
+	} else {
+		probs = append(probs, auditPages(pf, names.pages)...)
+		pf.Close()
+	}
+	return probs
+}
+
+func recWhere(r *auditRec) string {
+	if r.exchID != "" {
+		return "entry " + r.exchID
+	}
+	return fmt.Sprintf("offset %d", r.off)
+}
+
+// scanWARC reads every record of a bundle's data.warc in order and checks its framing,
+// digests, credentials and header lines. It stops at the first record it cannot frame.
+func scanWARC(f *os.File, name string) ([]*auditRec, int64, []Problem) {
+	var probs []Problem
+	var recs []*auditRec
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, -1, []Problem{{File: name, Msg: err.Error()}}
+	}
+	size := fi.Size()
+	br := bufio.NewReaderSize(f, 256<<10)
+	var off int64
+	for off < size {
+		rec, probsOfRec, err := scanRecord(br, off, name)
+		probs = append(probs, probsOfRec...)
+		if err != nil {
+			probs = append(probs, Problem{File: name, Where: fmt.Sprintf("offset %d", off), Msg: err.Error() + "; the rest of the file is not checked"})
+			return recs, -1, probs
+		}
+		recs = append(recs, rec)
+		off += rec.length
+	}
+	return recs, size, probs
+}
+
+// scanRecord reads the record starting at off from br.
+func scanRecord(br *bufio.Reader, off int64, name string) (*auditRec, []Problem, error) {
+	rec := &auditRec{off: off}
+	var n int64
+	var lines []string
+	for {
+		line, err := readBoundedLine(br, MaxWARCHeaderBytes-n)
+		n += int64(len(line))
+		if err != nil {
+			return nil, nil, fmt.Errorf("warc header: %w", err)
+		}
+		line = strings.TrimRight(line, "\r\n")
+		if line == "" {
+			break
+		}
+		lines = append(lines, line)
+	}
+	if len(lines) == 0 || !strings.HasPrefix(lines[0], "WARC/") {
+		return nil, nil, errors.New("no WARC version line where a record should start")
+	}
+	cl := int64(-1)
+	var blockDigest string
+	for _, l := range lines[1:] {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			return nil, nil, fmt.Errorf("malformed warc header line %.60q", l)
+		}
+		v = strings.TrimSpace(v)
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "warc-type":
+			rec.typ = v
+		case "warc-target-uri":
+			rec.target = v
+		case "rr-exchange-id":
+			rec.exchID = v
+		case "warc-record-id":
+			rec.recordID = v
+		case "warc-refers-to":
+			rec.refersTo = v
+		case "warc-payload-digest":
+			rec.payloadDigest = v
+		case "warc-block-digest":
+			blockDigest = v
+		case "content-length":
+			c, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || c < 0 {
+				return nil, nil, fmt.Errorf("bad Content-Length %q", v)
+			}
+			cl = c
+		}
+	}
+	if cl < 0 {
+		return nil, nil, errors.New("no Content-Length")
+	}
+	where := func() string { return recWhere(rec) }
+	var probs []Problem
+	add := func(format string, args ...any) {
+		probs = append(probs, Problem{File: name, Where: where(), Msg: fmt.Sprintf(format, args...)})
+	}
+
+	blockHash := sha256.New()
+	block := io.TeeReader(io.LimitReader(br, cl), blockHash)
+	payloadHash := sha256.New()
+	httpRec := rec.typ == "response" || rec.typ == "request" || rec.typ == "revisit"
+	if httpRec {
+		rec.hasHTTP = true
+		hb := bufio.NewReaderSize(block, 4096)
+		var headLen int64
+		var head []string
+		for {
+			line, err := readBoundedLine(hb, MaxHTTPHeaderBytes-headLen)
+			headLen += int64(len(line))
+			if err == io.EOF && line == "" {
+				break // a head ended by the end of the block (a revisit)
+			}
+			if err != nil && err != io.EOF {
+				return nil, nil, fmt.Errorf("http header: %w", err)
+			}
+			line = strings.TrimRight(line, "\r\n")
+			if line == "" {
+				break
+			}
+			head = append(head, line)
+		}
+		if len(head) > 0 {
+			rec.firstLine = head[0]
+		}
+		auditHTTPHead(rec.typ, head, add)
+		m, err := io.Copy(payloadHash, hb)
+		if err != nil {
+			return nil, nil, fmt.Errorf("block: %w", err)
+		}
+		rec.payloadLen = m
+	}
+	if _, err := io.Copy(io.Discard, block); err != nil {
+		return nil, nil, fmt.Errorf("block: %w", err)
+	}
+	var tail [4]byte
+	if _, err := io.ReadFull(br, tail[:]); err != nil || string(tail[:]) != "\r\n\r\n" {
+		return nil, nil, fmt.Errorf("the %d-byte block is not followed by CRLF CRLF (Content-Length wrong or file cut short)", cl)
+	}
+	rec.length = n + cl + 4
+	rec.payloadSHA = hex.EncodeToString(payloadHash.Sum(nil))
+	if blockDigest != "" {
+		if msg := digestMismatch(blockDigest, blockHash); msg != "" {
+			add("WARC-Block-Digest %s", msg)
+		}
+	}
+	if httpRec && rec.typ != "revisit" && rec.payloadDigest != "" {
+		if d, ok := strings.CutPrefix(rec.payloadDigest, "sha256:"); ok && d != rec.payloadSHA {
+			add("WARC-Payload-Digest %s does not match the payload (sha256:%s)", rec.payloadDigest, rec.payloadSHA)
+		}
+	}
+	return rec, probs, nil
+}
+
+// digestMismatch compares a "sha256:<hex>" digest with h; other algorithms are not checked.
+func digestMismatch(digest string, h hash.Hash) string {
+	d, ok := strings.CutPrefix(digest, "sha256:")
+	if !ok {
+		return ""
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); d != got {
+		return fmt.Sprintf("%s does not match the block (sha256:%s)", digest, got)
+	}
+	return ""
+}
+
+// auditHTTPHead checks an HTTP head (first line and header lines) of a record of type typ.
+func auditHTTPHead(typ string, head []string, add func(string, ...any)) {
+	if len(head) == 0 {
+		add("%s record has no HTTP head", typ)
+		return
+	}
+	what := "response"
+	if typ == "request" {
+		what = "request"
+	}
+	for i, line := range head[1:] {
+		name, value, ok := strings.Cut(line, ":")
+		if line[0] == ' ' || line[0] == '\t' || !ok || !httpguts.ValidHeaderFieldName(name) {
+			add("%s header line %d %.60q is not a \"Name: value\" field (a value joined by a newline, as older recorders stored repeated fields)", what, i+1, line)
+			continue
+		}
+		value = strings.TrimSpace(value)
+		switch {
+		case typ == "request" && slices.ContainsFunc(credentialHeaders, func(c string) bool { return strings.EqualFold(c, name) }):
+			add("request stores the %s header", name)
+		case typ != "request" && (strings.EqualFold(name, "Set-Cookie") || strings.EqualFold(name, "Set-Cookie2")) && value != "REDACTED":
+			add("%s value is not REDACTED", name)
+		}
+	}
+}
+
+// readBoundedLine reads one line (with its terminator) of at most max bytes.
+func readBoundedLine(br *bufio.Reader, max int64) (string, error) {
+	var b []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		b = append(b, chunk...)
+		if int64(len(b)) > max {
+			return "", fmt.Errorf("header longer than the limit")
+		}
+		switch err {
+		case nil:
+			return string(b), nil
+		case bufio.ErrBufferFull:
+			continue
+		case io.EOF:
+			if len(b) == 0 {
+				return "", io.EOF
+			}
+			return string(b), io.EOF
+		default:
+			return "", err
+		}
+	}
+}
+
+// auditEntries checks indexes/entries.jsonl against the scanned records. warcSize is -1
+// when data.warc could not be scanned to its end: records past the failure are unknown.
+func auditEntries(r io.Reader, names auditNames, byOff map[int64]*auditRec, warcSize int64) []Problem {
+	var probs []Problem
+	type stored struct {
+		stored bool
+		digest string
+		rec    *auditRec // the response record, when found
+	}
+	seen := map[string]stored{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxEntryLineBytes)
+	line := 0
+	for sc.Scan() {
+		line++
+		data := bytes.TrimSpace(sc.Bytes())
+		if len(data) == 0 {
+			continue
+		}
+		e, err := decodeStrictJSON[Entry](data)
+		if err != nil {
+			probs = append(probs, Problem{File: names.entries, Where: fmt.Sprintf("line %d", line), Msg: err.Error()})
+			continue
+		}
+		where := fmt.Sprintf("line %d", line)
+		if e.ID != "" {
+			where = "entry " + e.ID
+		}
+		add := func(file, format string, args ...any) {
+			probs = append(probs, Problem{File: file, Where: where, Msg: fmt.Sprintf(format, args...)})
+		}
+		switch {
+		case e.ID == "":
+			add(names.entries, "no id")
+		case e.Method == "":
+			add(names.entries, "no method")
+		case e.URL == "":
+			add(names.entries, "no url")
+		case e.Status < 100 || e.Status > 999:
+			add(names.entries, "status %d out of range", e.Status)
+		}
+		if e.ID != "" {
+			if _, dup := seen[e.ID]; dup {
+				add(names.entries, "id used by an earlier line too")
+			} else {
+				seen[e.ID] = stored{stored: e.RevisitOf == "" && !e.Unresolved, digest: e.Digest}
+			}
+		}
+		if e.RevisitOf != "" {
+			orig, ok := seen[e.RevisitOf]
+			switch {
+			case !ok || e.RevisitOf == e.ID:
+				add(names.entries, "revisitOf %q names no earlier entry", e.RevisitOf)
+			case !orig.stored:
+				add(names.entries, "revisitOf %q names a revisit, not a stored payload", e.RevisitOf)
+			case orig.digest != e.Digest:
+				add(names.entries, "digest %s differs from that of its original %s (%s)", e.Digest, e.RevisitOf, orig.digest)
+			}
+		}
+		if body, err := base64.StdEncoding.DecodeString(e.ReqBody); err != nil {
+			add(names.entries, "reqBody is not base64: %v", err)
+		} else {
+			checkRequestRecord(e, body, byOff, warcSize, names, add)
+		}
+		rec := checkResponseRecord(e, byOff, warcSize, names, add)
+		if s, ok := seen[e.ID]; ok && s.rec == nil && rec != nil {
+			s.rec = rec
+			seen[e.ID] = s
+		}
+		if orig, ok := seen[e.RevisitOf]; ok && e.RevisitOf != "" && rec != nil && orig.rec != nil && rec.typ == "revisit" &&
+			rec.refersTo != "" && rec.refersTo != orig.rec.recordID {
+			add(names.entries, "the revisit record's WARC-Refers-To %s is not the record of %s (%s)", rec.refersTo, e.RevisitOf, orig.rec.recordID)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		probs = append(probs, Problem{File: names.entries, Where: fmt.Sprintf("line %d", line+1), Msg: err.Error() + "; the rest of the file is not checked"})
+	}
+	return probs
+}
+
+// auditRecordAt finds the record an entry points at, or says why there is none.
+func auditRecordAt(what string, off, length int64, byOff map[int64]*auditRec, warcSize int64) (*auditRec, string) {
+	rec, ok := byOff[off]
+	if !ok {
+		if warcSize < 0 {
+			return nil, "" // past a framing error already reported
+		}
+		return nil, fmt.Sprintf("%sOffset %d is not the start of a record", what, off)
+	}
+	if rec.length != length {
+		return rec, fmt.Sprintf("%sLength %d, but the record at %d is %d bytes", what, length, off, rec.length)
+	}
+	return rec, ""
+}
+
+// checkResponseRecord checks the response (or revisit) record of e and returns it, or nil
+// when there is none at respOffset.
+func checkResponseRecord(e *Entry, byOff map[int64]*auditRec, warcSize int64, names auditNames, add func(string, string, ...any)) *auditRec {
+	rec, msg := auditRecordAt("resp", e.RespOffset, e.RespLength, byOff, warcSize)
+	if msg != "" {
+		add(names.entries, "%s", msg)
+	}
+	if rec == nil {
+		return nil
+	}
+	rec.referencedFrom = e.ID
+	want := "response"
+	if e.RevisitOf != "" || e.Unresolved {
+		want = "revisit"
+	}
+	if rec.typ != want {
+		add(names.entries, "respOffset %d holds a %q record, want %q", e.RespOffset, rec.typ, want)
+		return rec
+	}
+	checkCommon(e, rec, names, add)
+	proto, rest, _ := strings.Cut(rec.firstLine, " ")
+	code, _, _ := strings.Cut(strings.TrimLeft(rest, " "), " ")
+	if !strings.HasPrefix(proto, "HTTP/") || code != strconv.Itoa(e.Status) {
+		add(names.entries, "status %d, but the record's status line is %.60q", e.Status, rec.firstLine)
+	}
+	if want == "response" {
+		if rec.payloadLen != e.Size {
+			add(names.entries, "size %d, but the stored payload is %d bytes", e.Size, rec.payloadLen)
+		}
+		if rec.payloadSHA != e.Digest {
+			add(names.entries, "digest %q, but the stored payload's sha256 is %s", e.Digest, rec.payloadSHA)
+		}
+	}
+	return rec
+}
+
+func checkRequestRecord(e *Entry, body []byte, byOff map[int64]*auditRec, warcSize int64, names auditNames, add func(string, string, ...any)) {
+	if e.ReqLength == 0 {
+		return
+	}
+	rec, msg := auditRecordAt("req", e.ReqOffset, e.ReqLength, byOff, warcSize)
+	if msg != "" {
+		add(names.entries, "%s", msg)
+	}
+	if rec == nil {
+		return
+	}
+	if rec.referencedFrom == "" {
+		rec.referencedFrom = e.ID
+	}
+	if rec.typ != "request" {
+		add(names.entries, "reqOffset %d holds a %q record, want \"request\"", e.ReqOffset, rec.typ)
+		return
+	}
+	checkCommon(e, rec, names, add)
+	if method, _, _ := strings.Cut(rec.firstLine, " "); method != e.Method {
+		add(names.entries, "method %s, but the request record's line is %.60q", e.Method, rec.firstLine)
+	}
+	if sum := sha256.Sum256(body); hex.EncodeToString(sum[:]) != rec.payloadSHA {
+		add(names.entries, "reqBody differs from the request record's body")
+	}
+}
+
+// checkCommon compares what both records of an exchange carry with the entry.
+func checkCommon(e *Entry, rec *auditRec, names auditNames, add func(string, string, ...any)) {
+	if rec.exchID != e.ID {
+		add(names.entries, "the %s record at offset %d has RR-Exchange-Id %q", rec.typ, rec.off, rec.exchID)
+	}
+	if rec.target != e.URL {
+		add(names.entries, "url %.80q, but the %s record's WARC-Target-URI is %.80q", e.URL, rec.typ, rec.target)
+	}
+}
+
+// auditPages checks pages/pages.jsonl line by line.
+func auditPages(r io.Reader, path string) []Problem {
+	var probs []Problem
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxPageLineBytes)
+	line := 0
+	for sc.Scan() {
+		line++
+		data := bytes.TrimSpace(sc.Bytes())
+		if len(data) == 0 {
+			continue
+		}
+		where := fmt.Sprintf("line %d", line)
+		p, err := decodeStrictJSON[Page](data)
+		switch {
+		case err != nil:
+			probs = append(probs, Problem{File: path, Where: where, Msg: err.Error()})
+		case p.URL == "":
+			probs = append(probs, Problem{File: path, Where: where, Msg: "no url"})
+		case p.Fetched != "" && p.Fetched != "GET" && p.Fetched != "POST" && p.Fetched != "none":
+			probs = append(probs, Problem{File: path, Where: where, Msg: fmt.Sprintf("fetched %q is not GET, POST or none", p.Fetched)})
+		}
+	}
+	if err := sc.Err(); err != nil {
+		probs = append(probs, Problem{File: path, Where: fmt.Sprintf("line %d", line+1), Msg: err.Error()})
+	}
+	return probs
+}
+
+// openMsg is an open error without the path, which the problem names already.
+func openMsg(err error) string {
+	if u := errors.Unwrap(err); u != nil {
+		return "cannot open: " + u.Error()
+	}
+	return err.Error()
+}

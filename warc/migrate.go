@@ -1,0 +1,300 @@
+package warc
+
+// This file rewrites a published recording of an older layout into the current one
+// (`pab recording migrate`), so that replay reads exactly one format. The only older layout is
+// format 1: one gzip-compressed tar, bundle.tar.gz (or bundle.tar.gz.000, .001, ... when
+// split at the same size as today's parts), holding the four files of a bundle.
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+)
+
+// Format1File is the archive of a format 1 recording: a gzip-compressed tar of manifest.json,
+// archive/data.warc, indexes/entries.jsonl and pages/pages.jsonl, split into
+// bundle.tar.gz.000, .001, ... when large.
+const Format1File = "bundle.tar.gz"
+
+var format1PartName = regexp.MustCompile(`^bundle\.tar\.gz\.([0-9]{3})$`)
+
+// format1Files lists the files of a format 1 recording in recordingDir in read order:
+// bundle.tar.gz alone, or its parts in number order. It returns nil when there are none,
+// and an error when both forms are present, a part is missing, or a file is not regular.
+func format1Files(recordingDir string) ([]string, error) {
+	des, err := os.ReadDir(recordingDir)
+	if err != nil {
+		return nil, err
+	}
+	whole := false
+	var parts []int
+	for _, de := range des {
+		name := de.Name()
+		m := format1PartName.FindStringSubmatch(name)
+		if name != Format1File && m == nil {
+			continue
+		}
+		if !de.Type().IsRegular() {
+			return nil, fmt.Errorf("recording %s: %s is not a regular file", recordingDir, name)
+		}
+		if m == nil {
+			whole = true
+			continue
+		}
+		n, _ := strconv.Atoi(m[1])
+		parts = append(parts, n)
+	}
+	switch {
+	case whole && len(parts) > 0:
+		return nil, fmt.Errorf("recording %s: has both %s and its parts", recordingDir, Format1File)
+	case whole:
+		return []string{filepath.Join(recordingDir, Format1File)}, nil
+	}
+	slices.Sort(parts)
+	var files []string
+	for i, n := range parts {
+		if n != i {
+			return nil, fmt.Errorf("recording %s: part %s.%03d is missing", recordingDir, Format1File, i)
+		}
+		files = append(files, filepath.Join(recordingDir, fmt.Sprintf("%s.%03d", Format1File, n)))
+	}
+	return files, nil
+}
+
+// RecordingFormatOf reports the layout of the published recording in recordingDir: the
+// "format" of its manifest.json (RecordingFormat for a current recording), 1 for a
+// bundle.tar.gz recording, or 0 when the directory holds no recording. A manifest.json
+// without "format" is an error, as is one whose format is not a number.
+func RecordingFormatOf(recordingDir string) (int, error) {
+	if f1, err := format1Files(recordingDir); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return 0, nil
+		}
+		return 0, err
+	} else if len(f1) > 0 {
+		return 1, nil
+	}
+	data, err := readAuditFile(recordingDir, RecordingManifestFile, MaxManifestBytes)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", filepath.Join(recordingDir, RecordingManifestFile), err)
+	}
+	var probe struct {
+		Format *int `json:"format"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return 0, fmt.Errorf("read %s: %w", filepath.Join(recordingDir, RecordingManifestFile), err)
+	}
+	if probe.Format == nil {
+		return 0, fmt.Errorf("read %s: no format", filepath.Join(recordingDir, RecordingManifestFile))
+	}
+	return *probe.Format, nil
+}
+
+// format1Paths are the only entries a format 1 tar may hold, and the directories that may
+// precede them.
+var (
+	format1Paths = []string{ManifestFile, WARCFile, EntriesFile, PagesFile}
+	format1Dirs  = []string{filepath.Dir(WARCFile), filepath.Dir(EntriesFile), filepath.Dir(PagesFile)}
+)
+
+// UnpackFormat1 extracts the format 1 recording in recordingDir (bundle.tar.gz or its parts,
+// read in order as one gzip stream) into the bundle directory destDir (created; if it exists
+// it must be empty). The tar may hold only the regular files manifest.json,
+// archive/data.warc, indexes/entries.jsonl and pages/pages.jsonl, each once and all four,
+// plus directory entries archive/, indexes/ and pages/ (a leading "./" is ignored); a path
+// outside them, a link, a device or a repeated file is an error. Sizes are bounded as for
+// Unpack (MaxManifestBytes, MaxWARCBytes, MaxEntriesBytes, MaxPagesBytes). The manifest's
+// legacy fields (start_url, "format") are dropped. On error destDir may hold part of the
+// output: extract into a temporary directory.
+func UnpackFormat1(recordingDir, destDir string) error {
+	parts, err := format1Files(recordingDir)
+	if err != nil {
+		return err
+	}
+	if len(parts) == 0 {
+		return fmt.Errorf("recording %s: no %s", recordingDir, Format1File)
+	}
+	name := parts[0]
+	if len(parts) > 1 {
+		name = fmt.Sprintf("%s (%d parts)", strings.TrimSuffix(parts[0], ".000"), len(parts))
+	}
+	var readers []io.Reader
+	for _, p := range parts {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		readers = append(readers, f)
+	}
+	if err := makeEmptyDir(destDir); err != nil {
+		return fmt.Errorf("unpack %s: %w", name, err)
+	}
+	for _, d := range format1Dirs {
+		if err := os.Mkdir(filepath.Join(destDir, d), 0o755); err != nil {
+			return fmt.Errorf("unpack %s: %w", name, err)
+		}
+	}
+	cr := newCountReader(io.MultiReader(readers...))
+	zr, err := gzip.NewReader(cr.br)
+	if err != nil {
+		return fmt.Errorf("read %s at offset %d: %w", name, cr.offset(), err)
+	}
+	defer zr.Close()
+	if err := extractFormat1Tar(zr, destDir); err != nil {
+		return fmt.Errorf("read %s at offset %d: %w", name, cr.offset(), err)
+	}
+	n, err := io.Copy(io.Discard, io.LimitReader(zr, maxTarTrailer+1))
+	if err != nil {
+		return fmt.Errorf("read %s at offset %d: %w", name, cr.offset(), err)
+	}
+	if n > maxTarTrailer {
+		return fmt.Errorf("read %s: more than %d bytes after the end of the tar", name, maxTarTrailer)
+	}
+	mpath := filepath.Join(destDir, ManifestFile)
+	data, err := os.ReadFile(mpath)
+	if err != nil {
+		return err
+	}
+	m, err := readLegacyManifest(data, filepath.Join(name, ManifestFile), true)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(mpath); err != nil {
+		return err
+	}
+	if err := writeJSONFile(mpath, m); err != nil {
+		return fmt.Errorf("unpack %s: %w", name, err)
+	}
+	for _, d := range append(slices.Clone(format1Dirs), ".") {
+		if err := syncPath(filepath.Join(destDir, d)); err != nil {
+			return fmt.Errorf("unpack %s: %w", name, err)
+		}
+	}
+	b, err := OpenBundle(destDir)
+	if err != nil {
+		return fmt.Errorf("unpack %s: %w", name, err)
+	}
+	return b.Close()
+}
+
+// extractFormat1Tar writes the four bundle files of a format 1 tar into destDir.
+func extractFormat1Tar(r io.Reader, destDir string) error {
+	tr := tar.NewReader(r)
+	got := map[string]bool{}
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("tar: %w", err)
+		}
+		name := strings.TrimPrefix(hdr.Name, "./")
+		if hdr.Typeflag == tar.TypeDir {
+			if !slices.Contains(format1Dirs, strings.TrimSuffix(name, "/")) && name != "" {
+				return fmt.Errorf("tar entry %q is a directory other than archive/, indexes/ or pages/", hdr.Name)
+			}
+			continue
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			switch hdr.Typeflag {
+			case tar.TypeSymlink, tar.TypeLink:
+				return fmt.Errorf("tar entry %q is a link to %q; only regular files are allowed", hdr.Name, hdr.Linkname)
+			default:
+				return fmt.Errorf("tar entry %q has type %q; only regular files are allowed", hdr.Name, hdr.Typeflag)
+			}
+		}
+		if !slices.Contains(format1Paths, name) {
+			return fmt.Errorf("tar entry %q: only %s are allowed", hdr.Name, strings.Join(format1Paths, ", "))
+		}
+		if got[name] {
+			return fmt.Errorf("tar holds %s twice", name)
+		}
+		got[name] = true
+		max := map[string]int64{ManifestFile: MaxManifestBytes, WARCFile: MaxWARCBytes, EntriesFile: MaxEntriesBytes, PagesFile: MaxPagesBytes}[name]
+		if hdr.Size > max {
+			return fmt.Errorf("tar entry %s is %d bytes, more than the limit of %d", name, hdr.Size, max)
+		}
+		err = createSynced(filepath.Join(destDir, filepath.FromSlash(name)), func(w io.Writer) error {
+			n, err := io.Copy(w, tr)
+			if err != nil {
+				return fmt.Errorf("tar entry %s after %d of %d bytes: %w", name, n, hdr.Size, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, p := range format1Paths {
+		if !got[p] {
+			return fmt.Errorf("tar holds no %s", p)
+		}
+	}
+	return nil
+}
+
+// readLegacyManifest reads a manifest written by an older pab: start_url (and, with
+// dropFormat, "format") are dropped, every other field must be known (see readManifest).
+func readLegacyManifest(data []byte, path string, dropFormat bool) (Manifest, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil || raw == nil {
+		if err == nil {
+			err = errors.New("not a JSON object")
+		}
+		return Manifest{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	for _, k := range legacyManifestFields {
+		delete(raw, k)
+	}
+	if dropFormat {
+		delete(raw, "format")
+	}
+	clean, err := json.Marshal(raw)
+	if err != nil {
+		return Manifest{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	return readManifest(bytes.NewReader(clean), path)
+}
+
+// MigrateRecording rewrites the recording in recordingDir to the current format: a format 1
+// recording is extracted into a bundle under workDir (which must not exist or be empty; the
+// caller removes it) and packed again with Pack, which replaces recordingDir as a whole
+// only once the new recording is complete. The WARC is kept byte for byte; run Audit on
+// the result to check its content. It returns the format found; a recording already
+// in the current format is left untouched. Any other format is an error.
+func MigrateRecording(recordingDir, workDir string) (from int, err error) {
+	from, err = RecordingFormatOf(recordingDir)
+	if err != nil {
+		return 0, err
+	}
+	switch from {
+	case RecordingFormat:
+		return from, nil
+	case 0:
+		return 0, fmt.Errorf("recording %s: no recording", recordingDir)
+	case 1:
+	default:
+		return from, fmt.Errorf("recording %s has format %d; this pab migrates format 1 to %d", recordingDir, from, RecordingFormat)
+	}
+	bundle := filepath.Join(workDir, "bundle")
+	if err := UnpackFormat1(recordingDir, bundle); err != nil {
+		return from, err
+	}
+	return from, Pack(bundle, recordingDir)
+}
