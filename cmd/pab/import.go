@@ -72,124 +72,7 @@ created when the task has none.`,
 			if err != nil {
 				return err
 			}
-			if err := task.ValidID(id); err != nil {
-				return err
-			}
-			taskDir := filepath.Join(repo.TasksDir(), id)
-			recDir := filepath.Join(taskDir, "recording")
-			dirInput := false
-			for _, p := range args {
-				st, err := os.Stat(p)
-				if err != nil {
-					return fmt.Errorf("import: %w", err)
-				}
-				switch {
-				case st.IsDir():
-					dirInput = true
-				case !st.Mode().IsRegular():
-					return fmt.Errorf("import: %s is not a regular file", p)
-				}
-			}
-			if dirInput && len(args) > 1 {
-				return fmt.Errorf("import: give one bundle or recording directory, or WARC files")
-			}
-			old, err := warc.RecordingFiles(recDir)
-			if err != nil {
-				return fmt.Errorf("import: %w", err)
-			}
-			merge := len(old) > 0 && !replace
-			// Ctrl-C stops the import between records; what was begun is removed.
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			work, err := cacheWorkDir(repo, "import-"+id+"-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(work)
-			errOut, out := cmd.ErrOrStderr(), cmd.OutOrStdout()
-
-			// 1. the incoming recording as a bundle directory
-			incoming := filepath.Join(work, "in")
-			var rep *warc.ImportReport
-			if dirInput {
-				incoming, err = auditedInput(args[0], filepath.Join(work, "in"), errOut)
-				if err != nil {
-					return err
-				}
-			} else {
-				rep, err = warc.ImportWARCs(args, incoming, warc.ImportOptions{TaskID: id, Context: ctx})
-				if err != nil {
-					return err
-				}
-			}
-
-			// 2. merged with the existing recording (or normalized alone)
-			final := incoming
-			oldCount := 0
-			if merge || dirInput {
-				oldDir := ""
-				if merge {
-					oldDir = filepath.Join(work, "old")
-					if err := warc.Unpack(recDir, oldDir); err != nil {
-						return fmt.Errorf("import: existing recording: %w (pass --replace to drop it, or run pab recording migrate)", err)
-					}
-					if oldCount, err = warc.CountRecordingEntries(recDir); err != nil {
-						return err
-					}
-				}
-				final = filepath.Join(work, "merged")
-				if err := warc.Merge(oldDir, incoming, final, warc.MergeOptions{PreferNew: preferNew, TaskID: id, Context: ctx}); err != nil {
-					return fmt.Errorf("import: %w", err)
-				}
-			}
-
-			// 3. published
-			_, statErr := os.Stat(taskDir)
-			newTask := os.IsNotExist(statErr)
-			if err := os.MkdirAll(taskDir, 0o755); err != nil {
-				return err
-			}
-			if err := warc.Pack(final, recDir); err != nil {
-				if newTask {
-					os.RemoveAll(taskDir)
-				}
-				return err
-			}
-			if title == "" && rep != nil {
-				title = rep.Title
-			}
-			if title == "" {
-				title = firstPageTitle(final)
-			}
-			if err := task.WriteCardIfMissing(taskDir, id, title); err != nil {
-				return err
-			}
-			if rep != nil {
-				for _, w := range rep.Warnings {
-					fmt.Fprintln(errOut, "pab import: warning:", w)
-				}
-			}
-			fmt.Fprintf(out, "imported %s into %s\n", joinArgs(args), recDir)
-			if rep != nil {
-				fmt.Fprint(out, rep.Summary())
-			}
-			if total, err := warc.CountRecordingEntries(recDir); err == nil && merge {
-				fmt.Fprintf(out, "merged with the existing recording: %d exchanges before, %d now\n", oldCount, total)
-			}
-
-			// 4. inferred rules and the self-check
-			t := &task.Task{Repo: repo, ID: id, Dir: taskDir}
-			layers, err := inferRules(t, final, work, out)
-			if err != nil {
-				return err
-			}
-			if noCheck {
-				return nil
-			}
-			if err := selfCheck(ctx, out, repo, final, layers); err != nil {
-				fmt.Fprintln(errOut, "pab import: warning: the self-check did not run:", err)
-			}
-			return nil
+			return runImport(cmd, repo, id, args, importOptions{replace: replace, preferNew: preferNew, noCheck: noCheck, title: title})
 		},
 	}
 	cmd.Flags().StringVar(&id, "task", "", "task id: the recording goes to tasks/ID/recording (required)")
@@ -198,6 +81,137 @@ created when the task has none.`,
 	cmd.Flags().BoolVar(&noCheck, "no-check", false, "skip the replay self-check after the import")
 	cmd.Flags().StringVar(&title, "title", "", "title for a new task.yaml (default: the first page's title); an existing task.yaml is never changed")
 	return cmd
+}
+
+// importOptions are the flags of pab import.
+type importOptions struct {
+	replace, preferNew, noCheck bool
+	title                       string
+}
+
+// runImport imports args (WARC or WACZ files, or one bundle or recording directory) into
+// tasks/id/recording of repo: audited, merged with the existing recording unless replace,
+// published, with inferred rules and a self-check. pab record uses it for what it recorded.
+func runImport(cmd *cobra.Command, repo *task.Repo, id string, args []string, o importOptions) error {
+	title := o.title
+	if err := task.ValidID(id); err != nil {
+		return err
+	}
+	taskDir := filepath.Join(repo.TasksDir(), id)
+	recDir := filepath.Join(taskDir, "recording")
+	dirInput := false
+	for _, p := range args {
+		st, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		switch {
+		case st.IsDir():
+			dirInput = true
+		case !st.Mode().IsRegular():
+			return fmt.Errorf("import: %s is not a regular file", p)
+		}
+	}
+	if dirInput && len(args) > 1 {
+		return fmt.Errorf("import: give one bundle or recording directory, or WARC files")
+	}
+	old, err := warc.RecordingFiles(recDir)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	merge := len(old) > 0 && !o.replace
+	// Ctrl-C stops the import between records; what was begun is removed.
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	work, err := cacheWorkDir(repo, "import-"+id+"-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	errOut, out := cmd.ErrOrStderr(), cmd.OutOrStdout()
+
+	// 1. the incoming recording as a bundle directory
+	incoming := filepath.Join(work, "in")
+	var rep *warc.ImportReport
+	if dirInput {
+		incoming, err = auditedInput(args[0], filepath.Join(work, "in"), errOut)
+		if err != nil {
+			return err
+		}
+	} else {
+		rep, err = warc.ImportWARCs(args, incoming, warc.ImportOptions{TaskID: id, Context: ctx})
+		if err != nil {
+			return err
+		}
+	}
+
+	// 2. merged with the existing recording (or normalized alone)
+	final := incoming
+	oldCount := 0
+	if merge || dirInput {
+		oldDir := ""
+		if merge {
+			oldDir = filepath.Join(work, "old")
+			if err := warc.Unpack(recDir, oldDir); err != nil {
+				return fmt.Errorf("import: existing recording: %w (pass --replace to drop it, or run pab recording migrate)", err)
+			}
+			if oldCount, err = warc.CountRecordingEntries(recDir); err != nil {
+				return err
+			}
+		}
+		final = filepath.Join(work, "merged")
+		if err := warc.Merge(oldDir, incoming, final, warc.MergeOptions{PreferNew: o.preferNew, TaskID: id, Context: ctx}); err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+	}
+
+	// 3. published
+	_, statErr := os.Stat(taskDir)
+	newTask := os.IsNotExist(statErr)
+	if err := os.MkdirAll(taskDir, 0o755); err != nil {
+		return err
+	}
+	if err := warc.Pack(final, recDir); err != nil {
+		if newTask {
+			os.RemoveAll(taskDir)
+		}
+		return err
+	}
+	if title == "" && rep != nil {
+		title = rep.Title
+	}
+	if title == "" {
+		title = firstPageTitle(final)
+	}
+	if err := task.WriteCardIfMissing(taskDir, id, title); err != nil {
+		return err
+	}
+	if rep != nil {
+		for _, w := range rep.Warnings {
+			fmt.Fprintln(errOut, "pab import: warning:", w)
+		}
+	}
+	fmt.Fprintf(out, "imported %s into %s\n", joinArgs(args), recDir)
+	if rep != nil {
+		fmt.Fprint(out, rep.Summary())
+	}
+	if total, err := warc.CountRecordingEntries(recDir); err == nil && merge {
+		fmt.Fprintf(out, "merged with the existing recording: %d exchanges before, %d now\n", oldCount, total)
+	}
+
+	// 4. inferred rules and the self-check
+	t := &task.Task{Repo: repo, ID: id, Dir: taskDir}
+	layers, err := inferRules(t, final, work, out)
+	if err != nil {
+		return err
+	}
+	if o.noCheck {
+		return nil
+	}
+	if err := selfCheck(ctx, out, repo, final, layers); err != nil {
+		fmt.Fprintln(errOut, "pab import: warning: the self-check did not run:", err)
+	}
+	return nil
 }
 
 // auditedInput checks a bundle or published recording directory with the audit, printing

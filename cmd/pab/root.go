@@ -39,6 +39,7 @@ current directory. Unpacked recordings and pab's CA live in $PAB_CACHE
 		newTasksCmd(g),
 		newCACmd(g),
 		newRulesCmd(g),
+		newRecordCmd(g),
 		newExportCmd(g),
 		newAuditCmd(g),
 		newRecordingCmd(g),

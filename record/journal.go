@@ -1,0 +1,404 @@
+package record
+
+// journal.go: the recording's own WARC file, written as exchanges complete. Each exchange
+// (a response record followed by its request record) is encoded whole into memory and
+// appended with one write(2), and the file is fsynced at most a second later, so a killed
+// recorder leaves whole exchanges and at most one partial one at the end, which the next
+// open cuts off (see Recover).
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pab-dev/pab/warc"
+)
+
+// WARC header fields the journal adds to response records besides the bundle's own
+// RR-Resource-Type and RR-Original-Content-Encoding.
+const (
+	// HeaderPage is the method ("GET" or "POST") of a top-level navigation; its presence
+	// makes the exchange a pages.jsonl line.
+	HeaderPage = "RR-Page"
+	// HeaderPageNote is the page's note ("not-found-probe").
+	HeaderPageNote = "RR-Page-Note"
+)
+
+// NoteNotFoundProbe is the page note of a site's not-found probe.
+const NoteNotFoundProbe = "not-found-probe"
+
+// syncEvery bounds how long an appended exchange may wait for fsync.
+const syncEvery = time.Second
+
+// exchange is one recorded exchange as it goes to the journal; bodies are final (decoded,
+// redacted).
+type exchange struct {
+	Method       string
+	URL          string
+	Date         time.Time
+	ReqHeader    http.Header
+	ReqBody      []byte
+	Status       int
+	Proto        string
+	RespHeader   http.Header
+	Body         []byte
+	OrigEncoding string
+	ResourceType string
+	Page         string // "GET"/"POST" for a page, else ""
+	PageNote     string
+}
+
+// journal is an open journal file, locked against a second recorder.
+type journal struct {
+	mu       sync.Mutex
+	path     string
+	f        *os.File
+	lastSync time.Time
+	dirty    bool
+	err      error
+	count    int // exchanges in the file
+}
+
+// openJournal opens (creating) the journal at path, takes an exclusive lock on it, cuts a
+// partial last exchange (see Recover) and positions at the end.
+func openJournal(path string) (*journal, RecoverReport, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, RecoverReport{}, fmt.Errorf("open journal: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, RecoverReport{}, fmt.Errorf("open journal %s: another pab record is using it (%v)", path, err)
+	}
+	rep, err := recoverFile(f, path)
+	if err != nil {
+		f.Close()
+		return nil, rep, err
+	}
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		f.Close()
+		return nil, rep, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	return &journal{path: path, f: f, lastSync: time.Now(), count: rep.Exchanges}, rep, nil
+}
+
+// append writes one encoded exchange with a single write and fsyncs when the last
+// fsync is older than syncEvery. A write error is sticky.
+func (j *journal) append(b []byte) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil {
+		return j.err
+	}
+	if j.f == nil {
+		return errors.New("journal is closed")
+	}
+	if _, err := j.f.Write(b); err != nil {
+		j.err = fmt.Errorf("write journal %s: %w", j.path, err)
+		return j.err
+	}
+	j.count++
+	j.dirty = true
+	if time.Since(j.lastSync) >= syncEvery {
+		j.syncLocked()
+	}
+	return j.err
+}
+
+func (j *journal) syncLocked() {
+	if !j.dirty || j.f == nil {
+		return
+	}
+	if err := j.f.Sync(); err != nil && j.err == nil {
+		j.err = fmt.Errorf("sync journal %s: %w", j.path, err)
+	}
+	j.dirty = false
+	j.lastSync = time.Now()
+}
+
+// sync fsyncs pending writes (called by the recorder's ticker).
+func (j *journal) sync() {
+	j.mu.Lock()
+	j.syncLocked()
+	j.mu.Unlock()
+}
+
+// close fsyncs, unlocks and closes the file.
+func (j *journal) close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return j.err
+	}
+	j.dirty = true
+	j.syncLocked()
+	if err := j.f.Close(); err != nil && j.err == nil {
+		j.err = fmt.Errorf("close journal %s: %w", j.path, err)
+	}
+	j.f = nil
+	return j.err
+}
+
+// RecoverReport says what opening a journal found.
+type RecoverReport struct {
+	// Exchanges is the number of whole exchanges kept.
+	Exchanges int `json:"exchanges"`
+	// Size is the journal size in bytes after recovery.
+	Size int64 `json:"size"`
+	// Cut is the number of bytes removed from the end (a partial exchange); Reason says why.
+	Cut    int64  `json:"cut,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Recover cuts a partial last exchange off the journal at path (what a killed recorder
+// leaves) so that it ends after its last whole exchange, and reports what it kept. It
+// refuses a journal locked by a running recorder.
+func Recover(path string) (RecoverReport, error) {
+	j, rep, err := openJournal(path)
+	if err != nil {
+		return rep, err
+	}
+	return rep, j.close()
+}
+
+// recoverFile scans f, truncating it after the last whole exchange (a response record
+// directly followed by its request record).
+func recoverFile(f *os.File, path string) (RecoverReport, error) {
+	var rep RecoverReport
+	fi, err := f.Stat()
+	if err != nil {
+		return rep, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	size := fi.Size()
+	if size == 0 {
+		return rep, nil
+	}
+	var good int64
+	reason := ""
+	err = scanJournal(path, func(x *journalExchange) error {
+		good = x.end
+		rep.Exchanges++
+		return nil
+	})
+	if err != nil {
+		reason = err.Error()
+	}
+	if good < size {
+		if reason == "" {
+			reason = "bytes after the last whole exchange"
+		}
+		if err := f.Truncate(good); err != nil {
+			return rep, fmt.Errorf("recover journal %s: truncate at offset %d: %w", path, good, err)
+		}
+		if err := f.Sync(); err != nil {
+			return rep, fmt.Errorf("recover journal %s: %w", path, err)
+		}
+		rep.Cut, rep.Reason = size-good, reason
+	}
+	rep.Size = good
+	return rep, nil
+}
+
+// journalExchange is one exchange read back from a journal.
+type journalExchange struct {
+	resp, req *warc.Record
+	end       int64 // file offset after the request record
+}
+
+// scanJournal reads the journal's exchanges in order and calls each for every whole one.
+// It returns nil at a clean end, and an error naming the offset at the first record that
+// is partial, unreadable or out of place (what follows is not read).
+func scanJournal(path string, each func(x *journalExchange) error) error {
+	r, err := warc.OpenReader(path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	// No whole block is larger than the file: a damaged Content-Length cannot make the
+	// reader allocate more than that.
+	r.MaxBlockSize = max(fi.Size(), 1)
+	var resp *warc.Record
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			if resp != nil {
+				return fmt.Errorf("read %s at offset %d: response record without its request", path, resp.Offset)
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if rec.Offset < 0 || rec.Block == nil || rec.HTTP == nil {
+			return fmt.Errorf("read %s at offset %d: not a journal record", path, rec.Pos)
+		}
+		if err := checkWhole(f, rec); err != nil {
+			return fmt.Errorf("read %s at offset %d: %w", path, rec.Offset, err)
+		}
+		switch {
+		case rec.Type == "response" && resp == nil:
+			resp = rec
+		case rec.Type == "request" && resp != nil && rec.Get("WARC-Concurrent-To") == resp.ID:
+			if err := each(&journalExchange{resp: resp, req: rec, end: rec.Offset + rec.Length}); err != nil {
+				return err
+			}
+			resp = nil
+		default:
+			return fmt.Errorf("read %s at offset %d: unexpected %s record", path, rec.Offset, rec.Type)
+		}
+	}
+}
+
+// checkWhole checks that rec, as the lenient reader accepted it, is whole in f: its
+// header ends with a blank line, then BlockSize bytes, then the end marker CRLF CRLF, and
+// Length covers exactly that (the reader accepts a missing or short end marker).
+func checkWhole(f *os.File, rec *warc.Record) error {
+	head := make([]byte, 64<<10)
+	n, err := f.ReadAt(head, rec.Offset)
+	if err != nil && err != io.EOF {
+		return err
+	}
+	i := bytes.Index(head[:n], []byte("\r\n\r\n"))
+	if i < 0 {
+		return errors.New("record header does not end")
+	}
+	end := int64(i) + 4 + rec.BlockSize + 4
+	if end != rec.Length {
+		return errors.New("record cut short")
+	}
+	var marker [4]byte
+	if _, err := f.ReadAt(marker[:], rec.Offset+end-4); err != nil || string(marker[:]) != "\r\n\r\n" {
+		return errors.New("record end marker missing")
+	}
+	return nil
+}
+
+// encode returns the exchange as two WARC 1.1 records (response, then request), whole.
+func (x *exchange) encode() []byte {
+	date := warc.FormatTime(x.Date)
+	proto := "HTTP/1.1"
+	if x.Proto == "HTTP/1.0" {
+		proto = x.Proto
+	}
+	var block bytes.Buffer
+	fmt.Fprintf(&block, "%s %d %s\r\n", proto, x.Status, http.StatusText(x.Status))
+	writeHeader(&block, x.RespHeader)
+	block.WriteString("\r\n")
+	block.Write(x.Body)
+	respID := newRecordID()
+	fields := [][2]string{
+		{"WARC-Type", "response"},
+		{"WARC-Record-ID", respID},
+		{"WARC-Date", date},
+		{"WARC-Target-URI", x.URL},
+		{"Content-Type", "application/http; msgtype=response"},
+		{"WARC-Payload-Digest", "sha256:" + sha256Hex(x.Body)},
+		{"WARC-Block-Digest", "sha256:" + sha256Hex(block.Bytes())},
+	}
+	if x.ResourceType != "" {
+		fields = append(fields, [2]string{"RR-Resource-Type", x.ResourceType})
+	}
+	if x.OrigEncoding != "" {
+		fields = append(fields, [2]string{"RR-Original-Content-Encoding", x.OrigEncoding})
+	}
+	if x.Page != "" {
+		fields = append(fields, [2]string{HeaderPage, x.Page})
+	}
+	if x.PageNote != "" {
+		fields = append(fields, [2]string{HeaderPageNote, x.PageNote})
+	}
+	var out bytes.Buffer
+	writeRecord(&out, fields, block.Bytes())
+
+	var qb bytes.Buffer
+	target := x.URL
+	if u, err := parseAbs(x.URL); err == nil {
+		target = u.RequestURI()
+	}
+	fmt.Fprintf(&qb, "%s %s %s\r\n", x.Method, target, proto)
+	writeHeader(&qb, x.ReqHeader)
+	qb.WriteString("\r\n")
+	qb.Write(x.ReqBody)
+	writeRecord(&out, [][2]string{
+		{"WARC-Type", "request"},
+		{"WARC-Record-ID", newRecordID()},
+		{"WARC-Date", date},
+		{"WARC-Target-URI", x.URL},
+		{"WARC-Concurrent-To", respID},
+		{"Content-Type", "application/http; msgtype=request"},
+		{"WARC-Payload-Digest", "sha256:" + sha256Hex(x.ReqBody)},
+		{"WARC-Block-Digest", "sha256:" + sha256Hex(qb.Bytes())},
+	}, qb.Bytes())
+	return out.Bytes()
+}
+
+// writeRecord appends one WARC 1.1 record (WARC 1.1 section 4): version line, fields,
+// Content-Length, blank line, block, CRLF CRLF.
+func writeRecord(b *bytes.Buffer, fields [][2]string, block []byte) {
+	b.WriteString("WARC/1.1\r\n")
+	for _, f := range fields {
+		b.WriteString(f[0])
+		b.WriteString(": ")
+		b.WriteString(f[1])
+		b.WriteString("\r\n")
+	}
+	b.WriteString("Content-Length: ")
+	b.WriteString(strconv.Itoa(len(block)))
+	b.WriteString("\r\n\r\n")
+	b.Write(block)
+	b.WriteString("\r\n\r\n")
+}
+
+// writeHeader writes header fields sorted by name, one line per value (values keep the
+// order they had). Values with line breaks cannot come from net/http's parser; any CR
+// or LF is replaced by a space all the same.
+func writeHeader(b *bytes.Buffer, h http.Header) {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		for _, v := range h[k] {
+			b.WriteString(k)
+			b.WriteString(": ")
+			b.WriteString(strings.NewReplacer("\r", " ", "\n", " ").Replace(v))
+			b.WriteString("\r\n")
+		}
+	}
+}
+
+func newRecordID() string {
+	var u [16]byte
+	_, _ = rand.Read(u[:])
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	x := hex.EncodeToString(u[:])
+	return "<urn:uuid:" + x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:32] + ">"
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}

@@ -1,0 +1,746 @@
+// Package record is pab's record mode: an HTTP/HTTPS proxy (goproxy, intercepting HTTPS
+// with pab's CA like the replay proxy) that forwards every request to the real site,
+// returns its answer to the client unchanged, and appends each exchange to a journal
+// (a WARC file, see journal.go) as it completes. Build turns the journal into a bundle.
+package record
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/elazarl/goproxy"
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/pab-dev/pab/replay"
+	"github.com/pab-dev/pab/warc"
+)
+
+// File names inside the recorder's work directory.
+const (
+	JournalFile = "journal.warc"     // the exchanges recorded so far (WARC 1.1)
+	LogFile     = "record.log.jsonl" // one LogLine per request, appended
+)
+
+// DefaultMaxBody bounds each stored body (request or decoded response), in bytes: 256 MiB.
+// A larger body is forwarded but its exchange is not stored (the log says so).
+const DefaultMaxBody int64 = 256 << 20
+
+// DefaultShutdownWait bounds how long Shutdown waits for exchanges in flight.
+const DefaultShutdownWait = 10 * time.Second
+
+// Options configure a Recorder.
+type Options struct {
+	// WorkDir holds the journal (JournalFile) and the log (LogFile); created if needed.
+	// A journal left there by a killed recorder is recovered and appended to.
+	WorkDir string
+	// CA signs the per-host certificates of the HTTPS interception (required).
+	CA *replay.CA
+	// Resolve maps "host:port" to the "addr:port" dialed instead (see ParseResolve).
+	Resolve map[string]string
+	// RootCAs verifies upstream TLS certificates; nil means the system roots.
+	RootCAs *x509.CertPool
+	// Redact removes personal data before anything is stored (see Redactor).
+	Redact *Redactor
+	// MaxBody bounds stored bodies; 0 means DefaultMaxBody.
+	MaxBody int64
+	// ShutdownWait bounds Shutdown's wait for exchanges in flight; 0 means DefaultShutdownWait.
+	ShutdownWait time.Duration
+	// Debug receives goproxy's and net/http's warnings; nil discards them.
+	Debug io.Writer
+}
+
+// LogLine is one line of the record log (LogFile), JSON.
+type LogLine struct {
+	// Time is when the request arrived (RFC 3339, UTC, milliseconds).
+	Time string `json:"time"`
+	// Event is "stored" (the exchange is in the journal), "not-stored" (forwarded, not
+	// stored; Note says why), "upstream-error" (no answer from upstream: the client got a
+	// 502), "recovered" (a journal cut after a crash; Note says what) or "started"/"stopped".
+	Event  string `json:"event"`
+	Method string `json:"method,omitempty"`
+	// URL is the request URL after redaction.
+	URL    string `json:"url,omitempty"`
+	Status int    `json:"status,omitempty"`
+	// Type is the resource type ("document", "image", "script", "style", "font", "api",
+	// "media", "other"; see replay.RequestType).
+	Type string `json:"type,omitempty"`
+	// Bytes is the stored (decoded) response body size.
+	Bytes int64  `json:"bytes,omitempty"`
+	Note  string `json:"note,omitempty"`
+}
+
+// Stats counts what a Recorder did.
+type Stats struct {
+	Stored        int64 `json:"stored"`
+	NotStored     int64 `json:"not_stored"`
+	UpstreamError int64 `json:"upstream_error"`
+}
+
+// Recorder is the record-mode proxy. Create it with New, serve with Serve, stop with
+// Shutdown, then build the bundle from JournalPath with Build.
+type Recorder struct {
+	opts    Options
+	journal *journal
+	logf    *os.File
+	logMu   sync.Mutex
+	tr      *http.Transport
+	proxy   *goproxy.ProxyHttpServer
+	server  *http.Server
+
+	inflight sync.WaitGroup
+	stopping atomic.Bool
+	probed   sync.Map // host -> struct{}
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+
+	stored, notStored, upErr atomic.Int64
+	stopSync                 chan struct{}
+	probeCtx                 context.Context
+	probeCancel              context.CancelFunc
+	syncDone                 chan struct{}
+	shutdownOnce             sync.Once
+	shutdownErr              error
+}
+
+// New opens the work directory: it creates it, opens and locks the journal (recovering
+// a partial last exchange, logged as "recovered") and opens the log. Recover tells what
+// was kept.
+func New(opts Options) (*Recorder, RecoverReport, error) {
+	if opts.CA == nil {
+		return nil, RecoverReport{}, errors.New("record: no CA")
+	}
+	if opts.WorkDir == "" {
+		return nil, RecoverReport{}, errors.New("record: no work directory")
+	}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.ShutdownWait <= 0 {
+		opts.ShutdownWait = DefaultShutdownWait
+	}
+	if err := os.MkdirAll(opts.WorkDir, 0o700); err != nil {
+		return nil, RecoverReport{}, fmt.Errorf("record: %w", err)
+	}
+	j, rep, err := openJournal(JournalPath(opts.WorkDir))
+	if err != nil {
+		return nil, rep, err
+	}
+	lf, err := os.OpenFile(LogPath(opts.WorkDir), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		j.close()
+		return nil, rep, fmt.Errorf("record: open log: %w", err)
+	}
+	r := &Recorder{opts: opts, journal: j, logf: lf, conns: map[net.Conn]struct{}{},
+		stopSync: make(chan struct{}), syncDone: make(chan struct{})}
+	r.probeCtx, r.probeCancel = context.WithCancel(context.Background())
+	if rep.Cut > 0 {
+		r.log(LogLine{Time: warc.FormatTime(time.Now()), Event: "recovered",
+			Note: fmt.Sprintf("journal cut at offset %d (%d bytes removed: %s); %d whole exchanges kept", rep.Size, rep.Cut, rep.Reason, rep.Exchanges)})
+	}
+	debug := opts.Debug
+	if debug == nil {
+		debug = io.Discard
+	}
+	roots := opts.RootCAs
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	r.tr = &http.Transport{
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if to, ok := opts.Resolve[strings.ToLower(addr)]; ok {
+				addr = to
+			}
+			return dialer.DialContext(ctx, network, addr)
+		},
+		TLSClientConfig:       &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		DisableCompression:    true, // keep the upstream bytes (library-bugs.md G9)
+		ForceAttemptHTTP2:     false,
+		MaxIdleConnsPerHost:   8,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   30 * time.Second,
+		ResponseHeaderTimeout: 2 * time.Minute,
+	}
+	p := goproxy.NewProxyHttpServer()
+	p.Logger = log.New(debug, "goproxy: ", log.LstdFlags)
+	p.KeepAcceptEncoding = true
+	p.KeepDestinationHeaders = true
+	p.Tr = r.tr
+	p.NonproxyHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "pab record is a proxy: send requests through it", http.StatusBadRequest)
+	})
+	tlsConf := replay.MITMTLSConfig(opts.CA)
+	p.OnRequest().HandleConnectFunc(func(host string, _ *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
+		return &goproxy.ConnectAction{Action: goproxy.ConnectMitm, TLSConfig: tlsConf}, host
+	})
+	p.OnRequest().DoFunc(r.handle)
+	r.proxy = p
+	r.server = &http.Server{
+		Handler:           p,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          log.New(debug, "http: ", log.LstdFlags),
+	}
+	go r.syncLoop()
+	return r, rep, nil
+}
+
+// JournalPath is the journal's path in workDir.
+func JournalPath(workDir string) string { return workDir + string(os.PathSeparator) + JournalFile }
+
+// LogPath is the log's path in workDir.
+func LogPath(workDir string) string { return workDir + string(os.PathSeparator) + LogFile }
+
+// Stats returns the counts so far.
+func (r *Recorder) Stats() Stats {
+	return Stats{Stored: r.stored.Load(), NotStored: r.notStored.Load(), UpstreamError: r.upErr.Load()}
+}
+
+func (r *Recorder) syncLoop() {
+	defer close(r.syncDone)
+	t := time.NewTicker(syncEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			r.journal.sync()
+		case <-r.stopSync:
+			return
+		}
+	}
+}
+
+// Listen opens the proxy's listening socket; a port in use gives
+// "listen ADDR: address already in use".
+func Listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("listen %s: address already in use", addr)
+		}
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+// Serve answers proxy connections on ln until Shutdown; it then returns nil.
+func (r *Recorder) Serve(ln net.Listener) error {
+	r.mu.Lock()
+	if r.stopping.Load() {
+		r.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	r.mu.Unlock()
+	r.log(LogLine{Time: warc.FormatTime(time.Now()), Event: "started", Note: "listening on " + ln.Addr().String()})
+	err := r.server.Serve(&trackedListener{Listener: ln, r: r})
+	if errors.Is(err, http.ErrServerClosed) || r.stopping.Load() {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting connections and requests (a request arriving on an open
+// connection gets a 503), waits up to Options.ShutdownWait for the exchanges in flight,
+// closes every client connection, fsyncs and closes the journal and the log. It returns
+// the first journal write error. Safe to call more than once.
+func (r *Recorder) Shutdown() error {
+	r.shutdownOnce.Do(func() {
+		r.mu.Lock()
+		r.stopping.Store(true)
+		r.mu.Unlock()
+		r.server.Close() // closes the listener and idle non-hijacked connections
+		done := make(chan struct{})
+		go func() { r.inflight.Wait(); close(done) }()
+		timedOut := false
+		select {
+		case <-done:
+		case <-time.After(r.opts.ShutdownWait):
+			timedOut = true
+		}
+		r.mu.Lock()
+		conns := make([]net.Conn, 0, len(r.conns))
+		for c := range r.conns {
+			conns = append(conns, c)
+		}
+		r.mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+		r.probeCancel()
+		if timedOut {
+			// Closed connections end the exchanges still running; give them a moment to
+			// be logged as not stored.
+			select {
+			case <-done:
+			case <-time.After(2 * time.Second):
+			}
+		}
+		r.tr.CloseIdleConnections()
+		close(r.stopSync)
+		<-r.syncDone
+		st := r.Stats()
+		r.log(LogLine{Time: warc.FormatTime(time.Now()), Event: "stopped",
+			Note: fmt.Sprintf("%d stored, %d not stored, %d upstream errors", st.Stored, st.NotStored, st.UpstreamError)})
+		r.shutdownErr = r.journal.close()
+		r.logMu.Lock()
+		if err := r.logf.Close(); err != nil && r.shutdownErr == nil {
+			r.shutdownErr = fmt.Errorf("record: close log: %w", err)
+		}
+		r.logMu.Unlock()
+	})
+	return r.shutdownErr
+}
+
+func (r *Recorder) log(l LogLine) {
+	b, _ := json.Marshal(l)
+	b = append(b, '\n')
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	_, _ = r.logf.Write(b)
+}
+
+// hopFields are request fields never forwarded (RFC 9110 section 7.6.1), with Expect:
+// the whole body is read before forwarding.
+var hopFields = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authorization",
+	"Proxy-Authenticate", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Expect"}
+
+// pending is an exchange whose response body is being forwarded.
+type pending struct {
+	r       *Recorder
+	start   time.Time
+	method  string
+	url     string // redacted
+	typ     string
+	reqHdr  http.Header
+	reqBody []byte
+	page    string
+	note    string // page note
+	resp    *http.Response
+	skip    string // why the exchange cannot be stored ("" = it can)
+	host    string
+	scheme  string
+	// probeHeader is the request header a not-found probe copies (documents only).
+	probeHeader http.Header
+}
+
+// handle forwards one request (plain HTTP or intercepted HTTPS) and returns the upstream
+// answer with a body that records the exchange once it has been read to the end.
+func (r *Recorder) handle(req *http.Request, _ *goproxy.ProxyCtx) (*http.Request, *http.Response) {
+	start := time.Now()
+	// stopping is checked and the exchange counted under mu, so that no Add can start
+	// after Shutdown's Wait
+	r.mu.Lock()
+	if r.stopping.Load() {
+		r.mu.Unlock()
+		return req, textResponse(req, http.StatusServiceUnavailable, "pab record is stopping\n")
+	}
+	r.inflight.Add(1)
+	r.mu.Unlock()
+	if req.URL.Scheme == "" {
+		req.URL.Scheme = "http"
+	}
+	if req.URL.Host == "" {
+		req.URL.Host = req.Host
+	}
+	p := &pending{r: r, start: start, method: req.Method, typ: replay.RequestType(req),
+		url: r.opts.Redact.String(req.URL.String()), host: strings.ToLower(req.URL.Host), scheme: req.URL.Scheme}
+	if isUpgrade(req) {
+		p.skip = "protocol upgrade (WebSocket) is not recorded"
+		p.done(0, "")
+		return req, textResponse(req, http.StatusNotImplemented, "pab record does not record WebSocket or other upgrades\n")
+	}
+	out, err := p.outbound(req)
+	if err != nil {
+		p.upstreamError(err)
+		return req, textResponse(req, http.StatusBadRequest, "pab record: cannot read the request body\n")
+	}
+	resp, err := r.tr.RoundTrip(out)
+	if err != nil {
+		p.upstreamError(err)
+		return req, textResponse(req, http.StatusBadGateway, "pab record: upstream error: "+err.Error()+"\n")
+	}
+	p.resp = resp
+	dest := strings.ToLower(req.Header.Get("Sec-Fetch-Dest"))
+	if dest == "document" && strings.EqualFold(req.Header.Get("Sec-Fetch-Mode"), "navigate") &&
+		(req.Method == http.MethodGet || req.Method == http.MethodPost) {
+		if resp.StatusCode < 300 || resp.StatusCode >= 400 {
+			p.page = req.Method
+		}
+		p.probeHeader = out.Header.Clone()
+	}
+	if !bodyAllowed(req.Method, resp.StatusCode) || resp.Body == nil || resp.Body == http.NoBody {
+		if resp.Body != nil {
+			resp.Body.Close()
+		}
+		resp.Body = http.NoBody
+		p.finish(nil, nil)
+		return req, resp
+	}
+	resp.Body = &captureBody{rc: resp.Body, p: p, max: r.opts.MaxBody}
+	return req, resp
+}
+
+// outbound reads the request body (up to MaxBody is kept for the journal; a longer one
+// is streamed on and marks the exchange as not stored) and builds the upstream request.
+func (p *pending) outbound(req *http.Request) (*http.Request, error) {
+	out := req.Clone(req.Context())
+	out.RequestURI = ""
+	for _, v := range req.Header.Values("Connection") {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				out.Header.Del(f)
+			}
+		}
+	}
+	for _, f := range hopFields {
+		out.Header.Del(f)
+	}
+	if req.Body != nil && req.Body != http.NoBody {
+		max := p.r.opts.MaxBody
+		buf, err := io.ReadAll(io.LimitReader(req.Body, max+1))
+		if err != nil {
+			return nil, err
+		}
+		if int64(len(buf)) > max {
+			p.skip = fmt.Sprintf("request body larger than %d bytes", max)
+			out.Body = io.NopCloser(io.MultiReader(bytes.NewReader(buf), req.Body))
+			out.ContentLength = req.ContentLength
+		} else {
+			p.reqBody = buf
+			out.Body = io.NopCloser(bytes.NewReader(buf))
+			out.ContentLength = int64(len(buf))
+		}
+		out.TransferEncoding = nil
+	} else {
+		out.Body = nil
+		out.ContentLength = 0
+	}
+	p.reqHdr = out.Header.Clone()
+	return out, nil
+}
+
+func (p *pending) upstreamError(err error) {
+	p.r.upErr.Add(1)
+	p.r.log(LogLine{Time: warc.FormatTime(p.start), Event: "upstream-error", Method: p.method, URL: p.url,
+		Type: p.typ, Note: p.r.opts.Redact.String(err.Error())})
+	p.r.inflight.Done()
+}
+
+// done logs a request that is not stored and releases it.
+func (p *pending) done(status int, why string) {
+	if why == "" {
+		why = p.skip
+	}
+	p.r.notStored.Add(1)
+	p.r.log(LogLine{Time: warc.FormatTime(p.start), Event: "not-stored", Method: p.method, URL: p.url,
+		Status: status, Type: p.typ, Note: p.r.opts.Redact.String(why)})
+	p.r.inflight.Done()
+}
+
+// finish stores the exchange whose whole response body is raw (nil readErr), or logs why
+// it cannot. It releases the exchange, after starting the host's not-found probe.
+func (p *pending) finish(raw []byte, readErr error) {
+	status := p.resp.StatusCode
+	if readErr != nil {
+		p.done(status, "response body incomplete: "+readErr.Error())
+		return
+	}
+	if p.skip != "" {
+		p.done(status, "")
+		return
+	}
+	r := p.r
+	hdr := p.resp.Header.Clone()
+	body, enc, err := warc.DecodePayloadLimit(hdr, raw, r.opts.MaxBody)
+	if err != nil {
+		p.done(status, fmt.Sprintf("response body of %d bytes cannot be decoded (Content-Encoding %q): %v", len(raw), hdr.Get("Content-Encoding"), err))
+		return
+	}
+	x := &exchange{
+		Method: p.method, URL: p.url, Date: p.start, ReqBody: r.opts.Redact.Bytes(p.reqBody),
+		Status: status, Proto: p.resp.Proto, Body: r.opts.Redact.Bytes(body), OrigEncoding: enc,
+		ResourceType: p.typ, Page: p.page, PageNote: p.note,
+	}
+	if _, err := parseAbs(x.URL); err != nil {
+		p.done(status, "the redacted URL is not a URL")
+		return
+	}
+	x.ReqHeader = storedRequestHeader(p.reqHdr, p.host, r.opts.Redact)
+	x.RespHeader = storedResponseHeader(hdr, enc != "", len(x.Body), r.opts.Redact)
+	if err := r.journal.append(x.encode()); err != nil {
+		p.done(status, err.Error())
+		return
+	}
+	r.stored.Add(1)
+	r.log(LogLine{Time: warc.FormatTime(p.start), Event: "stored", Method: p.method, URL: p.url, Status: status,
+		Type: p.typ, Bytes: int64(len(x.Body)), Note: p.note})
+	if p.probeHeader != nil && p.note == "" {
+		r.probe(p)
+	}
+	r.inflight.Done()
+}
+
+// storedRequestHeader is the request header as the journal keeps it: no Cookie,
+// Authorization or Proxy-Authorization, a Host field, values redacted.
+func storedRequestHeader(h http.Header, host string, red *Redactor) http.Header {
+	out := http.Header{}
+	for k, vs := range h {
+		switch http.CanonicalHeaderKey(k) {
+		case "Cookie", "Cookie2", "Authorization", "Proxy-Authorization", "Content-Length", "Host":
+			continue
+		}
+		for _, v := range vs {
+			out[k] = append(out[k], red.String(v))
+		}
+	}
+	out["Host"] = []string{red.String(host)}
+	return out
+}
+
+// storedResponseHeader is the response header as the journal keeps it: no
+// Transfer-Encoding, Content-Length of the stored body, no Content-Encoding when the body
+// was decoded, every Set-Cookie value REDACTED, other values redacted.
+func storedResponseHeader(h http.Header, decoded bool, size int, red *Redactor) http.Header {
+	out := http.Header{}
+	for k, vs := range h {
+		switch http.CanonicalHeaderKey(k) {
+		case "Transfer-Encoding", "Content-Length":
+			continue
+		case "Content-Encoding":
+			if decoded {
+				continue
+			}
+		case "Set-Cookie", "Set-Cookie2":
+			for range vs {
+				out[k] = append(out[k], Redacted)
+			}
+			continue
+		}
+		if !httpguts.ValidHeaderFieldName(k) {
+			continue
+		}
+		for _, v := range vs {
+			out[k] = append(out[k], red.String(v))
+		}
+	}
+	out["Content-Length"] = []string{strconv.Itoa(size)}
+	return out
+}
+
+// probe requests, once per host, a path that cannot exist with the headers of the
+// host's first document, so the site's own 404 page is recorded (page note
+// NoteNotFoundProbe; Build puts a 404 HTML answer in manifest.not_found).
+func (r *Recorder) probe(doc *pending) {
+	if _, seen := r.probed.LoadOrStore(doc.host, struct{}{}); seen || r.stopping.Load() {
+		return
+	}
+	u := probeURL(doc.scheme, doc.host)
+	hdr := doc.probeHeader.Clone()
+	for _, f := range []string{"If-None-Match", "If-Modified-Since", "Content-Type", "Content-Length", "Referer", "Origin"} {
+		hdr.Del(f)
+	}
+	r.inflight.Add(1) // doc still holds its count, so this Add cannot race with Wait
+	go func() {
+		start := time.Now()
+		p := &pending{r: r, start: start, method: http.MethodGet, typ: replay.TypeDocument, url: u,
+			host: doc.host, scheme: doc.scheme, page: http.MethodGet, note: NoteNotFoundProbe, reqHdr: hdr}
+		ctx, cancel := context.WithTimeout(r.probeCtx, 2*time.Minute)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			p.upstreamError(err)
+			return
+		}
+		req.Header = hdr
+		resp, err := r.tr.RoundTrip(req)
+		if err != nil {
+			p.upstreamError(err)
+			return
+		}
+		p.resp = resp
+		cb := &captureBody{rc: resp.Body, p: p, max: r.opts.MaxBody}
+		_, _ = io.Copy(io.Discard, cb)
+		cb.Close()
+	}()
+}
+
+// probeURL is the not-found probe's URL for a site: /pab-not-found-HEX, HEX the first
+// 6 bytes of the sha256 of the host (with port, lower case).
+func probeURL(scheme, host string) string {
+	sum := sha256.Sum256([]byte(host))
+	return scheme + "://" + host + "/pab-not-found-" + hex.EncodeToString(sum[:6])
+}
+
+// captureBody forwards the upstream body and keeps a copy (up to max bytes); at its end
+// (EOF, a read error, or Close before EOF) it finishes the exchange once.
+type captureBody struct {
+	rc   io.ReadCloser
+	p    *pending
+	max  int64
+	buf  bytes.Buffer
+	over bool
+	once sync.Once
+}
+
+func (c *captureBody) Read(b []byte) (int, error) {
+	n, err := c.rc.Read(b)
+	if n > 0 && !c.over {
+		if int64(c.buf.Len()+n) > c.max {
+			c.over = true
+			c.buf = bytes.Buffer{}
+		} else {
+			c.buf.Write(b[:n])
+		}
+	}
+	switch {
+	case err == io.EOF:
+		c.end(nil)
+	case err != nil:
+		c.end(err)
+	}
+	return n, err
+}
+
+func (c *captureBody) end(err error) {
+	c.once.Do(func() {
+		if err == nil && c.over {
+			c.p.done(c.p.resp.StatusCode, fmt.Sprintf("response body larger than %d bytes", c.max))
+			return
+		}
+		c.p.finish(c.buf.Bytes(), err)
+	})
+}
+
+func (c *captureBody) Close() error {
+	c.end(errors.New("the client closed the connection before the end of the body"))
+	return c.rc.Close()
+}
+
+// bodyAllowed reports whether a response to method with status has a body (RFC 9110
+// sections 6.4.1, 9.3.2).
+func bodyAllowed(method string, status int) bool {
+	return method != http.MethodHead && status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified
+}
+
+func isUpgrade(req *http.Request) bool {
+	for _, v := range req.Header.Values("Connection") {
+		for _, f := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(f), "upgrade") {
+				return true
+			}
+		}
+	}
+	return req.Header.Get("Upgrade") != ""
+}
+
+func textResponse(req *http.Request, status int, text string) *http.Response {
+	return &http.Response{
+		StatusCode:    status,
+		Status:        strconv.Itoa(status) + " " + http.StatusText(status),
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        http.Header{"Content-Type": {"text/plain; charset=utf-8"}, "Content-Length": {strconv.Itoa(len(text))}},
+		ContentLength: int64(len(text)),
+		Body:          io.NopCloser(strings.NewReader(text)),
+		Request:       req,
+	}
+}
+
+func parseAbs(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	if !u.IsAbs() || u.Host == "" {
+		return nil, fmt.Errorf("%q is not an absolute URL", s)
+	}
+	return u, nil
+}
+
+// ParseResolve parses a --resolve value HOST:PORT:ADDR as curl does: connections to
+// HOST:PORT go to ADDR:PORT. ADDR may carry its own port (HOST:PORT:ADDR:PORT2, or
+// [v6addr]:PORT2) to dial another port. It returns the "host:port" key (lower case) and
+// the address dialed.
+func ParseResolve(s string) (from, to string, err error) {
+	host, rest, ok := strings.Cut(s, ":")
+	port, addr, ok2 := strings.Cut(rest, ":")
+	if !ok || !ok2 || host == "" || addr == "" {
+		return "", "", fmt.Errorf("--resolve %q: want HOST:PORT:ADDR", s)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", "", fmt.Errorf("--resolve %q: bad port %q", s, port)
+	}
+	from = strings.ToLower(net.JoinHostPort(host, port))
+	if h, p, err := net.SplitHostPort(addr); err == nil && net.ParseIP(h) != nil {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "", "", fmt.Errorf("--resolve %q: bad port %q", s, p)
+		}
+		return from, net.JoinHostPort(h, p), nil
+	}
+	ip := strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]")
+	if net.ParseIP(ip) == nil {
+		return "", "", fmt.Errorf("--resolve %q: %q is not an IP address", s, addr)
+	}
+	return from, net.JoinHostPort(ip, port), nil
+}
+
+// trackedListener registers accepted connections so Shutdown can close hijacked ones
+// (goproxy's MITM tunnels outlive net/http's knowledge of them).
+type trackedListener struct {
+	net.Listener
+	r *Recorder
+}
+
+func (l *trackedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: c, r: l.r}
+	l.r.mu.Lock()
+	stopping := l.r.stopping.Load()
+	if !stopping {
+		l.r.conns[tc] = struct{}{}
+	}
+	l.r.mu.Unlock()
+	if stopping {
+		c.Close()
+		return nil, net.ErrClosed
+	}
+	return tc, nil
+}
+
+type trackedConn struct {
+	net.Conn
+	r    *Recorder
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.r.mu.Lock()
+		delete(c.r.conns, c)
+		c.r.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
