@@ -690,6 +690,11 @@ func ParseResolve(s string) (from, to string, err error) {
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return "", "", fmt.Errorf("--resolve %q: bad port %q", s, port)
 	}
+	for _, c := range host { // a host name: letters, digits, '-', '.', '_'
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return "", "", fmt.Errorf("--resolve %q: %q is not a host name", s, host)
+		}
+	}
 	from = strings.ToLower(net.JoinHostPort(host, port))
 	if h, p, err := net.SplitHostPort(addr); err == nil && net.ParseIP(h) != nil {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
