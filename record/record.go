@@ -561,7 +561,8 @@ func (r *Recorder) probe(doc *pending) {
 	r.inflight.Add(1) // doc still holds its count, so this Add cannot race with Wait
 	go func() {
 		start := time.Now()
-		p := &pending{r: r, start: start, method: http.MethodGet, typ: replay.TypeDocument, url: u,
+		// stored redacted like every other exchange (the host itself may be a redacted value)
+		p := &pending{r: r, start: start, method: http.MethodGet, typ: replay.TypeDocument, url: r.opts.Redact.String(u),
 			host: doc.host, scheme: doc.scheme, page: http.MethodGet, note: NoteNotFoundProbe, reqHdr: hdr}
 		ctx, cancel := context.WithTimeout(r.probeCtx, 2*time.Minute)
 		defer cancel()

@@ -100,3 +100,24 @@ func TestUserMistakes(t *testing.T) {
 		t.Errorf("a failed import left tasks/x behind")
 	}
 }
+
+// TestOutputsNeverOverwritten: record --out refuses a non-empty directory before recording,
+// and export refuses an existing file without --force.
+func TestOutputsNeverOverwritten(t *testing.T) {
+	dir := t.TempDir()
+	keep := filepath.Join(dir, "keep.txt")
+	if err := os.WriteFile(keep, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runPab(t, "record", "--task", "x", "--listen", "127.0.0.1:0", "--out", dir)
+	if code != 1 || !strings.Contains(stderr, "is not empty") {
+		t.Errorf("record --out non-empty: exit %d, %q", code, stderr)
+	}
+	_, stderr, code = runPab(t, "export", "books-sapiens-price", "--warc", keep)
+	if code != 1 || !strings.Contains(stderr, "exists; pass --force") {
+		t.Errorf("export over a file: exit %d, %q", code, stderr)
+	}
+	if got, _ := os.ReadFile(keep); string(got) != "mine" {
+		t.Errorf("keep.txt changed to %q", got)
+	}
+}

@@ -13,7 +13,10 @@ import (
 )
 
 func newExportCmd(g *globalFlags) *cobra.Command {
-	var warcPath, waczPath string
+	var (
+		warcPath, waczPath string
+		force              bool
+	)
 	cmd := &cobra.Command{
 		Use:   "export TARGET (--warc FILE.warc[.gz] | --wacz FILE.wacz)",
 		Short: "Write a recording as a standard WARC or WACZ file for other tools",
@@ -47,8 +50,16 @@ recording always gives the same bytes.`,
 					return fmt.Errorf("export: --wacz %s: a WACZ file name must end in .wacz", out)
 				}
 			}
-			if st, err := os.Stat(out); err == nil && !st.Mode().IsRegular() {
-				return fmt.Errorf("export: %s exists and is not a regular file", out)
+			if st, err := os.Stat(out); err == nil {
+				if !st.Mode().IsRegular() {
+					return fmt.Errorf("export: %s exists and is not a regular file", out)
+				}
+				if !force {
+					return fmt.Errorf("export: %s exists; pass --force to overwrite it", out)
+				}
+			}
+			if lower := strings.ToLower(out); warcPath != "" && !strings.HasSuffix(lower, ".warc") && !strings.HasSuffix(lower, ".warc.gz") {
+				return fmt.Errorf("export: --warc %s: a WARC file name must end in .warc or .warc.gz", out)
 			}
 			b, name, err := openBundleTarget(g, args[0], cmd.ErrOrStderr())
 			if err != nil {
@@ -72,6 +83,7 @@ recording always gives the same bytes.`,
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&force, "force", false, "overwrite the output file when it exists")
 	cmd.Flags().StringVar(&warcPath, "warc", "", "write a WARC 1.1 file (gzip per record when the name ends in .gz)")
 	cmd.Flags().StringVar(&waczPath, "wacz", "", "write a WACZ 1.1.1 file (name ending in .wacz)")
 	return cmd

@@ -115,6 +115,11 @@ func runImport(cmd *cobra.Command, repo *task.Repo, id string, args []string, o 
 	if dirInput && len(args) > 1 {
 		return fmt.Errorf("import: give one bundle or recording directory, or WARC files")
 	}
+	if f, err := warc.RecordingFormatOf(recDir); err != nil {
+		return fmt.Errorf("import: existing recording: %w", err)
+	} else if f != 0 && f != warc.RecordingFormat && !o.replace {
+		return fmt.Errorf("import: %s holds a format %d recording; run pab recording migrate %s first, or pass --replace to drop it", recDir, f, id)
+	}
 	old, err := warc.RecordingFiles(recDir)
 	if err != nil {
 		return fmt.Errorf("import: %w", err)

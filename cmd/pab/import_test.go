@@ -312,6 +312,14 @@ func TestRecordingMigrateCommand(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "format 1 recording") {
 		t.Errorf("audit before migration: exit %d\n%s%s", code, out, stderr)
 	}
+	// an import never drops a format 1 recording without being told to
+	_, stderr, code = runIn(t, root, "import", "--task", "old", shopBundle(t, t1, "/c", "new c"))
+	if code != 1 || !strings.Contains(stderr, "format 1 recording; run pab recording migrate old first") {
+		t.Errorf("import over a format 1 recording: exit %d\n%s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(rec, warc.Format1File)); err != nil {
+		t.Fatalf("the format 1 recording is gone: %v", err)
+	}
 	out, stderr, code = runIn(t, root, "recording", "migrate", "old")
 	if code != 0 || !strings.Contains(out, "migrated from format 1 to format 2") {
 		t.Fatalf("migrate: exit %d\n%s%s", code, out, stderr)

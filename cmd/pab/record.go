@@ -68,6 +68,11 @@ stored and what was not and why. See docs/record.md.`,
 					return err
 				}
 				work = out + ".record"
+				// checked now, not after a whole browsing session; an existing
+				// directory is never replaced
+				if err := checkOutDir(out); err != nil {
+					return err
+				}
 			}
 			red, err := record.NewRedactor(redact)
 			if err != nil {
@@ -157,6 +162,28 @@ stored and what was not and why. See docs/record.md.`,
 	return cmd
 }
 
+// checkOutDir accepts a --out path that does not exist yet or is an empty directory.
+func checkOutDir(out string) error {
+	fi, err := os.Lstat(out)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("record: --out %s: %w", out, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("record: --out %s exists and is not a directory", out)
+	}
+	des, err := os.ReadDir(out)
+	if err != nil {
+		return fmt.Errorf("record: --out %s: %w", out, err)
+	}
+	if len(des) > 0 {
+		return fmt.Errorf("record: --out %s is not empty; give a new or empty directory", out)
+	}
+	return nil
+}
+
 // loadRoots is the system roots plus the certificates of the PEM file at path.
 func loadRoots(path string) (*x509.CertPool, error) {
 	f, err := os.Open(path)
@@ -212,14 +239,20 @@ func finishRecording(cmd *cobra.Command, repo *task.Repo, id, work, out string) 
 		return err
 	}
 	printWarnings(cmd, rep)
-	fmt.Fprintf(stdout, "recorded %d exchanges, %d pages\n", rep.Exchanges, rep.Pages)
+	fmt.Fprintf(stdout, "recorded %d exchanges, %d pages into %s\n", rep.Exchanges, rep.Pages, bundle)
+	// The bundle now holds everything: the journal goes before the import, so that a
+	// crash during the import can never import the same exchanges twice (--finish finds
+	// nothing; the bundle is imported by hand, as the error says).
+	if err := os.Remove(journal); err != nil {
+		return err
+	}
 	// imported like any bundle: audited, merged with what the task has, rules inferred,
-	// self-checked; the journal goes only once the recording is in place
+	// self-checked
 	if err := runImport(cmd, repo, id, []string{bundle}, importOptions{title: rep.Title}); err != nil {
 		return fmt.Errorf("%w (the recording is kept in %s; import it with: pab import --task %s %s)", err, bundle, id, bundle)
 	}
 	os.RemoveAll(bundle)
-	return os.Remove(journal)
+	return nil
 }
 
 func printWarnings(cmd *cobra.Command, rep *record.BuildReport) {
