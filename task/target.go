@@ -136,6 +136,9 @@ func (t *Task) BundleDir() (string, error) {
 		return "", fmt.Errorf("task %s: %w", t.ID, err)
 	}
 	if len(files) == 0 {
+		if f, ferr := warc.RecordingFormatOf(rec); ferr == nil && f != 0 && f != warc.RecordingFormat {
+			return "", fmt.Errorf("task %s has a format %d recording (%s); this pab reads format %d: run pab recording migrate %s", t.ID, f, rec, warc.RecordingFormat, t.ID)
+		}
 		return "", fmt.Errorf("task %s has no recording (%s)", t.ID, rec)
 	}
 	hash, err := warc.HashRecording(rec)

@@ -320,6 +320,9 @@ func TestRecordingMigrateCommand(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(rec, warc.Format1File)); err != nil {
 		t.Fatalf("the format 1 recording is gone: %v", err)
 	}
+	if _, stderr, code := runIn(t, root, "replay", "old", "--check"); code != 1 || !strings.Contains(stderr, "run pab recording migrate old") {
+		t.Errorf("replay of a format 1 task: exit %d\n%s", code, stderr)
+	}
 	out, stderr, code = runIn(t, root, "recording", "migrate", "old")
 	if code != 0 || !strings.Contains(out, "migrated from format 1 to format 2") {
 		t.Fatalf("migrate: exit %d\n%s%s", code, out, stderr)
