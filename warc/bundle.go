@@ -102,6 +102,15 @@ func OpenBundle(dir string) (*Bundle, error) {
 		return nil, err
 	}
 
+	return openBundleRest(root, b)
+}
+
+// openBundleRest opens the data files of bundle b (whose Dir and Manifest are set) from
+// root: archive/data.warc, indexes/entries.jsonl (offsets checked against the archive) and
+// pages/pages.jsonl. On error nothing stays open.
+func openBundleRest(root *os.Root, b *Bundle) (*Bundle, error) {
+	dir := b.Dir
+	var err error
 	b.warc, err = openBundleFile(root, dir, WARCFile)
 	if err != nil {
 		return nil, err

@@ -313,42 +313,5 @@ func openLegacyBundle(dir string) (*Bundle, error) {
 		return nil, fmt.Errorf("open bundle %s: %w", dir, err)
 	}
 	defer root.Close()
-	b := &Bundle{Dir: dir, Manifest: m}
-	b.warc, err = openBundleFile(root, dir, WARCFile)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := b.warc.Stat()
-	if err != nil {
-		b.warc.Close()
-		return nil, fmt.Errorf("stat %s: %w", filepath.Join(dir, WARCFile), err)
-	}
-	b.warcSize = fi.Size()
-	ef, err := openBundleFile(root, dir, EntriesFile)
-	if err != nil {
-		b.warc.Close()
-		return nil, err
-	}
-	b.Entries, err = readEntries(ef, filepath.Join(dir, EntriesFile), b.warcSize)
-	ef.Close()
-	if err != nil {
-		b.warc.Close()
-		return nil, err
-	}
-	b.byID = make(map[string]int, len(b.Entries))
-	for i := range b.Entries {
-		b.byID[b.Entries[i].ID] = i
-	}
-	pf, err := openBundleFile(root, dir, PagesFile)
-	if err != nil {
-		b.warc.Close()
-		return nil, err
-	}
-	b.Pages, err = readPages(pf, filepath.Join(dir, PagesFile))
-	pf.Close()
-	if err != nil {
-		b.warc.Close()
-		return nil, err
-	}
-	return b, nil
+	return openBundleRest(root, &Bundle{Dir: dir, Manifest: m})
 }
