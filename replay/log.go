@@ -169,3 +169,54 @@ func ReadLog(r io.Reader, name string) ([]LogLine, error) {
 
 // logTime formats t as LogLine.Time.
 func logTime(t time.Time) string { return t.UTC().Format(LogTimeFormat) }
+
+// DefaultLogTail is how many recent log lines the proxy keeps in memory for
+// http://rr.control/log?tail=N (Options.LogTail).
+const DefaultLogTail = 10000
+
+// defaultTailLines is N for http://rr.control/log without ?tail=N.
+const defaultTailLines = 100
+
+// logRing keeps the last lines of the log, each as one JSON line with its newline.
+type logRing struct {
+	mu    sync.Mutex
+	lines [][]byte
+	next  int  // where the next line goes
+	full  bool // lines has wrapped
+}
+
+func newLogRing(n int) *logRing { return &logRing{lines: make([][]byte, n)} }
+
+// add keeps line, dropping the oldest when the ring is full.
+func (r *logRing) add(line LogLine) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(line) != nil {
+		return
+	}
+	r.mu.Lock()
+	r.lines[r.next] = buf.Bytes()
+	r.next++
+	if r.next == len(r.lines) {
+		r.next, r.full = 0, true
+	}
+	r.mu.Unlock()
+}
+
+// tail returns the last n lines kept, oldest first, as JSON Lines.
+func (r *logRing) tail(n int) []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	have := r.next
+	if r.full {
+		have = len(r.lines)
+	}
+	n = min(n, have)
+	var out []byte
+	for i := range n {
+		j := (r.next - n + i + len(r.lines)) % len(r.lines)
+		out = append(out, r.lines[j]...)
+	}
+	return out
+}

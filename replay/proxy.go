@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -30,7 +31,8 @@ import (
 const DefaultListen = "127.0.0.1:8899"
 
 // ControlHost is the host name of the proxy's own endpoints: http://rr.control/stats (JSON
-// Counts) and http://rr.control/health ("ok"), over http or https through the proxy, or
+// Counts), http://rr.control/log?tail=N (the last N log lines as JSON Lines, oldest first;
+// N defaults to 100 and is capped by Options.LogTail) and http://rr.control/health ("ok"), over http or https through the proxy, or
 // directly as http://PROXY-ADDR/stats. Control requests are neither logged nor counted.
 const ControlHost = "rr.control"
 
@@ -63,6 +65,16 @@ type Options struct {
 	// Debug, when set, receives goproxy's and net/http's warnings (TLS handshake errors,
 	// malformed requests). Nil discards them.
 	Debug io.Writer
+	// Clock turns on the page clock (see Clock): every recorded 2xx text/html answer whose
+	// body is HTML gets a script that sets Date to the manifest's captured_from. A bundle
+	// without captured_from (no exchanges) is served without it.
+	Clock bool
+	// DeterministicRandom, with Clock, also makes Math.random and crypto.getRandomValues
+	// repeatable per page URL.
+	DeterministicRandom bool
+	// LogTail is how many log lines http://rr.control/log?tail=N can return (default
+	// DefaultLogTail). The lines are kept in memory whether or not Log is set.
+	LogTail int
 }
 
 // Server is the replay proxy: an HTTP proxy (goproxy) that answers plain HTTP requests
@@ -74,7 +86,9 @@ type Options struct {
 // (Connection and the fields it names, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding,
 // Upgrade), Content-Encoding (payloads are stored decoded), Alt-Svc (it advertises
 // upstream endpoints that do not exist offline) and Content-Length, which is set to the
-// payload size. The payload is streamed from the WARC file. HEAD answers carry no body;
+// payload size. The payload is streamed from the WARC file, except for HTML documents that
+// get the page clock (Options.Clock): those are read whole, rewritten by Clock.Inject, and
+// their Content-Length is the rewritten size. HEAD answers carry no body;
 // neither do 204 and 304 answers. Answers are always HTTP/1.1.
 type Server struct {
 	b    *warc.Bundle
@@ -85,7 +99,11 @@ type Server struct {
 	proxy  *goproxy.ProxyHttpServer
 	server *http.Server
 	logw   *logWriter
+	tail   *logRing
 	counts counter
+	clock  *Clock // nil when the page clock is off
+	// clockMax bounds the documents the clock goes into (MaxClockDocument; tests lower it)
+	clockMax int64
 
 	mu        sync.Mutex
 	conns     map[*trackedConn]struct{}
@@ -123,6 +141,18 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{b: opts.Bundle, ix: ix, ca: opts.CA, opts: opts, conns: map[*trackedConn]struct{}{}}
 	s.counts.c = newCounts()
+	if opts.LogTail <= 0 {
+		opts.LogTail = DefaultLogTail
+	}
+	s.tail = newLogRing(opts.LogTail)
+	if opts.Clock && opts.Bundle.Manifest.CapturedFrom != "" {
+		from, err := time.Parse(time.RFC3339Nano, opts.Bundle.Manifest.CapturedFrom)
+		if err != nil {
+			return nil, fmt.Errorf("replay: page clock: manifest captured_from %q is not an RFC 3339 time", opts.Bundle.Manifest.CapturedFrom)
+		}
+		s.clock = NewClock(from, opts.DeterministicRandom)
+		s.clockMax = MaxClockDocument
+	}
 	if opts.Log != nil {
 		s.logw = newLogWriter(opts.Log)
 	}
@@ -338,14 +368,27 @@ func (s *Server) recordedAnswer(e *warc.Entry, r *http.Request) (*answer, error)
 	if resp.Status < 200 || resp.Status > 999 {
 		return nil, fmt.Errorf("entry %s: recorded status %d cannot be replayed", e.ID, resp.Status)
 	}
-	return &answer{
+	a := &answer{
 		status: resp.Status,
 		header: replayHeader(resp.Header),
 		body:   resp.Body,
 		size:   resp.Size,
 		entry:  e,
 		record: resp.RecordID,
-	}, nil
+	}
+	if s.clock != nil && wantsClock(resp.Status, resp.Header) {
+		body, ok, err := readClockBody(resp.Body, resp.Size, s.clockMax)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("entry %s: read payload: %w", e.ID, err)
+		case !ok:
+			a.note = fmt.Sprintf("clock: document of %d bytes is over %d, served without the clock", resp.Size, s.clockMax)
+		default:
+			body, a.note = s.clock.Inject(a.header, body)
+			a.body, a.size = bytes.NewReader(body), int64(len(body))
+		}
+	}
+	return a, nil
 }
 
 // dropFields are recorded response fields never replayed (see Server).
@@ -417,9 +460,6 @@ func statusLine(code int) string {
 // finish counts the answer and queues its log line.
 func (s *Server) finish(r *http.Request, a *answer, start time.Time) {
 	s.counts.add(a.source, a.typ)
-	if s.logw == nil {
-		return
-	}
 	line := LogLine{
 		Time:     logTime(start),
 		Method:   r.Method,
@@ -437,10 +477,14 @@ func (s *Server) finish(r *http.Request, a *answer, start time.Time) {
 	if a.entry != nil {
 		line.Entry = a.entry.ID
 	}
-	s.logw.send(line)
+	s.tail.add(line)
+	if s.logw != nil {
+		s.logw.send(line)
+	}
 }
 
-// controlResponse answers http(s)://rr.control/...: /stats (JSON Counts), /health ("ok").
+// controlResponse answers http(s)://rr.control/...: /stats (JSON Counts), /log?tail=N
+// (JSON Lines), /health ("ok").
 func (s *Server) controlResponse(r *http.Request) *http.Response {
 	var a *answer
 	switch r.URL.Path {
@@ -449,8 +493,18 @@ func (s *Server) controlResponse(r *http.Request) *http.Response {
 		a = textAnswer(http.StatusOK, "application/json", string(data)+"\n")
 	case "/health":
 		a = textAnswer(http.StatusOK, "text/plain; charset=utf-8", "ok\n")
+	case "/log":
+		n := defaultTailLines
+		if v := r.URL.Query().Get("tail"); v != "" {
+			var err error
+			if n, err = strconv.Atoi(v); err != nil || n < 0 {
+				a = textAnswer(http.StatusBadRequest, "text/plain; charset=utf-8", "pab replay control: tail must be a number of lines from 0\n")
+				break
+			}
+		}
+		a = textAnswer(http.StatusOK, "application/jsonl", string(s.tail.tail(n)))
 	default:
-		a = textAnswer(http.StatusNotFound, "text/plain; charset=utf-8", "pab replay control: /stats, /health\n")
+		a = textAnswer(http.StatusNotFound, "text/plain; charset=utf-8", "pab replay control: /stats, /log?tail=N, /health\n")
 	}
 	if r.Body != nil {
 		io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))

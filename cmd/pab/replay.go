@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -68,6 +69,8 @@ func newReplayCmd(g *globalFlags) *cobra.Command {
 		listen  string
 		logPath string
 		check   bool
+		clock   string
+		detRand bool
 	)
 	cmd := &cobra.Command{
 		Use:   "replay TARGET",
@@ -82,6 +85,13 @@ parameters, normalized body; see docs/rules.md) in this order: blocked (204), ex
 (earliest copy; the last for latest pages), search (most similar recorded search text),
 promo (the code's recording, or invalid_code's), fuzzy (same method, host and path,
 most query parameters in common), miss (answered by request type). http://rr.control/stats answers counts as JSON.
+
+Every recorded HTML document gets a small script at the top of its head that sets the
+page's clock (Date) to the recording's time and lets it run on from there; the script's
+hash is added to the page's Content-Security-Policy. --clock off (or RR_CLOCK=off in the
+environment) turns it off; --deterministic-random also makes Math.random and
+crypto.getRandomValues repeatable per page. http://rr.control/log?tail=N gives the last N
+log lines and http://rr.control/health answers "ok".
 
 With --check, pab replays every recorded page once through the running proxy,
 prints hit rates and exits.`,
@@ -110,7 +120,12 @@ prints hit rates and exits.`,
 			if check && !cmd.Flags().Changed("listen") {
 				listen = "127.0.0.1:0" // a check needs no fixed port
 			}
-			opts := replay.Options{Bundle: s.bundle, Index: s.index, Rules: s.rules, CA: ca}
+			clockOn, err := clockSetting(clock, cmd.Flags().Changed("clock"), os.Getenv("RR_CLOCK"))
+			if err != nil {
+				return err
+			}
+			opts := replay.Options{Bundle: s.bundle, Index: s.index, Rules: s.rules, CA: ca,
+				Clock: clockOn, DeterministicRandom: detRand}
 			srv, err := replay.New(opts)
 			if err != nil {
 				return err
@@ -163,5 +178,23 @@ prints hit rates and exits.`,
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8899", "address the proxy listens on (host:port; port 0 picks a free one)")
 	cmd.Flags().StringVar(&logPath, "log", "", "write one JSON line per request to this file (see docs/replay.md)")
 	cmd.Flags().BoolVar(&check, "check", false, "replay every recorded page once through the proxy, print hit rates and exit")
+	cmd.Flags().StringVar(&clock, "clock", "on", "page clock: on sets Date in every HTML page to the recording's time, off leaves pages alone (env RR_CLOCK=off)")
+	cmd.Flags().BoolVar(&detRand, "deterministic-random", false, "with the page clock, also make Math.random and crypto.getRandomValues repeatable per page")
 	return cmd
+}
+
+// clockSetting decides whether the page clock is on: the --clock flag when given (on or
+// off), else RR_CLOCK (off turns it off; on, or unset, leaves it on).
+func clockSetting(flag string, flagSet bool, env string) (bool, error) {
+	v, from := flag, "--clock"
+	if !flagSet && env != "" {
+		v, from = env, "RR_CLOCK"
+	}
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "on":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s %q: want on or off", from, v)
 }
