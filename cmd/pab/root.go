@@ -43,6 +43,7 @@ current directory. Unpacked recordings and pab's CA live in $PAB_CACHE
 		newExportCmd(g),
 		newAuditCmd(g),
 		newRecordingCmd(g),
+		newBrowserCmd(g),
 	)
 	return root
 }

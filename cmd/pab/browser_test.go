@@ -1,0 +1,312 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/remote"
+
+	"github.com/pab-dev/pab/replay"
+)
+
+var (
+	cdpLine     = regexp.MustCompile(`pab browser: CDP (ws://127\.0\.0\.1:\d+/devtools/browser/\S+)`)
+	profileLine = regexp.MustCompile(`pab browser: profile (\S+)`)
+)
+
+// TestBrowserCommand starts `pab browser lil-former-projects`, attaches to the Chromium it
+// started over CDP (as an agent would), and checks that the first recorded page opened over
+// HTTPS with a certificate from pab's CA and no certificate error, that a host missing from
+// the recording gets the replay's miss page, and that SIGINT ends pab with status 0 and
+// removes the browser profile.
+func TestBrowserCommand(t *testing.T) {
+	chromiumPath(t)
+	const pageURL = "https://lil.law.harvard.edu/projects/"
+	// the demo task with a capture section: the browser takes its time zone and language
+	repo := t.TempDir()
+	copyTree(t, filepath.Join(repoRoot, "sites"), filepath.Join(repo, "sites"))
+	taskDir := filepath.Join(repo, "tasks", "lil-former-projects")
+	copyTree(t, filepath.Join(repoRoot, "tasks", "lil-former-projects"), taskDir)
+	f, err := os.OpenFile(filepath.Join(taskDir, "task.yaml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("\ncapture:\n  locale: fr-FR\n  timezone: Asia/Tokyo\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	cmd := pabIn(repo, "browser", "lil-former-projects")
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := false
+	t.Cleanup(func() { // on a failure: stop it as Ctrl-C would, so Chromium stops too
+		if !waited {
+			cmd.Process.Signal(syscall.SIGINT)
+			stopped := time.AfterFunc(30*time.Second, func() { cmd.Process.Kill() })
+			cmd.Wait()
+			stopped.Stop()
+		}
+	})
+	var stderr bytes.Buffer
+	var ws, profile string
+	deadline := time.AfterFunc(90*time.Second, func() { cmd.Process.Kill() })
+	sc := bufio.NewScanner(errPipe)
+	for ws == "" && sc.Scan() {
+		stderr.WriteString(sc.Text() + "\n")
+		if m := profileLine.FindStringSubmatch(sc.Text()); m != nil {
+			profile = m[1]
+		}
+		if m := cdpLine.FindStringSubmatch(sc.Text()); m != nil {
+			ws = m[1]
+		}
+	}
+	deadline.Stop()
+	if ws == "" || profile == "" {
+		t.Fatalf("pab browser printed no CDP endpoint and profile:\n%s", &stderr)
+	}
+	go io.Copy(io.Discard, errPipe)
+	if fi, err := os.Stat(profile); err != nil || !fi.IsDir() {
+		t.Fatalf("profile %s: %v", profile, err)
+	}
+
+	allocCtx, cancelAlloc := remote.NewAllocator(context.Background(), ws, remote.NoModifyURL)
+	defer cancelAlloc()
+	bctx, cancelB := chromedp.NewContext(allocCtx)
+	defer cancelB()
+	tctx, cancelT := context.WithTimeout(bctx, 60*time.Second)
+	defer cancelT()
+
+	// the tab pab browser opened, found among the browser's targets
+	var pageID target.ID
+	for pageID == "" {
+		infos, err := chromedp.Targets(tctx)
+		if err != nil {
+			t.Fatalf("list targets: %v", err)
+		}
+		for _, in := range infos {
+			if in.Type == "page" && in.URL == pageURL {
+				pageID = in.TargetID
+			}
+		}
+		if pageID == "" {
+			select {
+			case <-tctx.Done():
+				t.Fatalf("no tab with %s among %d targets", pageURL, len(infos))
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	pctx, cancelP := chromedp.NewContext(bctx, chromedp.WithTargetID(pageID))
+	defer cancelP()
+	ctx, cancel := context.WithTimeout(pctx, 60*time.Second)
+	defer cancel()
+	// the tab may still be loading when we attach (its first JavaScript context goes away
+	// under us): ask again until the page is complete
+	var title string
+	for {
+		title, err = chromedp.Run(ctx, chromedp.Poll[string](`document.readyState === "complete" ? document.title : ""`))
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("wait for the opened page: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if want := "Projects | Library Innovation Lab"; title != want {
+		t.Errorf("opened page title %q, want %q", title, want)
+	}
+
+	env, err := chromedp.Run(ctx, chromedp.Evaluate[string](`Intl.DateTimeFormat().resolvedOptions().timeZone + " " + navigator.language`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env != "Asia/Tokyo fr-FR" {
+		t.Errorf("page's time zone and language %q, want %q (task.yaml capture)", env, "Asia/Tokyo fr-FR")
+	}
+
+	// the page clock is on, as in pab replay: the page's Date is the recording's
+	year, err := chromedp.Run(ctx, chromedp.Evaluate[int](`new Date().getUTCFullYear()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if year != 2023 {
+		t.Errorf("page's clock says year %d, want the recording's 2023", year)
+	}
+
+	ca, err := replay.LoadOrCreateCA(filepath.Join(cacheDir, "ca"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caName := ca.Certificate().Subject.CommonName
+	checkTLS := func(url string, resp *network.Response) {
+		t.Helper()
+		if resp.Protocol == "" || !strings.HasPrefix(resp.URL, "https://") {
+			t.Errorf("%s: answered from %q over %q, want https", url, resp.URL, resp.Protocol)
+		}
+		if resp.SecurityDetails == nil || resp.SecurityDetails.Issuer != caName {
+			t.Errorf("%s: certificate details %+v, want issuer %q", url, resp.SecurityDetails, caName)
+		}
+	}
+
+	// the recorded page again, now with its response: 200 over TLS with a leaf of pab's CA
+	resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(pageURL))
+	if err != nil {
+		t.Fatalf("navigate %s: %v", pageURL, err)
+	}
+	if resp.Status != 200 {
+		t.Errorf("%s: status %d, want 200", pageURL, resp.Status)
+	}
+	checkTLS(pageURL, resp)
+	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || loc != pageURL {
+		t.Errorf("location after navigating %q (%v), want %s (an interstitial would be chrome-error://)", loc, err, pageURL)
+	}
+
+	// a host the recording does not have: pab's miss page, not the internet
+	const missURL = "https://not-in-recording.example/"
+	resp, err = chromedp.RunResponse(ctx, chromedp.Navigate(missURL))
+	if err != nil {
+		t.Fatalf("navigate %s: %v", missURL, err)
+	}
+	if resp.Status != 404 {
+		t.Errorf("%s: status %d, want 404", missURL, resp.Status)
+	}
+	checkTLS(missURL, resp)
+	body, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.title + " | " + document.body.innerText`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(body, "Not in the recording") || !strings.Contains(body, missURL) {
+		t.Errorf("%s shows %q, want pab's miss page", missURL, body)
+	}
+	cancel()
+	cancelP()
+	cancelB()
+	cancelAlloc()
+
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		waited = true
+		if err != nil {
+			t.Errorf("pab browser after SIGINT: %v\n%s", err, &stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("pab browser did not stop on SIGINT")
+	}
+	if _, err := os.Stat(profile); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("profile %s left after exit: %v", profile, err)
+	}
+	if pids := processesUsing(t, profile); len(pids) > 0 {
+		t.Errorf("Chromium processes %v still run with profile %s after pab browser exited", pids, profile)
+	}
+}
+
+// processesUsing lists the live processes whose command line holds s (Linux /proc).
+func processesUsing(t *testing.T, s string) []string {
+	t.Helper()
+	cmdlines, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []string
+	for _, path := range cmdlines {
+		b, err := os.ReadFile(path) // empty for a zombie, gone for an ended process
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			pids = append(pids, filepath.Base(filepath.Dir(path)))
+		}
+	}
+	return pids
+}
+
+// TestBrowserMistakes: a Chromium that cannot be found gives one line naming the Debian
+// package, before anything is started; so do wrong combinations of arguments.
+func TestBrowserMistakes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"browser"}, "pab: browser: give either TARGET or --proxy ADDR\n"},
+		{[]string{"browser", "lil-former-projects", "--proxy", "127.0.0.1:1"}, "pab: browser: give either TARGET or --proxy ADDR\n"},
+		{[]string{"browser", "--proxy", "127.0.0.1:1", "--log", "x.jsonl"}, "pab: browser: --log needs TARGET (with --proxy, the running proxy has its own)\n"},
+		{[]string{"browser", "lil-former-projects", "--port", "70000"}, "pab: browser: --port 70000 is not a port number (0 to 65535)\n"},
+	} {
+		stdout, stderr, code := runPab(t, tc.args...)
+		if code != 1 || stdout != "" || stderr != tc.want {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1, stderr %q", tc.args, code, stdout, stderr, tc.want)
+		}
+	}
+	for _, args := range [][]string{
+		{"browser", "lil-former-projects", "--chrome", "/nonexistent/chromium"},
+		{"browser", "--proxy", "127.0.0.1:1", "--chrome", "/nonexistent/chromium"},
+	} {
+		stdout, stderr, code := runPab(t, args...)
+		if code == 0 || stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q", args, code, stdout)
+		}
+		want := "pab: " + chromiumMissing + "\n"
+		if stderr != want {
+			t.Errorf("%v: stderr %q, want %q", args, stderr, want)
+		}
+	}
+	// PATH without chromium: the same message
+	cmd := pabCmd("browser", "lil-former-projects")
+	cmd.Env = append(cmd.Env, "PATH="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || string(out) != "pab: "+chromiumMissing+"\n" {
+		t.Errorf("no chromium on PATH: %v, output %q", err, out)
+	}
+}
+
+// TestBrowserArgs: Chromium trusts pab's CA by its SPKI hash and never ignores every
+// certificate error; headless unless headed; language flags only with a locale.
+func TestBrowserArgs(t *testing.T) {
+	b := browserSetup{proxy: "127.0.0.1:8899", spki: "c3BraQ==", profile: "/tmp/p", locale: "de-DE"}
+	got := strings.Join(b.args(), " ")
+	for _, want := range []string{
+		"--proxy-server=http://127.0.0.1:8899", "--proxy-bypass-list=<-loopback>", "--disable-quic",
+		"--ignore-certificate-errors-spki-list=c3BraQ==", "--user-data-dir=/tmp/p", "--remote-debugging-port=0",
+		"--headless", "--lang=de-DE", "--accept-lang=de-DE", "--disable-background-networking",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("args lack %s: %s", want, got)
+		}
+	}
+	if strings.Contains(got, "--ignore-certificate-errors ") || strings.Contains(got, "--ignore-certificate-errors=") {
+		t.Errorf("args ignore every certificate error: %s", got)
+	}
+	if !strings.HasSuffix(got, " about:blank") {
+		t.Errorf("args without a URL do not end with about:blank: %s", got)
+	}
+	if strings.Contains(got, "--no-sandbox") != (os.Geteuid() == 0) {
+		t.Errorf("--no-sandbox must be given exactly when running as root: %s", got)
+	}
+	b.headed, b.locale, b.url, b.port = true, "", "https://example.test/", 9222
+	got = strings.Join(b.args(), " ")
+	if strings.Contains(got, "--headless") || strings.Contains(got, "--lang") || !strings.HasSuffix(got, " https://example.test/") ||
+		!strings.Contains(got, "--remote-debugging-port=9222") {
+		t.Errorf("headed args with a URL and port: %s", got)
+	}
+}
