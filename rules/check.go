@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -333,28 +332,11 @@ func fieldLine(data []byte, name string) int {
 // The error is for dir itself: it cannot be opened or listed. A missing dir has no
 // problems, as Load skips it.
 func CheckDir(dir string, base ...string) ([]Problem, error) {
-	root, err := os.OpenRoot(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("open rules directory %s: %w", dir, err)
+	root, names, err := listRulesDir(dir)
+	if err != nil || root == nil {
+		return nil, err
 	}
 	defer root.Close()
-	d, err := root.Open(".")
-	if err != nil {
-		return nil, fmt.Errorf("open rules directory %s: %w", dir, err)
-	}
-	entries, err := d.ReadDir(-1)
-	d.Close()
-	if err != nil {
-		return nil, fmt.Errorf("list rules directory %s: %w", dir, err)
-	}
-	names := make([]string, 0, len(entries))
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	slices.Sort(names)
 
 	var problems []Problem
 	hosted := map[string]bool{}     // sites with hosts in dir

@@ -109,32 +109,44 @@ func Default() (*Set, error) {
 	return Load()
 }
 
-func readRulesDir(dir string, layer int) ([]layerFile, error) {
-	if dir == "" {
-		return nil, nil
-	}
+// listRulesDir opens dir as a root (no path may leave it) and lists its entry names, sorted.
+// A missing dir gives a nil root and no error; the caller closes the root.
+func listRulesDir(dir string) (*os.Root, []string, error) {
 	root, err := os.OpenRoot(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open rules directory %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("open rules directory %s: %w", dir, err)
 	}
-	defer root.Close()
 	d, err := root.Open(".")
 	if err != nil {
-		return nil, fmt.Errorf("open rules directory %s: %w", dir, err)
+		root.Close()
+		return nil, nil, fmt.Errorf("open rules directory %s: %w", dir, err)
 	}
 	entries, err := d.ReadDir(-1)
 	d.Close()
 	if err != nil {
-		return nil, fmt.Errorf("list rules directory %s: %w", dir, err)
+		root.Close()
+		return nil, nil, fmt.Errorf("list rules directory %s: %w", dir, err)
 	}
 	names := make([]string, 0, len(entries))
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
 	slices.Sort(names)
+	return root, names, nil
+}
+
+func readRulesDir(dir string, layer int) ([]layerFile, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	root, names, err := listRulesDir(dir)
+	if err != nil || root == nil {
+		return nil, err
+	}
+	defer root.Close()
 	var out []layerFile
 	for _, name := range names {
 		if strings.HasPrefix(name, ".") {
