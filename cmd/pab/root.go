@@ -15,9 +15,10 @@ func newRootCmd() *cobra.Command {
 	g := &globalFlags{}
 	root := &cobra.Command{
 		Use:   "pab",
-		Short: "Record, replay and check web-browsing AI agents offline",
-		Long: `pab replays recorded websites (WARC files) through an HTTPS man-in-the-middle
-proxy, so a browser agent sees the same pages on every run without the internet.
+		Short: "Record and replay websites offline for web-browsing AI agents",
+		Long: `pab records websites and replays the recordings (WARC files) through an HTTPS
+man-in-the-middle proxy, so a browser agent sees the same pages on every run
+without the internet. Every request and how it was answered goes to a JSONL log.
 
 The task repository holds sites/ (shared matching rules) and tasks/<id>/
 (task.yaml, recording/, rules/). It is --repo, else $PAB_REPO, else the
