@@ -61,15 +61,7 @@ func format1Files(recordingDir string) ([]string, error) {
 	case whole:
 		return []string{filepath.Join(recordingDir, Format1File)}, nil
 	}
-	slices.Sort(parts)
-	var files []string
-	for i, n := range parts {
-		if n != i {
-			return nil, fmt.Errorf("recording %s: part %s.%03d is missing", recordingDir, Format1File, i)
-		}
-		files = append(files, filepath.Join(recordingDir, fmt.Sprintf("%s.%03d", Format1File, n)))
-	}
-	return files, nil
+	return partPaths(recordingDir, Format1File, parts)
 }
 
 // RecordingFormatOf reports the layout of the published recording in recordingDir: the

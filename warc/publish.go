@@ -397,13 +397,26 @@ func RecordingFiles(recordingDir string) ([]string, error) {
 	case len(parts) == 0:
 		return nil, fmt.Errorf("recording %s: %s is missing", recordingDir, RecordingWARCFile)
 	default:
-		slices.Sort(parts)
-		for i, n := range parts {
-			if n != i {
-				return nil, fmt.Errorf("recording %s: part %s.%03d is missing", recordingDir, RecordingWARCFile, i)
-			}
-			files = append(files, filepath.Join(recordingDir, fmt.Sprintf("%s.%03d", RecordingWARCFile, n)))
+		ps, err := partPaths(recordingDir, RecordingWARCFile, parts)
+		if err != nil {
+			return nil, err
 		}
+		files = append(files, ps...)
+	}
+	return files, nil
+}
+
+// partPaths returns the paths of the numbered parts base.000, base.001, ... of a split
+// archive in dir, in order, given the part numbers found (any order). A gap is an error
+// naming the missing part.
+func partPaths(dir, base string, parts []int) ([]string, error) {
+	slices.Sort(parts)
+	files := make([]string, 0, len(parts))
+	for i, n := range parts {
+		if n != i {
+			return nil, fmt.Errorf("recording %s: part %s.%03d is missing", dir, base, i)
+		}
+		files = append(files, filepath.Join(dir, fmt.Sprintf("%s.%03d", base, n)))
 	}
 	return files, nil
 }
