@@ -44,6 +44,11 @@ type LogLine struct {
 	// Type is the request type: document, image, font, style, script, api, media, other,
 	// or tracker when a block rule matched.
 	Type string `json:"type"`
+	// Dest is the request's Sec-Fetch-Dest header as sent by a browser (Fetch Metadata):
+	// "document" for a page opened in a tab, "iframe" for a frame, "image", "script", "empty"
+	// for fetch/XHR, ...; omitted when the client sent none. pab grade counts the requests
+	// with dest "document" as the pages the agent opened.
+	Dest string `json:"dest,omitempty"`
 	// Source is exact, search, promo, fuzzy, blocked, preflight or miss.
 	Source string `json:"source"`
 	// Rule is where the rule that decided the answer is written, "file:line" with the file

@@ -169,3 +169,14 @@ func TestStatsSearchPromo(t *testing.T) {
 		t.Errorf("HitRate = %v", rep.HitRate())
 	}
 }
+
+func TestLogDest(t *testing.T) {
+	for in, want := range map[string]string{
+		"document": "document", "IFRAME": "iframe", " empty ": "empty", "": "",
+		"document\r\nx": "", "a b": "", "<script>": "", strings.Repeat("a", 33): "",
+	} {
+		if got := logDest(in); got != want {
+			t.Errorf("logDest(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

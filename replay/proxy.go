@@ -466,6 +466,7 @@ func (s *Server) finish(r *http.Request, a *answer, start time.Time) {
 		URL:      normalizeURL(r.URL).String(),
 		Key:      a.key,
 		Type:     a.typ,
+		Dest:     logDest(r.Header.Get("Sec-Fetch-Dest")),
 		Source:   a.source,
 		Rule:     a.rule,
 		Endpoint: a.endpoint,
@@ -481,6 +482,21 @@ func (s *Server) finish(r *http.Request, a *answer, start time.Time) {
 	if s.logw != nil {
 		s.logw.send(line)
 	}
+}
+
+// logDest is the Sec-Fetch-Dest value for the log: lower case, at most 32 bytes of letters
+// and hyphens (the header's token syntax); anything else is left out.
+func logDest(v string) string {
+	v = strings.ToLower(strings.TrimSpace(v))
+	if len(v) > 32 {
+		return ""
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 'a' || c > 'z') && c != '-' {
+			return ""
+		}
+	}
+	return v
 }
 
 // controlResponse answers http(s)://rr.control/...: /stats (JSON Counts), /log?tail=N

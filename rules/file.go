@@ -1,15 +1,13 @@
 package rules
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/pab-dev/pab/internal/yamlx"
 )
 
 // MaxFileSize is the largest rule file accepted, in bytes.
@@ -111,76 +109,19 @@ func ParseFile(path string, data []byte) (f *File, err error) {
 	if len(data) > MaxFileSize {
 		return nil, fmt.Errorf("%s: rule file is %d bytes, more than the limit of %d", path, len(data), MaxFileSize)
 	}
-	var doc yaml.Node
-	err = func() (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("yaml parser failed: %v", r)
-			}
-		}()
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		if err := dec.Decode(&doc); err != nil {
-			return err
-		}
-		var extra yaml.Node
-		if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-			if err != nil {
-				return err
-			}
-			return fmt.Errorf("line %d: more than one YAML document", extra.Line)
-		}
-		return nil
-	}()
+	doc, err := yamlx.Parse(path, data, MaxFileSize)
+	if err != nil {
+		return nil, err
+	}
 	f = &File{Path: path}
-	if errors.Is(err, io.EOF) {
+	if doc == nil {
 		return f, nil // empty file or comments only
 	}
-	if err != nil {
-		return nil, yamlError(path, err)
-	}
 	p := &fileParser{path: path}
-	if err := p.file(&doc, f); err != nil {
+	if err := p.file(doc, f); err != nil {
 		return nil, err
 	}
 	return f, nil
-}
-
-var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
-
-// yamlError turns a yaml.v3 error into one line "path:line: message".
-func yamlError(path string, err error) error {
-	msg := err.Error()
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	}
-	msg = strings.ReplaceAll(msg, "\n", " ")
-	line := 0
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = msg[len(m[0]):]
-	}
-	msg = strings.TrimSpace(strings.TrimPrefix(msg, "yaml: "))
-	// yaml.v3 counts lines from 0 for parser (not scanner) errors and leaves out "line 0".
-	for _, p := range yamlParserProblems {
-		if strings.HasPrefix(msg, p) {
-			line++
-			break
-		}
-	}
-	if line > 0 {
-		return fmt.Errorf("%s:%d: %s", path, line, msg)
-	}
-	return fmt.Errorf("%s: %s", path, msg)
-}
-
-// yamlParserProblems are the messages of yaml.v3's parser errors (parserc.go), whose line
-// numbers are 0-based.
-var yamlParserProblems = []string{
-	"did not find expected",
-	"found duplicate %",
-	"found incompatible YAML document",
-	"found undefined tag handle",
 }
 
 type fileParser struct {
@@ -188,62 +129,16 @@ type fileParser struct {
 }
 
 func (p *fileParser) errf(n *yaml.Node, format string, args ...any) error {
-	return fmt.Errorf("%s:%d: %s", p.path, n.Line, fmt.Sprintf(format, args...))
+	return yamlx.Errorf(p.path, n, format, args...)
 }
 
 // kindName describes a node's type for error messages.
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.AliasNode:
-		return "an alias"
-	case yaml.ScalarNode:
-		switch n.Tag {
-		case "!!null":
-			return "null"
-		case "!!bool":
-			return "a boolean"
-		case "!!int", "!!float":
-			return "a number"
-		}
-		return "a string"
-	}
-	return "unknown YAML"
-}
+func kindName(n *yaml.Node) string { return yamlx.KindName(n) }
 
 // fields walks a mapping node, calling set for each key; it refuses duplicates, aliases and
-// unknown keys (set returns errUnknown).
+// unknown keys.
 func (p *fileParser) fields(n *yaml.Node, what string, known []string, set func(key string, v *yaml.Node) error) error {
-	if n.Kind != yaml.MappingNode {
-		return p.errf(n, "%s: want a mapping, got %s", what, kindName(n))
-	}
-	seen := map[string]int{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind != yaml.ScalarNode {
-			return p.errf(k, "%s: keys must be plain names, got %s", what, kindName(k))
-		}
-		if k.Tag == "!!merge" {
-			return p.errf(k, "%s: merge keys (<<) are not supported", what)
-		}
-		if v.Kind == yaml.AliasNode {
-			return p.errf(v, "field %s: YAML aliases are not supported", k.Value)
-		}
-		if prev, ok := seen[k.Value]; ok {
-			return p.errf(k, "field %s: already set at line %d", k.Value, prev)
-		}
-		seen[k.Value] = k.Line
-		if !contains(known, k.Value) {
-			return p.errf(k, "%s: unknown field %q (known: %s)", what, k.Value, strings.Join(known, ", "))
-		}
-		if err := set(k.Value, v); err != nil {
-			return err
-		}
-	}
-	return nil
+	return yamlx.Fields(p.path, n, what, known, set)
 }
 
 func contains(list []string, s string) bool {

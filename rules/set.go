@@ -516,3 +516,18 @@ func (s *Set) Key(r Request) Key {
 	k.Body = normBody(r.Body, r.ContentType, &bf)
 	return k
 }
+
+// Site returns the name of the first site (by name order, _default excluded) whose hosts
+// match host ("books.toscrape.com" or "host:port"), or "" when only _default applies.
+func (s *Set) Site(host string) string {
+	if s == nil {
+		return ""
+	}
+	hp, hn := normHost(host)
+	for _, st := range s.sites {
+		if !st.isDefault && st.applies(hp, hn) {
+			return st.name
+		}
+	}
+	return ""
+}

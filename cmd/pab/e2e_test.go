@@ -382,6 +382,10 @@ func TestChromiumThroughReplay(t *testing.T) {
 			for _, l := range lines {
 				if l.URL == tc.url && l.Type == "document" && l.Source == "exact" && l.Status == 200 {
 					page = true
+					// Browsers send Fetch Metadata (Sec-Fetch-Dest) to HTTPS origins only.
+					if want := map[bool]string{true: "document", false: ""}[strings.HasPrefix(l.URL, "https:")]; l.Dest != want {
+						t.Errorf("%s: logged dest %q, want %q", l.URL, l.Dest, want)
+					}
 				}
 				if l.Type != "document" && l.Source == "exact" && sameHost(l.URL, tc.url) {
 					sub[l.Type]++
@@ -394,6 +398,15 @@ func TestChromiumThroughReplay(t *testing.T) {
 				t.Errorf("log shows subresources answered exactly %v; want images and styles:\n%s", sub, dumpLog(lines))
 			}
 			t.Logf("%s: title %q, subresources answered exactly: %v", tc.task, title, sub)
+			// pab grade reads the same log: one page opened (no subresource counted as a page).
+			out := t.TempDir()
+			if _, stderr, code := runPab(t, "grade", tc.task, "--log", p.log, "--out", out); code != 0 {
+				t.Fatalf("pab grade: exit %d\n%s", code, stderr)
+			}
+			r := readResult(t, filepath.Join(out, "result.json"))
+			if len(r.Pages.Opened) != 1 || r.Pages.Opened[0].URL != tc.url || r.Status != "not_scored" {
+				t.Errorf("graded pages %+v, status %s; want just %s", r.Pages.Opened, r.Status, tc.url)
+			}
 		})
 	}
 }

@@ -216,6 +216,28 @@ func runImport(cmd *cobra.Command, repo *task.Repo, id string, args []string, o 
 	if err := selfCheck(ctx, out, repo, final, layers); err != nil {
 		fmt.Fprintln(errOut, "pab import: warning: the self-check did not run:", err)
 	}
+	return checkGradingSources(t, final, out, errOut)
+}
+
+// checkGradingSources checks the task's grading.yaml, when it has one, against the imported
+// recording (as pab grade --check does). The recording stays imported either way; a
+// grading that does not fit it is an error, so the author sees it now.
+func checkGradingSources(t *task.Task, bundleDir string, out, errOut io.Writer) error {
+	gr, name, err := gradingOf(t)
+	if err != nil {
+		return fmt.Errorf("import: the recording was imported, but %w", err)
+	}
+	if gr == nil {
+		return nil
+	}
+	b, err := warc.OpenBundle(bundleDir)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := reportSourceCheck(out, errOut, gr, name, b); err != nil {
+		return fmt.Errorf("import: the recording was imported, but %w", err)
+	}
 	return nil
 }
 

@@ -37,6 +37,7 @@ current directory. Unpacked recordings and pab's CA live in $PAB_CACHE
 		newImportCmd(g),
 		newInspectCmd(g),
 		newStatsCmd(g),
+		newGradeCmd(g),
 		newTasksCmd(g),
 		newCACmd(g),
 		newRulesCmd(g),

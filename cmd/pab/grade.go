@@ -1,0 +1,400 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pab-dev/pab/grade"
+	"github.com/pab-dev/pab/task"
+	"github.com/pab-dev/pab/warc"
+)
+
+// errGradeFailed makes pab exit 1 after the result files were written and the reason printed.
+var errGradeFailed = errors.New("grading failed (see result.json)")
+
+// judgeFlags are the flags that pick and configure the LLM judge.
+type judgeFlags struct {
+	kind, model, fallback, baseURL, command string
+	timeout                                 time.Duration
+	samples                                 int
+	noCache                                 bool
+}
+
+func (j *judgeFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&j.kind, "judge", "", "judge: api (Anthropic Messages API), openai (any OpenAI-compatible chat API) or cli (a command reading the prompt on stdin); default api when ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN is set, else cli")
+	f.StringVar(&j.model, "model", "", "judge model (api default claude-opus-5-5; openai needs one, or OPENAI_MODEL)")
+	f.StringVar(&j.fallback, "fallback-model", "", `api: model re-run when the main one declines or stays overloaded ("none" to disable)`)
+	f.StringVar(&j.baseURL, "base-url", "", "api/openai: API base URL (default ANTHROPIC_BASE_URL / OPENAI_BASE_URL, else the provider's)")
+	f.StringVar(&j.command, "judge-cmd", "", `cli: command run with sh -c, prompt on stdin, answer on stdout (default "claude -p")`)
+	f.DurationVar(&j.timeout, "judge-timeout", 2*time.Minute, "time limit of one judge call")
+	f.IntVar(&j.samples, "samples", 1, "ask every question N times and take the majority")
+	f.BoolVar(&j.noCache, "no-cache", false, "ask the judge even when the same prompt was answered before")
+}
+
+// open builds the cached judge; the cache lives in the repository's cache directory.
+func (j *judgeFlags) open(repo *task.Repo) (*grade.Cache, error) {
+	if j.samples < 1 || j.samples > 25 {
+		return nil, fmt.Errorf("--samples: want 1 to 25, got %d", j.samples)
+	}
+	jd, err := grade.NewJudge(grade.JudgeConfig{
+		Kind: j.kind, Model: j.model, Fallback: j.fallback, BaseURL: j.baseURL,
+		Command: j.command, Timeout: j.timeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := &grade.Cache{Judge: jd}
+	if !j.noCache {
+		c.Dir = filepath.Join(repo.CacheDir(), "judge")
+	}
+	return c, nil
+}
+
+func newGradeCmd(g *globalFlags) *cobra.Command {
+	var (
+		logFile, answerFile, outDir string
+		check                       bool
+		jf                          judgeFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "grade TARGET --log REPLAY.jsonl [--answer FILE] [--out DIR]",
+		Short: "Score an agent run from its answer and its replay log (result.json, report.html)",
+		Long: `grade scores one agent run of a task: the agent's answer (--answer) and the log
+that pab replay --log wrote while the agent browsed (--log). The task's
+grading.yaml says how (docs/grading.md): fields an LLM judge extracts from the
+answer and pab compares, yes/no checks the judge answers, and requests the agent
+must or must not have made.
+
+It writes result.json and report.html into --out (default: the log's directory),
+every time. Without --answer, or for a task without grading.yaml, nothing is
+scored but the pages the agent opened are listed. Judge replies are cached, so
+grading the same run again is free and gives the same result.
+
+Exit status: 0 when the run was graded (whatever the score), 1 when grading
+failed (the judge failed, grading.yaml is invalid); the files are written
+either way.
+
+--check validates grading.yaml against the recording instead: every require
+source URL is recorded and its response holds the source text.`,
+		Example: `  pab grade books-sapiens-price --log runs/1/replay.jsonl --answer runs/1/answer.txt
+  pab grade books-sapiens-price --log replay.jsonl --answer answer.txt --judge openai \
+      --base-url http://127.0.0.1:11434/v1 --model qwen3:32b
+  pab grade books-sapiens-price --log replay.jsonl --answer answer.txt --judge cli --judge-cmd 'claude -p'
+  pab grade --check books-sapiens-price`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if check {
+				return runGradeCheck(cmd, g, args[0])
+			}
+			if logFile == "" {
+				return fmt.Errorf("grade: --log is required (the JSON Lines file pab replay --log wrote)")
+			}
+			if outDir == "" {
+				outDir = filepath.Dir(logFile)
+			}
+			return runGrade(cmd, g, args[0], logFile, answerFile, outDir, &jf)
+		},
+	}
+	cmd.Flags().StringVar(&logFile, "log", "", "the replay log of the run (pab replay --log)")
+	cmd.Flags().StringVar(&answerFile, "answer", "", "the agent's answer (a text file)")
+	cmd.Flags().StringVar(&outDir, "out", "", "directory for result.json and report.html (default: the log's directory)")
+	cmd.Flags().BoolVar(&check, "check", false, "validate grading.yaml against the recording and exit")
+	jf.add(cmd)
+	cmd.AddCommand(newCalibrateCmd(g))
+	return cmd
+}
+
+// gradingOf loads the task's grading.yaml; (nil, "", nil) when the target is no task or the
+// task has none.
+func gradingOf(t *task.Task) (*grade.Grading, string, error) {
+	if t == nil || !t.HasGrading() {
+		return nil, "", nil
+	}
+	path := t.GradingPath()
+	name := path
+	if rel, err := filepath.Rel(t.Repo.Root, path); err == nil && !strings.HasPrefix(rel, "..") {
+		name = rel
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, name, err
+	}
+	gr, err := grade.ParseGrading(name, data)
+	return gr, name, err
+}
+
+func runGrade(cmd *cobra.Command, g *globalFlags, target, logFile, answerFile, outDir string, jf *judgeFlags) error {
+	errOut := cmd.ErrOrStderr()
+	if jf.samples < 1 || jf.samples > 25 {
+		return fmt.Errorf("--samples: want 1 to 25, got %d", jf.samples)
+	}
+	// Inputs the user named must exist: those are mistakes, reported before anything is written.
+	lf, err := os.Open(logFile)
+	if err != nil {
+		return fmt.Errorf("grade: --log: %w", err)
+	}
+	defer lf.Close()
+	if fi, err := lf.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("grade: --log: %s is not a regular file", logFile)
+	}
+	var answer *grade.AnswerInfo
+	if answerFile != "" {
+		if answer, err = grade.ReadAnswer(answerFile); err != nil {
+			return fmt.Errorf("grade: --answer: %w", err)
+		}
+	}
+	s, err := openSession(g, target, errOut)
+	if err != nil {
+		return fmt.Errorf("grade: %w", err)
+	}
+	defer s.bundle.Close()
+	lr, err := grade.ReadLog(lf, logFile)
+	if err != nil {
+		return fmt.Errorf("grade: %w", err)
+	}
+	in := grade.Input{Task: s.target.Name, Answer: answer, Log: lr, Rules: s.rules, Titles: pageTitles(s.bundle)}
+	var problem error
+	if t := s.target.Task; t != nil {
+		if card, err := t.Card(); err == nil {
+			in.Title, in.Prompt = card.Title, card.Prompt
+		} else {
+			problem = fmt.Errorf("task card: %w", err)
+		}
+		in.Grading, in.GradingFile, err = gradingOf(t)
+		if err != nil && problem == nil {
+			problem = err
+		}
+	}
+	in.GradingError = problem
+	var judge *grade.Cache
+	var judgeErr error
+	if problem == nil && needsJudge(in.Grading, answer) {
+		judge, judgeErr = jf.open(s.repo)
+	}
+	res := grade.Grade(cmd.Context(), in, grade.Options{Judge: judge, Samples: jf.samples})
+	if judgeErr != nil {
+		res.Notes = append(res.Notes, "judge: "+judgeErr.Error())
+	}
+	if err := res.WriteFiles(outDir); err != nil {
+		return fmt.Errorf("grade: %w", err)
+	}
+	printResult(cmd.OutOrStdout(), res, outDir)
+	if res.Status == grade.StatusError {
+		for _, n := range res.Notes {
+			fmt.Fprintln(errOut, "pab grade:", n)
+		}
+		return errGradeFailed
+	}
+	return nil
+}
+
+// needsJudge reports whether grading will ask the judge anything.
+func needsJudge(g *grade.Grading, a *grade.AnswerInfo) bool {
+	if g == nil || a == nil || a.Text == "" {
+		return false
+	}
+	return len(g.Checks) > 0 || (len(g.Extract) > 0 && len(g.Require) > 0)
+}
+
+// pageTitles maps recorded exchange ids to the titles of the pages recorded at their URLs.
+func pageTitles(b *warc.Bundle) map[string]string {
+	byURL := map[string]string{}
+	for _, p := range b.Pages {
+		if p.Title != "" {
+			byURL[p.URL] = p.Title
+		}
+	}
+	out := map[string]string{}
+	for _, e := range b.Entries {
+		if t, ok := byURL[e.URL]; ok {
+			out[e.ID] = t
+		}
+	}
+	return out
+}
+
+func printResult(w io.Writer, r *grade.Result, outDir string) {
+	switch r.Status {
+	case grade.StatusScored:
+		verdict := "FAIL"
+		if r.Passed {
+			verdict = "PASS"
+		}
+		fmt.Fprintf(w, "%s: score %.3g (%s)\n", r.Task, *r.Score, verdict)
+	default:
+		fmt.Fprintf(w, "%s: %s\n", r.Task, strings.ReplaceAll(r.Status, "_", " "))
+	}
+	for _, it := range r.Items {
+		fmt.Fprintf(w, "  %-7s %-7s %s: %s\n", it.Result, it.Kind, it.ID, it.Reason)
+	}
+	fmt.Fprintf(w, "pages opened: %d, not found: %d\n", len(r.Pages.Opened), len(r.Pages.NotFound))
+	fmt.Fprintf(w, "wrote %s and %s\n", filepath.Join(outDir, "result.json"), filepath.Join(outDir, "report.html"))
+}
+
+// runGradeCheck validates the task's grading.yaml against its recording.
+func runGradeCheck(cmd *cobra.Command, g *globalFlags, target string) error {
+	s, err := openSession(g, target, cmd.ErrOrStderr())
+	if err != nil {
+		return fmt.Errorf("grade --check: %w", err)
+	}
+	defer s.bundle.Close()
+	if s.target.Task == nil || !s.target.Task.HasGrading() {
+		return fmt.Errorf("grade --check: %s has no grading.yaml", target)
+	}
+	gr, name, err := gradingOf(s.target.Task)
+	if err != nil {
+		return fmt.Errorf("grade --check: %w", err)
+	}
+	return reportSourceCheck(cmd.OutOrStdout(), cmd.ErrOrStderr(), gr, name, s.bundle)
+}
+
+// reportSourceCheck runs grade.CheckSources and prints its outcome; problems are an error.
+func reportSourceCheck(out, errOut io.Writer, gr *grade.Grading, name string, b *warc.Bundle) error {
+	probs := grade.CheckSources(gr, b)
+	n := 0
+	for _, q := range gr.Require {
+		if q.Source != nil {
+			n++
+		}
+	}
+	if len(probs) > 0 {
+		for _, p := range probs {
+			fmt.Fprintln(errOut, p)
+		}
+		return fmt.Errorf("%s: %d of %d sources are not backed by the recording", name, len(probs), n)
+	}
+	fmt.Fprintf(out, "%s: valid; %d require, %d checks, %d trace; %d of %d sources found in the recording\n",
+		name, len(gr.Require), len(gr.Checks), len(gr.Trace), n, n)
+	return nil
+}
+
+func newCalibrateCmd(g *globalFlags) *cobra.Command {
+	var (
+		labels, jsonOut string
+		jf              judgeFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "calibrate --labels FILE.jsonl",
+		Short: "Measure how often the judge agrees with a person on each check",
+		Long: `calibrate grades labelled runs and compares, item by item, the judge's verdict
+with a person's: percent agreement and Cohen's kappa per check (and per require
+item), so a task's author can see which checks to trust.
+
+Each line of the labels file (JSON Lines) is one run:
+  {"task": "ID", "answer": "TEXT", "verdicts": {"CHECK_ID": true, ...}}
+with "answer_file": "PATH" (relative to the labels file) instead of "answer", or
+"result": "PATH/result.json" to compare a run already graded (no judge call).
+Verdicts are true/false (or "yes"/"no", "pass"/"fail").`,
+		Example: `  pab grade calibrate --labels tasks/books-sapiens-price/labels.jsonl --judge api`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if labels == "" {
+				return fmt.Errorf("calibrate: --labels is required")
+			}
+			return runCalibrate(cmd, g, labels, jsonOut, &jf)
+		},
+	}
+	cmd.Flags().StringVar(&labels, "labels", "", "labelled runs (JSON Lines)")
+	cmd.Flags().StringVar(&jsonOut, "json", "", "also write the calibration as JSON to this file")
+	jf.add(cmd)
+	return cmd
+}
+
+func runCalibrate(cmd *cobra.Command, g *globalFlags, labelsFile, jsonOut string, jf *judgeFlags) error {
+	f, err := os.Open(labelsFile)
+	if err != nil {
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	defer f.Close()
+	labels, err := grade.ReadLabels(io.LimitReader(f, 256<<20), labelsFile)
+	if err != nil {
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	repo, err := g.findRepo()
+	if err != nil {
+		return err
+	}
+	type taskInfo struct {
+		card    *task.Card
+		grading *grade.Grading
+		file    string
+	}
+	tasks := map[string]*taskInfo{}
+	var judge *grade.Cache
+	var runs []grade.CalibrationRun
+	base := filepath.Dir(labelsFile)
+	for _, l := range labels {
+		where := fmt.Sprintf("%s:%d", labelsFile, l.Line)
+		if l.Result != "" {
+			p := l.Result
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(base, p)
+			}
+			res, err := grade.ReadResult(p)
+			if err != nil {
+				return fmt.Errorf("calibrate: %s: %w", where, err)
+			}
+			runs = append(runs, grade.CalibrationRun{Label: l, Result: res})
+			continue
+		}
+		ti := tasks[l.Task]
+		if ti == nil {
+			t, err := repo.Task(l.Task)
+			if err != nil {
+				return fmt.Errorf("calibrate: %s: %w", where, err)
+			}
+			card, err := t.Card()
+			if err != nil {
+				return fmt.Errorf("calibrate: %s: %w", where, err)
+			}
+			gr, name, err := gradingOf(t)
+			if err != nil {
+				return fmt.Errorf("calibrate: %s: %w", where, err)
+			}
+			if gr == nil {
+				return fmt.Errorf("calibrate: %s: task %s has no grading.yaml", where, l.Task)
+			}
+			ti = &taskInfo{card: card, grading: gr, file: name}
+			tasks[l.Task] = ti
+		}
+		var answer *grade.AnswerInfo
+		if l.AnswerFile != "" {
+			p := l.AnswerFile
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(base, p)
+			}
+			if answer, err = grade.ReadAnswer(p); err != nil {
+				return fmt.Errorf("calibrate: %s: %w", where, err)
+			}
+		} else {
+			answer = grade.AnswerFromBytes([]byte(l.Answer))
+		}
+		if judge == nil {
+			if judge, err = jf.open(repo); err != nil {
+				return fmt.Errorf("calibrate: judge: %w", err)
+			}
+		}
+		in := grade.Input{Task: l.Task, Title: ti.card.Title, Prompt: ti.card.Prompt, Grading: ti.grading, GradingFile: ti.file, Answer: answer}
+		res := grade.Grade(cmd.Context(), in, grade.Options{Judge: judge, Samples: jf.samples})
+		runs = append(runs, grade.CalibrationRun{Label: l, Result: res})
+	}
+	c := grade.Calibrate(runs)
+	c.Print(cmd.OutOrStdout())
+	if jsonOut != "" {
+		if err := grade.WriteJSON(jsonOut, c); err != nil {
+			return fmt.Errorf("calibrate: %w", err)
+		}
+	}
+	if len(c.Items) == 0 {
+		return fmt.Errorf("calibrate: no verdict could be compared")
+	}
+	return nil
+}

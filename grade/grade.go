@@ -1,0 +1,475 @@
+package grade
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/pab-dev/pab/rules"
+)
+
+// Input is one run to grade.
+type Input struct {
+	// Task is the task id; Title and Prompt come from task.yaml.
+	Task, Title, Prompt string
+	// Grading is the task's grading; nil when the task has none (nothing is scored).
+	Grading *Grading
+	// GradingFile names the grading file in the result.
+	GradingFile string
+	// GradingError, when set, is why the task's grading could not be read: the run is
+	// reported with status error and nothing is scored.
+	GradingError error
+	// Answer is the agent's answer; nil when none was given (nothing is scored).
+	Answer *AnswerInfo
+	// Log is the replay log of the run.
+	Log *LogRead
+	// Rules are the rules the replay used, to name the site of pages not found; may be nil.
+	Rules *rules.Set
+	// Titles maps recorded exchange ids (log "entry") to page titles; may be nil.
+	Titles map[string]string
+}
+
+// Options configure grading.
+type Options struct {
+	// Judge answers extraction and check prompts; nil when no judge is configured (then a
+	// grading that needs one ends with status error).
+	Judge *Cache
+	// Samples is how many times each prompt is asked; the majority wins. 0 means 1.
+	Samples int
+}
+
+// Grade grades one run. It never fails: problems (a judge error, a bad answer file, bad
+// log lines) are reported in the Result's status, items and notes. Status is error only
+// when the judge was needed and failed or is missing.
+func Grade(ctx context.Context, in Input, opts Options) *Result {
+	if opts.Samples < 1 {
+		opts.Samples = 1
+	}
+	r := &Result{
+		Format: ResultFormat, Task: in.Task, Title: in.Title, Prompt: in.Prompt,
+		Grading: in.GradingFile, Answer: in.Answer, Items: []Item{},
+		Pages: Pages{Opened: []Page{}, NotFound: []NotFound{}},
+	}
+	var lines []Request
+	if in.Log != nil {
+		r.Log = in.Log
+		r.Pages = pagesOf(in.Log.Requests, in.Rules, in.Titles)
+		r.Requests = map[string]int{}
+		for _, l := range in.Log.Requests {
+			r.Requests[l.Source]++
+		}
+		if in.Log.Bad > 0 {
+			first := in.Log.BadLines[0]
+			r.note("%d of %d lines of the replay log could not be read and were skipped (first: line %d, %s)", in.Log.Bad, in.Log.Lines, first.Line, first.Problem)
+		}
+		lines = make([]Request, len(in.Log.Requests))
+		for i, l := range in.Log.Requests {
+			lines[i] = Request{Line: i + 1, Time: l.Time, Method: l.Method, URL: l.URL, Status: l.Status, Source: l.Source}
+		}
+	}
+	if in.Answer != nil && in.Answer.Problem != "" {
+		r.note("answer: %s", describeAnswerProblem(in.Answer))
+	}
+	g := in.Grading
+	if in.GradingError != nil {
+		r.Status = StatusError
+		r.note("grading.yaml could not be used: %v", in.GradingError)
+		return r
+	}
+	if g == nil {
+		r.Status = StatusNotScored
+		r.note("the task has no grading.yaml: nothing is scored")
+		return r
+	}
+	requests := in.Log
+	traceItems := evalTrace(g, requests, lines)
+
+	// A run that met a not_executable request is reported as such, without asking the judge.
+	if requests != nil {
+		for _, ne := range g.NotExecutable {
+			if i := ne.Must.first(requests.Requests); i >= 0 {
+				r.Status = StatusNotExecutable
+				reason := ne.Reason
+				if reason == "" {
+					reason = "the run met " + ne.Must.String()
+				}
+				r.note("not executable (%s): %s; request %d: %s %s (status %d)", ne.ID, reason, i+1, lines[i].Method, lines[i].URL, lines[i].Status)
+				r.Items = append(r.Items, skippedJudgeItems(g, "not executable: "+ne.ID)...)
+				r.Items = append(r.Items, traceItems...)
+				return r
+			}
+		}
+	}
+	if in.Answer == nil {
+		r.Status = StatusNotScored
+		r.note("no answer was given (--answer): nothing is scored")
+		r.Items = append(r.Items, skippedJudgeItems(g, "no answer")...)
+		r.Items = append(r.Items, traceItems...)
+		return r
+	}
+
+	answerText := in.Answer.Text
+	gradable := in.Answer.Problem == "" || (in.Answer.Problem != AnswerTooLarge && answerText != "")
+	needJudge := gradable && (len(g.Checks) > 0 || (len(g.Extract) > 0 && len(g.Require) > 0))
+	var judgeErr error
+	var values map[string]*Extracted
+	checkVerdicts := map[string]*checkOutcome{}
+	if needJudge {
+		if opts.Judge == nil || opts.Judge.Judge == nil {
+			judgeErr = fmt.Errorf("no judge is configured")
+		} else {
+			r.Judge = &JudgeInfo{Name: opts.Judge.Judge.Name(), Samples: opts.Samples}
+			a := &asker{cache: opts.Judge, samples: opts.Samples, info: r.Judge, models: map[string]bool{}}
+			// Every question is asked even when one fails, so the result shows all that
+			// the judge could answer and every failure.
+			var errs []string
+			var err error
+			if values, err = extractFields(ctx, a, in.Prompt, g.Extract, answerText, opts.Samples); err != nil {
+				errs = append(errs, err.Error())
+			}
+			for _, c := range g.Checks {
+				if ctx.Err() != nil {
+					errs = append(errs, ctx.Err().Error())
+					break
+				}
+				out, err := askCheck(ctx, a, in.Prompt, c, answerText, opts.Samples)
+				if err != nil {
+					errs = append(errs, fmt.Sprintf("check %s: %v", c.ID, err))
+					continue
+				}
+				checkVerdicts[c.ID] = out
+			}
+			if len(errs) > 0 {
+				judgeErr = errors.New(strings.Join(errs, "; "))
+			}
+		}
+	}
+	for _, f := range g.Extract {
+		if e, ok := values[f.Name]; ok {
+			r.Extracted = append(r.Extracted, *e)
+		}
+	}
+
+	for _, q := range g.Require {
+		it := Item{ID: q.ID, Kind: KindRequire, Required: true, Line: q.Line, Expected: q.expected()}
+		switch {
+		case !gradable:
+			it.Result, it.Reason = ResultFail, "no answer to read: "+describeAnswerProblem(in.Answer)
+		case values == nil:
+			it.Result, it.Reason = ResultError, "the judge did not extract the field"
+		default:
+			q.eval(values[q.Field], &it)
+		}
+		r.Items = append(r.Items, it)
+	}
+	for _, c := range g.Checks {
+		it := Item{ID: c.ID, Kind: KindCheck, Required: c.Required, Weight: c.Weight, Line: c.Line, Expected: "yes: " + oneLine(c.Question)}
+		out := checkVerdicts[c.ID]
+		switch {
+		case !gradable:
+			it.Result, it.Reason = ResultFail, "no answer to judge: "+describeAnswerProblem(in.Answer)
+		case out == nil:
+			it.Result, it.Reason = ResultError, "the judge did not answer"
+		default:
+			it.Actual, it.JudgeReason, it.Agreement = "no", out.reason, out.agreement
+			it.Result, it.Reason = ResultFail, "the judge answered no"
+			if out.yes {
+				it.Actual, it.Result, it.Reason = "yes", ResultPass, "the judge answered yes"
+			}
+			if opts.Samples > 1 {
+				it.Reason += fmt.Sprintf(" (%d of %d samples agreed)", out.votes, opts.Samples)
+			}
+		}
+		r.Items = append(r.Items, it)
+	}
+	r.Items = append(r.Items, traceItems...)
+
+	if judgeErr != nil {
+		r.Status = StatusError
+		r.note("judge failed: %v", judgeErr)
+		return r
+	}
+	r.Status = StatusScored
+	r.score()
+	return r
+}
+
+func (r *Result) note(format string, args ...any) {
+	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
+}
+
+func describeAnswerProblem(a *AnswerInfo) string {
+	var parts []string
+	for _, p := range strings.Split(a.Problem, ", ") {
+		switch p {
+		case AnswerEmpty:
+			parts = append(parts, "the answer is empty")
+		case AnswerTooLarge:
+			parts = append(parts, fmt.Sprintf("the answer is %d bytes, over the limit of %d", a.Bytes, MaxAnswerSize))
+		case AnswerNotUTF8:
+			parts = append(parts, "the answer is not valid UTF-8 (invalid bytes replaced)")
+		case AnswerHTML:
+			parts = append(parts, "the answer was written as HTML (graded on its text)")
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// skippedJudgeItems lists the require and check items as skipped.
+func skippedJudgeItems(g *Grading, why string) []Item {
+	var items []Item
+	for _, q := range g.Require {
+		items = append(items, Item{ID: q.ID, Kind: KindRequire, Required: true, Line: q.Line, Result: ResultSkipped, Reason: why, Expected: q.expected()})
+	}
+	for _, c := range g.Checks {
+		items = append(items, Item{ID: c.ID, Kind: KindCheck, Required: c.Required, Weight: c.Weight, Line: c.Line, Result: ResultSkipped, Reason: why, Expected: "yes: " + oneLine(c.Question)})
+	}
+	return items
+}
+
+// evalTrace evaluates the trace entries against the log; without a log they fail.
+func evalTrace(g *Grading, log *LogRead, lines []Request) []Item {
+	var items []Item
+	for _, t := range g.Trace {
+		it := Item{ID: t.ID, Kind: KindTrace, Required: true, Line: t.Line}
+		m, must := t.Must, true
+		if m == nil {
+			m, must = t.MustNot, false
+		}
+		if must {
+			it.Expected = "a request: " + m.String()
+		} else {
+			it.Expected = "no request: " + m.String()
+		}
+		i := -1
+		if log != nil {
+			i = m.first(log.Requests)
+		}
+		switch {
+		case log == nil:
+			it.Result, it.Reason = ResultFail, "no replay log was read"
+		case i >= 0 && must:
+			it.Result, it.Reason = ResultPass, fmt.Sprintf("request %d matched", i+1)
+		case i >= 0:
+			it.Result, it.Reason = ResultFail, fmt.Sprintf("request %d matched, which must not happen", i+1)
+		case must:
+			it.Result, it.Reason = ResultFail, fmt.Sprintf("none of the %d requests matched", len(log.Requests))
+		default:
+			it.Result, it.Reason = ResultPass, fmt.Sprintf("none of the %d requests matched", len(log.Requests))
+		}
+		if i >= 0 {
+			req := lines[i]
+			it.Request = &req
+			it.Actual = fmt.Sprintf("%s %s -> %d (%s)", req.Method, req.URL, req.Status, req.Source)
+		}
+		items = append(items, it)
+	}
+	return items
+}
+
+// extractFields asks the judge for the extract fields, samples times, and keeps the
+// majority value of each field.
+func extractFields(ctx context.Context, a *asker, task string, fields []*Field, answer string, samples int) (map[string]*Extracted, error) {
+	if len(fields) == 0 {
+		return map[string]*Extracted{}, nil
+	}
+	var replies []map[string]fieldValue
+	prompt := extractPrompt(task, fields, answer)
+	err := a.ask(ctx, prompt, func(text string) error {
+		v, err := parseExtraction(text, fields)
+		if err == nil {
+			replies = append(replies, v)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("extract: %w", err)
+	}
+	out := map[string]*Extracted{}
+	for _, f := range fields {
+		counts := map[string]int{}
+		first := map[string]fieldValue{}
+		var order []string
+		for _, rep := range replies {
+			v := rep[f.Name]
+			c := v.canon()
+			if counts[c] == 0 {
+				order = append(order, c)
+				first[c] = v
+			}
+			counts[c]++
+		}
+		// The most common value; ties go to the value seen first.
+		sort.SliceStable(order, func(i, j int) bool { return counts[order[i]] > counts[order[j]] })
+		best := first[order[0]]
+		raw := best.raw
+		if len(raw) == 0 {
+			raw = json.RawMessage("null")
+		}
+		out[f.Name] = &Extracted{
+			Field: f.Name, Type: f.Type, Raw: raw, Value: best.value, Currency: best.currency,
+			Problem: best.problem, Agreement: float64(counts[order[0]]) / float64(len(replies)),
+		}
+	}
+	return out, nil
+}
+
+type checkOutcome struct {
+	yes       bool
+	reason    string
+	votes     int
+	agreement float64
+}
+
+// askCheck asks one check samples times; the majority wins, a tie is "no".
+func askCheck(ctx context.Context, a *asker, task string, c *Check, answer string, samples int) (*checkOutcome, error) {
+	var vs []verdict
+	err := a.ask(ctx, checkPrompt(task, c.Question, answer), func(text string) error {
+		v, err := parseVerdict(text)
+		if err == nil {
+			vs = append(vs, v)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	yes := 0
+	for _, v := range vs {
+		if v.yes {
+			yes++
+		}
+	}
+	out := &checkOutcome{yes: yes*2 > len(vs)}
+	for _, v := range vs {
+		if v.yes == out.yes {
+			out.reason = v.reason
+			break
+		}
+	}
+	out.votes = yes
+	if !out.yes {
+		out.votes = len(vs) - yes
+	}
+	out.agreement = float64(out.votes) / float64(len(vs))
+	return out, nil
+}
+
+// expected describes a require's tests ("= 54.23 ± 0.01", "one of: a, b").
+func (q *Require) expected() string {
+	var parts []string
+	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+	if q.Equals != nil {
+		parts = append(parts, fmt.Sprintf("= %s ± %s", num(*q.Equals), num(q.Tolerance)))
+	}
+	if q.Min != nil {
+		parts = append(parts, "≥ "+num(*q.Min))
+	}
+	if q.Max != nil {
+		parts = append(parts, "≤ "+num(*q.Max))
+	}
+	if len(q.OneOfNum) > 0 {
+		s := make([]string, len(q.OneOfNum))
+		for i, f := range q.OneOfNum {
+			s[i] = num(f)
+		}
+		parts = append(parts, fmt.Sprintf("one of %s (± %s)", strings.Join(s, ", "), num(q.Tolerance)))
+	}
+	if q.EqualsText != nil {
+		parts = append(parts, fmt.Sprintf("= %q", *q.EqualsText))
+	}
+	if len(q.OneOfText) > 0 {
+		s := make([]string, len(q.OneOfText))
+		for i, t := range q.OneOfText {
+			s[i] = strconv.Quote(t)
+		}
+		parts = append(parts, "one of "+strings.Join(s, ", "))
+	}
+	if q.Contains != nil {
+		parts = append(parts, fmt.Sprintf("contains %q", *q.Contains))
+	}
+	if q.EqualsBool != nil {
+		parts = append(parts, fmt.Sprintf("= %v", *q.EqualsBool))
+	}
+	return q.Field + " " + strings.Join(parts, ", ")
+}
+
+// eval compares an extracted value with the require's tests and fills it.
+func (q *Require) eval(e *Extracted, it *Item) {
+	it.Result = ResultFail
+	if e == nil || e.Value == nil {
+		it.Actual = "(none)"
+		if e != nil && e.Problem != "" {
+			it.Actual = string(e.Raw)
+			it.Reason = fmt.Sprintf("%s could not be read: %s", q.Field, e.Problem)
+			return
+		}
+		it.Reason = fmt.Sprintf("the answer does not give %s", q.Field)
+		return
+	}
+	switch v := e.Value.(type) {
+	case float64:
+		it.Actual = strconv.FormatFloat(v, 'f', -1, 64)
+		if e.Currency != "" {
+			it.Actual += " " + e.Currency
+		}
+		if q.Equals != nil && !NearlyEqual(v, *q.Equals, q.Tolerance) {
+			it.Reason = fmt.Sprintf("%s is %s, not %s", q.Field, it.Actual, strconv.FormatFloat(*q.Equals, 'f', -1, 64))
+			return
+		}
+		if q.Min != nil && v < *q.Min {
+			it.Reason = fmt.Sprintf("%s is %s, below the minimum %v", q.Field, it.Actual, *q.Min)
+			return
+		}
+		if q.Max != nil && v > *q.Max {
+			it.Reason = fmt.Sprintf("%s is %s, above the maximum %v", q.Field, it.Actual, *q.Max)
+			return
+		}
+		if len(q.OneOfNum) > 0 {
+			ok := false
+			for _, x := range q.OneOfNum {
+				ok = ok || NearlyEqual(v, x, q.Tolerance)
+			}
+			if !ok {
+				it.Reason = fmt.Sprintf("%s is %s, not one of the allowed values", q.Field, it.Actual)
+				return
+			}
+		}
+	case string:
+		it.Actual = strconv.Quote(v)
+		got := NormText(v)
+		if q.EqualsText != nil && got != NormText(*q.EqualsText) {
+			it.Reason = fmt.Sprintf("%s is %s, not %q (case and spacing ignored)", q.Field, it.Actual, *q.EqualsText)
+			return
+		}
+		if len(q.OneOfText) > 0 {
+			ok := false
+			for _, x := range q.OneOfText {
+				ok = ok || got == NormText(x)
+			}
+			if !ok {
+				it.Reason = fmt.Sprintf("%s is %s, not one of the allowed values", q.Field, it.Actual)
+				return
+			}
+		}
+		if q.Contains != nil && !strings.Contains(got, NormText(*q.Contains)) {
+			it.Reason = fmt.Sprintf("%s is %s, which does not contain %q", q.Field, it.Actual, *q.Contains)
+			return
+		}
+	case bool:
+		it.Actual = strconv.FormatBool(v)
+		if q.EqualsBool != nil && v != *q.EqualsBool {
+			it.Reason = fmt.Sprintf("%s is %v, not %v", q.Field, v, *q.EqualsBool)
+			return
+		}
+	}
+	it.Result = ResultPass
+	it.Reason = fmt.Sprintf("%s is %s", q.Field, it.Actual)
+	if e.Agreement < 1 {
+		it.Agreement = e.Agreement
+	}
+}
