@@ -77,10 +77,13 @@ func jsonObject(text string) (map[string]json.RawMessage, error) {
 	if len(text) > maxReply {
 		return nil, fmt.Errorf("reply is %d bytes, more than %d", len(text), maxReply)
 	}
-	for i := 0; i < len(text); i++ {
+	// Try the first few opening braces only: a reply is one object, maybe after some prose.
+	tries := 0
+	for i := 0; i < len(text) && tries < 16; i++ {
 		if text[i] != '{' {
 			continue
 		}
+		tries++
 		dec := json.NewDecoder(strings.NewReader(text[i:]))
 		dec.UseNumber()
 		var m map[string]json.RawMessage
@@ -281,9 +284,9 @@ func parseVerdict(text string) (verdict, error) {
 			return verdict{}, fmt.Errorf("answer is %s, not yes or no", jsonType(a))
 		}
 		var reason string
-		if r, ok := m["reason"]; ok {
+		if r, ok := m["reason"]; ok && string(r) != "null" {
 			if json.Unmarshal(r, &reason) != nil {
-				reason = string(compactJSON(r))
+				return verdict{}, errors.New("reason is not a string")
 			}
 		}
 		return verdict{yes: yes, reason: shorten(oneLine(reason), 500)}, nil
@@ -336,6 +339,7 @@ func (a *asker) ask(ctx context.Context, prompt string, parse func(string) error
 			if perr == nil {
 				break
 			}
+			a.cache.Forget(p, s)
 			if attempt == 1 {
 				return fmt.Errorf("the judge's reply could not be used twice: %v (reply: %q)", perr, shorten(oneLine(rep.Text), 200))
 			}

@@ -31,6 +31,10 @@ type Input struct {
 	Rules *rules.Set
 	// Titles maps recorded exchange ids (log "entry") to page titles; may be nil.
 	Titles map[string]string
+	// RecordedHosts are the hosts (lower case, with a port when not 80 or 443) of the
+	// recording; when set, a log with no request for any of them gets a note (a log from
+	// another task). May be nil.
+	RecordedHosts map[string]bool
 }
 
 // Options configure grading.
@@ -69,6 +73,19 @@ func Grade(ctx context.Context, in Input, opts Options) *Result {
 		lines = make([]Request, len(in.Log.Requests))
 		for i, l := range in.Log.Requests {
 			lines[i] = Request{Line: i + 1, Time: l.Time, Method: l.Method, URL: l.URL, Status: l.Status, Source: l.Source}
+		}
+		switch {
+		case in.Log.Bad > 0 && len(in.Log.Requests) == 0:
+			// Nothing to grade the agent's browsing on: not a pass of every must_not.
+			r.Status = StatusError
+			r.note("no line of the replay log %s could be read: is it the log pab replay --log wrote?", in.Log.File)
+			return r
+		case in.Log.Lines == 0:
+			r.note("the replay log is empty: no request went through the replay")
+		case in.RecordedHosts != nil:
+			if host, n := foreignLog(in.Log, in.RecordedHosts); host != "" {
+				r.note("none of the %d requests of the replay log is for a host of this task's recording (the first is for %s): is the log from another task?", n, host)
+			}
 		}
 	}
 	if in.Answer != nil && in.Answer.Problem != "" {
@@ -196,6 +213,26 @@ func Grade(ctx context.Context, in Input, opts Options) *Result {
 	r.Status = StatusScored
 	r.score()
 	return r
+}
+
+// foreignLog returns the first host of a log none of whose requests (trackers aside) is
+// for a recorded host, and how many requests it has; "" when some request is.
+func foreignLog(log *LogRead, hosts map[string]bool) (first string, n int) {
+	for _, l := range log.Requests {
+		if l.Source == "blocked" {
+			continue
+		}
+		h := hostOf(l.URL)
+		h = strings.TrimSuffix(strings.TrimSuffix(h, ":443"), ":80")
+		if hosts[h] {
+			return "", 0
+		}
+		if first == "" {
+			first = h
+		}
+		n++
+	}
+	return first, n
 }
 
 func (r *Result) note(format string, args ...any) {

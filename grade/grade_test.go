@@ -491,3 +491,50 @@ func mustGradingF(src string) *Grading {
 	}
 	return g
 }
+
+func TestGradeLogProblems(t *testing.T) {
+	g := mustGrading(t, "trace:\n  - id: no_order\n    must_not: { method: POST, url: '*/order*' }\n")
+	// Every line bad: an error, not a pass of every must_not.
+	r := Grade(context.Background(), Input{Task: "t", Grading: g, Answer: AnswerFromBytes([]byte("x")), Log: &LogRead{File: "l", Lines: 3, Bad: 3, BadLines: []BadLine{{Line: 1, Problem: "not JSON"}}}}, Options{})
+	if r.Status != StatusError || r.Score != nil || !strings.Contains(strings.Join(r.Notes, " "), "no line of the replay log l could be read") {
+		t.Errorf("all bad: %s %v %v", r.Status, r.Score, r.Notes)
+	}
+	// An empty log is graded, with a note.
+	r = Grade(context.Background(), Input{Task: "t", Grading: g, Answer: AnswerFromBytes([]byte("x")), Log: &LogRead{File: "l"}}, Options{})
+	if r.Status != StatusScored || !strings.Contains(strings.Join(r.Notes, " "), "the replay log is empty") {
+		t.Errorf("empty: %s %v", r.Status, r.Notes)
+	}
+	// A log from another task gets a note.
+	hosts := map[string]bool{"books.toscrape.com": true}
+	other := replay.LogLine{Method: "GET", URL: "https://www.archive.org/", Source: "exact", Status: 200}
+	r = Grade(context.Background(), Input{Task: "t", Grading: g, Answer: AnswerFromBytes([]byte("x")), Log: logOf(other), RecordedHosts: hosts}, Options{})
+	if !strings.Contains(strings.Join(r.Notes, " "), "is the log from another task") {
+		t.Errorf("foreign log: %v", r.Notes)
+	}
+	r = Grade(context.Background(), Input{Task: "t", Grading: g, Answer: AnswerFromBytes([]byte("x")), Log: logOf(homeHit, other), RecordedHosts: hosts}, Options{})
+	if strings.Contains(strings.Join(r.Notes, " "), "another task") {
+		t.Errorf("own log flagged: %v", r.Notes)
+	}
+}
+
+func TestVerdictReasonMustBeText(t *testing.T) {
+	if _, err := parseVerdict(`{"answer": true, "reason": 5}`); err == nil {
+		t.Error("a numeric reason was accepted")
+	}
+	if v, err := parseVerdict(`{"answer": "no", "reason": null}`); err != nil || v.yes {
+		t.Errorf("null reason: %+v %v", v, err)
+	}
+}
+
+// A reply that cannot be used is not kept in the cache: the next grading asks again.
+func TestUnusableReplyNotCached(t *testing.T) {
+	j := &scriptJudge{answer: func(string, int) (string, error) { return "I think so.", nil }}
+	c := &Cache{Judge: j, Dir: t.TempDir()}
+	in := Input{Task: "t", Grading: mustGrading(t, "checks:\n  - {id: c, question: q}\n"), Answer: AnswerFromBytes([]byte("x"))}
+	Grade(context.Background(), in, Options{Judge: c})
+	first := j.calls
+	Grade(context.Background(), in, Options{Judge: c})
+	if first != 2 || j.calls != 4 {
+		t.Errorf("judge calls %d then %d; want 2 then 4 (bad replies asked again)", first, j.calls)
+	}
+}

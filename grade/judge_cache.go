@@ -140,6 +140,15 @@ func (c *Cache) fill(ctx context.Context, name, key, promptHex, prompt string, s
 }
 
 // path is Dir/<first 2 hex>/<hash>.json.
+// Forget removes the cached reply for (judge name, prompt, sample), if any: a reply that
+// could not be used is asked again on the next grading instead of failing the same way.
+func (c *Cache) Forget(prompt string, sample int) {
+	if c == nil || c.Dir == "" || c.Judge == nil {
+		return
+	}
+	os.Remove(c.path(judgeCacheKey(c.Judge.Name(), prompt, sample)))
+}
+
 func (c *Cache) path(key string) string {
 	return filepath.Join(c.Dir, key[:2], key+".json")
 }

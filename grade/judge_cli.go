@@ -18,9 +18,9 @@ const (
 	judgeCLIMaxStdout = 1 << 20
 	// judgeCLIStderrTail is how much of a CLI judge's stderr is kept (the last bytes).
 	judgeCLIStderrTail = 4 << 10
-	// judgeCLIWaitDelay is how long Wait waits for output pipes after the
-	// process group was killed (a grandchild that left the group may hold them).
-	judgeCLIWaitDelay = 2 * time.Second
+	// judgeCLIWaitDelay is how long Wait waits for output pipes after the shell
+	// exited or its group was killed (a background child may still hold them).
+	judgeCLIWaitDelay = 500 * time.Millisecond
 )
 
 // cliJudge runs a command line with `sh -c` in its own process group, the
@@ -76,6 +76,16 @@ func (j *cliJudge) Ask(ctx context.Context, prompt string) (Reply, error) {
 	cmd.Stderr = stderr
 
 	err := cmd.Run()
+	// The shell is gone; children it left behind (a background job holding stdout) are
+	// killed with the group, whatever happened.
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	// Output pipes still held by such a child are closed after WaitDelay: the command
+	// itself succeeded, and what it printed before exiting is the reply.
+	if errors.Is(err, exec.ErrWaitDelay) && runCtx.Err() == nil {
+		err = nil
+	}
 	tail := strings.TrimSpace(stderr.String())
 	withTail := func(msg string) error {
 		if tail != "" {

@@ -251,3 +251,37 @@ func TestJudgeShellQuote(t *testing.T) {
 		}
 	}
 }
+
+// A judge that answers and exits but leaves a background child holding stdout: the reply
+// is used at once and the child is killed with the group.
+func TestJudgeCLIBackgroundChildKilled(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	script := writeJudgeScript(t, dir, "bg.sh", `
+( sleep 300 ) &
+echo $! > "$1.tmp" && mv "$1.tmp" "$1"
+echo '{"answer": "yes", "reason": "ok"}'
+`)
+	j := newTestCLIJudge(t, JudgeConfig{Command: judgeShellQuote(script) + " " + judgeShellQuote(pidFile), Timeout: 20 * time.Second})
+	start := time.Now()
+	rep, err := j.Ask(judgeCtx(t), "p")
+	if err != nil || rep.Text != `{"answer": "yes", "reason": "ok"}` {
+		t.Fatalf("reply %+v, %v", rep, err)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("Ask took %v: it waited for the background child", el)
+	}
+	data, _ := os.ReadFile(pidFile)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	if pid <= 0 {
+		t.Fatalf("bad child pid %q", data)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for judgeProcessAlive(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("background child %d outlived the judge", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

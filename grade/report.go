@@ -280,7 +280,7 @@ func newReportView(r *Result) *reportView {
 	if j := r.Judge; j != nil {
 		v.Judge = &reportJudge{
 			Name: j.Name, Models: strings.Join(j.Models, ", "),
-			Samples: j.Samples, Calls: j.Calls, Cached: j.Cached,
+			Samples: j.Samples, Calls: j.Calls,
 		}
 	}
 	if l := r.Log; l != nil {

@@ -282,7 +282,7 @@ func TestRenderReportHostileAndComplete(t *testing.T) {
 		"out/answer.txt", "5000 bytes (4.9 KiB)", "Problem: html",
 		"Shop — home",
 		"not in the recording", "the site answered 404 while recording (exact)",
-		"anthropic/claude-opus-5-5", "claude-opus-5-5, claude-sonnet-5", "3 samples per question", "9 calls", "4 from the cache",
+		"anthropic/claude-opus-5-5", "claude-opus-5-5, claude-sonnet-5", "3 samples per question", "9 calls",
 		"tasks/shop-cheapest-airpods/grading.yaml",
 		"runs/1/replay.jsonl", "120 lines, 23 bad",
 		"line 5: not JSON: unexpected end of JSON input", "and 21 more",

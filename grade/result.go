@@ -82,9 +82,11 @@ type JudgeInfo struct {
 	Models []string `json:"models,omitempty"`
 	// Samples is how many times each question was asked.
 	Samples int `json:"samples"`
-	// Calls counts the replies used; Cached how many of them came from the cache.
+	// Calls counts the replies used. Cached counts those that came from the cache; it is
+	// printed by pab grade but kept out of result.json and report.html, so that grading a
+	// run again gives the same files.
 	Calls  int `json:"calls"`
-	Cached int `json:"cached"`
+	Cached int `json:"-"`
 }
 
 // AnswerInfo is the answer as graded.

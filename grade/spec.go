@@ -7,11 +7,13 @@
 package grade
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"os"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -148,6 +150,10 @@ func LoadGrading(path string) (*Grading, error) {
 // "path:line: message". Unknown fields, wrong types, tests that do not fit a field's type,
 // duplicate ids and a grading with none of require, checks and trace are errors.
 func ParseGrading(path string, data []byte) (*Grading, error) {
+	if !utf8.Valid(data) {
+		line := 1 + bytes.Count(data[:firstInvalidUTF8(data)], []byte("\n"))
+		return nil, fmt.Errorf("%s:%d: not UTF-8 text (save the file as UTF-8)", path, line)
+	}
 	doc, err := yamlx.Parse(path, data, MaxGradingSize)
 	if err != nil {
 		return nil, err
@@ -206,6 +212,18 @@ func ParseGrading(path string, data []byte) (*Grading, error) {
 		r.ID = id
 	}
 	return g, nil
+}
+
+// firstInvalidUTF8 returns the offset of the first byte that is not part of valid UTF-8.
+func firstInvalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return i
+		}
+		i += size
+	}
+	return len(b)
 }
 
 type gparser struct {
@@ -407,6 +425,9 @@ func (p *gparser) checkRequire(n *yaml.Node, r *Require, tests map[string]*yaml.
 		for _, f := range p.g.Extract {
 			names = append(names, f.Name)
 		}
+		if len(names) == 0 {
+			return p.errf(n, "require: field %q is not in extract (extract has no fields: add one)", r.Field)
+		}
 		return p.errf(n, "require: field %q is not in extract (extract has: %s)", r.Field, strings.Join(names, ", "))
 	}
 	allowed := map[string][]string{
@@ -464,7 +485,7 @@ func (p *gparser) numValue(key string, v *yaml.Node, typ string) (float64, error
 	if typ == TypeMoney && v.Kind == yaml.ScalarNode && v.Tag == "!!str" {
 		m, err := ParseMoney(v.Value)
 		if err != nil {
-			return 0, p.errf(v, "field %s: %v", key, err)
+			return 0, p.errf(v, "field %s: want an amount of money such as 54.23 or \"£54.23\", got %q", key, v.Value)
 		}
 		return m.Amount, nil
 	}

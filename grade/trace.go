@@ -64,7 +64,10 @@ func ReadLog(r io.Reader, name string) (*LogRead, error) {
 				n-- // blank
 			default:
 				var l *replay.LogLine
-				if jerr := json.Unmarshal(data, &l); jerr != nil {
+				var typeErr *json.UnmarshalTypeError
+				if jerr := json.Unmarshal(data, &l); errors.As(jerr, &typeErr) {
+					lr.bad(n, "not a replay log line (want a JSON object with method, url and source)")
+				} else if jerr != nil {
 					lr.bad(n, "not JSON: "+shorten(jerr.Error(), 120))
 				} else if l == nil || l.Method == "" || l.URL == "" || l.Source == "" {
 					lr.bad(n, "not a replay log line (needs method, url and source)")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,10 +40,26 @@ func (j *judgeFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&j.noCache, "no-cache", false, "ask the judge even when the same prompt was answered before")
 }
 
+// validate checks the judge flags that need no judge to be built.
+func (j *judgeFlags) validate() error {
+	if j.samples < 1 || j.samples > 25 {
+		return fmt.Errorf("--samples: want 1 to 25, got %d", j.samples)
+	}
+	switch strings.ToLower(j.kind) {
+	case "", "api", "anthropic", "openai", "cli":
+	default:
+		return fmt.Errorf("--judge: want api, openai or cli, got %q", j.kind)
+	}
+	if j.timeout < 0 {
+		return fmt.Errorf("--judge-timeout: want a positive duration (0 means the default, 2m), got %v", j.timeout)
+	}
+	return nil
+}
+
 // open builds the cached judge; the cache lives in the repository's cache directory.
 func (j *judgeFlags) open(repo *task.Repo) (*grade.Cache, error) {
-	if j.samples < 1 || j.samples > 25 {
-		return nil, fmt.Errorf("--samples: want 1 to 25, got %d", j.samples)
+	if err := j.validate(); err != nil {
+		return nil, err
 	}
 	jd, err := grade.NewJudge(grade.JudgeConfig{
 		Kind: j.kind, Model: j.model, Fallback: j.fallback, BaseURL: j.baseURL,
@@ -133,22 +150,25 @@ func gradingOf(t *task.Task) (*grade.Grading, string, error) {
 
 func runGrade(cmd *cobra.Command, g *globalFlags, target, logFile, answerFile, outDir string, jf *judgeFlags) error {
 	errOut := cmd.ErrOrStderr()
-	if jf.samples < 1 || jf.samples > 25 {
-		return fmt.Errorf("--samples: want 1 to 25, got %d", jf.samples)
+	if err := jf.validate(); err != nil {
+		return err
 	}
 	// Inputs the user named must exist: those are mistakes, reported before anything is written.
+	// Stat first: opening a FIFO would block.
+	if fi, err := os.Stat(logFile); err != nil {
+		return fmt.Errorf("grade: --log: %w", err)
+	} else if !fi.Mode().IsRegular() {
+		return fmt.Errorf("grade: --log: %s is not a regular file", logFile)
+	}
 	lf, err := os.Open(logFile)
 	if err != nil {
 		return fmt.Errorf("grade: --log: %w", err)
 	}
 	defer lf.Close()
-	if fi, err := lf.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return fmt.Errorf("grade: --log: %s is not a regular file", logFile)
-	}
 	var answer *grade.AnswerInfo
 	if answerFile != "" {
 		if answer, err = grade.ReadAnswer(answerFile); err != nil {
-			return fmt.Errorf("grade: --answer: %w", err)
+			return fmt.Errorf("grade: --%w", err)
 		}
 	}
 	s, err := openSession(g, target, errOut)
@@ -160,7 +180,7 @@ func runGrade(cmd *cobra.Command, g *globalFlags, target, logFile, answerFile, o
 	if err != nil {
 		return fmt.Errorf("grade: %w", err)
 	}
-	in := grade.Input{Task: s.target.Name, Answer: answer, Log: lr, Rules: s.rules, Titles: pageTitles(s.bundle)}
+	in := grade.Input{Task: s.target.Name, Answer: answer, Log: lr, Rules: s.rules, Titles: pageTitles(s.bundle), RecordedHosts: recordedHosts(s.bundle)}
 	var problem error
 	if t := s.target.Task; t != nil {
 		if card, err := t.Card(); err == nil {
@@ -175,14 +195,14 @@ func runGrade(cmd *cobra.Command, g *globalFlags, target, logFile, answerFile, o
 	}
 	in.GradingError = problem
 	var judge *grade.Cache
-	var judgeErr error
 	if problem == nil && needsJudge(in.Grading, answer) {
-		judge, judgeErr = jf.open(s.repo)
+		// A judge that cannot be set up (no key, no model) is a mistake on the command
+		// line: said before anything is written.
+		if judge, err = jf.open(s.repo); err != nil {
+			return fmt.Errorf("grade: %w", err)
+		}
 	}
 	res := grade.Grade(cmd.Context(), in, grade.Options{Judge: judge, Samples: jf.samples})
-	if judgeErr != nil {
-		res.Notes = append(res.Notes, "judge: "+judgeErr.Error())
-	}
 	if err := res.WriteFiles(outDir); err != nil {
 		return fmt.Errorf("grade: %w", err)
 	}
@@ -202,6 +222,21 @@ func needsJudge(g *grade.Grading, a *grade.AnswerInfo) bool {
 		return false
 	}
 	return len(g.Checks) > 0 || (len(g.Extract) > 0 && len(g.Require) > 0)
+}
+
+// recordedHosts returns the hosts of a bundle's exchanges as grade.Input wants them.
+func recordedHosts(b *warc.Bundle) map[string]bool {
+	hosts := map[string]bool{}
+	for _, e := range b.Entries {
+		u, err := url.Parse(e.URL)
+		if err != nil {
+			continue
+		}
+		h := strings.ToLower(u.Host)
+		h = strings.TrimSuffix(strings.TrimSuffix(h, ":443"), ":80")
+		hosts[h] = true
+	}
+	return hosts
 }
 
 // pageTitles maps recorded exchange ids to the titles of the pages recorded at their URLs.
@@ -236,6 +271,9 @@ func printResult(w io.Writer, r *grade.Result, outDir string) {
 		fmt.Fprintf(w, "  %-7s %-7s %s: %s\n", it.Result, it.Kind, it.ID, it.Reason)
 	}
 	fmt.Fprintf(w, "pages opened: %d, not found: %d\n", len(r.Pages.Opened), len(r.Pages.NotFound))
+	if j := r.Judge; j != nil {
+		fmt.Fprintf(w, "judge %s: %d calls, %d answered from the cache\n", j.Name, j.Calls, j.Cached)
+	}
 	fmt.Fprintf(w, "wrote %s and %s\n", filepath.Join(outDir, "result.json"), filepath.Join(outDir, "report.html"))
 }
 
@@ -341,6 +379,9 @@ func runCalibrate(cmd *cobra.Command, g *globalFlags, labelsFile, jsonOut string
 			res, err := grade.ReadResult(p)
 			if err != nil {
 				return fmt.Errorf("calibrate: %s: %w", where, err)
+			}
+			if res.Task != l.Task {
+				return fmt.Errorf("calibrate: %s: %s is a result of task %s, not %s", where, l.Result, res.Task, l.Task)
 			}
 			runs = append(runs, grade.CalibrationRun{Label: l, Result: res})
 			continue

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/pab-dev/pab/grade"
@@ -188,15 +189,23 @@ func TestGradeMistakesAndFailures(t *testing.T) {
 
 	// User mistakes: one line, exit 1, nothing written.
 	out := t.TempDir()
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"grade", "books-sapiens-price", "--out", out}, "--log is required"},
-		{[]string{"grade", "books-sapiens-price", "--log", "/nonexistent.jsonl", "--out", out}, "--log: open /nonexistent.jsonl: no such file or directory"},
-		{[]string{"grade", "books-sapiens-price", "--log", logFile, "--answer", "/nonexistent.txt", "--out", out}, "--answer: answer: stat /nonexistent.txt"},
+		{[]string{"grade", "books-sapiens-price", "--log", "/nonexistent.jsonl", "--out", out}, "--log: stat /nonexistent.jsonl: no such file or directory"},
+		{[]string{"grade", "books-sapiens-price", "--log", logFile, "--answer", "/nonexistent.txt", "--out", out}, "--answer: stat /nonexistent.txt"},
 		{[]string{"grade", "no-such-task", "--log", logFile, "--out", out}, "no-such-task"},
 		{[]string{"grade", "books-sapiens-price", "--log", logFile, "--answer", answer, "--samples", "0", "--out", out}, "--samples: want 1 to 25"},
+		{[]string{"grade", "books-sapiens-price", "--log", logFile, "--answer", answer, "--judge", "foo", "--out", out}, `--judge: want api, openai or cli, got "foo"`},
+		{[]string{"grade", "books-sapiens-price", "--log", logFile, "--answer", answer, "--judge-timeout", "-1s", "--out", out}, "--judge-timeout: want a positive duration"},
+		{[]string{"grade", "books-sapiens-price", "--log", logFile, "--answer", answer, "--judge", "openai", "--out", out}, "model"},
+		{[]string{"grade", "books-sapiens-price", "--log", fifo, "--out", out}, "is not a regular file"},
 	} {
 		_, stderr, code := runPab(t, c.args...)
 		if code != 1 || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "goroutine") {
@@ -224,13 +233,17 @@ func TestGradeMistakesAndFailures(t *testing.T) {
 		t.Errorf("judge called %d times", countCalls(calls))
 	}
 
-	// The api judge without a key: error result, exit 1.
-	cmd := pabCmd("grade", "books-sapiens-price", "--log", logFile, "--answer", answer, "--out", out, "--judge", "api")
+	// The api judge without a key: a mistake, said before anything is written.
+	out3 := t.TempDir()
+	cmd := pabCmd("grade", "books-sapiens-price", "--log", logFile, "--answer", answer, "--out", out3, "--judge", "api")
 	cmd.Env = append(cmd.Env, "ANTHROPIC_API_KEY=", "ANTHROPIC_AUTH_TOKEN=")
 	var eb bytes.Buffer
 	cmd.Stderr = &eb
 	if err := cmd.Run(); err == nil || !strings.Contains(eb.String(), "ANTHROPIC_API_KEY") {
 		t.Errorf("api judge without key: %v %s", err, eb.String())
+	}
+	if des, _ := os.ReadDir(out3); len(des) != 0 {
+		t.Errorf("api judge without key wrote %v", des)
 	}
 
 	// An invalid grading.yaml: files written, status error naming the line, exit 1.
@@ -271,19 +284,17 @@ func TestGradeCachedRegrade(t *testing.T) {
 	judge, calls = fakeJudge(t, `{"projects": 9, "stack_life": true}`, `{"answer": "yes", "reason": "all there"}`)
 	_, stderr, code := runPab(t, append(args, "--out", out, "--judge-cmd", judge, "--samples", "3")...)
 	r = readResult(t, filepath.Join(out, "result.json"))
-	if code != 0 || r.Status != grade.StatusScored || *r.Score != 1 || r.Judge.Calls != 9 || r.Judge.Cached != 0 {
+	if code != 0 || r.Status != grade.StatusScored || *r.Score != 1 || r.Judge.Calls != 9 {
 		t.Fatalf("first grading: exit %d %+v %v\n%s", code, r.Judge, r.Notes, stderr)
 	}
 	first, _ := os.ReadFile(filepath.Join(out, "result.json"))
 	n := countCalls(calls)
 	out2 := t.TempDir()
-	runPab(t, append(args, "--out", out2, "--judge-cmd", judge, "--samples", "3")...)
-	r = readResult(t, filepath.Join(out2, "result.json"))
-	if countCalls(calls) != n || n != 9 || r.Judge.Cached != 9 {
-		t.Errorf("judge calls %d then %d, cached %d: the regrade was not answered from the cache", n, countCalls(calls), r.Judge.Cached)
+	stdout, _, _ := runPab(t, append(args, "--out", out2, "--judge-cmd", judge, "--samples", "3")...)
+	if countCalls(calls) != n || n != 9 || !strings.Contains(stdout, "9 calls, 9 answered from the cache") {
+		t.Errorf("judge calls %d then %d: the regrade was not answered from the cache\n%s", n, countCalls(calls), stdout)
 	}
 	second, _ := os.ReadFile(filepath.Join(out2, "result.json"))
-	first = bytes.Replace(first, []byte(`"cached": 0`), []byte(`"cached": 9`), 1)
 	if !bytes.Equal(first, second) {
 		t.Errorf("regrade differs:\n%s\n%s", first, second)
 	}
@@ -326,6 +337,11 @@ func TestGradeCalibrate(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "in_pounds") || !strings.Contains(string(out), "66.7%") {
 		t.Errorf("table:\n%s", out)
+	}
+	// A result of another task is refused.
+	writeFile(t, labels, `{"task": "lil-former-projects", "result": "`+filepath.Join(books, "right/result.json")+`", "verdicts": {"in_pounds": true}}`+"\n")
+	if _, stderr, code := runPab(t, "grade", "calibrate", "--labels", labels); code != 1 || !strings.Contains(stderr, "is a result of task books-sapiens-price, not lil-former-projects") {
+		t.Errorf("result of another task: exit %d %s", code, stderr)
 	}
 	// A bad labels line names the file and line.
 	writeFile(t, labels, `{"task": "books-sapiens-price", "answer": "x", "verdicts": {"in_pounds": "perhaps"}}`+"\n")
