@@ -23,6 +23,10 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
 fi
 npm ci --prefix tools/warcio --no-audit --no-fund --silent
+# @playwright/mcp (pinned in tools/playwright-mcp/package-lock.json) is the browser MCP server
+# that `pab guard` starts by default; cmd/pab/guard_test.go drives it with Debian's chromium.
+# It downloads no browser of its own.
+npm ci --prefix tools/playwright-mcp --no-audit --no-fund --silent
 
 go vet ./...
 go test -race -count=1 ./...

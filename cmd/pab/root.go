@@ -46,6 +46,7 @@ current directory. Unpacked recordings and pab's CA live in $PAB_CACHE
 		newAuditCmd(g),
 		newRecordingCmd(g),
 		newBrowserCmd(g),
+		newGuardCmd(g),
 	)
 	return root
 }

@@ -1,0 +1,397 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/pab-dev/pab/guard"
+	"github.com/pab-dev/pab/replay"
+)
+
+// playwrightMCPCLI is @playwright/mcp's entry point under a directory holding
+// tools/playwright-mcp (installed there with `npm ci`, pinned by its package-lock.json).
+const playwrightMCPCLI = "tools/playwright-mcp/node_modules/@playwright/mcp/cli.js"
+
+// guardChromiumArgs are extra Chromium switches for the default browser (beside those
+// Playwright passes, which already turn off background networking, Translate, network
+// time queries and optimization hints).
+var guardChromiumArgs = []string{
+	"--disable-quic",
+	"--disable-sync",
+	"--disable-domain-reliability",
+	"--no-pings",
+}
+
+func newGuardCmd(g *globalFlags) *cobra.Command {
+	var (
+		appPath    string
+		listen     string
+		proxy      string
+		browserMCP string
+		tracePath  string
+		resultPath string
+		control    string
+		chrome     string
+	)
+	cmd := &cobra.Command{
+		Use:   "guard --application FILE",
+		Short: "Serve a browser to an agent over MCP, with every action judged by the application's policy",
+		Long: `pab guard is the only browser an agent gets: an MCP server whose tools are those of
+a browser MCP server it starts as a child (by default @playwright/mcp with headless
+Chromium), each call classed read, fill, review or submit and allowed or refused by code
+following the application file (YAML: allowed sites, mode, limits, grounding sources,
+approved artifacts; see docs/guard.md). Under fill_and_review nothing is ever submitted.
+
+Without --listen it speaks MCP over stdin/stdout (the agent CLI starts it); with
+--listen 127.0.0.1:PORT it serves streamable HTTP at http://ADDR/mcp. Nothing else is
+written to stdout.
+
+With --proxy HOST:PORT (a running 'pab replay' or 'pab record' of this repository's
+cache) Chromium sends every request there and trusts pab's CA, by its public key
+(--ignore-certificate-errors-spki-list), and no other certificate. Without --proxy it
+browses the internet directly.
+
+Pauses (a captcha, a sign-in, a consent box, a missing answer, a page outside the sites)
+wait for a person: the control API on --control (printed on stderr) has GET /status,
+POST /resume (body {"answer": "..."} optional) and POST /cancel; with --listen and a
+terminal on stdin, a prompt asks too.
+
+On exit (the agent closes stdin, Ctrl-C, SIGTERM) the result envelope goes to --result
+(also written as soon as the run is done) and the trace (JSONL) to --trace.
+
+--browser-mcp "CMD ARGS" replaces the default child with any MCP server over stdio that
+has the same tool names (words split on spaces; quote with ' or ").`,
+		Example: `  # Claude Code, against a running 'pab replay TASK --listen 127.0.0.1:8899':
+  claude mcp add pab-guard -- pab --repo /path/to/pab guard --application app.yaml --proxy 127.0.0.1:8899
+
+  # Codex (~/.codex/config.toml):
+  #   [mcp_servers.pab-guard]
+  #   command = "pab"
+  #   args = ["--repo", "/path/to/pab", "guard", "--application", "app.yaml", "--proxy", "127.0.0.1:8899"]
+
+  # streamable HTTP for a scripted client, with a trace and a result file:
+  pab guard --application app.yaml --listen 127.0.0.1:8765 --trace run.jsonl --result result.json
+
+  # resume a pause with an answer:
+  curl -X POST --data '{"answer": "No"}' http://127.0.0.1:PORT/resume`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			errOut := cmd.ErrOrStderr()
+			if appPath == "" {
+				return errors.New("guard: --application FILE is required")
+			}
+			// Everything that can be checked is checked before anything starts.
+			app, err := guard.LoadApplication(appPath)
+			if err != nil {
+				return firstLine(err)
+			}
+			for _, a := range []struct{ flag, addr string }{{"listen", listen}, {"control", control}} {
+				if a.addr != "" {
+					if err := checkLoopbackAddr(a.addr); err != nil {
+						return fmt.Errorf("guard: --%s: %v", a.flag, err)
+					}
+				}
+			}
+			if proxy != "" {
+				if err := checkHostPort(proxy); err != nil {
+					return fmt.Errorf("guard: --proxy: %v", err)
+				}
+			}
+			for _, p := range []struct{ flag, path string }{{"trace", tracePath}, {"result", resultPath}} {
+				if p.path != "" {
+					if st, err := os.Stat(filepath.Dir(p.path)); err != nil || !st.IsDir() {
+						return fmt.Errorf("guard: --%s %s: its directory does not exist", p.flag, p.path)
+					}
+				}
+			}
+			tmp, err := os.MkdirTemp("", "pab-guard-")
+			if err != nil {
+				return fmt.Errorf("guard: %w", err)
+			}
+			defer os.RemoveAll(tmp)
+			var argv []string
+			if browserMCP != "" {
+				if argv, err = guard.SplitCommand(browserMCP); err != nil {
+					return fmt.Errorf("guard: --browser-mcp: %v", err)
+				}
+			} else if argv, err = defaultBrowserMCP(g, proxy, chrome, tmp); err != nil {
+				return fmt.Errorf("guard: %v", err)
+			}
+
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+
+			var traceFile *os.File
+			var traceW io.Writer = io.Discard
+			if tracePath != "" {
+				if traceFile, err = os.OpenFile(tracePath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644); err != nil {
+					return fmt.Errorf("guard: --trace: %w", err)
+				}
+				defer traceFile.Close()
+				traceW = traceFile
+			}
+			tracer := guard.NewTracer(traceW, "")
+
+			ctl := guard.NewController()
+			ctlAddr := control
+			if ctlAddr == "" {
+				ctlAddr = "127.0.0.1:0"
+			}
+			ctlLn, err := guard.ListenLoopback(ctlAddr)
+			if err != nil {
+				return fmt.Errorf("guard: --control: %v", err)
+			}
+			ctlCtx, ctlCancel := context.WithCancel(context.Background())
+			ctlDone := make(chan error, 1)
+			go func() { ctlDone <- ctl.ServeControl(ctlCtx, ctlLn) }()
+			defer func() { ctlCancel(); <-ctlDone }()
+			fmt.Fprintf(errOut, "pab guard: control http://%s (GET /status, POST /resume, POST /cancel)\n", ctlLn.Addr())
+
+			fmt.Fprintf(errOut, "pab guard: browser MCP server: %s\n", joinArgs(argv))
+			child, err := guard.StartChild(ctx, argv, guard.ChildOptions{Stderr: os.Stderr})
+			if err != nil {
+				return fmt.Errorf("guard: %v", err)
+			}
+			defer child.Close()
+
+			bridge, err := guard.NewBridge(guard.Config{App: app, Browser: child, Pauser: ctl, Trace: tracer})
+			if err != nil {
+				return fmt.Errorf("guard: %v", err)
+			}
+			ctl.Attach(bridge)
+			src := &resultWriter{bridge: bridge, path: resultPath, errOut: errOut}
+			defer src.write() // at exit: the final result
+
+			var serveErr error
+			if listen == "" {
+				fmt.Fprintf(errOut, "pab guard: run %s (%s) serving MCP on stdio\n", app.ID, app.Mode)
+				serveErr = guard.Serve(ctx, src, &mcp.StdioTransport{MaxLineLength: guard.MaxArgumentBytes + 64<<10})
+			} else {
+				ln, err := guard.ListenLoopback(listen)
+				if err != nil {
+					return fmt.Errorf("guard: --listen: %v", err)
+				}
+				fmt.Fprintf(errOut, "pab guard: run %s (%s) serving MCP on http://%s/mcp\n", app.ID, app.Mode, ln.Addr())
+				if isTerminal(os.Stdin) {
+					go ctl.Prompt(ctx, os.Stdin, errOut)
+				}
+				serveErr = guard.ServeHTTP(ctx, src, ln)
+			}
+			if serveErr != nil && !errors.Is(serveErr, context.Canceled) {
+				return fmt.Errorf("guard: %v", serveErr)
+			}
+			if err := tracer.Err(); err != nil {
+				return fmt.Errorf("guard: --trace: %v", err)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&appPath, "application", "", "the application file (YAML; see docs/guard.md)")
+	f.StringVar(&listen, "listen", "", "serve MCP as streamable HTTP on this loopback address (default: stdio)")
+	f.StringVar(&proxy, "proxy", "", "send the browser's traffic to this pab proxy (host:port) and trust pab's CA")
+	f.StringVar(&browserMCP, "browser-mcp", "", `the browser MCP server to start instead of @playwright/mcp ("CMD ARGS")`)
+	f.StringVar(&tracePath, "trace", "", "write the trace (JSONL policy events) to this file")
+	f.StringVar(&resultPath, "result", "", "write the result envelope (JSON) to this file")
+	f.StringVar(&control, "control", "", "serve the control API on this loopback address (default 127.0.0.1 on a free port)")
+	f.StringVar(&chrome, "chrome", "", "Chromium executable for the default browser MCP server (default: chromium on PATH)")
+	return cmd
+}
+
+// firstLine keeps only the first line of err, so that a bad application file gives one
+// clear line ("FILE:LINE: message").
+func firstLine(err error) error {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return errors.New(s)
+}
+
+// checkLoopbackAddr checks that addr can be listened on with guard.ListenLoopback, by
+// listening and closing at once.
+func checkLoopbackAddr(addr string) error {
+	ln, err := guard.ListenLoopback(addr)
+	if err != nil {
+		return err
+	}
+	return ln.Close()
+}
+
+// checkHostPort checks that s is host:port with a non-empty host and port.
+func checkHostPort(s string) error {
+	if strings.Contains(s, "://") {
+		return fmt.Errorf("%q: want host:port without a scheme, e.g. 127.0.0.1:8899", s)
+	}
+	i := strings.LastIndexByte(s, ':')
+	if i <= 0 || i == len(s)-1 {
+		return fmt.Errorf("%q: want host:port, e.g. 127.0.0.1:8899", s)
+	}
+	return nil
+}
+
+// defaultBrowserMCP is the command line of @playwright/mcp with Debian's Chromium: headless,
+// an in-memory profile, output files under tmp, and with proxy, every request through it
+// with pab's CA trusted by its SPKI hash (Playwright takes extra Chromium switches only
+// from a config file: tmp/playwright-mcp.json).
+func defaultBrowserMCP(g *globalFlags, proxy, chrome, tmp string) ([]string, error) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return nil, errors.New("node not found on PATH: install Node.js (Debian's nodejs), or pass --browser-mcp")
+	}
+	cli, err := findPlaywrightMCP(g)
+	if err != nil {
+		return nil, err
+	}
+	exe, err := findChromium(chrome)
+	if err != nil {
+		return nil, err
+	}
+	chromeArgs := append([]string(nil), guardChromiumArgs...)
+	if proxy != "" {
+		repo, err := g.findRepo()
+		if err != nil {
+			return nil, err
+		}
+		ca, err := replay.LoadOrCreateCA(filepath.Join(repo.CacheDir(), "ca"))
+		if err != nil {
+			return nil, err
+		}
+		chromeArgs = append(chromeArgs, "--ignore-certificate-errors-spki-list="+ca.SPKIHash())
+	}
+	config := map[string]any{"browser": map[string]any{"launchOptions": map[string]any{"args": chromeArgs}}}
+	data, err := json.MarshalIndent(config, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	configPath := filepath.Join(tmp, "playwright-mcp.json")
+	if err := os.WriteFile(configPath, data, 0o600); err != nil {
+		return nil, err
+	}
+	outDir := filepath.Join(tmp, "output")
+	if err := os.Mkdir(outDir, 0o700); err != nil {
+		return nil, err
+	}
+	argv := []string{node, cli,
+		"--config", configPath,
+		"--browser", "chromium",
+		"--executable-path", exe,
+		"--headless",
+		"--isolated",
+		"--no-webmcp", // tools a page registers are never offered
+		"--output-dir", outDir,
+	}
+	if proxy != "" {
+		// Playwright adds <-loopback> to the bypass list, so loopback pages go through the proxy too.
+		argv = append(argv, "--proxy-server", "http://"+proxy)
+	}
+	return argv, nil
+}
+
+// findPlaywrightMCP finds @playwright/mcp's cli.js: $PAB_PLAYWRIGHT_MCP, else under the
+// repository (--repo, $PAB_REPO, the current directory), else beside the pab executable.
+func findPlaywrightMCP(g *globalFlags) (string, error) {
+	if p := os.Getenv("PAB_PLAYWRIGHT_MCP"); p != "" {
+		if st, err := os.Stat(p); err != nil || st.IsDir() {
+			return "", fmt.Errorf("PAB_PLAYWRIGHT_MCP=%s: not a file", p)
+		}
+		return p, nil
+	}
+	var tried []string
+	if repo, err := g.findRepo(); err == nil {
+		tried = append(tried, filepath.Join(repo.Root, playwrightMCPCLI))
+	}
+	if exe, err := os.Executable(); err == nil {
+		dir := filepath.Dir(exe)
+		tried = append(tried, filepath.Join(dir, playwrightMCPCLI), filepath.Join(dir, "..", playwrightMCPCLI))
+	}
+	for _, p := range tried {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("@playwright/mcp not found (tried %s): run `npm ci --prefix tools/playwright-mcp` in the pab repository, set PAB_PLAYWRIGHT_MCP, or pass --browser-mcp", strings.Join(tried, ", "))
+}
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// resultWriter passes calls to the bridge and writes the result envelope to path once the
+// run is done (and again by write at exit).
+type resultWriter struct {
+	bridge *guard.Bridge
+	path   string
+	errOut io.Writer
+	mu     sync.Mutex
+}
+
+func (r *resultWriter) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
+	return r.bridge.ListTools(ctx)
+}
+
+func (r *resultWriter) CallTool(ctx context.Context, name string, args map[string]any) *mcp.CallToolResult {
+	res := r.bridge.CallTool(ctx, name, args)
+	if r.bridge.Done() {
+		r.write()
+	}
+	return res
+}
+
+// write writes the result envelope atomically (a temporary file renamed over path).
+func (r *resultWriter) write() {
+	if r.path == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := writeFileAtomic(r.path, r.bridge.Result()); err != nil {
+		fmt.Fprintf(r.errOut, "pab guard: --result: %v\n", err)
+	}
+}
+
+// writeFileAtomic writes v as indented JSON to path through a temporary file in the same
+// directory, renamed over path.
+func writeFileAtomic(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(data, '\n')); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,363 @@
+package guard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeRun is a RunControl that records Cancel.
+type fakeRun struct {
+	mu        sync.Mutex
+	cancelled string
+}
+
+func (f *fakeRun) Status() Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := "running"
+	if f.cancelled != "" {
+		st = "done"
+	}
+	return Status{RunID: "run-1", Mode: "fill_and_review", State: st, Actions: 3}
+}
+
+func (f *fakeRun) Cancel(reason string) {
+	f.mu.Lock()
+	f.cancelled = reason
+	f.mu.Unlock()
+}
+
+// startControl serves a Controller on a real loopback port.
+func startControl(t *testing.T) (*Controller, string) {
+	t.Helper()
+	c := NewController()
+	ln, err := ListenLoopback("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.ServeControl(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ServeControl: %v", err)
+		}
+	})
+	return c, "http://" + ln.Addr().String()
+}
+
+func do(t *testing.T, method, url, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if len(data) > 0 && method != "HEAD" {
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatalf("%s %s: body not JSON: %q", method, url, data)
+		}
+	}
+	return resp.StatusCode, m
+}
+
+// pauseAsync starts a Pause and returns where its outcome arrives.
+func pauseAsync(ctx context.Context, c *Controller, p PauseRequest) chan PauseOutcome {
+	out := make(chan PauseOutcome, 1)
+	go func() { out <- c.Pause(ctx, p) }()
+	return out
+}
+
+// waitPaused waits until the controller shows a pause.
+func waitPaused(t *testing.T, c *Controller) *Waiting {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		if w := c.Waiting(); w != nil {
+			return w
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no pause appeared")
+	return nil
+}
+
+func outcome(t *testing.T, ch chan PauseOutcome) PauseOutcome {
+	t.Helper()
+	select {
+	case o := <-ch:
+		return o
+	case <-time.After(5 * time.Second):
+		t.Fatal("Pause did not return")
+		return PauseOutcome{}
+	}
+}
+
+func TestControlResumeWithAnswer(t *testing.T) {
+	c, base := startControl(t)
+	run := &fakeRun{}
+	c.Attach(run)
+	code, m := do(t, "GET", base+"/status", "")
+	if code != 200 || m["waiting"] != nil || m["run"].(map[string]any)["runId"] != "run-1" {
+		t.Fatalf("status before a pause: %d %v", code, m)
+	}
+	if code, _ := do(t, "POST", base+"/resume", ""); code != http.StatusConflict {
+		t.Errorf("resume without a pause: %d; want 409", code)
+	}
+	ch := pauseAsync(context.Background(), c, PauseRequest{Reason: "missing_answer", Question: "Do you need sponsorship?", URL: "https://a.test/apply", Domain: "a.test"})
+	waitPaused(t, c)
+	code, m = do(t, "GET", base+"/status", "")
+	w, _ := m["waiting"].(map[string]any)
+	if code != 200 || w == nil || w["reason"] != "missing_answer" || w["question"] != "Do you need sponsorship?" || w["domain"] != "a.test" {
+		t.Fatalf("status during a pause: %d %v", code, m)
+	}
+	select {
+	case <-ch:
+		t.Fatal("Pause returned before anyone answered")
+	case <-time.After(50 * time.Millisecond):
+	}
+	code, m = do(t, "POST", base+"/resume", `{"answer": "  No  "}`)
+	if code != 200 || m["resumed"] != true {
+		t.Fatalf("resume: %d %v", code, m)
+	}
+	if o := outcome(t, ch); !o.Resumed || o.Answer != "No" {
+		t.Errorf("outcome %+v; want resumed with answer No", o)
+	}
+	if c.Waiting() != nil {
+		t.Error("pause still shown after resume")
+	}
+	if code, _ := do(t, "POST", base+"/resume", `{}`); code != http.StatusConflict {
+		t.Errorf("second resume: %d; want 409", code)
+	}
+	// a resume without a body: resumed, no answer
+	ch = pauseAsync(context.Background(), c, PauseRequest{Reason: "captcha"})
+	waitPaused(t, c)
+	if code, _ := do(t, "POST", base+"/resume", ""); code != 200 {
+		t.Errorf("resume without body: %d", code)
+	}
+	if o := outcome(t, ch); !o.Resumed || o.Answer != "" {
+		t.Errorf("outcome %+v", o)
+	}
+	if run.cancelled != "" {
+		t.Error("the run was cancelled by a resume")
+	}
+}
+
+func TestControlCancel(t *testing.T) {
+	c, base := startControl(t)
+	run := &fakeRun{}
+	c.Attach(run)
+	ch := pauseAsync(context.Background(), c, PauseRequest{Reason: "login_required"})
+	waitPaused(t, c)
+	if code, m := do(t, "POST", base+"/cancel", ""); code != 200 || m["cancelled"] != true {
+		t.Fatalf("cancel: %d %v", code, m)
+	}
+	if o := outcome(t, ch); o.Resumed {
+		t.Errorf("outcome %+v; want not resumed", o)
+	}
+	if run.cancelled != "" {
+		t.Error("cancelling a pause called Cancel on the run; the bridge ends it from the outcome")
+	}
+	// outside a pause, /cancel ends the run
+	if code, _ := do(t, "POST", base+"/cancel", ""); code != 200 || run.cancelled == "" {
+		t.Errorf("cancel outside a pause: %d, run cancelled %q", code, run.cancelled)
+	}
+	if _, m := do(t, "GET", base+"/status", ""); m["run"].(map[string]any)["state"] != "done" {
+		t.Errorf("status after cancel: %v", m)
+	}
+	// with no run attached, there is nothing to cancel
+	c2 := NewController()
+	if err := c2.Cancel(); err == nil {
+		t.Error("Cancel with neither pause nor run: no error")
+	}
+}
+
+func TestControlBadRequests(t *testing.T) {
+	c, base := startControl(t)
+	ch := pauseAsync(context.Background(), c, PauseRequest{Reason: "captcha"})
+	waitPaused(t, c)
+	for _, tc := range []struct {
+		method, path, body string
+		code               int
+	}{
+		{"POST", "/status", "", 405},
+		{"DELETE", "/status", "", 405},
+		{"GET", "/resume", "", 405},
+		{"PUT", "/cancel", "", 405},
+		{"GET", "/", "", 404},
+		{"POST", "/pause", "", 404},
+		{"GET", "/status/x", "", 404},
+		{"POST", "/resume", `{"answer": 42}`, 400},
+		{"POST", "/resume", `{"answer": "a", "force": true}`, 400},
+		{"POST", "/resume", `not json`, 400},
+		{"POST", "/resume", `{"answer": "a"} {}`, 400},
+		{"POST", "/resume", `{"answer": "` + strings.Repeat("x", MaxControlBody) + `"}`, 413},
+		{"POST", "/resume", `{"answer": "` + strings.Repeat("x", 20<<10) + `"}`, 400},
+		{"POST", "/cancel", `{"x": 1}`, 400},
+	} {
+		code, m := do(t, tc.method, base+tc.path, tc.body)
+		if code != tc.code {
+			t.Errorf("%s %s %.40q: %d; want %d", tc.method, tc.path, tc.body, code, tc.code)
+		}
+		if m["error"] == nil {
+			t.Errorf("%s %s: no error message in %v", tc.method, tc.path, m)
+		}
+	}
+	if c.Waiting() == nil {
+		t.Fatal("a bad request ended the pause")
+	}
+	if code, _ := do(t, "HEAD", base+"/status", ""); code != 200 {
+		t.Errorf("HEAD /status: %d", code)
+	}
+	c.Resume("")
+	outcome(t, ch)
+}
+
+func TestControlPauseContextEnds(t *testing.T) {
+	c, base := startControl(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := pauseAsync(ctx, c, PauseRequest{Reason: "anti_bot"})
+	waitPaused(t, c)
+	cancel()
+	if o := outcome(t, ch); o.Resumed {
+		t.Errorf("outcome %+v after ctx ended; want not resumed", o)
+	}
+	if c.Waiting() != nil {
+		t.Error("pause still shown after ctx ended")
+	}
+	if code, _ := do(t, "POST", base+"/resume", ""); code != http.StatusConflict {
+		t.Errorf("resume after the pause ended: %d", code)
+	}
+}
+
+// TestControlConcurrentPauses: pauses queue one at a time, each ended by its own resume.
+func TestControlConcurrentPauses(t *testing.T) {
+	c, base := startControl(t)
+	var chans []chan PauseOutcome
+	for i := range 3 {
+		chans = append(chans, pauseAsync(context.Background(), c, PauseRequest{Reason: "missing_answer", Question: fmt.Sprint(i)}))
+	}
+	answers := map[string]bool{}
+	for i := range 3 {
+		w := waitPaused(t, c)
+		if code, _ := do(t, "POST", base+"/resume", fmt.Sprintf(`{"answer": "a%s"}`, w.Question)); code != 200 {
+			t.Fatalf("resume %d: %d", i, code)
+		}
+		for c.Waiting() != nil && c.Waiting().ID == w.ID {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	for _, ch := range chans {
+		o := outcome(t, ch)
+		answers[o.Answer] = true
+	}
+	if len(answers) != 3 || !answers["a0"] || !answers["a1"] || !answers["a2"] {
+		t.Errorf("answers %v", answers)
+	}
+}
+
+func TestControlTerminalPrompt(t *testing.T) {
+	c := NewController()
+	inR, inW := io.Pipe()
+	var mu sync.Mutex
+	var out strings.Builder
+	w := writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return out.Write(p)
+	})
+	printed := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return out.String()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	promptDone := make(chan struct{})
+	go func() { c.Prompt(ctx, inR, w); close(promptDone) }()
+
+	// a line outside a pause gets a note
+	io.WriteString(inW, "hello\n")
+	waitFor(t, func() bool { return strings.Contains(printed(), "no pause in progress") })
+
+	ch := pauseAsync(context.Background(), c, PauseRequest{Reason: "missing_answer", Question: "Years of Go?", URL: "https://a.test/"})
+	waitFor(t, func() bool { return strings.Contains(printed(), "Years of Go?") })
+	if !strings.Contains(printed(), "PAUSED (missing_answer) at https://a.test/") {
+		t.Errorf("prompt printed %q", printed())
+	}
+	io.WriteString(inW, "  five  \n")
+	if o := outcome(t, ch); !o.Resumed || o.Answer != "five" {
+		t.Errorf("typed answer: %+v", o)
+	}
+	ch = pauseAsync(context.Background(), c, PauseRequest{Reason: "captcha"})
+	waitFor(t, func() bool { return strings.Count(printed(), "PAUSED") == 2 })
+	io.WriteString(inW, "\n")
+	if o := outcome(t, ch); !o.Resumed || o.Answer != "" {
+		t.Errorf("empty line: %+v", o)
+	}
+	ch = pauseAsync(context.Background(), c, PauseRequest{Reason: "login_required"})
+	waitFor(t, func() bool { return strings.Count(printed(), "PAUSED") == 3 })
+	io.WriteString(inW, "Cancel\n")
+	if o := outcome(t, ch); o.Resumed {
+		t.Errorf("cancel line: %+v", o)
+	}
+	// a pause resumed over HTTP while the prompt waits: the next line is just noted
+	ch = pauseAsync(context.Background(), c, PauseRequest{Reason: "captcha"})
+	waitFor(t, func() bool { return strings.Count(printed(), "PAUSED") == 4 })
+	c.Resume("from http")
+	if o := outcome(t, ch); o.Answer != "from http" {
+		t.Errorf("http resume: %+v", o)
+	}
+	io.WriteString(inW, "late\n")
+	waitFor(t, func() bool { return strings.Count(printed(), "no pause in progress") == 2 })
+	inW.Close()
+	select {
+	case <-promptDone:
+	case <-time.After(5 * time.Second):
+		t.Error("Prompt did not return when its input ended")
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 500; i++ {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("condition not met within 5s")
+}
+
+func FuzzDecodeControlBody(f *testing.F) {
+	for _, s := range []string{`{"answer":"x"}`, `{}`, `{"answer":null}`, `[`, `{"answer":"a"}{}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var body struct {
+			Answer *string `json:"answer"`
+		}
+		if err := decodeControlBody(data, &body); err == nil {
+			if _, err := json.Marshal(body); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}

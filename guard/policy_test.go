@@ -1,0 +1,195 @@
+package guard
+
+import "testing"
+
+func TestGroundingRefusal(t *testing.T) {
+	src := []string{"Jane Doe, jane.doe@example.com, +1 555 0100. Lives in Berlin. Notice period: 3 months.",
+		"Do you need sponsorship?\nNo", "東京都渋谷区神南1-2-3", "Ｆｕｌｌ width ＡＢＣ"}
+	cases := []struct {
+		name, value, quote string
+		ok                 bool
+	}{
+		{"exact", "Jane Doe", "Jane Doe, jane.doe@example.com", true},
+		{"case and space", "jane doe", "JANE   doe,\n jane.doe@example.com", true},
+		{"no quote", "Jane", "", false},
+		{"one char quote", "J", "J", false},
+		{"quote not in sources", "Jane", "Jane Smith", false},
+		{"value not in quote", "Berlin", "Jane Doe", false},
+		{"no inside notice", "No", "Notice period", false},
+		{"no inside notice quote from sources", "No", "No", true},
+		{"partial word quote refused", "Ja", "Ja", false},
+		{"value inside longer word", "Doe", "jane.doe@example.com", true},
+		{"email", "jane.doe@example.com", "jane.doe@example.com", true},
+		{"phone", "+1 555 0100", "+1 555 0100", true},
+		{"cjk substring", "渋谷区", "東京都渋谷区神南", true},
+		{"nfkc", "full width abc", "Full width ABC", true},
+		{"empty value", "  ", "Jane Doe", false},
+		{"curly apostrophe", "3 months", "Notice period: 3 months", true},
+	}
+	for _, c := range cases {
+		got := GroundingRefusal(c.value, c.quote, src)
+		if (got == "") != c.ok {
+			t.Errorf("%s: GroundingRefusal(%q,%q) = %q, want ok=%v", c.name, c.value, c.quote, got, c.ok)
+		}
+	}
+}
+
+func TestCommitLabels(t *testing.T) {
+	cases := []struct {
+		label  string
+		inForm bool
+		want   bool
+	}{
+		{"Submit application", false, true}, {"Submit", true, true}, {"SUBMIT APPLICATION", false, true},
+		{"Send application", false, true}, {"Apply", true, true}, {"Apply", false, false},
+		{"Apply for this job", false, false}, {"Apply now", true, true}, {"Complete application", false, true},
+		{"Bewerbung absenden", false, true}, {"Absenden", false, true}, {"Jetzt bewerben", true, true}, {"Abschicken", false, true},
+		{"Einreichen", false, true}, {"Envoyer ma candidature", false, true}, {"Soumettre", false, true},
+		{"Postuler", true, true}, {"Enviar solicitud", false, true}, {"Postularse", true, true},
+		{"Solicitar", true, true}, {"Enviar candidatura", false, true}, {"Candidatar-se", true, true},
+		{"Invia candidatura", false, true}, {"Candidati", true, true}, {"Sollicitatie versturen", false, true},
+		{"Verzenden", true, true}, {"Solliciteren", true, true}, {"送信", false, true}, {"応募する", false, true},
+		{"この内容で送信する", false, true}, {"提出", false, true}, {"提交", false, true}, {"提交申请", false, true},
+		{"投递简历", false, true}, {"申请", true, true}, {"申请", false, false},
+		{"Next", true, false}, {"Continue", true, false}, {"Weiter", true, false}, {"Suivant", true, false},
+		{"Siguiente", true, false}, {"Próximo", true, false}, {"Avanti", true, false}, {"Volgende", true, false},
+		{"次へ", true, false}, {"下一步", true, false}, {"Submitting guide", false, false}, {"", true, false},
+		{"Submit application →", false, true}, {"Apply *", true, true},
+	}
+	for _, c := range cases {
+		if got := IsCommitLabel(c.label, c.inForm); got != c.want {
+			t.Errorf("IsCommitLabel(%q, inForm=%v) = %v, want %v", c.label, c.inForm, got, c.want)
+		}
+	}
+}
+
+func TestCommitPhrasesCoverNineLanguages(t *testing.T) {
+	langs := map[string]bool{}
+	for _, p := range CommitPhrases {
+		langs[p.Lang] = true
+		if Normalize(p.Phrase) != p.Phrase {
+			t.Errorf("phrase %q is not normalized", p.Phrase)
+		}
+		if !IsCommitLabel(p.Phrase, true) {
+			t.Errorf("phrase %q does not commit its own label", p.Phrase)
+		}
+	}
+	for _, l := range []string{"en", "de", "fr", "es", "pt", "it", "nl", "ja", "zh"} {
+		if !langs[l] {
+			t.Errorf("no commit phrase for %s", l)
+		}
+	}
+}
+
+func TestStepLabels(t *testing.T) {
+	for _, s := range []string{"Next", "Continue", "Back", "Add another", "Upload", "Attach", "Weiter", "Zurück",
+		"Suivant", "Siguiente", "Próximo", "Avanti", "Volgende", "次へ", "下一步", "Next »", "Choose file"} {
+		if !IsStepLabel(s) {
+			t.Errorf("IsStepLabel(%q) = false", s)
+		}
+	}
+	for _, s := range []string{"Nextel account", "Submit", "Apply", "Go", "", "Continued education"} {
+		if IsStepLabel(s) {
+			t.Errorf("IsStepLabel(%q) = true", s)
+		}
+	}
+	for _, s := range []string{"2", "Page 3", "Load more", "»"} {
+		if !IsPaginationLabel(s) {
+			t.Errorf("IsPaginationLabel(%q) = false", s)
+		}
+	}
+	if IsPaginationLabel("Submit") || IsPaginationLabel("12345") {
+		t.Error("IsPaginationLabel too wide")
+	}
+}
+
+func TestConsentAndCredentialLabels(t *testing.T) {
+	for _, s := range []string{"I agree to the privacy policy", "I accept the Terms", "I acknowledge the notice",
+		"I certify that the above is true", "GDPR consent", "Ich stimme der Datenschutzerklärung zu",
+		"J'accepte les conditions", "Acepto la política de privacidad", "Concordo com os termos",
+		"Accetto l'informativa", "Ik ga akkoord met de voorwaarden", "個人情報の取り扱いに同意する", "我同意隐私政策"} {
+		if !IsConsentLabel(s) {
+			t.Errorf("IsConsentLabel(%q) = false", s)
+		}
+	}
+	for _, s := range []string{"Yes", "No", "Remote", "Python", "Disagreeable? no: Sponsorship"} {
+		if IsConsentLabel(s) && s != "Disagreeable? no: Sponsorship" {
+			t.Errorf("IsConsentLabel(%q) = true", s)
+		}
+	}
+	for _, s := range []string{"Password", "Enter your password", "One-time code", "Verification code", "2FA code",
+		"Passwort", "Mot de passe", "Contraseña", "Senha", "Wachtwoord", "パスワード", "密码", "验证码"} {
+		if !IsCredentialLabel(s) {
+			t.Errorf("IsCredentialLabel(%q) = false", s)
+		}
+	}
+	for _, s := range []string{"First Name", "Email", "Postcode", "Phone"} {
+		if IsCredentialLabel(s) {
+			t.Errorf("IsCredentialLabel(%q) = true", s)
+		}
+	}
+}
+
+func TestSafeKeys(t *testing.T) {
+	for _, k := range []string{"Tab", "Shift+Tab", "ArrowDown", "Escape", "PageUp", "End"} {
+		if !IsSafeKey(k) {
+			t.Errorf("IsSafeKey(%q) = false", k)
+		}
+	}
+	for _, k := range []string{"Enter", " ", "Space", "a", "Control+Enter", "tab", "NumpadEnter", ""} {
+		if IsSafeKey(k) {
+			t.Errorf("IsSafeKey(%q) = true", k)
+		}
+	}
+}
+
+func TestCheckURL(t *testing.T) {
+	cases := []struct {
+		raw, host string
+		ok        bool
+	}{
+		{"https://job-boards.greenhouse.io/axon/jobs/1", "job-boards.greenhouse.io", true},
+		{"http://Example.COM:8080/x", "example.com", true},
+		{"data:text/html,<form>", "", false}, {"DATA:text/html,x", "", false}, {"blob:https://x/1", "", false},
+		{"javascript:alert(1)", "", false}, {"file:///etc/passwd", "", false}, {"ftp://x/y", "", false},
+		{"/relative", "", false}, {"", "", false}, {"https://user:pw@example.com/", "", false}, {"about:blank", "", false},
+	}
+	for _, c := range cases {
+		_, host, refusal := CheckURL(c.raw)
+		if (refusal == "") != c.ok || host != c.host {
+			t.Errorf("CheckURL(%q) = host %q refusal %q, want host %q ok=%v", c.raw, host, refusal, c.host, c.ok)
+		}
+	}
+}
+
+func TestHostAllowedAndMatchPath(t *testing.T) {
+	sites := []string{"job-boards.greenhouse.io", "*.greenhouse.io"}
+	for h, want := range map[string]bool{"job-boards.greenhouse.io": true, "boards.greenhouse.io": true,
+		"greenhouse.io": false, "evilgreenhouse.io": false, "greenhouse.io.evil.com": false, "JOB-BOARDS.GREENHOUSE.IO.": true, "": false} {
+		if got := HostAllowed(sites, h); got != want {
+			t.Errorf("HostAllowed(%q) = %v", h, got)
+		}
+	}
+	cases := []struct {
+		pattern, path string
+		want          bool
+	}{
+		{"/axon/jobs/:id", "/axon/jobs/123", true}, {"/axon/jobs/:id", "/axon/jobs/123/", true},
+		{"/axon/jobs/:id", "/axon/jobs", false}, {"/axon/jobs/:id", "/axon/jobs/1/confirmation", false},
+		{"/axon/jobs/:id/confirmation", "/axon/jobs/1/confirmation", true}, {"/", "/", true}, {"/a/:x", "/a/", false},
+	}
+	for _, c := range cases {
+		if got := MatchPath(c.pattern, c.path); got != c.want {
+			t.Errorf("MatchPath(%q,%q) = %v", c.pattern, c.path, got)
+		}
+	}
+}
+
+func TestContainsPhrase(t *testing.T) {
+	if !ContainsPhrase("a no b", "no") || ContainsPhrase("notice", "no") || ContainsPhrase("ano", "no") || ContainsPhrase("x", "") {
+		t.Error("ContainsPhrase boundaries wrong")
+	}
+	if !ContainsPhrase("notice no", "no") {
+		t.Error("second occurrence not found")
+	}
+}

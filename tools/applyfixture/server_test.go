@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fixture starts the handler over real TLS on loopback and returns a client that sends
+// every request to it whatever the URL's host, trusting only the fixture's CA.
+func fixture(t *testing.T) *http.Client {
+	t.Helper()
+	h, err := Handler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := newFixtureTLS(Hosts, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.TLS = tl.Config
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(tl.CAPEM) {
+		t.Fatal("CA PEM not parsed")
+	}
+	addr := srv.Listener.Addr().String()
+	return &http.Client{
+		Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: pool},
+			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, network, addr)
+			},
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Timeout:       10 * time.Second,
+	}
+}
+
+func get(t *testing.T, c *http.Client, u string) (*http.Response, string) {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func post(t *testing.T, c *http.Client, u, ctype string, body []byte) (*http.Response, string) {
+	t.Helper()
+	resp, err := c.Post(u, ctype, bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func TestEveryHostServesOverTLS(t *testing.T) {
+	c := fixture(t)
+	for _, tc := range []struct{ url, title string }{
+		{"https://" + HostGreenhouse + AxonJobPath, "<title>Job Application for Senior Software Engineer II  at Axon</title>"},
+		{"https://" + HostTeamtailor + HarperJobPath, "<title>Senior Software Engineer - Harper</title>"},
+		{"https://" + HostAcme + "/", "<title>Open roles – Acme Robotics Careers</title>"},
+		{"https://" + HostEvil + EvilApplyPath + "?job=107", "<title>Partner Careers Portal – Apply now</title>"},
+	} {
+		resp, body := get(t, c, tc.url)
+		if resp.StatusCode != 200 || !strings.Contains(body, tc.title) {
+			t.Errorf("GET %s: status %d, title %q missing", tc.url, resp.StatusCode, tc.title)
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+			t.Errorf("GET %s: Content-Type %q", tc.url, ct)
+		}
+	}
+}
+
+func TestSavedPagesServedAsSaved(t *testing.T) {
+	c := fixture(t)
+	harper, _ := fs.ReadFile(pagesFS, "pages/corpus/teamtailor-harper.html")
+	if _, body := get(t, c, "https://"+HostTeamtailor+HarperJobPath); body != string(harper) {
+		t.Errorf("Harper page: served %d bytes, saved %d: not identical", len(body), len(harper))
+	}
+	axon, _ := fs.ReadFile(pagesFS, "pages/corpus/greenhouse-axon.html")
+	_, body := get(t, c, "https://"+HostGreenhouse+AxonJobPath+"?gh_src=cdbb51d93us")
+	tag := `<script src="` + AxonShimPath + `"></script>`
+	if strings.Replace(body, tag, "", 1) != string(axon) || !strings.Contains(body, tag+"</body>") {
+		t.Errorf("Axon page: want the saved bytes with only %s added before </body>", tag)
+	}
+	resp, js := get(t, c, "https://"+HostGreenhouse+AxonShimPath)
+	if resp.StatusCode != 200 || !strings.Contains(js, AxonApplicationsPath) {
+		t.Errorf("shim: status %d, does not post to %s", resp.StatusCode, AxonApplicationsPath)
+	}
+}
+
+func TestAcmePages(t *testing.T) {
+	c := fixture(t)
+	for _, p := range AcmePages {
+		resp, body := get(t, c, "https://"+HostAcme+p.Path)
+		switch p.ID {
+		case "109":
+			if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc, AcmeChallengePath+"?next=") {
+				t.Errorf("109: status %d Location %q, want 302 to %s", resp.StatusCode, loc, AcmeChallengePath)
+			}
+		case "110":
+			if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "Just a moment...") {
+				t.Errorf("110: status %d, want 403 with the Cloudflare interstitial", resp.StatusCode)
+			}
+		default:
+			if resp.StatusCode != 200 || !strings.Contains(body, "<title>") {
+				t.Errorf("%s %s: status %d", p.ID, p.Path, resp.StatusCode)
+			}
+			if p.Action != "" && !strings.Contains(body, p.Action) {
+				t.Errorf("%s: page does not name its action %s", p.ID, p.Action)
+			}
+		}
+	}
+	if _, body := get(t, c, "https://"+HostAcme+AcmeChallengePath); !strings.Contains(body, "g-recaptcha") {
+		t.Error("challenge page has no reCAPTCHA")
+	}
+	if resp, _ := get(t, c, "https://"+HostAcme+AcmeButtonImagePath); resp.Header.Get("Content-Type") != "image/svg+xml" {
+		t.Errorf("button image: Content-Type %q", resp.Header.Get("Content-Type"))
+	}
+}
+
+func TestAcmeFormAnswers(t *testing.T) {
+	c := fixture(t)
+	full := url.Values{"first_name": {"Jane"}, "last_name": {"Doe"}, "email": {"jane.doe@example.com"}, "privacy_consent": {"1"}}
+	for _, id := range []string{"101", "102", "104", "105", "106", "111"} {
+		u := "https://" + HostAcme + "/jobs/" + id + "/applications"
+		resp, body := post(t, c, u, "application/x-www-form-urlencoded", []byte(full.Encode()))
+		if resp.StatusCode != 200 || !strings.Contains(body, "Thank you for applying!") || !strings.Contains(body, "ACME-"+id) {
+			t.Errorf("POST %s: status %d, no confirmation: %s", u, resp.StatusCode, body)
+		}
+		if strings.Contains(body, "jane.doe@example.com") {
+			t.Errorf("POST %s: the confirmation echoes a value", u)
+		}
+		resp, body = post(t, c, u, "application/x-www-form-urlencoded", []byte("first_name=Jane"))
+		if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "<li class=\"error\">email</li>") {
+			t.Errorf("POST %s without email: status %d: %s", u, resp.StatusCode, body)
+		}
+	}
+	// multipart with a file, German
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	for k, v := range map[string]string{"vorname": "Jane", "nachname": "Doe", "email": "jane.doe@example.com", "datenschutz": "1"} {
+		mw.WriteField(k, v)
+	}
+	fw, _ := mw.CreateFormFile("lebenslauf", "resume.pdf")
+	fw.Write([]byte("%PDF-1.4\n"))
+	mw.Close()
+	resp, body := post(t, c, "https://"+HostAcme+"/de/stellen/113/bewerbung", mw.FormDataContentType(), buf.Bytes())
+	if resp.StatusCode != 200 || !strings.Contains(body, "Vielen Dank für Ihre Bewerbung") || !strings.Contains(body, "lebenslauf") {
+		t.Errorf("German POST: status %d: %s", resp.StatusCode, body)
+	}
+	resp, body = post(t, c, "https://"+HostAcme+"/ja/jobs/114/applications", "application/x-www-form-urlencoded", nil)
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "必須項目") {
+		t.Errorf("Japanese empty POST: status %d: %s", resp.StatusCode, body)
+	}
+	// JSON (page 103)
+	u := "https://" + HostAcme + "/jobs/103/applications"
+	resp, body = post(t, c, u, "application/json", []byte(`{"first_name":"Jane","last_name":"Doe","email":"j@example.com"}`))
+	var ok struct {
+		ConfirmationURL string `json:"confirmation_url"`
+	}
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal([]byte(body), &ok) != nil || ok.ConfirmationURL != AcmeConfirmation103 {
+		t.Errorf("JSON POST: status %d: %s", resp.StatusCode, body)
+	}
+	for _, bad := range []struct {
+		ctype, body string
+		status      int
+	}{
+		{"application/json", `{"first_name":"Jane"}`, http.StatusUnprocessableEntity},
+		{"application/json", `[1,2]`, http.StatusBadRequest},
+		{"application/json", `{`, http.StatusBadRequest},
+		{"text/plain", `{}`, http.StatusUnsupportedMediaType},
+	} {
+		if resp, body := post(t, c, u, bad.ctype, []byte(bad.body)); resp.StatusCode != bad.status {
+			t.Errorf("JSON POST %s %q: status %d, want %d: %s", bad.ctype, bad.body, resp.StatusCode, bad.status, body)
+		}
+	}
+	// a body over the bound
+	big := bytes.Repeat([]byte("a"), maxForm+10)
+	if resp, _ := post(t, c, "https://"+HostAcme+"/jobs/101/applications", "application/x-www-form-urlencoded", append([]byte("first_name="), big...)); resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("oversized form: status %d, want 413", resp.StatusCode)
+	}
+	if resp, _ := post(t, c, u, "application/json", big); resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("oversized JSON: status %d, want 413", resp.StatusCode)
+	}
+}
+
+func TestVendorAnswers(t *testing.T) {
+	c := fixture(t)
+	u := "https://" + HostTeamtailor + HarperApplyPath
+	good := url.Values{"candidate[first_name]": {"Jane"}, "candidate[last_name]": {"Doe"}, "candidate[email]": {"j@example.com"},
+		"candidate[consent_given]": {"0", "1"}}
+	if resp, body := post(t, c, u, "application/x-www-form-urlencoded", []byte(good.Encode())); resp.StatusCode != 200 || !strings.Contains(body, "Thank you for applying!") {
+		t.Errorf("Harper POST: status %d: %s", resp.StatusCode, body)
+	}
+	good["candidate[consent_given]"] = []string{"0"} // the hidden field only: the box is unticked
+	if resp, body := post(t, c, u, "application/x-www-form-urlencoded", []byte(good.Encode())); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "Privacy Policy") {
+		t.Errorf("Harper POST without consent: status %d: %s", resp.StatusCode, body)
+	}
+	g := "https://" + HostGreenhouse + AxonApplicationsPath
+	if resp, body := post(t, c, g, "application/json", []byte(`{"first_name":"Jane","last_name":"Doe","email":"j@example.com"}`)); resp.StatusCode != http.StatusCreated || !strings.Contains(body, AxonConfirmationPath) {
+		t.Errorf("Greenhouse POST: status %d: %s", resp.StatusCode, body)
+	}
+	if resp, body := post(t, c, g, "application/json", []byte(`{"first_name":""}`)); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "can't be blank") {
+		t.Errorf("Greenhouse empty POST: status %d: %s", resp.StatusCode, body)
+	}
+	if _, body := get(t, c, "https://"+HostGreenhouse+AxonConfirmationPath); !strings.Contains(body, "Thank you for applying") {
+		t.Error("Greenhouse confirmation page")
+	}
+}
+
+func TestNotFound(t *testing.T) {
+	c := fixture(t)
+	for _, u := range []string{
+		"https://" + HostAcme + "/pab-not-found-0123456789ab",
+		"https://" + HostGreenhouse + "/axon/jobs/Job%20Application_files/api.js",
+		"https://" + HostEvil + "/collect",
+	} {
+		resp, body := get(t, c, u)
+		if resp.StatusCode != 404 || !strings.Contains(body, "<title>Page not found</title>") {
+			t.Errorf("GET %s: status %d, want the HTML 404 page", u, resp.StatusCode)
+		}
+	}
+	// a GET to a POST-only action is not the form's answer
+	if resp, _ := get(t, c, "https://"+HostAcme+"/jobs/101/applications"); resp.StatusCode == 200 {
+		t.Error("GET of a form action answered 200")
+	}
+}
+
+func TestRunArguments(t *testing.T) {
+	for _, args := range [][]string{
+		nil,
+		{"bogus"},
+		{"serve", "-listen", "0.0.0.0:0"},
+		{"serve", "-listen", "nonsense"},
+		{"serve", "extra"},
+		{"drive", "-site", "acme"},
+		{"drive", "-site", "nope", "-proxy", "127.0.0.1:1", "-spki", "x", "-files", t.TempDir()},
+	} {
+		if err := run(args, io.Discard, io.Discard); err == nil {
+			t.Errorf("run %q: no error", args)
+		}
+	}
+}
