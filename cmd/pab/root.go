@@ -47,6 +47,8 @@ current directory. Unpacked recordings and pab's CA live in $PAB_CACHE
 		newRecordingCmd(g),
 		newBrowserCmd(g),
 		newGuardCmd(g),
+		newRunCmd(g),
+		newK8sCmd(g),
 	)
 	return root
 }

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pab-dev/pab/k8s"
+)
+
+func newK8sCmd(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "k8s",
+		Short: "Kubernetes manifests for batches of runs",
+		Long:  "Kubernetes manifests for batches of runs (docs/deploy.md).",
+	}
+	cmd.AddCommand(newK8sRenderCmd(g))
+	return cmd
+}
+
+func newK8sRenderCmd(g *globalFlags) *cobra.Command {
+	var (
+		o            k8s.Options
+		imagesFile   string
+		taskPrefix   string
+		agentCommand []string
+		out          string
+	)
+	cmd := &cobra.Command{
+		Use:   "render --agent-image IMG [TASK...]",
+		Short: "Write the manifests that run an agent on tasks in a Kubernetes cluster",
+		Long: `Write Kubernetes manifests that run an agent on TASKs (default: every task of the
+repository), --repeat times each: one Indexed Job per task (completions = --repeat,
+--parallelism pods at once), and one NetworkPolicy that denies all traffic to and from
+the batch's pods (but DNS to kube-dns with --allow-dns).
+
+Each pod: the task image copies the task into the pod (init container); the collector,
+the replay and the browser run as native sidecars (Kubernetes 1.29 or later); the agent
+is the main container, with the environment of docs/run.md. When the agent ends, the
+sidecars stop in reverse order and the collector copies the run (replay.jsonl,
+answer.txt, prompt.txt, agent output, run.json) to the PersistentVolumeClaim
+--results-claim under <batch>/<task>/<k>/, which 'pab run --collect DIR' grades.
+
+Images come from --images (the file deploy/build-images.sh writes) or the flags
+--replay-image, --browser-image and --task-image-prefix (the task image of T is
+PREFIX + T). Without a browser image the pods have no browser. The output is the same
+bytes for the same input. Without --out the manifests go to stdout as one YAML stream.
+See docs/deploy.md.`,
+		Example: `  pab k8s render --images deploy/out/images.txt --agent-image registry.example.com/my-agent:1 \
+    --agent-command /agent --repeat 5 --parallelism 3 --out k8s-out books-sapiens-price
+  kubectl apply -f k8s-out/`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			repo, err := g.findRepo()
+			if err != nil {
+				return err
+			}
+			o.Repo, o.AgentCommand = repo, agentCommand
+			o.TaskImages = map[string]string{}
+			if imagesFile != "" {
+				f, err := os.Open(imagesFile)
+				if err != nil {
+					return fmt.Errorf("--images: %w", err)
+				}
+				im, err := k8s.ReadImages(f)
+				f.Close()
+				if err != nil {
+					return fmt.Errorf("--images %s: %w", imagesFile, err)
+				}
+				if o.ReplayImage == "" {
+					o.ReplayImage = im.Replay
+				}
+				if o.BrowserImage == "" {
+					o.BrowserImage = im.Browser
+				}
+				o.TaskImages = im.Task
+			}
+			o.Tasks = args
+			if len(o.Tasks) == 0 {
+				if o.Tasks, err = repo.TaskIDs(); err != nil {
+					return err
+				}
+				if len(o.Tasks) == 0 {
+					return fmt.Errorf("no tasks in %s", repo.TasksDir())
+				}
+			}
+			if taskPrefix != "" {
+				for _, id := range o.Tasks {
+					o.TaskImages[id] = taskPrefix + id
+				}
+			}
+			files, err := k8s.Render(o)
+			if err != nil {
+				return fmt.Errorf("k8s render: %w", err)
+			}
+			if out == "" {
+				w := cmd.OutOrStdout()
+				for i, f := range files {
+					if i > 0 {
+						fmt.Fprintln(w, "---")
+					}
+					if _, err := w.Write(f.Data); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			if err := k8s.WriteFiles(out, files); err != nil {
+				return fmt.Errorf("k8s render: %w", err)
+			}
+			for _, f := range files {
+				fmt.Fprintf(cmd.ErrOrStderr(), "pab k8s render: wrote %s/%s\n", out, f.Name)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.AgentImage, "agent-image", "", "the agent's container image (required)")
+	f.StringSliceVar(&agentCommand, "agent-command", nil, "run the agent as this command (comma-separated arguments) through pab-pod, which records its exit and output and enforces --timeout; default: the image's entrypoint")
+	f.IntVar(&o.Repeat, "repeat", 1, "runs per task (the completions of its Job)")
+	f.IntVar(&o.Parallelism, "parallelism", 1, "pods of one task's Job that run at once")
+	f.StringVar(&o.Namespace, "namespace", "", "namespace of every object (default: kubectl's)")
+	f.BoolVar(&o.AllowDNS, "allow-dns", false, "let the pods query kube-dns (port 53); nothing else leaves the pod")
+	f.StringVar(&o.ReplayImage, "replay-image", "", "pab's replay image (default: from --images)")
+	f.StringVar(&o.BrowserImage, "browser-image", "", "pab's browser image (default: from --images; none: no browser in the pods)")
+	f.StringVar(&taskPrefix, "task-image-prefix", "", "task image of task T is PREFIX+T (e.g. registry.example.com/pab/task-); overrides --images")
+	f.StringVar(&imagesFile, "images", "", "the images file written by deploy/build-images.sh")
+	f.StringVar(&o.Batch, "batch", "pab", "batch name: Job names, labels and the results subdirectory")
+	f.StringVar(&o.ResultsClaim, "results-claim", "pab-results", "PersistentVolumeClaim the runs are copied to")
+	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "the agent's time limit (with --agent-command); the pod's deadline is 15 minutes more")
+	f.StringVar(&out, "out", "", "write the manifests into this directory (default: stdout)")
+	return cmd
+}

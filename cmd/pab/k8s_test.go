@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"sigs.k8s.io/yaml"
+)
+
+func runK8s(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	root, _ := filepath.Abs("../..")
+	cmd := newRootCmd()
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(append([]string{"--repo", root, "k8s", "render"}, args...))
+	err := cmd.Execute()
+	return out.String(), errOut.String(), err
+}
+
+func TestK8sRenderCommand(t *testing.T) {
+	images := filepath.Join(t.TempDir(), "images.txt")
+	os.WriteFile(images, []byte("replay localhost/pab/replay:aa sha256:00\nbrowser localhost/pab/browser:bb\n"+
+		"task/books-sapiens-price localhost/pab/task-books-sapiens-price:cc\n"), 0o644)
+	stdout, _, err := runK8s(t, "--agent-image", "example.com/agent:1", "--images", images, "--repeat", "4", "--parallelism", "2", "books-sapiens-price")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(stdout, "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("%d documents", len(docs))
+	}
+	var np networkingv1.NetworkPolicy
+	var job batchv1.Job
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), &np); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), &job); err != nil {
+		t.Fatal(err)
+	}
+	ic := job.Spec.Template.Spec.InitContainers
+	if *job.Spec.Completions != 4 || *job.Spec.Parallelism != 2 || len(ic) != 4 ||
+		ic[0].Image != "localhost/pab/task-books-sapiens-price:cc" || ic[2].Image != "localhost/pab/replay:aa" || ic[3].Image != "localhost/pab/browser:bb" {
+		t.Errorf("job %+v", job.Spec)
+	}
+
+	// --out writes files; the prefix flag names the task images
+	dir := filepath.Join(t.TempDir(), "k8s")
+	_, errOut, err := runK8s(t, "--agent-image", "example.com/agent:1", "--replay-image", "r/replay:1",
+		"--task-image-prefix", "r/task-", "--out", dir, "archive-org-jobs", "lil-former-projects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"networkpolicy.yaml", "job-archive-org-jobs.yaml", "job-lil-former-projects.yaml"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil || !strings.Contains(errOut, name) {
+			t.Errorf("%s: %v (%s)", name, err, errOut)
+		}
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "job-lil-former-projects.yaml"))
+	if !strings.Contains(string(data), "image: r/task-lil-former-projects\n") {
+		t.Errorf("task image not from the prefix:\n%s", data)
+	}
+}
+
+func TestK8sRenderCommandBadInput(t *testing.T) {
+	base := []string{"--agent-image", "example.com/agent:1", "--replay-image", "r/replay:1", "--task-image-prefix", "r/task-"}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"no-such-task"}, "unknown task"},
+		{[]string{"--parallelism", "0", "archive-org-jobs"}, "--parallelism 0"},
+		{[]string{"--agent-image", "BAD IMAGE", "archive-org-jobs"}, "bad image name"},
+		{[]string{"--out", "x/../../etc", "archive-org-jobs"}, `".."`},
+		{[]string{"--images", "/no/such/file", "archive-org-jobs"}, "--images"},
+	}
+	for _, c := range cases {
+		_, _, err := runK8s(t, append(append([]string{}, base...), c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want %q", c.args, err, c.want)
+		}
+	}
+}

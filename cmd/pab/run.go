@@ -1,0 +1,582 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pab-dev/pab/grade"
+	"github.com/pab-dev/pab/replay"
+	batch "github.com/pab-dev/pab/run"
+	"github.com/pab-dev/pab/task"
+)
+
+// guardStartTimeout bounds the wait for pab guard's "serving MCP on" line.
+const guardStartTimeout = 90 * time.Second
+
+// guardServing matches the line pab guard prints on stderr once it serves MCP over HTTP.
+var guardServing = regexp.MustCompile(`serving MCP on (http://\S+/mcp)`)
+
+func newRunCmd(g *globalFlags) *cobra.Command {
+	var (
+		agent, out, label, guardApp, guardMCP, chrome, clock, collect string
+		jobs, repeat                                                  int
+		timeout, grace                                                time.Duration
+		resume, browser, proxyEnv                                     bool
+		jf                                                            judgeFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "run --agent CMD [TASK...] | --collect DIR",
+		Short: "Run an agent on many tasks, several times each, grade every run and summarize",
+		Long: `run runs an agent on tasks (default: every task of the repository), --repeat times
+each, --jobs at a time. Every run gets a fresh replay of its task on a free loopback
+port with its own log, optionally a fresh headless Chromium through it (--browser, CDP
+endpoint in PAB_CDP_URL) or a pab guard in front of such a browser (--guard APP.yaml,
+MCP endpoint in PAB_MCP_URL), then the agent command (sh -c, in the run directory, in
+its own process group) with the task in its environment (PAB_TASK_ID, PAB_PROMPT,
+PAB_PROMPT_FILE, PAB_PROXY, PAB_CA_FILE, PAB_ANSWER_FILE, ...; see docs/run.md).
+--timeout kills the agent's whole process group; whatever the agent left running is
+killed when it exits. Then the run is graded as pab grade does (same judge flags).
+
+Output in --out (default runs/<UTC time>): <task>/<repeat>/ with replay.jsonl,
+answer.txt, prompt.txt, agent.stdout, agent.stderr, run.json, result.json and
+report.html; summary.json and index.html for the batch (pass rate and pass@k per task
+and overall). --resume finishes a batch in --out: finished runs are kept, the others
+run again. Ctrl-C stops cleanly: running agents are killed and marked interrupted, the
+summary is written, and pab exits with status 130.
+
+--collect DIR grades and summarizes run directories written elsewhere (the Kubernetes
+job of docs/deploy.md), exactly as a local batch.
+
+Exit status: 0 when every run ended (whatever the scores), 1 on an error before the
+runs, 130 when interrupted.`,
+		Example: `  go build -o bin/refagent ./cmd/refagent
+  pab run --agent "$PWD/bin/refagent --plans $PWD/tasks" --repeat 2 --jobs 2 \
+      --judge cli --judge-cmd docs/examples/judge.sh books-sapiens-price archive-org-jobs
+  pab run --browser --proxy-env=false --timeout 15m --repeat 3 --jobs 4 \
+      --agent "$PWD/claude-playwright.sh"        # the script is in docs/run.md
+  pab run --resume --out runs/20261129T215400Z --agent ./my-agent.sh
+  pab run --collect /mnt/results --judge api`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			repo, err := g.findRepo()
+			if err != nil {
+				return err
+			}
+			if jf.samples < 1 || jf.samples > 25 {
+				return fmt.Errorf("--samples: want 1 to 25, got %d", jf.samples)
+			}
+			clockOn, err := clockSetting(clock, cmd.Flags().Changed("clock"), os.Getenv("RR_CLOCK"))
+			if err != nil {
+				return err
+			}
+			h := &runHarness{g: g, repo: repo, jf: &jf, clock: clockOn, errOut: cmd.ErrOrStderr()}
+			live := stdoutIsTerminal(cmd.OutOrStdout())
+			if collect != "" {
+				for _, name := range []string{"agent", "out", "resume", "browser", "guard", "repeat", "timeout", "grace", "proxy-env"} {
+					if cmd.Flags().Changed(name) {
+						return fmt.Errorf("run: --%s does not go with --collect (it grades runs already made)", name)
+					}
+				}
+				if len(args) > 0 {
+					return errors.New("run --collect: takes no TASK arguments (the tasks are the directories of DIR)")
+				}
+				sum, err := batch.Collect(ctx, batch.CollectConfig{Harness: h, Dir: collect, Jobs: jobs,
+					Progress: cmd.OutOrStdout(), Live: live, Label: label})
+				return runOutcome(cmd, sum, collect, err)
+			}
+			if agent == "" {
+				return errors.New("run: --agent CMD is required (the agent command, run with sh -c; see docs/run.md)")
+			}
+			if browser && guardApp != "" {
+				return errors.New("run: give --browser or --guard, not both (guard starts its own browser)")
+			}
+			if timeout < 0 {
+				return fmt.Errorf("run: --timeout %s: want 0 (none) or more", timeout)
+			}
+			tasks := args
+			if len(tasks) == 0 {
+				if tasks, err = repo.TaskIDs(); err != nil {
+					return err
+				}
+				if len(tasks) == 0 {
+					return fmt.Errorf("run: no tasks in %s", repo.TasksDir())
+				}
+			}
+			for _, id := range tasks {
+				if err := task.ValidID(id); err != nil {
+					return fmt.Errorf("run: %v (pab run takes task ids of the repository)", err)
+				}
+				if _, err := repo.Task(id); err != nil {
+					return fmt.Errorf("run: %w", err)
+				}
+			}
+			if browser {
+				if h.chrome, err = findChromium(chrome); err != nil {
+					return err
+				}
+			}
+			if guardApp != "" {
+				if h.guardApp, err = filepath.Abs(guardApp); err != nil {
+					return err
+				}
+				if _, err := os.Stat(h.guardApp); err != nil {
+					return fmt.Errorf("run: --guard: %w", err)
+				}
+				if h.pabExe, err = os.Executable(); err != nil {
+					return fmt.Errorf("run: --guard needs pab's own path: %w", err)
+				}
+				h.chrome, h.guardMCP = chrome, guardMCP
+			} else if guardMCP != "" {
+				return errors.New("run: --guard-browser-mcp needs --guard")
+			}
+			if out == "" {
+				out = filepath.Join("runs", time.Now().UTC().Format("20060102T150405Z"))
+			}
+			sum, err := batch.Batch(ctx, batch.Config{Harness: h, Tasks: tasks, Repeat: repeat, Jobs: jobs,
+				Agent: agent, Timeout: timeout, Grace: grace, Out: out, Resume: resume, ProxyEnv: proxyEnv,
+				Progress: cmd.OutOrStdout(), Live: live, Label: label})
+			return runOutcome(cmd, sum, out, err)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&agent, "agent", "", "the agent command, run with sh -c in the run directory (see docs/run.md for its environment)")
+	f.IntVar(&jobs, "jobs", 1, "runs at once")
+	f.IntVar(&repeat, "repeat", 1, "runs per task")
+	f.DurationVar(&timeout, "timeout", 0, "time limit of one agent run (e.g. 10m; 0: none); the agent's process group is killed")
+	f.DurationVar(&grace, "grace", batch.DefaultGrace, "time between SIGTERM and SIGKILL when the agent's process group is stopped")
+	f.StringVar(&out, "out", "", "batch directory (default runs/<UTC time>)")
+	f.BoolVar(&resume, "resume", false, "finish the batch in --out: keep its finished runs, run the others")
+	f.BoolVar(&browser, "browser", false, "start a headless Chromium through each run's replay and hand its CDP endpoint over (PAB_CDP_URL)")
+	f.StringVar(&guardApp, "guard", "", "start pab guard with this application file in front of each run's replay and hand its MCP endpoint over (PAB_MCP_URL)")
+	f.StringVar(&guardMCP, "guard-browser-mcp", "", `with --guard: the browser MCP server guard starts instead of @playwright/mcp ("CMD ARGS", pab guard --browser-mcp)`)
+	f.StringVar(&chrome, "chrome", "", "Chromium executable for --browser and --guard (default: chromium on PATH)")
+	f.BoolVar(&proxyEnv, "proxy-env", true, "also set HTTP_PROXY/HTTPS_PROXY (and lower-case) to the replay for the agent; turn off for agents that call an LLM API themselves")
+	f.StringVar(&clock, "clock", "on", "page clock of each replay: on or off, as for pab replay (env RR_CLOCK=off)")
+	f.StringVar(&label, "label", "", "name of the agent in summary.json and index.html (default: the --agent command)")
+	f.StringVar(&collect, "collect", "", "grade and summarize the run directories in DIR (a Kubernetes job's results) instead of running an agent")
+	jf.add(cmd)
+	return cmd
+}
+
+// runOutcome prints where the batch is and maps the batch's end to pab's exit status.
+func runOutcome(cmd *cobra.Command, sum *batch.Summary, out string, err error) error {
+	if sum != nil {
+		o := sum.Overall
+		fmt.Fprintf(cmd.OutOrStdout(), "pab run: %d runs; pass rate %s (%d of %d counted)", o.Runs, pctOf(o.PassRate), o.Passed, o.Counted)
+		for _, p := range o.PassAtK {
+			fmt.Fprintf(cmd.OutOrStdout(), ", pass@%d %s", p.K, pctOf(p.Value))
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "\npab run: wrote %s and %s\n", filepath.Join(out, batch.FileSummary), filepath.Join(out, batch.FileIndex))
+	}
+	if errors.Is(err, batch.ErrInterrupted) {
+		return exitError{code: 130, msg: "interrupted; finished runs are kept (--resume " + "--out " + out + " runs the rest)"}
+	}
+	return err
+}
+
+func pctOf(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f%%", *v*100)
+}
+
+// stdoutIsTerminal reports whether w is a character device (a terminal).
+func stdoutIsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// runHarness opens tasks for batch.Batch and batch.Collect: one session (bundle, rules, index)
+// per task, shared by its runs; a replay server per run.
+type runHarness struct {
+	g      *globalFlags
+	repo   *task.Repo
+	jf     *judgeFlags
+	clock  bool
+	errOut io.Writer
+	chrome string // --browser: Chromium to start; with --guard: passed on as --chrome
+	// guardApp is --guard's application file (absolute); guardMCP its --browser-mcp; pabExe
+	// this program.
+	guardApp, guardMCP, pabExe string
+
+	caOnce sync.Once
+	ca     *replay.CA
+	caErr  error
+
+	judgeMu  sync.Mutex
+	judge    *grade.Cache
+	judgeErr error
+	judged   bool
+}
+
+func (h *runHarness) loadCA() (*replay.CA, error) {
+	h.caOnce.Do(func() { h.ca, h.caErr = replay.LoadOrCreateCA(filepath.Join(h.repo.CacheDir(), "ca")) })
+	return h.ca, h.caErr
+}
+
+// openJudge opens the judge once for the whole batch.
+func (h *runHarness) openJudge() (*grade.Cache, error) {
+	h.judgeMu.Lock()
+	defer h.judgeMu.Unlock()
+	if !h.judged {
+		h.judge, h.judgeErr = h.jf.open(h.repo)
+		h.judged = true
+	}
+	return h.judge, h.judgeErr
+}
+
+// OpenTask opens the task's recording and reads its card and grading.
+func (h *runHarness) OpenTask(ctx context.Context, id string) (batch.Task, error) {
+	s, err := openSession(h.g, id, h.errOut)
+	if err != nil {
+		return nil, err
+	}
+	t := &runTask{h: h, s: s, titles: pageTitles(s.bundle)}
+	if tk := s.target.Task; tk != nil {
+		if card, err := tk.Card(); err == nil {
+			t.title, t.prompt = card.Title, card.Prompt
+			if c := card.Capture; c != nil {
+				t.locale, t.timezone = c.Locale, c.Timezone
+			}
+		} else {
+			t.problem = fmt.Errorf("task card: %w", err)
+		}
+		t.grading, t.gradingFile, err = gradingOf(tk)
+		if err != nil && t.problem == nil {
+			t.problem = err
+		}
+	}
+	if l := s.bundle.Manifest.Locale; l != "" {
+		t.locale = l
+	}
+	if z := s.bundle.Manifest.Timezone; z != "" {
+		t.timezone = z
+	}
+	return t, nil
+}
+
+// runTask is an opened task.
+type runTask struct {
+	h                *runHarness
+	s                *session
+	title, prompt    string
+	locale, timezone string
+	grading          *grade.Grading
+	gradingFile      string
+	problem          error
+	titles           map[string]string
+	closeOnce        sync.Once
+}
+
+func (t *runTask) Prompt() string { return t.prompt }
+
+func (t *runTask) Close() error {
+	var err error
+	t.closeOnce.Do(func() { err = t.s.bundle.Close() })
+	return err
+}
+
+// Start starts a replay on a free loopback port, and a browser or guard through it.
+func (t *runTask) Start(ctx context.Context, spec batch.StartSpec) (*batch.Services, error) {
+	ca, err := t.h.loadCA()
+	if err != nil {
+		return nil, err
+	}
+	srv, err := replay.New(replay.Options{Bundle: t.s.bundle, Index: t.s.index, Rules: t.s.rules, CA: ca, Clock: t.h.clock})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := srv.Listen("127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv.SetLog(spec.Log)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	stopReplay := func() error {
+		err := srv.Close()
+		if serr := <-served; err == nil && serr != nil {
+			err = fmt.Errorf("replay: %w", serr)
+		}
+		return err
+	}
+	svc := &batch.Services{Proxy: ln.Addr().String(), CAFile: ca.CertPath(), CASPKI: ca.SPKIHash(), Stop: stopReplay}
+	switch {
+	case t.h.chrome != "" && t.h.guardApp == "":
+		b, err := startRunBrowser(ctx, browserSetup{chrome: t.h.chrome, proxy: svc.Proxy, spki: svc.CASPKI,
+			locale: t.locale, timezone: t.timezone}, spec.Dir)
+		if err != nil {
+			stopReplay()
+			return nil, err
+		}
+		svc.CDPURL = b.cdp
+		svc.Stop = func() error {
+			b.stop()
+			return stopReplay()
+		}
+	case t.h.guardApp != "":
+		gd, err := t.startGuard(ctx, svc.Proxy, spec.Dir)
+		if err != nil {
+			stopReplay()
+			return nil, err
+		}
+		svc.MCPURL = gd.url
+		svc.Stop = func() error {
+			gd.stop()
+			return stopReplay()
+		}
+	}
+	return svc, nil
+}
+
+// Grade grades the run as pab grade does.
+func (t *runTask) Grade(ctx context.Context, logPath string, answer *grade.AnswerInfo) (*grade.Result, error) {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	lr, err := grade.ReadLog(f, filepath.Base(logPath))
+	if err != nil {
+		return nil, err
+	}
+	if answer != nil {
+		answer.File = filepath.Base(answer.File)
+	}
+	in := grade.Input{Task: t.s.target.Name, Title: t.title, Prompt: t.prompt, Answer: answer, Log: lr,
+		Rules: t.s.rules, Titles: t.titles, Grading: t.grading, GradingFile: t.gradingFile, GradingError: t.problem}
+	var judge *grade.Cache
+	var judgeErr error
+	if t.problem == nil && needsJudge(t.grading, answer) {
+		judge, judgeErr = t.h.openJudge()
+	}
+	res := grade.Grade(ctx, in, grade.Options{Judge: judge, Samples: t.h.jf.samples})
+	if judgeErr != nil {
+		res.Notes = append(res.Notes, "judge: "+judgeErr.Error())
+	}
+	return res, nil
+}
+
+// runBrowser is a Chromium started for one run.
+type runBrowser struct {
+	cdp  string
+	stop func()
+}
+
+// startRunBrowser starts Chromium as pab browser does (same flags, own process group, fresh
+// profile) with about:blank open, waits for its DevTools address and returns it with a
+// function that stops the browser and removes the profile. Chromium's stderr goes to
+// dir/browser.stderr (cut at 1 MiB).
+func startRunBrowser(ctx context.Context, b browserSetup, dir string) (*runBrowser, error) {
+	profile, err := os.MkdirTemp("", "pab-run-browser-")
+	if err != nil {
+		return nil, fmt.Errorf("browser: make profile directory: %w", err)
+	}
+	b.profile = profile
+	c := exec.Command(b.chrome, b.args()...)
+	c.Env = os.Environ()
+	if b.timezone != "" {
+		c.Env = append(c.Env, "TZ="+b.timezone)
+	}
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		removeProfile(profile)
+		return nil, err
+	}
+	c.Stderr = pw
+	err = c.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		removeProfile(profile)
+		return nil, fmt.Errorf("browser: start %s: %w", b.chrome, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- c.Wait() }()
+	endpoint := make(chan string, 1)
+	logDone := make(chan struct{})
+	go func() {
+		defer close(logDone)
+		defer pr.Close()
+		logf, _ := os.Create(filepath.Join(dir, "browser.stderr"))
+		var w io.Writer = io.Discard
+		if logf != nil {
+			defer logf.Close()
+			w = &limitWriter{w: logf, n: 1 << 20}
+		}
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		found := false
+		for sc.Scan() {
+			fmt.Fprintln(w, sc.Text())
+			if !found {
+				if m := devToolsLine.FindStringSubmatch(sc.Text()); m != nil {
+					found = true
+					endpoint <- m[1]
+				}
+			}
+		}
+		io.Copy(w, pr)
+	}()
+	stop := func() {
+		stopGroup(c.Process.Pid, exited)
+		select {
+		case <-logDone:
+		case <-time.After(5 * time.Second):
+			pr.Close()
+		}
+		removeProfile(profile)
+	}
+	timer := time.NewTimer(chromiumStartTimeout)
+	defer timer.Stop()
+	select {
+	case ws := <-endpoint:
+		return &runBrowser{cdp: ws, stop: stop}, nil
+	case err := <-exited:
+		exited <- err
+		stop()
+		return nil, fmt.Errorf("browser: %s exited (%s) before opening its debugging port (see browser.stderr)", b.chrome, exitStatus(err))
+	case <-timer.C:
+		stop()
+		return nil, fmt.Errorf("browser: %s printed no DevTools address within %s", b.chrome, chromiumStartTimeout)
+	case <-ctx.Done():
+		stop()
+		return nil, ctx.Err()
+	}
+}
+
+// runGuard is a pab guard child process started for one run.
+type runGuard struct {
+	url  string
+	stop func()
+}
+
+// startGuard runs this pab binary as 'pab guard --listen 127.0.0.1:0 --application APP
+// --proxy ADDR' (trace and result in the run directory, stderr in guard.stderr) and waits
+// for the MCP address it prints.
+func (t *runTask) startGuard(ctx context.Context, proxy, dir string) (*runGuard, error) {
+	args := []string{"--repo", t.h.repo.Root, "guard", "--listen", "127.0.0.1:0", "--application", t.h.guardApp,
+		"--proxy", proxy, "--trace", filepath.Join(dir, "guard.trace.jsonl"), "--result", filepath.Join(dir, "guard.result.json")}
+	if t.h.chrome != "" {
+		args = append(args, "--chrome", t.h.chrome)
+	}
+	if t.h.guardMCP != "" {
+		args = append(args, "--browser-mcp", t.h.guardMCP)
+	}
+	c := exec.Command(t.h.pabExe, args...)
+	c.Dir = dir
+	c.Env = os.Environ()
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	c.Stderr = pw
+	err = c.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return nil, fmt.Errorf("guard: start %s guard: %w", t.h.pabExe, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- c.Wait() }()
+	url := make(chan string, 1)
+	logDone := make(chan struct{})
+	go func() {
+		defer close(logDone)
+		defer pr.Close()
+		logf, _ := os.Create(filepath.Join(dir, "guard.stderr"))
+		var w io.Writer = io.Discard
+		if logf != nil {
+			defer logf.Close()
+			w = &limitWriter{w: logf, n: 10 << 20}
+		}
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		found := false
+		for sc.Scan() {
+			fmt.Fprintln(w, sc.Text())
+			if !found {
+				if m := guardServing.FindStringSubmatch(sc.Text()); m != nil {
+					found = true
+					url <- m[1]
+				}
+			}
+		}
+		io.Copy(w, pr)
+	}()
+	stop := func() {
+		stopGroup(c.Process.Pid, exited)
+		select {
+		case <-logDone:
+		case <-time.After(5 * time.Second):
+			pr.Close()
+		}
+	}
+	timer := time.NewTimer(guardStartTimeout)
+	defer timer.Stop()
+	select {
+	case u := <-url:
+		return &runGuard{url: u, stop: stop}, nil
+	case err := <-exited:
+		exited <- err
+		stop()
+		tail, _ := os.ReadFile(filepath.Join(dir, "guard.stderr"))
+		return nil, fmt.Errorf("guard exited (%s) before serving MCP: %s", exitStatus(err), lastLine(string(tail)))
+	case <-timer.C:
+		stop()
+		return nil, fmt.Errorf("guard printed no MCP address within %s (see guard.stderr)", guardStartTimeout)
+	case <-ctx.Done():
+		stop()
+		return nil, ctx.Err()
+	}
+}
+
+// lastLine is the last non-blank line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// limitWriter passes the first n bytes to w and drops the rest.
+type limitWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if l.n <= 0 {
+		return len(p), nil
+	}
+	q := p
+	if int64(len(q)) > l.n {
+		q = q[:l.n]
+	}
+	n, err := l.w.Write(q)
+	l.n -= int64(n)
+	if err != nil {
+		return n, err
+	}
+	return len(p), nil
+}

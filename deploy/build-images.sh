@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# deploy/build-images.sh [--registry REG] [--browser-rootfs TAR] [--images-file F] [--push] [TASK...]
+#
+# Builds pab's container images with podman (or docker when podman is missing):
+#   REG/replay:TAG          static pab + pab-pod + sites/          (FROM scratch)
+#   REG/task-<id>:TAG       pab-pod + tasks/<id>/ (recording packed) (FROM scratch), per TASK
+#                           (default: every task of the repository)
+#   REG/browser:TAG         Debian's Chromium + pab + pab-pod, only with --browser-rootfs TAR
+#                           (or $PAB_BROWSER_ROOTFS): a tar of a debootstrap rootfs holding
+#                           chromium, imported with `podman import` (docs/deploy.md)
+# TAG is the first 16 hex digits of the SHA-256 of a deterministic tar of the build context:
+# exactly the files that go into the image (binaries, sites/, the task directory, the
+# Dockerfile, and for the browser the base rootfs's SHA-256), so the same input gives the
+# same tag, and any change gives a new one. Images are built with --timestamp 0, so the same
+# context gives the same image. For each image it prints `KIND NAME:TAG DIGEST`, and writes
+# the same lines to --images-file (default: stdout only), which `pab k8s render --images`
+# reads. REG defaults to localhost/pab. --push pushes every image to REG.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+registry=localhost/pab
+rootfs=${PAB_BROWSER_ROOTFS:-}
+images_file=""
+push=0
+tasks=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--registry) registry=${2:?--registry needs a value}; shift 2 ;;
+	--browser-rootfs) rootfs=${2:?--browser-rootfs needs a file}; shift 2 ;;
+	--images-file) images_file=${2:?--images-file needs a file}; shift 2 ;;
+	--push) push=1; shift ;;
+	-h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-*) echo "build-images: unknown flag $1" >&2; exit 2 ;;
+	*) tasks+=("$1"); shift ;;
+	esac
+done
+[[ "$registry" =~ ^[a-z0-9]([a-z0-9._:/-]*[a-z0-9])?$ ]] || { echo "build-images: bad --registry $registry" >&2; exit 2; }
+if command -v podman >/dev/null 2>&1; then
+	engine=podman
+elif command -v docker >/dev/null 2>&1; then
+	engine=docker
+else
+	echo "build-images: neither podman nor docker found (Debian: apt-get install podman)" >&2
+	exit 1
+fi
+if [ ${#tasks[@]} -eq 0 ]; then
+	for d in "$root"/tasks/*/; do
+		[ -f "$d/task.yaml" ] && [ -d "$d/recording" ] && tasks+=("$(basename "$d")")
+	done
+fi
+for t in "${tasks[@]}"; do
+	[[ "$t" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] || { echo "build-images: bad task id $t" >&2; exit 2; }
+	[ -f "$root/tasks/$t/task.yaml" ] || { echo "build-images: no task $t in $root/tasks" >&2; exit 1; }
+	[ -d "$root/tasks/$t/recording" ] || { echo "build-images: task $t has no recording" >&2; exit 1; }
+done
+if [ -n "$rootfs" ] && [ ! -f "$rootfs" ]; then
+	echo "build-images: --browser-rootfs $rootfs is not a file" >&2
+	exit 1
+fi
+
+work=$(mktemp -d /tmp/pab-images.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+say() { printf 'build-images: %s\n' "$*" >&2; }
+
+say "building static pab and pab-pod"
+(cd "$root" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w -buildid=' -o "$work/bin/pab" ./cmd/pab)
+(cd "$root" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w -buildid=' -o "$work/bin/pab-pod" ./deploy/pod)
+
+# digest DIR: SHA-256 of a tar of DIR with names sorted and owners, times and group/other
+# write bits fixed, so only names, contents and executable bits count.
+digest() {
+	tar -C "$1" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@946684800 \
+		--mode=go-w --format=gnu -cf - . | sha256sum | cut -c1-64
+}
+
+out_lines=()
+# build KIND NAME CONTEXT [BUILD ARGS...]
+build() {
+	local kind=$1 name=$2 ctx=$3
+	shift 3
+	local sum tag ref id
+	sum=$(digest "$ctx")
+	tag=${sum:0:16}
+	ref="$registry/$name:$tag"
+	say "$kind: $engine build $ref"
+	if [ "$engine" = podman ]; then
+		podman build --quiet --timestamp 0 --pull=never "$@" -t "$ref" "$ctx" >/dev/null
+		id=$(podman image inspect --format '{{.Digest}}' "$ref")
+	else
+		docker build --quiet "$@" -t "$ref" "$ctx" >/dev/null
+		id=$(docker image inspect --format '{{.Id}}' "$ref")
+	fi
+	if [ "$push" = 1 ]; then
+		say "$kind: push $ref"
+		"$engine" push --quiet "$ref" >/dev/null
+	fi
+	out_lines+=("$kind $ref $id")
+	echo "$kind $ref $id"
+}
+
+# replay image
+ctx="$work/replay"
+mkdir -p "$ctx/rootfs/bin" "$ctx/rootfs/pab/repo/tasks" "$ctx/rootfs/pab/cache" "$ctx/rootfs/pab/log" "$ctx/rootfs/tmp"
+cp "$root/deploy/replay/Dockerfile" "$ctx/"
+cp "$work/bin/pab" "$work/bin/pab-pod" "$ctx/rootfs/bin/"
+cp -r "$root/sites" "$ctx/rootfs/pab/repo/sites"
+chmod 1777 "$ctx/rootfs/tmp"
+build replay replay "$ctx"
+
+# task images
+for t in "${tasks[@]}"; do
+	ctx="$work/task-$t"
+	mkdir -p "$ctx/rootfs/bin" "$ctx/rootfs/task/tasks"
+	cp "$root/deploy/task/Dockerfile" "$ctx/"
+	cp "$work/bin/pab-pod" "$ctx/rootfs/bin/"
+	# the task directory without its test fixtures; no symlinks (pab-pod refuses them)
+	(cd "$root/tasks" && tar --exclude="$t/testdata" -cf - "$t") | tar -C "$ctx/rootfs/task/tasks" -xf -
+	if [ -n "$(find "$ctx/rootfs/task" ! -type f ! -type d)" ]; then
+		echo "build-images: task $t holds something other than files and directories" >&2
+		exit 1
+	fi
+	build "task/$t" "task-$(echo "$t" | tr 'A-Z_' 'a-z-')" "$ctx"
+done
+
+# browser image, from an imported rootfs
+if [ -n "$rootfs" ]; then
+	base_sum=$(sha256sum "$rootfs" | cut -c1-64)
+	base="$registry/browser-base:${base_sum:0:16}"
+	if ! "$engine" image exists "$base" 2>/dev/null; then
+		say "importing $rootfs as $base"
+		"$engine" import --quiet "$rootfs" "$base" >/dev/null
+	fi
+	ctx="$work/browser"
+	mkdir -p "$ctx/rootfs/usr/local/bin" "$ctx/rootfs/pab/cache"
+	cp "$root/deploy/browser/Dockerfile" "$ctx/"
+	cp "$work/bin/pab" "$work/bin/pab-pod" "$root/deploy/browser/chromium-pod" "$ctx/rootfs/usr/local/bin/"
+	echo "$base_sum" >"$ctx/BASE.sha256" # the base counts in the tag
+	build browser browser "$ctx" --build-arg "BASE=$base"
+else
+	say "no --browser-rootfs: browser image not built (docs/deploy.md, Containers)"
+fi
+
+if [ -n "$images_file" ]; then
+	{
+		echo "# written by deploy/build-images.sh; read by pab k8s render --images"
+		printf '%s\n' "${out_lines[@]}"
+	} >"$images_file.tmp"
+	mv "$images_file.tmp" "$images_file"
+	say "wrote $images_file"
+fi

@@ -1,0 +1,317 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// MaxOutput is how much of the agent's stdout and of its stderr is kept, in bytes each; the
+// rest is counted and dropped, with a note at the end of the file.
+const MaxOutput = 10 << 20
+
+// DefaultGrace is how long an agent's process group has between SIGTERM and SIGKILL.
+const DefaultGrace = 5 * time.Second
+
+// outputDrain bounds the wait for the agent's output pipes to close once its process group
+// was killed (a process that left the group may still hold them).
+const outputDrain = 5 * time.Second
+
+// cappedFile writes the first limit bytes to a temporary file, counts the rest, and on
+// finish appends a note and renames the file into place. The first write error is kept
+// (later writes are dropped) and returned by finish.
+type cappedFile struct {
+	mu      sync.Mutex
+	f       *os.File
+	path    string
+	limit   int64
+	written int64
+	total   int64
+	err     error
+}
+
+func newCappedFile(path string, limit int64) (*cappedFile, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	return &cappedFile{f: f, path: path, limit: limit}, nil
+}
+
+// Write never fails, so the copy from the agent's pipe goes on (and the agent never blocks
+// on a full pipe); errors surface in finish.
+func (c *cappedFile) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.total += int64(len(p))
+	if c.err != nil || c.written >= c.limit {
+		return len(p), nil
+	}
+	q := p
+	if room := c.limit - c.written; int64(len(q)) > room {
+		q = q[:room]
+	}
+	n, err := c.f.Write(q)
+	c.written += int64(n)
+	if err != nil {
+		c.err = fmt.Errorf("write %s: %w", c.path, err)
+	}
+	return len(p), nil
+}
+
+// finish notes dropped bytes, closes the file and renames it into place; it returns the
+// total bytes written to it (kept and dropped) and the first error.
+func (c *cappedFile) finish() (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil && c.total > c.written {
+		if _, err := fmt.Fprintf(c.f, "\n[pab: output cut at %d bytes; %d more bytes dropped]\n", c.limit, c.total-c.written); err != nil {
+			c.err = fmt.Errorf("write %s: %w", c.path, err)
+		}
+	}
+	if err := c.f.Close(); err != nil && c.err == nil {
+		c.err = fmt.Errorf("write %s: %w", c.path, err)
+	}
+	if c.err == nil {
+		if err := os.Chmod(c.f.Name(), 0o644); err != nil {
+			c.err = err
+		} else if err := os.Rename(c.f.Name(), c.path); err != nil {
+			c.err = fmt.Errorf("write %s: %w", c.path, err)
+		}
+	}
+	if c.err != nil {
+		os.Remove(c.f.Name())
+	}
+	return c.total, c.err
+}
+
+// abort closes and removes the temporary file.
+func (c *cappedFile) abort() {
+	c.f.Close()
+	os.Remove(c.f.Name())
+}
+
+// agentSpec is how to start the agent.
+type agentSpec struct {
+	command string   // run with sh -c
+	dir     string   // working directory
+	env     []string // full environment
+	timeout time.Duration
+	grace   time.Duration
+	stdout  io.Writer
+	stderr  io.Writer
+}
+
+// agentEnd is how the agent ended.
+type agentEnd struct {
+	exitCode    int // -1 when a signal ended it
+	signal      string
+	timedOut    bool
+	interrupted bool // ctx ended (Ctrl-C) before the agent did
+	started     time.Time
+	ended       time.Time
+	err         error // the agent could not be started or waited for
+}
+
+// runAgent runs the agent with sh -c in its own process group and waits for it. When the
+// time limit passes or ctx ends, the whole group gets SIGTERM, then SIGKILL after the grace
+// period. After the agent's own exit, whatever is left of its group is killed too (SIGTERM,
+// then SIGKILL), so no child outlives the run.
+func runAgent(ctx context.Context, a agentSpec) agentEnd {
+	c := exec.Command("/bin/sh", "-c", a.command)
+	c.Dir = a.dir
+	c.Env = a.env
+	c.Stdin = nil
+	// Pdeathsig: killed with pab, should pab itself be killed without a chance to clean up.
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Pipes of our own: Wait on the process alone, and the copy ends when every holder of
+	// the write ends (the group) is gone.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return agentEnd{exitCode: -1, err: err, started: time.Now(), ended: time.Now()}
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return agentEnd{exitCode: -1, err: err, started: time.Now(), ended: time.Now()}
+	}
+	c.Stdout, c.Stderr = outW, errW
+	end := agentEnd{started: time.Now()}
+	err = c.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		end.ended = time.Now()
+		end.exitCode = -1
+		end.err = fmt.Errorf("start agent: %w", err)
+		return end
+	}
+	pgid := c.Process.Pid
+	var copies sync.WaitGroup
+	for _, p := range []struct {
+		r *os.File
+		w io.Writer
+	}{{outR, a.stdout}, {errR, a.stderr}} {
+		copies.Add(1)
+		go func() {
+			defer copies.Done()
+			io.Copy(p.w, p.r)
+		}()
+	}
+	exited := make(chan *os.ProcessState, 1)
+	go func() {
+		st, _ := c.Process.Wait()
+		exited <- st
+	}()
+
+	var timeout <-chan time.Time
+	if a.timeout > 0 {
+		t := time.NewTimer(a.timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var st *os.ProcessState
+	select {
+	case st = <-exited:
+	case <-timeout:
+		end.timedOut = true
+		st = stopGroup(pgid, exited, a.grace)
+	case <-ctx.Done():
+		end.interrupted = true
+		st = stopGroup(pgid, exited, a.grace)
+	}
+	end.ended = time.Now()
+	// Children that outlive the agent: the same treatment, then the output is drained.
+	killGroup(pgid, a.grace)
+	drained := make(chan struct{})
+	go func() { copies.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(outputDrain):
+		// a process that left the group (setsid) still holds a pipe: stop reading
+		outR.Close()
+		errR.Close()
+		<-drained
+	}
+	outR.Close()
+	errR.Close()
+	end.exitCode = -1
+	if st != nil {
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			end.signal = signalName(ws.Signal())
+		} else {
+			end.exitCode = st.ExitCode()
+		}
+	}
+	return end
+}
+
+// stopGroup sends SIGTERM to the group, waits up to grace for its leader, then SIGKILL.
+func stopGroup(pgid int, exited chan *os.ProcessState, grace time.Duration) *os.ProcessState {
+	syscall.Kill(-pgid, syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case st := <-exited:
+		return st
+	case <-t.C:
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		return <-exited
+	}
+}
+
+// killGroup ends what is left of the process group pgid: SIGTERM, then SIGKILL once it has
+// not emptied within grace (or at once when the group is already empty).
+func killGroup(pgid int, grace time.Duration) {
+	if err := syscall.Kill(-pgid, syscall.SIGTERM); errors.Is(err, syscall.ESRCH) {
+		return
+	}
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if !groupAlive(pgid) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// groupAlive reports whether the group has a member that is not a zombie (a zombie, which
+// its new parent reaps, still counts for kill(2) but runs no more).
+func groupAlive(pgid int) bool {
+	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range ents {
+		pid := 0
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil || pid <= 0 {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses
+		i := lastIndexByte(data, ')')
+		if i < 0 {
+			continue
+		}
+		var state string
+		var ppid, pgrp int
+		if _, err := fmt.Sscan(string(data[i+1:]), &state, &ppid, &pgrp); err != nil {
+			continue
+		}
+		if pgrp == pgid && state != "Z" && state != "X" {
+			return true
+		}
+	}
+	return false
+}
+
+func lastIndexByte(b []byte, c byte) int {
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// signalName is the SIGXXX name of s, else its number.
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGSEGV:
+		return "SIGSEGV"
+	case syscall.SIGABRT:
+		return "SIGABRT"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	case syscall.SIGPIPE:
+		return "SIGPIPE"
+	case syscall.SIGBUS:
+		return "SIGBUS"
+	case syscall.SIGQUIT:
+		return "SIGQUIT"
+	}
+	return fmt.Sprintf("signal %d", int(s))
+}

@@ -1,0 +1,113 @@
+package run
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"sort"
+	"time"
+)
+
+//go:embed index.html.tmpl
+var indexTemplate string
+
+var indexTmpl = template.Must(template.New("index").Funcs(template.FuncMap{
+	"pct": func(v *float64) string {
+		if v == nil {
+			return "–"
+		}
+		return fmt.Sprintf("%.0f%%", *v*100)
+	},
+	"score": func(v *float64) string {
+		if v == nil {
+			return "–"
+		}
+		return fmt.Sprintf("%.3g", *v)
+	},
+	"dur": func(ms int64) string {
+		d := time.Duration(ms) * time.Millisecond
+		if d < time.Minute {
+			return fmt.Sprintf("%.1fs", d.Seconds())
+		}
+		return d.Round(time.Second).String()
+	},
+}).Parse(indexTemplate))
+
+type indexCell struct {
+	Run   *RunRow
+	Class string // pass, fail, other, error
+}
+
+type indexRow struct {
+	Task  TaskRow
+	Cells []indexCell
+}
+
+type statusCount struct {
+	Name string
+	N    int
+}
+
+type indexView struct {
+	*Summary
+	Repeats    []int
+	PassKs     []int
+	Rows       []indexRow
+	StatusList []statusCount
+}
+
+// RenderIndex renders index.html for the summary: a table of tasks × repeats with score,
+// status, duration, request shares and links, pass rate and pass@k per task and overall. It
+// has no script and prints readably.
+func RenderIndex(s *Summary) ([]byte, error) {
+	v := indexView{Summary: s}
+	maxK := s.Repeat
+	for _, r := range s.Runs {
+		maxK = max(maxK, r.Repeat)
+	}
+	for k := 1; k <= maxK; k++ {
+		v.Repeats = append(v.Repeats, k)
+	}
+	for k := 1; k <= s.Repeat; k++ {
+		v.PassKs = append(v.PassKs, k)
+	}
+	byKey := map[job]*RunRow{}
+	for i := range s.Runs {
+		r := &s.Runs[i]
+		byKey[job{r.Task, r.Repeat}] = r
+	}
+	for _, t := range s.Tasks {
+		row := indexRow{Task: t}
+		for _, k := range v.Repeats {
+			r := byKey[job{t.Task, k}]
+			c := indexCell{Run: r}
+			if r != nil {
+				c.Class = cellClass(r)
+			}
+			row.Cells = append(row.Cells, c)
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	for _, name := range sortedKeys(s.Overall.Statuses) {
+		v.StatusList = append(v.StatusList, statusCount{name, s.Overall.Statuses[name]})
+	}
+	sort.SliceStable(v.StatusList, func(i, j int) bool { return v.StatusList[i].N > v.StatusList[j].N })
+	var buf bytes.Buffer
+	if err := indexTmpl.Execute(&buf, v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func cellClass(r *RunRow) string {
+	switch {
+	case r.Status == StatusError || r.Status == StatusInterrupted || r.Status == StatusRunning:
+		return "error"
+	case r.Counted && r.Passed:
+		return "pass"
+	case r.Counted:
+		return "fail"
+	}
+	return "other"
+}
