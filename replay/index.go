@@ -5,9 +5,11 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/warc"
@@ -46,12 +48,15 @@ type Index struct {
 	root string // rule file paths are shown relative to it (IndexOptions.RuleRoot)
 
 	entries []*indexed                 // recording order, excluded entries left out
-	exact   map[string][]int           // key string → positions in entries, ascending
+	exact   map[string]exactSpan       // key string → where its recordings are in entries
 	base    map[string][]int           // key.Base() (method, host, path) → positions, ascending
 	urls    map[string]int             // normalized "GET " + URL → first position (for not_found pages)
 	skipped map[string]string          // entry id → why it is not indexed
 	texts   map[textKey]*textIndex     // search and promo candidates per endpoint and key base
 	labels  map[*rules.Endpoint]string // where each endpoint is written (label)
+
+	routeMu sync.RWMutex
+	routes  map[routeKey]*route // what the rules decide per method, host and path (route)
 }
 
 // IndexOptions are the optional settings of NewIndex.
@@ -106,7 +111,7 @@ func NewIndex(b *warc.Bundle, rs *rules.Set, opts ...IndexOptions) (*Index, erro
 	ix := &Index{
 		b:       b,
 		rs:      rs,
-		exact:   make(map[string][]int, len(b.Entries)),
+		exact:   make(map[string]exactSpan, len(b.Entries)),
 		base:    make(map[string][]int),
 		urls:    make(map[string]int, len(b.Entries)),
 		skipped: map[string]string{},
@@ -121,42 +126,113 @@ func NewIndex(b *warc.Bundle, rs *rules.Set, opts ...IndexOptions) (*Index, erro
 			ix.labels[ep] = ix.label(ep.File, ep.Line)
 		}
 	}
-	for i := range b.Entries {
+	// The keys are computed in parallel (the rules are read-only), then bucketed in
+	// recording order, so the index is the same whatever the number of workers.
+	n := len(b.Entries)
+	out := make([]built, n)
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/2048))
+	chunk := (n + workers - 1) / max(1, workers)
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(n, lo+chunk)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statics := map[string]bool{}
+			for i := lo; i < hi; i++ {
+				ix.build(&b.Entries[i], &out[i], statics)
+			}
+		}()
+	}
+	wg.Wait()
+	kept := 0
+	for i := range out {
+		if out[i].skip == "" {
+			kept++
+		}
+	}
+	slab := make([]indexed, kept) // one allocation for every entry's index record
+	ix.entries = make([]*indexed, 0, kept)
+	for i := range out {
+		o := &out[i]
 		e := &b.Entries[i]
-		u, err := parseTargetURL(e.URL)
-		if err != nil {
-			ix.skipped[e.ID] = err.Error()
+		if o.skip != "" {
+			ix.skipped[e.ID] = o.skip
 			continue
 		}
-		if rs.Excluded(u) {
-			ix.skipped[e.ID] = noteExcluded
-			continue
-		}
-		body, err := b.RequestBody(e)
-		if err != nil {
-			ix.skipped[e.ID] = err.Error()
-			continue
-		}
-		method := strings.ToUpper(e.Method)
-		r := rules.Request{Method: method, URL: u, Body: body, ContentType: e.ReqType}
-		key := rs.Key(r)
-		ie := &indexed{pos: len(ix.entries), e: e, key: key, keyStr: key.String(),
-			params: paramStrings(key), static: staticMime(e.Mime)}
+		pos := len(ix.entries)
+		ie := &slab[pos]
+		*ie = indexed{pos: pos, e: e, key: o.key, keyStr: o.keyStr, params: o.params, static: o.static}
 		ix.entries = append(ix.entries, ie)
-		ix.exact[ie.keyStr] = append(ix.exact[ie.keyStr], ie.pos)
-		ix.base[key.Base()] = append(ix.base[key.Base()], ie.pos)
-		uk := method + " " + u.String()
-		if _, ok := ix.urls[uk]; !ok {
-			ix.urls[uk] = ie.pos
+		if sp, ok := ix.exact[ie.keyStr]; ok {
+			sp.last, sp.n = pos, sp.n+1
+			ix.exact[ie.keyStr] = sp
+		} else {
+			ix.exact[ie.keyStr] = exactSpan{first: pos, last: pos, n: 1}
 		}
-		if ep := rs.Endpoint(r); ep != nil && (ep.Kind == rules.KindSearch || ep.Kind == rules.KindPromo) {
-			ix.addText(ep, r, ie)
+		ix.base[o.base] = append(ix.base[o.base], pos)
+		if _, ok := ix.urls[o.urlKey]; !ok {
+			ix.urls[o.urlKey] = pos
 		}
+		if o.ep != nil {
+			ix.addText(o.ep, o.r, ie, o.base)
+		}
+		*o = built{} // let the request body go
 	}
 	for _, t := range ix.texts {
 		t.finish()
 	}
 	return ix, nil
+}
+
+// exactSpan is where the recordings of one key are: the first and last position in
+// recording order, and how many there are.
+type exactSpan struct{ first, last, n int }
+
+// built is what NewIndex computes for one entry before bucketing it.
+type built struct {
+	skip   string // why the entry is left out of the index, or ""
+	r      rules.Request
+	key    rules.Key
+	keyStr string
+	base   string // key.Base()
+	urlKey string // "METHOD " + normalized URL
+	params []string
+	static bool
+	ep     *rules.Endpoint // the search or promo endpoint that applies, else nil
+}
+
+// build computes e's key and buckets into o. statics caches staticMime per Content-Type.
+func (ix *Index) build(e *warc.Entry, o *built, statics map[string]bool) {
+	u, err := parseTargetURL(e.URL)
+	if err != nil {
+		o.skip = err.Error()
+		return
+	}
+	if ix.rs.Excluded(u) {
+		o.skip = noteExcluded
+		return
+	}
+	body, err := ix.b.RequestBody(e)
+	if err != nil {
+		o.skip = err.Error()
+		return
+	}
+	method := strings.ToUpper(e.Method)
+	o.r = rules.Request{Method: method, URL: u, Body: body, ContentType: e.ReqType}
+	o.key = ix.rs.Key(o.r)
+	o.keyStr, o.base = o.key.String(), o.key.Base()
+	o.params = paramStrings(o.key)
+	st, ok := statics[e.Mime]
+	if !ok {
+		st = staticMime(e.Mime)
+		statics[e.Mime] = st
+	}
+	o.static = st
+	o.urlKey = method + " " + u.String()
+	if ep := ix.rs.Endpoint(o.r); ep != nil && (ep.Kind == rules.KindSearch || ep.Kind == rules.KindPromo) {
+		o.ep = ep
+	}
 }
 
 // Len is the number of indexed entries.
@@ -266,7 +342,9 @@ type lookup struct {
 	latest     bool            // a latest pattern matches: ties go to the last recording
 	latestRule string          // where that pattern is written
 	latestPat  string
-	hasText    bool // a search or promo request carrying a text or code
+	hasText    bool         // a search or promo request carrying a text or code
+	methodsBuf [2]string    // backing of methods
+	keysBuf    [2]rules.Key // backing of keys
 	hit        *indexed
 	source     string
 
@@ -289,11 +367,18 @@ func (ix *Index) Lookup(r rules.Request) Result {
 	return res
 }
 
+// lookup is Lookup, recording its steps when explain is set.
 func (ix *Index) lookup(r rules.Request, explain bool) (Result, *lookup) {
-	r.Method = strings.ToUpper(r.Method)
 	if r.URL != nil {
 		r.URL = normalizeURL(r.URL)
 	}
+	return ix.lookupNormalized(r, explain)
+}
+
+// lookupNormalized is lookup for a request whose URL is already normalizeURL's result (the
+// proxy normalizes it once for the lookup and the log line).
+func (ix *Index) lookupNormalized(r rules.Request, explain bool) (Result, *lookup) {
+	r.Method = strings.ToUpper(r.Method)
 	key := ix.rs.Key(r)
 	res := Result{Key: key}
 	l := &lookup{req: r, key: key, explain: explain}
@@ -302,31 +387,31 @@ func (ix *Index) lookup(r rules.Request, explain bool) (Result, *lookup) {
 		l.step(StepMiss, OutcomeYes, "the request has no URL")
 		return res, l
 	}
-	if file, line, pat, ok := ix.rs.BlockedBy(r.URL); ok {
-		res.Source, res.Rule = SourceBlocked, ix.label(file, line)
-		l.step(StepBlocked, OutcomeYes, "block pattern %q (%s) matches: answered 204 without a lookup", pat, res.Rule)
+	rt := ix.route(r)
+	if m := rt.blocked; m.ok {
+		res.Source, res.Rule = SourceBlocked, ix.label(m.file, m.line)
+		l.step(StepBlocked, OutcomeYes, "block pattern %q (%s) matches: answered 204 without a lookup", m.pat, res.Rule)
 		return res, l
 	}
 	l.step(StepBlocked, OutcomeNo, "no block rule matches")
-	if file, line, pat, ok := ix.rs.ExcludedBy(r.URL); ok {
-		res.Source, res.Note, res.Rule = SourceMiss, noteExcluded, ix.label(file, line)
-		l.step(StepExcluded, OutcomeYes, "exclude pattern %q (%s) matches: never stored, never replayed", pat, res.Rule)
+	if m := rt.excluded; m.ok {
+		res.Source, res.Note, res.Rule = SourceMiss, noteExcluded, ix.label(m.file, m.line)
+		l.step(StepExcluded, OutcomeYes, "exclude pattern %q (%s) matches: never stored, never replayed", m.pat, res.Rule)
 		l.step(StepMiss, OutcomeYes, "excluded URLs always miss")
 		return res, l
 	}
-	l.ep = ix.rs.Endpoint(r)
-	l.methods, l.keys = []string{key.Method}, []rules.Key{key}
+	l.ep = rt.ep
+	l.methodsBuf[0], l.keysBuf[0] = key.Method, key
+	l.methods, l.keys = l.methodsBuf[:1], l.keysBuf[:1]
 	if key.Method == "HEAD" {
-		// A HEAD is also looked up as the GET it stands for, under the GET's endpoint.
+		// A HEAD is also looked up as the GET it stands for, under the GET's endpoint
+		// (route gives the GET's endpoint when the HEAD has none).
 		g := r
 		g.Method = "GET"
 		l.methods, l.keys = append(l.methods, "GET"), append(l.keys, ix.rs.Key(g))
-		if l.ep == nil {
-			l.ep = ix.rs.Endpoint(g)
-		}
 	}
-	if file, line, pat, ok := ix.rs.LatestBy(r.URL); ok {
-		l.latest, l.latestRule, l.latestPat = true, ix.label(file, line), pat
+	if m := rt.latest; m.ok {
+		l.latest, l.latestRule, l.latestPat = true, ix.label(m.file, m.line), m.pat
 	}
 	switch {
 	case ix.exactStep(l):
@@ -349,6 +434,65 @@ func (ix *Index) lookup(r rules.Request, explain bool) (Result, *lookup) {
 	return res, l
 }
 
+// maxRoutes bounds the memo of route decisions; when full it starts again empty.
+const maxRoutes = 1 << 14
+
+// routeKey is what the location patterns (block, exclude, latest) and the endpoints see of
+// a request: its method and its normalized host and path, never its query or body.
+type routeKey struct{ method, host, path, rawPath, opaque string }
+
+// locMatch is a location pattern that matched (rules.Set.BlockedBy and friends).
+type locMatch struct {
+	file string
+	line int
+	pat  string
+	ok   bool
+}
+
+// route is what the rules decide from a routeKey alone. Excluded is only looked at when
+// not blocked, and the endpoint and latest only when neither, as the lookup uses them.
+type route struct {
+	blocked, excluded, latest locMatch
+	// ep is the endpoint that applies; for a HEAD without one, the GET's.
+	ep *rules.Endpoint
+}
+
+// route returns the decisions of the rules for r's method, host and path (r.URL is
+// normalized and not nil). The rules are fixed for the index's life, so each decision is
+// computed once per distinct route and kept (up to maxRoutes): location patterns are
+// globs tried one by one, which is most of a lookup's time otherwise.
+func (ix *Index) route(r rules.Request) *route {
+	u := r.URL
+	k := routeKey{method: r.Method, host: u.Host, path: u.Path, rawPath: u.RawPath, opaque: u.Opaque}
+	ix.routeMu.RLock()
+	rt := ix.routes[k]
+	ix.routeMu.RUnlock()
+	if rt != nil {
+		return rt
+	}
+	loc := func(file string, line int, pat string, ok bool) locMatch { return locMatch{file, line, pat, ok} }
+	rt = &route{blocked: loc(ix.rs.BlockedBy(u))}
+	if !rt.blocked.ok {
+		rt.excluded = loc(ix.rs.ExcludedBy(u))
+	}
+	if !rt.blocked.ok && !rt.excluded.ok {
+		rt.ep = ix.rs.Endpoint(r)
+		if rt.ep == nil && r.Method == "HEAD" {
+			g := r
+			g.Method = "GET"
+			rt.ep = ix.rs.Endpoint(g)
+		}
+		rt.latest = loc(ix.rs.LatestBy(u))
+	}
+	ix.routeMu.Lock()
+	if ix.routes == nil || len(ix.routes) >= maxRoutes {
+		ix.routes = make(map[routeKey]*route)
+	}
+	ix.routes[k] = rt
+	ix.routeMu.Unlock()
+	return rt
+}
+
 // headNote is added to a step's detail when a HEAD was answered by a recorded GET.
 func headNote(l *lookup, m string) string {
 	if m != l.key.Method {
@@ -359,24 +503,24 @@ func headNote(l *lookup, m string) string {
 
 func (ix *Index) exactStep(l *lookup) bool {
 	for _, k := range l.keys {
-		ps := ix.exact[k.String()]
-		if len(ps) == 0 {
+		sp, ok := ix.exact[k.String()]
+		if !ok {
 			continue
 		}
-		p := ps[0]
+		p := sp.first
 		if l.latest {
-			p = ps[len(ps)-1]
+			p = sp.last
 		}
 		l.hit, l.source = ix.entries[p], SourceExact
 		if l.explain {
 			id := l.hit.e.ID
 			switch {
-			case len(ps) == 1:
+			case sp.n == 1:
 				l.step(StepExact, OutcomeYes, "%s has this key%s", id, headNote(l, k.Method))
 			case l.latest:
-				l.step(StepExact, OutcomeYes, "%d recordings have this key; latest pattern %q (%s): the last, %s%s", len(ps), l.latestPat, l.latestRule, id, headNote(l, k.Method))
+				l.step(StepExact, OutcomeYes, "%d recordings have this key; latest pattern %q (%s): the last, %s%s", sp.n, l.latestPat, l.latestRule, id, headNote(l, k.Method))
 			default:
-				l.step(StepExact, OutcomeYes, "%d recordings have this key: the earliest, %s%s", len(ps), id, headNote(l, k.Method))
+				l.step(StepExact, OutcomeYes, "%d recordings have this key: the earliest, %s%s", sp.n, id, headNote(l, k.Method))
 			}
 		}
 		return true
@@ -517,8 +661,8 @@ func (ix *Index) entryForURL(rawURL string) *warc.Entry {
 		return ix.entries[p].e
 	}
 	// Fall back to the key: the recorded URL may differ in dropped parameters.
-	if ps := ix.exact[ix.rs.Key(rules.Request{Method: "GET", URL: u}).String()]; len(ps) > 0 {
-		return ix.entries[ps[0]].e
+	if sp, ok := ix.exact[ix.rs.Key(rules.Request{Method: "GET", URL: u}).String()]; ok {
+		return ix.entries[sp.first].e
 	}
 	return nil
 }

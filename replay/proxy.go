@@ -101,7 +101,8 @@ type Server struct {
 	logw   *logWriter
 	tail   *logRing
 	counts counter
-	clock  *Clock // nil when the page clock is off
+	heads  headCache // parsed response heads of the entries served
+	clock  *Clock    // nil when the page clock is off
 	// clockMax bounds the documents the clock goes into (MaxClockDocument; tests lower it)
 	clockMax int64
 
@@ -247,6 +248,7 @@ type answer struct {
 	note     string
 	rule     string // LogLine.Rule
 	endpoint string // LogLine.Endpoint
+	url      string // LogLine.URL (the normalized request URL) when already computed, else ""
 }
 
 // handle is the goproxy request handler: every request (plain HTTP, MITM HTTPS, HTTP/2)
@@ -282,7 +284,7 @@ func (s *Server) answerFor(r *http.Request) *answer {
 		a.typ = typ
 		return a
 	}
-	res := s.ix.Lookup(rules.Request{Method: r.Method, URL: u, Body: body, ContentType: r.Header.Get("Content-Type")})
+	res, _ := s.ix.lookupNormalized(rules.Request{Method: r.Method, URL: u, Body: body, ContentType: r.Header.Get("Content-Type")}, false)
 	var a *answer
 	note := res.Note
 	switch res.Source {
@@ -328,6 +330,7 @@ func (s *Server) answerFor(r *http.Request) *answer {
 	if headerHasToken(r.Header, "Upgrade", "h2c") {
 		a.note = joinNote(a.note, "h2c upgrade ignored: answered over HTTP/1.1")
 	}
+	a.url = urlStr
 	return a
 }
 
@@ -359,36 +362,100 @@ func readBody(r *http.Request) ([]byte, int64, error) {
 	return body, total, err
 }
 
-// recordedAnswer reads entry e's response from the recording.
+// recordedAnswer reads entry e's response from the recording. The parsed head (status,
+// replayed header fields, where the payload lies in data.warc) comes from s.heads, so a
+// response served again is not parsed again; the payload is always streamed from the
+// WARC by offset.
 func (s *Server) recordedAnswer(e *warc.Entry, r *http.Request) (*answer, error) {
-	resp, err := s.b.Response(e)
+	h, err := s.heads.get(s.b, e)
 	if err != nil {
 		return nil, err
 	}
-	if resp.Status < 200 || resp.Status > 999 {
-		return nil, fmt.Errorf("entry %s: recorded status %d cannot be replayed", e.ID, resp.Status)
-	}
 	a := &answer{
-		status: resp.Status,
-		header: replayHeader(resp.Header),
-		body:   resp.Body,
-		size:   resp.Size,
+		status: h.status,
+		header: h.header.Clone(),
+		body:   h.body(),
+		size:   h.size,
 		entry:  e,
-		record: resp.RecordID,
+		record: h.recordID,
 	}
-	if s.clock != nil && wantsClock(resp.Status, resp.Header) {
-		body, ok, err := readClockBody(resp.Body, resp.Size, s.clockMax)
+	if s.clock != nil && h.clock {
+		body, ok, err := readClockBody(a.body, a.size, s.clockMax)
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("entry %s: read payload: %w", e.ID, err)
 		case !ok:
-			a.note = fmt.Sprintf("clock: document of %d bytes is over %d, served without the clock", resp.Size, s.clockMax)
+			a.note = fmt.Sprintf("clock: document of %d bytes is over %d, served without the clock", a.size, s.clockMax)
 		default:
 			body, a.note = s.clock.Inject(a.header, body)
 			a.body, a.size = bytes.NewReader(body), int64(len(body))
 		}
 	}
 	return a, nil
+}
+
+// maxCachedHeads bounds the response heads a Server keeps parsed (a few hundred bytes
+// each); when full, the cache starts again empty.
+const maxCachedHeads = 1 << 14
+
+// responseHead is the parsed head of one recorded response, shared read-only by every
+// answer of its entry.
+type responseHead struct {
+	status   int
+	header   http.Header // replayHeader of the recorded fields; cloned per answer
+	clock    bool        // wantsClock of the recorded status and fields
+	size     int64
+	recordID string
+	ra       io.ReaderAt // data.warc, read at off
+	off      int64
+	reader   io.Reader // the payload reader, when not a section of ra (then never cached)
+}
+
+// body returns a reader of the payload with its own position.
+func (h *responseHead) body() io.Reader {
+	if h.ra != nil {
+		return io.NewSectionReader(h.ra, h.off, h.size)
+	}
+	return h.reader
+}
+
+// headCache keeps the parsed response heads of the entries served; safe for concurrent use.
+type headCache struct {
+	mu sync.RWMutex
+	m  map[*warc.Entry]*responseHead
+}
+
+// get returns e's response head from the cache, or reads it from b (warc.Bundle.Response)
+// and keeps it. Errors are not kept: the next request tries again.
+func (c *headCache) get(b *warc.Bundle, e *warc.Entry) (*responseHead, error) {
+	c.mu.RLock()
+	h := c.m[e]
+	c.mu.RUnlock()
+	if h != nil {
+		return h, nil
+	}
+	resp, err := b.Response(e)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Status < 200 || resp.Status > 999 {
+		return nil, fmt.Errorf("entry %s: recorded status %d cannot be replayed", e.ID, resp.Status)
+	}
+	h = &responseHead{status: resp.Status, header: replayHeader(resp.Header), clock: wantsClock(resp.Status, resp.Header),
+		size: resp.Size, recordID: resp.RecordID}
+	sr, ok := resp.Body.(*io.SectionReader)
+	if !ok {
+		h.reader = resp.Body
+		return h, nil
+	}
+	h.ra, h.off, _ = sr.Outer()
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedHeads {
+		c.m = make(map[*warc.Entry]*responseHead)
+	}
+	c.m[e] = h
+	c.mu.Unlock()
+	return h, nil
 }
 
 // dropFields are recorded response fields never replayed (see Server).
@@ -460,10 +527,14 @@ func statusLine(code int) string {
 // finish counts the answer and queues its log line.
 func (s *Server) finish(r *http.Request, a *answer, start time.Time) {
 	s.counts.add(a.source, a.typ)
+	u := a.url
+	if u == "" {
+		u = normalizeURL(r.URL).String()
+	}
 	line := LogLine{
 		Time:     logTime(start),
 		Method:   r.Method,
-		URL:      normalizeURL(r.URL).String(),
+		URL:      u,
 		Key:      a.key,
 		Type:     a.typ,
 		Dest:     logDest(r.Header.Get("Sec-Fetch-Dest")),

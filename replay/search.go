@@ -42,10 +42,10 @@ type textCand struct {
 	rest []string   // ie.params without the text_param pairs: the tie-breaker
 }
 
-// addText indexes ie, a recording of r that the search or promo endpoint ep matches.
-// Recordings without words in text_param (search) or without a code (promo) are not
-// candidates.
-func (ix *Index) addText(ep *rules.Endpoint, r rules.Request, ie *indexed) {
+// addText indexes ie, a recording of r that the search or promo endpoint ep matches; base
+// is ie.key.Base(). Recordings without words in text_param (search) or without a code
+// (promo) are not candidates.
+func (ix *Index) addText(ep *rules.Endpoint, r rules.Request, ie *indexed, base string) {
 	raw, ok := rules.RequestText(r, ep.TextParam)
 	if !ok {
 		return
@@ -61,7 +61,7 @@ func (ix *Index) addText(ep *rules.Endpoint, r rules.Request, ie *indexed) {
 			return
 		}
 	}
-	k := textKey{ep, ie.key.Base()}
+	k := textKey{ep, base}
 	t := ix.texts[k]
 	if t == nil {
 		t = &textIndex{post: map[string][]int32{}, codes: map[string][]int32{}}

@@ -1,0 +1,505 @@
+// Command load is the load generator of pab's benchmarks (bench/README.md). It has two
+// modes.
+//
+// Load (the default) sends GET requests for the URLs of a cycle file (bench/gen's
+// cycle.tsv) through an HTTP proxy, from -c workers, each with one request in flight and
+// its own keep-alive connections (one CONNECT tunnel per host for https), for -d after a
+// -warmup, and prints one JSON object (Result) on stdout. With -rate, requests are paced at
+// that total rate instead of sent as fast as answered, to measure the latency a proxy adds
+// when it is not saturated:
+//
+//	load -proxy 127.0.0.1:8899 -ca ca.pem -cycle cycle.tsv -c 16 -d 10s [-scheme http] [-watch PID]
+//
+// HTTPS is forced to HTTP/1.1 inside the tunnel and to TLS 1.3 with X25519 only, so every
+// proxy negotiates the same protocol, cipher and key exchange. Every answer's status and
+// length are checked, and the SHA-256 of every -verify-every'th body, so a proxy that
+// answers wrong is counted (Result.Mismatches) rather than measured. With -watch PID, the
+// CPU time and peak RSS of that process and all its descendants are measured over the
+// timed window.
+//
+// Start (-mode start) runs the command after "--", waits for its first correctly answered
+// request of -url through the proxy, and prints the seconds from launch to that answer,
+// then stops the command. The proxy address is -proxy, or, when -proxy is empty, the first
+// "http://HOST:PORT" the command prints on stderr (pab replay --listen 127.0.0.1:0).
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// target is one URL of the cycle with what its answer must be.
+type target struct {
+	url    string
+	size   int64
+	sha256 string
+}
+
+// Result is the printed outcome of a load run. Latencies are in milliseconds, measured
+// from sending the request to reading the last byte of the body.
+type Result struct {
+	Kind       string  `json:"kind"` // "load"
+	Label      string  `json:"label"`
+	Rep        int     `json:"rep"`
+	Scheme     string  `json:"scheme"`
+	Conns      int     `json:"conns"`
+	Seconds    float64 `json:"seconds"`
+	Rate       float64 `json:"rate,omitempty"` // the paced rate asked for (-rate), 0 when unpaced
+	Requests   int64   `json:"requests"`
+	RPS        float64 `json:"rps"`
+	P50        float64 `json:"p50_ms"`
+	P99        float64 `json:"p99_ms"`
+	P999       float64 `json:"p999_ms"`
+	Max        float64 `json:"max_ms"`
+	Errors     int64   `json:"errors"`
+	Mismatches int64   `json:"mismatches"`
+	Verified   int64   `json:"verified"`
+	FirstError string  `json:"first_error,omitempty"`
+	// CPUms is the CPU time (user+system) of the watched process tree over the timed
+	// window; CPUPerReq divides it by Requests; Cores is CPUms over the window's length.
+	CPUms     float64 `json:"cpu_ms,omitempty"`
+	CPUPerReq float64 `json:"cpu_ms_per_req,omitempty"`
+	Cores     float64 `json:"cores,omitempty"`
+	PeakRSSMB float64 `json:"peak_rss_mb,omitempty"`
+	// NewConns counts TCP connections the client opened in the timed window.
+	NewConns int64 `json:"new_conns"`
+}
+
+func main() {
+	mode := flag.String("mode", "load", "load or start")
+	proxy := flag.String("proxy", "", "proxy address host:port")
+	caFile := flag.String("ca", "", "PEM file of the CA the proxy signs with")
+	cycleFile := flag.String("cycle", "", "cycle.tsv of bench/gen")
+	scheme := flag.String("scheme", "https", "https or http: the scheme requested")
+	conns := flag.Int("c", 16, "concurrent workers (connections)")
+	dur := flag.Duration("d", 10*time.Second, "timed duration")
+	warm := flag.Duration("warmup", 2*time.Second, "warmup before timing")
+	verifyEvery := flag.Int("verify-every", 10, "check the SHA-256 of every Nth body (1: all)")
+	label := flag.String("label", "", "label copied into the result (the peer's name)")
+	rep := flag.Int("rep", 0, "repetition number copied into the result")
+	watch := flag.Int("watch", 0, "PID whose process tree's CPU and RSS are measured")
+	rate := flag.Float64("rate", 0, "load mode: total requests per second, paced evenly over the workers (0: as fast as answered)")
+	startURL := flag.String("url", "", "start mode: the URL to request")
+	startSHA := flag.String("sha256", "", "start mode: the expected body SHA-256 (hex)")
+	timeout := flag.Duration("timeout", 60*time.Second, "start mode: give up after this long")
+	flag.Parse()
+	var err error
+	switch *mode {
+	case "load":
+		err = runLoad(*proxy, *caFile, *cycleFile, *scheme, *conns, *dur, *warm, *verifyEvery, *label, *rep, *watch, *rate)
+	case "start":
+		err = runStart(*proxy, *caFile, *startURL, *startSHA, *label, *rep, *timeout, flag.Args())
+	default:
+		err = fmt.Errorf("load: -mode %q: want load or start", *mode)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(1)
+	}
+}
+
+func readCycle(path, scheme string) ([]target, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []target
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) != 6 {
+			return nil, fmt.Errorf("%s line %d: want 6 tab-separated fields", path, i+1)
+		}
+		size, err := strconv.ParseInt(f[5], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s line %d: size %q", path, i+1, f[5])
+		}
+		u := f[0]
+		if scheme == "http" {
+			u = "http://" + strings.TrimPrefix(u, "https://")
+		}
+		out = append(out, target{url: u, size: size, sha256: f[4]})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no URLs", path)
+	}
+	return out, nil
+}
+
+// newTransport is one worker's client: HTTP/1.1, TLS 1.3 with X25519 only, keep-alive.
+func newTransport(proxy, caFile string, opened *atomic.Int64) (*http.Transport, error) {
+	pu, err := url.Parse("http://" + proxy)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, err
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s: no PEM certificate", caFile)
+		}
+	}
+	dialer := &netDialer{opened: opened}
+	return &http.Transport{
+		Proxy:       http.ProxyURL(pu),
+		DialContext: dialer.DialContext,
+		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13, MaxVersion: tls.VersionTLS13,
+			CurvePreferences: []tls.CurveID{tls.X25519}, NextProtos: []string{"http/1.1"}},
+		ForceAttemptHTTP2:   false,
+		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
+		MaxIdleConnsPerHost: 1,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}, nil
+}
+
+func runLoad(proxy, caFile, cycleFile, scheme string, conns int, dur, warm time.Duration, verifyEvery int, label string, rep, watch int, rate float64) error {
+	if proxy == "" || cycleFile == "" {
+		return errors.New("-proxy and -cycle are required")
+	}
+	if scheme != "https" && scheme != "http" {
+		return fmt.Errorf("-scheme %q: want https or http", scheme)
+	}
+	if conns < 1 || conns > 4096 {
+		return fmt.Errorf("-c %d: want 1 to 4096", conns)
+	}
+	targets, err := readCycle(cycleFile, scheme)
+	if err != nil {
+		return err
+	}
+	var (
+		timing     atomic.Bool
+		stop       atomic.Bool
+		requests   atomic.Int64
+		errs       atomic.Int64
+		mismatches atomic.Int64
+		verified   atomic.Int64
+		opened     atomic.Int64
+		firstErr   sync.Once
+		firstMsg   string
+		mu         sync.Mutex
+		lat        []time.Duration
+		wg         sync.WaitGroup
+	)
+	note := func(err error) {
+		errs.Add(1)
+		firstErr.Do(func() { firstMsg = err.Error() })
+	}
+	for w := 0; w < conns; w++ {
+		tr, err := newTransport(proxy, caFile, &opened)
+		if err != nil {
+			return err
+		}
+		client := &http.Client{Transport: tr, Timeout: 30 * time.Second,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			defer tr.CloseIdleConnections()
+			local := make([]time.Duration, 0, 1<<14)
+			h := sha256.New()
+			buf := make([]byte, 64<<10)
+			var interval time.Duration
+			next := time.Now()
+			if rate > 0 {
+				interval = time.Duration(float64(conns) / rate * float64(time.Second))
+				next = next.Add(interval * time.Duration(w) / time.Duration(conns))
+			}
+			for i := w * 7919; !stop.Load(); i++ {
+				t := targets[i%len(targets)]
+				t0 := time.Now()
+				if rate > 0 {
+					// Paced: latency counts from the scheduled send time, so a proxy that
+					// falls behind is charged for the wait (no coordinated omission).
+					if d := time.Until(next); d > 0 {
+						time.Sleep(d)
+					}
+					t0 = next
+					next = next.Add(interval)
+				}
+				resp, err := client.Get(t.url)
+				if err != nil {
+					note(err)
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				check := verifyEvery > 0 && i%verifyEvery == 0
+				var n int64
+				if check {
+					h.Reset()
+					n, err = io.CopyBuffer(h, resp.Body, buf)
+				} else {
+					n, err = io.CopyBuffer(io.Discard, resp.Body, buf)
+				}
+				resp.Body.Close()
+				d := time.Since(t0)
+				if !timing.Load() {
+					continue
+				}
+				switch {
+				case err != nil:
+					note(err)
+					continue
+				case resp.StatusCode != 200 || n != t.size:
+					mismatches.Add(1)
+					firstErr.Do(func() {
+						firstMsg = fmt.Sprintf("%s: status %d, %d bytes, want 200 and %d", t.url, resp.StatusCode, n, t.size)
+					})
+				case check:
+					verified.Add(1)
+					if hex.EncodeToString(h.Sum(nil)) != t.sha256 {
+						mismatches.Add(1)
+						firstErr.Do(func() { firstMsg = t.url + ": body differs from the recording" })
+					}
+				}
+				requests.Add(1)
+				local = append(local, d)
+			}
+			mu.Lock()
+			lat = append(lat, local...)
+			mu.Unlock()
+		}(w)
+	}
+	time.Sleep(warm)
+	var cpu0 float64
+	var peak atomic.Int64
+	watchDone := make(chan struct{})
+	if watch > 0 {
+		cpu0, _ = treeStats(watch)
+		go func() {
+			tk := time.NewTicker(100 * time.Millisecond)
+			defer tk.Stop()
+			for {
+				select {
+				case <-watchDone:
+					return
+				case <-tk.C:
+					if _, rss := treeStats(watch); rss > peak.Load() {
+						peak.Store(rss)
+					}
+				}
+			}
+		}()
+	}
+	opened0 := opened.Load()
+	timing.Store(true)
+	t0 := time.Now()
+	time.Sleep(dur)
+	timing.Store(false)
+	elapsed := time.Since(t0)
+	var cpu1 float64
+	if watch > 0 {
+		var rss int64
+		cpu1, rss = treeStats(watch)
+		if rss > peak.Load() {
+			peak.Store(rss)
+		}
+		close(watchDone)
+	}
+	newConns := opened.Load() - opened0
+	stop.Store(true)
+	wg.Wait()
+	slices.Sort(lat)
+	r := Result{Kind: "load", Rate: rate, Label: label, Rep: rep, Scheme: scheme, Conns: conns, Seconds: elapsed.Seconds(), Requests: requests.Load(),
+		Errors: errs.Load(), Mismatches: mismatches.Load(), Verified: verified.Load(), FirstError: firstMsg, NewConns: newConns}
+	r.RPS = float64(r.Requests) / elapsed.Seconds()
+	r.P50, r.P99, r.P999 = pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999)
+	if len(lat) > 0 {
+		r.Max = ms(lat[len(lat)-1])
+	}
+	if watch > 0 {
+		r.CPUms = (cpu1 - cpu0) * 1000
+		if r.Requests > 0 {
+			r.CPUPerReq = r.CPUms / float64(r.Requests)
+		}
+		r.Cores = (cpu1 - cpu0) / elapsed.Seconds()
+		r.PeakRSSMB = float64(peak.Load()) / (1 << 20)
+	}
+	return json.NewEncoder(os.Stdout).Encode(r)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// pct is the q-quantile of sorted samples (nearest rank), in milliseconds.
+func pct(s []time.Duration, q float64) float64 {
+	if len(s) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(s))+0.5) - 1
+	return ms(s[min(max(i, 0), len(s)-1)])
+}
+
+// treeStats returns the CPU seconds (user+system) and the summed RSS in bytes of pid and
+// every descendant, read from /proc.
+func treeStats(pid int) (cpu float64, rss int64) {
+	children := map[int][]int{}
+	ents, _ := os.ReadDir("/proc")
+	stats := map[int][]string{}
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The command name is in parentheses and may hold spaces: split after the last ')'.
+		s := string(data)
+		j := strings.LastIndexByte(s, ')')
+		if j < 0 {
+			continue
+		}
+		f := strings.Fields(s[j+1:])
+		if len(f) < 22 {
+			continue
+		}
+		stats[p] = f
+		ppid, _ := strconv.Atoi(f[1])
+		children[ppid] = append(children[ppid], p)
+	}
+	tick := 100.0 // USER_HZ on Linux
+	page := int64(os.Getpagesize())
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if f, ok := stats[p]; ok {
+			ut, _ := strconv.ParseFloat(f[11], 64)
+			st, _ := strconv.ParseFloat(f[12], 64)
+			cpu += (ut + st) / tick
+			pages, _ := strconv.ParseInt(f[21], 10, 64)
+			rss += pages * page
+		}
+		queue = append(queue, children[p]...)
+	}
+	return cpu, rss
+}
+
+var addrPattern = regexp.MustCompile(`http://(127\.0\.0\.1:[0-9]+)`)
+
+// runStart launches argv and measures the time to its first correct answer of rawURL.
+func runStart(proxy, caFile, rawURL, wantSHA, label string, rep int, timeout time.Duration, argv []string) error {
+	if len(argv) == 0 || rawURL == "" {
+		return errors.New("start mode needs -url and a command after --")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stdout = io.Discard
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	}()
+	addrCh := make(chan string, 1)
+	var errText bytes.Buffer
+	var errMu sync.Mutex
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sent := false
+		for sc.Scan() {
+			errMu.Lock()
+			if errText.Len() < 4096 {
+				errText.WriteString(sc.Text() + "\n")
+			}
+			errMu.Unlock()
+			if m := addrPattern.FindStringSubmatch(sc.Text()); m != nil && !sent {
+				addrCh <- m[1]
+				sent = true
+			}
+		}
+	}()
+	if proxy == "" {
+		select {
+		case proxy = <-addrCh:
+		case <-ctx.Done():
+			errMu.Lock()
+			defer errMu.Unlock()
+			return fmt.Errorf("no proxy address on the command's stderr within %s:\n%s", timeout, errText.String())
+		}
+	}
+	var opened atomic.Int64
+	for {
+		if ctx.Err() != nil {
+			return fmt.Errorf("no correct answer from %s within %s", proxy, timeout)
+		}
+		tr, err := newTransport(proxy, caFile, &opened)
+		if err != nil {
+			return err
+		}
+		client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+		resp, err := client.Get(rawURL)
+		if err == nil {
+			body, rerr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			sum := sha256.Sum256(body)
+			if rerr == nil && resp.StatusCode == 200 && (wantSHA == "" || hex.EncodeToString(sum[:]) == wantSHA) {
+				el := time.Since(t0)
+				tr.CloseIdleConnections()
+				json.NewEncoder(os.Stdout).Encode(map[string]any{"kind": "start", "label": label, "rep": rep, "seconds": el.Seconds()})
+				return nil
+			}
+			if resp.StatusCode == 200 {
+				return fmt.Errorf("%s answered a body that differs from the recording", rawURL)
+			}
+		}
+		tr.CloseIdleConnections()
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// netDialer counts the TCP connections the client opens.
+type netDialer struct {
+	d      net.Dialer
+	opened *atomic.Int64
+}
+
+func (nd *netDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := nd.d.DialContext(ctx, network, addr)
+	if err == nil {
+		nd.opened.Add(1)
+	}
+	return c, err
+}

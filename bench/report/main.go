@@ -1,0 +1,555 @@
+// Command report turns the raw results of bench/run.sh into docs/performance.md.
+//
+//	report -dir SCRATCH -out docs/performance.md
+//
+// It reads, from SCRATCH: results.jsonl (one JSON object a line: "kind" load, start, rss
+// or dialcheck; see bench/load), gobench.txt (the output of go test -bench), machine.txt
+// ("name: value" lines) and config.txt (the same, the run's settings); -notes appends a
+// hand-written Markdown file. Numbers of repeated
+// runs are shown as ranges (min–max); ratios compare pab's mean to the peer's mean.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+type rec struct {
+	Kind       string  `json:"kind"`
+	Label      string  `json:"label"`
+	Rep        int     `json:"rep"`
+	Scheme     string  `json:"scheme"`
+	Conns      int     `json:"conns"`
+	Requests   int64   `json:"requests"`
+	RPS        float64 `json:"rps"`
+	P50        float64 `json:"p50_ms"`
+	P99        float64 `json:"p99_ms"`
+	P999       float64 `json:"p999_ms"`
+	Errors     int64   `json:"errors"`
+	Mismatches int64   `json:"mismatches"`
+	Verified   int64   `json:"verified"`
+	CPUPerReq  float64 `json:"cpu_ms_per_req"`
+	Cores      float64 `json:"cores"`
+	PeakRSSMB  float64 `json:"peak_rss_mb"`
+	NewConns   int64   `json:"new_conns"`
+	Seconds    float64 `json:"seconds"`
+	Rate       float64 `json:"rate"`
+	RSSMB      float64 `json:"rss_mb"`
+	Outbound   int     `json:"outbound"`
+	Connects   int     `json:"connects"`
+	Detail     string  `json:"detail"`
+	FirstError string  `json:"first_error"`
+}
+
+var peers = []string{"pab", "mitmproxy", "whistle"}
+
+func main() {
+	dir := flag.String("dir", "", "the scratch directory of bench/run.sh")
+	out := flag.String("out", "", "the Markdown file to write")
+	notes := flag.String("notes", "", "a Markdown file appended as is (bench/notes.md: how the peers are set up)")
+	flag.Parse()
+	if *dir == "" || *out == "" {
+		fmt.Fprintln(os.Stderr, "report: -dir and -out are required")
+		os.Exit(2)
+	}
+	if err := run(*dir, *out, *notes); err != nil {
+		fmt.Fprintln(os.Stderr, "report:", err)
+		os.Exit(1)
+	}
+}
+
+func readKV(path string) map[string]string {
+	m := map[string]string{}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return m
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			m[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return m
+}
+
+func run(dir, out, notes string) error {
+	f, err := os.Open(filepath.Join(dir, "results.jsonl"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var recs []rec
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		var r rec
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return fmt.Errorf("results.jsonl: %q: %w", line, err)
+		}
+		recs = append(recs, r)
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	m := readKV(filepath.Join(dir, "machine.txt"))
+	cfg := readKV(filepath.Join(dir, "config.txt"))
+	gb, _ := os.ReadFile(filepath.Join(dir, "gobench.txt"))
+
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	w("# Performance: pab replay against whistle and mitmproxy\n\n")
+	w("Written by `bench/run.sh` (see bench/README.md); do not edit by hand, run it again.\n\n")
+	w("- **Date:** %s\n", m["date"])
+	w("- **Machine:** %s, %s cores, %s RAM, kernel %s\n", m["cpu"], m["cores"], m["ram"], m["kernel"])
+	w("- **Software:** %s; pab %s; mitmproxy %s (Debian); whistle %s (npm, pinned in bench/peers/package-lock.json); Node.js %s\n",
+		m["go"], m["pab"], m["mitmproxy"], m["whistle"], m["node"])
+	w("- **Load on the machine:** %s at the start, %s at the end (`uptime`: load average over 1, 5, 15 minutes). The machine is shared with other jobs, so every number below is noisy: runs are interleaved and repeated, and shown as ranges.\n", m["load_before"], m["load_after"])
+	w("- **Run:** %s\n\n", cfg["mode"])
+
+	var loads, paced []rec
+	for _, r := range filter(recs, "load") {
+		if r.Rate > 0 {
+			paced = append(paced, r)
+		} else {
+			loads = append(loads, r)
+		}
+	}
+	w("## Throughput and latency through the proxy\n\n")
+	w("%s. Each peer serves the same %s exchanges byte for byte (the URL cycle, a realistic mix of HTML, scripts, style sheets, images; mean body %s bytes); pab serves them from the whole %s recording. Each of N workers keeps one request in flight over its own keep-alive connections; %s timed after %s warmup per run, %s runs per cell, interleaved (pab, mitmproxy, whistle, then the next cell). Latency is the client's: from sending the request to the last byte of the body (there is no upstream, so all of it is added by the proxy). CPU is the whole process tree's (user+system), per request. Every answer's status and length are checked and every 10th body's SHA-256; a wrong answer would show in the *bad* column.\n\n",
+		cfg["client"], cfg["cycle_n"], cfg["cycle_mean"], cfg["recording"], cfg["duration"], cfg["warmup"], cfg["reps"])
+	w("| scheme | conns | pab rps | mitmproxy rps | whistle rps | pab ÷ mitmproxy | pab ÷ whistle | pab p50 / p99 / p99.9 ms | mitmproxy p50 / p99 / p99.9 ms | whistle p50 / p99 / p99.9 ms |\n")
+	w("|---|---|---|---|---|---|---|---|---|---|\n")
+	type cell struct {
+		scheme string
+		conns  int
+	}
+	var cells []cell
+	for _, r := range loads {
+		c := cell{r.Scheme, r.Conns}
+		if !slices.Contains(cells, c) {
+			cells = append(cells, c)
+		}
+	}
+	slices.SortFunc(cells, func(a, b cell) int {
+		if a.scheme != b.scheme {
+			return -strings.Compare(a.scheme, b.scheme)
+		}
+		return a.conns - b.conns
+	})
+	// pick returns a peer's runs of a cell that answered at all; stalled counts the runs
+	// that got no answer in the whole timed window (shown, never averaged in).
+	pick := func(peer string, c cell) []rec {
+		var out []rec
+		for _, r := range loads {
+			if r.Label == peer && r.Scheme == c.scheme && r.Conns == c.conns && r.Requests > 0 {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	stalled := func(peer string, c cell) string {
+		n := 0
+		for _, r := range loads {
+			if r.Label == peer && r.Scheme == c.scheme && r.Conns == c.conns && r.Requests == 0 {
+				n++
+			}
+		}
+		if n == 0 {
+			return ""
+		}
+		return fmt.Sprintf(" (+%d run stalled: no answer in %s)", n, cfg["duration"])
+	}
+	for _, c := range cells {
+		p, mi, wh := pick("pab", c), pick("mitmproxy", c), pick("whistle", c)
+		w("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.scheme, c.conns,
+			rng(p, rpsOf, 0)+stalled("pab", c), rng(mi, rpsOf, 0)+stalled("mitmproxy", c), rng(wh, rpsOf, 0)+stalled("whistle", c),
+			ratio(p, mi), ratio(p, wh), lat(p), lat(mi), lat(wh))
+	}
+	w("\nPer run, CPU and connections:\n\n")
+	w("| peer | scheme | conns | rep | rps | p50 ms | p99 ms | p99.9 ms | CPU ms/request | cores used | peak RSS MB (tree) | new TCP connections per request | errors | bad | verified bodies |\n")
+	w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, c := range cells {
+		for _, peer := range peers {
+			for _, r := range loads {
+				if r.Label != peer || r.Scheme != c.scheme || r.Conns != c.conns {
+					continue
+				}
+				ncr := 0.0
+				if r.Requests > 0 {
+					ncr = float64(r.NewConns) / float64(r.Requests)
+				}
+				w("| %s | %s | %d | %d | %.0f | %.2f | %.2f | %.2f | %.3f | %.2f | %.0f | %.2f | %d | %d | %d |\n", peer, r.Scheme, r.Conns, r.Rep, r.RPS, r.P50, r.P99, r.P999,
+					r.CPUPerReq, r.Cores, r.PeakRSSMB, ncr, r.Errors, r.Mismatches, r.Verified)
+			}
+		}
+	}
+
+	w("\n### Added latency at a fixed request rate\n\n")
+	w("The runs above send each next request as soon as the last is answered, so at 16 or 64 connections they measure a saturated proxy (and a client sharing its 2 cores): latency there is mostly queueing. Here the same 16 connections send at a fixed total rate, paced evenly; latency counts from each request's scheduled time, so a proxy that falls behind is charged for the wait. A rate a peer cannot sustain shows as large latencies.\n\n")
+	w("| scheme | conns | rate (requests/s) | peer | achieved rps | p50 ms | p99 ms | p99.9 ms | CPU ms/request |\n|---|---|---|---|---|---|---|---|---|\n")
+	type pcell struct {
+		scheme string
+		conns  int
+		rate   float64
+	}
+	var pcells []pcell
+	for _, r := range paced {
+		c := pcell{r.Scheme, r.Conns, r.Rate}
+		if !slices.Contains(pcells, c) {
+			pcells = append(pcells, c)
+		}
+	}
+	pickPaced := func(peer string, c pcell) []rec {
+		var out []rec
+		for _, r := range paced {
+			if r.Label == peer && r.Scheme == c.scheme && r.Conns == c.conns && r.Rate == c.rate {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	for _, c := range pcells {
+		for _, peer := range peers {
+			rs := pickPaced(peer, c)
+			if len(rs) == 0 {
+				continue
+			}
+			w("| %s | %d | %.0f | %s | %s | %s | %s | %s | %s |\n", c.scheme, c.conns, c.rate, peer, rng(rs, rpsOf, 0),
+				rng(rs, func(r rec) float64 { return r.P50 }, 2), rng(rs, func(r rec) float64 { return r.P99 }, 2),
+				rng(rs, func(r rec) float64 { return r.P999 }, 2), rng(rs, func(r rec) float64 { return r.CPUPerReq }, 3))
+		}
+	}
+
+	if hs := filter(recs, "handler"); len(hs) > 0 {
+		w("\n### Time inside pab's handler\n\n")
+		w("From pab's own log (`ms` of every line, warmup included): from the request reaching the handler to its answer being ready, i.e. reading the request, the lookup and opening the recorded response; TLS, parsing and sending are not in it. Unlike the client's latencies above, it is not inflated by the client waiting for a core.\n\n")
+		w("| load | requests logged | p50 ms | p99 ms | p99.9 ms |\n|---|---|---|---|---|\n")
+		var hl []string
+		for _, r := range hs {
+			if !slices.Contains(hl, r.Label) {
+				hl = append(hl, r.Label)
+			}
+		}
+		for _, l := range hl {
+			var rs []rec
+			for _, r := range hs {
+				if r.Label == l {
+					rs = append(rs, r)
+				}
+			}
+			w("| %s | %s | %s | %s | %s |\n", l, rng(rs, func(r rec) float64 { return float64(r.Requests) }, 0),
+				rng(rs, func(r rec) float64 { return r.P50 }, 3), rng(rs, func(r rec) float64 { return r.P99 }, 3), rng(rs, func(r rec) float64 { return r.P999 }, 3))
+		}
+	}
+
+	starts := filter(recs, "start")
+	w("\n## Start time\n\n")
+	w("From launching the command to the first correct answer (an HTTPS request through the proxy whose body matches the recording), measured by `bench/load -mode start`. *Cold*: the task's published recording (`warc.tar.gz` parts) is unpacked into an empty cache (`PAB_CACHE`), then indexed; *warm*: the cache holds the unpacked bundle from an earlier start, so only the index is built. The peers load only the URL cycle (mitmproxy its flow file, whistle its rules), so their times are a floor, not a like-for-like comparison.\n\n")
+	w("| what | seconds |\n|---|---|\n")
+	var labels []string
+	for _, r := range starts {
+		if !slices.Contains(labels, r.Label) {
+			labels = append(labels, r.Label)
+		}
+	}
+	for _, l := range labels {
+		var rs []rec
+		for _, r := range starts {
+			if r.Label == l {
+				rs = append(rs, r)
+			}
+		}
+		w("| %s | %s |\n", l, rng(rs, func(r rec) float64 { return r.Seconds }, 3))
+	}
+
+	rss := filter(recs, "rss")
+	w("\n## Memory\n\n")
+	w("Peak resident set size of the whole process tree, sampled every 100 ms while serving the load (https, 16 connections) after a warm start, and right after start (idle).\n\n")
+	w("| what | MB |\n|---|---|\n")
+	labels = nil
+	for _, r := range rss {
+		if !slices.Contains(labels, r.Label) {
+			labels = append(labels, r.Label)
+		}
+	}
+	for _, l := range labels {
+		var rs []rec
+		for _, r := range rss {
+			if r.Label == l {
+				rs = append(rs, r)
+			}
+		}
+		w("| %s | %s |\n", l, rng(rs, func(r rec) float64 { return r.RSSMB }, 0))
+	}
+	for _, peer := range peers {
+		var rs []rec
+		for _, r := range loads {
+			if r.Label == peer {
+				rs = append(rs, r)
+			}
+		}
+		if len(rs) > 0 {
+			w("| %s, during the throughput runs above (%s) | %s |\n", peer, cfg["recording"], rng(rs, func(r rec) float64 { return r.PeakRSSMB }, 0))
+		}
+	}
+
+	w("\n## Lookup and key benchmarks (`go test -bench`)\n\n")
+	w("`go test ./replay ./rules -run '^$' -bench 'Lookup100k|KeyOfRequest|NewIndex100k|Handler|KeyNormalize' -benchmem` over in-memory indexes of 100,000 entries (replay/lookup_bench_test.go, rules/key_bench_test.go). *cpu-ns/op* is the process's CPU time per operation (getrusage), which the other jobs on the machine disturb less than wall time (*ns/op*).\n\n")
+	w("| benchmark | ns/op | cpu-ns/op | B/op | allocs/op |\n|---|---|---|---|---|\n")
+	for _, g := range parseGoBench(string(gb)) {
+		w("| %s | %s | %s | %s | %s |\n", g.name, g.rng("ns/op", 0), g.rng("cpu-ns/op", 0), g.rng("B/op", 0), g.rng("allocs/op", 0))
+	}
+
+	dials := filter(recs, "dialcheck")
+	w("\n## No peer dials out\n\n")
+	w("Each peer was run once under `strace -f -e trace=connect` while serving https and http requests; every `connect` to an address other than loopback, or to port 53 anywhere, counts as outbound.\n\n")
+	w("| peer | connect calls | outbound | note |\n|---|---|---|---|\n")
+	for _, r := range dials {
+		w("| %s | %d | %d | %s |\n", r.Label, r.Connects, r.Outbound, r.Detail)
+	}
+
+	w("\n## Goals (issue 9)\n\n")
+	w("| goal | measured | verdict |\n|---|---|---|\n")
+	c16 := cell{"https", 16}
+	goalRatio := func(peer string) {
+		p, q := pick("pab", c16), pick(peer, c16)
+		if len(p) == 0 || len(q) == 0 {
+			w("| HTTPS keep-alive, 16 conns: ≥ 5× %s | not measured | — |\n", peer)
+			return
+		}
+		x := mean(p, rpsOf) / mean(q, rpsOf)
+		w("| HTTPS keep-alive, 16 conns: ≥ 5× %s | %.1f× | %s |\n", peer, x, verdict(x >= 5, fmt.Sprintf("short by %.0f%%", 100*(1-x/5))))
+	}
+	goalRatio("whistle")
+	goalRatio("mitmproxy")
+	for _, c := range pcells {
+		if c.scheme != "https" || c.conns != 16 {
+			continue
+		}
+		if p := pickPaced("pab", c); len(p) > 0 {
+			x := maxOf(p, func(r rec) float64 { return r.P99 })
+			w("| p99 added latency < 2 ms at 16 conns (https, paced at %.0f requests/s) | %s ms | %s |\n", c.rate, rng(p, func(r rec) float64 { return r.P99 }, 2),
+				verdict(x < 2, fmt.Sprintf("%.1f× the goal (worst run)", x/2)))
+		}
+	}
+	var hlabels []string
+	for _, r := range filter(recs, "handler") {
+		if strings.Contains(r.Label, "https, 16 connections") && !slices.Contains(hlabels, r.Label) {
+			hlabels = append(hlabels, r.Label)
+		}
+	}
+	for _, l := range hlabels {
+		var rs []rec
+		for _, r := range filter(recs, "handler") {
+			if r.Label == l {
+				rs = append(rs, r)
+			}
+		}
+		x := maxOf(rs, func(r rec) float64 { return r.P99 })
+		w("| p99 time inside pab's handler < 2 ms (%s) | %s ms | %s |\n", l, rng(rs, func(r rec) float64 { return r.P99 }, 3),
+			verdict(x < 2, fmt.Sprintf("%.1f× the goal (worst run)", x/2)))
+	}
+	if p := pick("pab", c16); len(p) > 0 {
+		x := maxOf(p, func(r rec) float64 { return r.P99 })
+		w("| p99 latency < 2 ms at 16 conns (https, saturated: as fast as answered) | %s ms | %s |\n", rng(p, func(r rec) float64 { return r.P99 }, 2),
+			verdict(x < 2, fmt.Sprintf("%.1f× the goal (worst run); queueing on a saturated 2-core machine shared with the client", x/2)))
+	}
+	for _, l := range []string{"pab 75MB warm", "pab 75MB cold"} {
+		var rs []rec
+		for _, r := range starts {
+			if r.Label == l {
+				rs = append(rs, r)
+			}
+		}
+		lim := 0.3
+		if strings.HasSuffix(l, "cold") {
+			lim = 1
+		}
+		if len(rs) > 0 {
+			x := maxOf(rs, func(r rec) float64 { return r.Seconds })
+			w("| start, 75 MB recording, %s < %.1f s | %s s | %s |\n", strings.TrimPrefix(l, "pab 75MB "), lim, rng(rs, func(r rec) float64 { return r.Seconds }, 3),
+				verdict(x < lim, fmt.Sprintf("%.1f× the goal (worst run)", x/lim)))
+		}
+	}
+	var big []rec
+	for _, r := range rss {
+		if strings.Contains(r.Label, "500MB") && strings.Contains(r.Label, "serving") {
+			big = append(big, r)
+		}
+	}
+	if len(big) > 0 {
+		x := maxOf(big, func(r rec) float64 { return r.RSSMB })
+		w("| RSS < 150 MB serving the 500 MB recording | %s MB | %s |\n", rng(big, func(r rec) float64 { return r.RSSMB }, 0), verdict(x < 150, fmt.Sprintf("%.0f MB over", x-150)))
+	} else {
+		w("| RSS < 150 MB serving the 500 MB recording | not measured in this run (quick mode) | — |\n")
+	}
+	gbs := parseGoBench(string(gb))
+	for _, g := range []struct{ name, what string }{
+		{"BenchmarkLookup100k/exact", "exact lookup < 2 µs"},
+		{"BenchmarkLookup100k/fuzzy", "fuzzy lookup < 50 µs"},
+		{"BenchmarkLookup100k/search", "search lookup < 50 µs"},
+	} {
+		lim := 2000.0
+		if !strings.HasSuffix(g.name, "exact") {
+			lim = 50000
+		}
+		for _, x := range gbs {
+			if x.name == g.name {
+				v := x.minOf("cpu-ns/op")
+				if v == 0 {
+					v = x.minOf("ns/op")
+				}
+				ok := verdict(v < lim, fmt.Sprintf("%.1f× the goal (CPU time)", v/lim))
+				if wall := x.minOf("ns/op"); v < lim && wall >= lim {
+					ok += fmt.Sprintf(" on CPU time; wall time %.1f× the goal on the loaded machine", wall/lim)
+				}
+				w("| %s at 100,000 entries | %s ns (cpu), %s ns (wall) | %s |\n", g.what, x.rng("cpu-ns/op", 0), x.rng("ns/op", 0), ok)
+			}
+		}
+	}
+	if notes != "" {
+		data, err := os.ReadFile(notes)
+		if err != nil {
+			return err
+		}
+		w("\n")
+		b.Write(data)
+	}
+	return os.WriteFile(out, []byte(b.String()), 0o644)
+}
+
+func verdict(ok bool, miss string) string {
+	if ok {
+		return "met"
+	}
+	return "missed: " + miss
+}
+
+func rpsOf(r rec) float64 { return r.RPS }
+
+func filter(rs []rec, kind string) []rec {
+	var out []rec
+	for _, r := range rs {
+		if r.Kind == kind {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func mean(rs []rec, f func(rec) float64) float64 {
+	if len(rs) == 0 {
+		return math.NaN()
+	}
+	s := 0.0
+	for _, r := range rs {
+		s += f(r)
+	}
+	return s / float64(len(rs))
+}
+
+func maxOf(rs []rec, f func(rec) float64) float64 {
+	x := math.Inf(-1)
+	for _, r := range rs {
+		x = math.Max(x, f(r))
+	}
+	return x
+}
+
+func minOf(rs []rec, f func(rec) float64) float64 {
+	x := math.Inf(1)
+	for _, r := range rs {
+		x = math.Min(x, f(r))
+	}
+	return x
+}
+
+func rng(rs []rec, f func(rec) float64, prec int) string {
+	if len(rs) == 0 {
+		return "—"
+	}
+	lo, hi := minOf(rs, f), maxOf(rs, f)
+	if strconv.FormatFloat(lo, 'f', prec, 64) == strconv.FormatFloat(hi, 'f', prec, 64) {
+		return strconv.FormatFloat(lo, 'f', prec, 64)
+	}
+	return strconv.FormatFloat(lo, 'f', prec, 64) + "–" + strconv.FormatFloat(hi, 'f', prec, 64)
+}
+
+func ratio(p, q []rec) string {
+	if len(p) == 0 || len(q) == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("**%.1f×**", mean(p, rpsOf)/mean(q, rpsOf))
+}
+
+func lat(rs []rec) string {
+	if len(rs) == 0 {
+		return "—"
+	}
+	return rng(rs, func(r rec) float64 { return r.P50 }, 2) + " / " + rng(rs, func(r rec) float64 { return r.P99 }, 2) + " / " + rng(rs, func(r rec) float64 { return r.P999 }, 2)
+}
+
+// goBench is one benchmark's results over the -count runs: unit → values.
+type goBench struct {
+	name string
+	vals map[string][]float64
+}
+
+func (g goBench) minOf(unit string) float64 {
+	if len(g.vals[unit]) == 0 {
+		return 0
+	}
+	return slices.Min(g.vals[unit])
+}
+
+func (g goBench) rng(unit string, prec int) string {
+	vs := g.vals[unit]
+	if len(vs) == 0 {
+		return "—"
+	}
+	lo, hi := slices.Min(vs), slices.Max(vs)
+	a, b := strconv.FormatFloat(lo, 'f', prec, 64), strconv.FormatFloat(hi, 'f', prec, 64)
+	if a == b {
+		return a
+	}
+	return a + "–" + b
+}
+
+var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+\d+\s+(.*)$`)
+
+func parseGoBench(s string) []goBench {
+	var out []goBench
+	idx := map[string]int{}
+	for _, l := range strings.Split(s, "\n") {
+		m := benchLine.FindStringSubmatch(strings.TrimSpace(l))
+		if m == nil {
+			continue
+		}
+		i, ok := idx[m[1]]
+		if !ok {
+			i = len(out)
+			idx[m[1]] = i
+			out = append(out, goBench{name: m[1], vals: map[string][]float64{}})
+		}
+		f := strings.Fields(m[3])
+		for j := 0; j+1 < len(f); j += 2 {
+			if v, err := strconv.ParseFloat(f[j], 64); err == nil {
+				out[i].vals[f[j+1]] = append(out[i].vals[f[j+1]], v)
+			}
+		}
+	}
+	return out
+}

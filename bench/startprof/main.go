@@ -1,0 +1,82 @@
+// Command startprof profiles what pab replay does before it answers: open the unpacked
+// bundle, load the rules, build the index (bench/README.md).
+//
+//	startprof -bundle DIR -rules DIR[,DIR] [-recording DIR] [-cpuprofile F] [-n 5]
+//
+// It prints the time of each phase, best of -n runs.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/pab-dev/pab/replay"
+	"github.com/pab-dev/pab/rules"
+	"github.com/pab-dev/pab/warc"
+)
+
+func main() {
+	bundle := flag.String("bundle", "", "unpacked bundle directory")
+	rulesDirs := flag.String("rules", "", "rule directories, comma-separated")
+	prof := flag.String("cpuprofile", "", "write a CPU profile here")
+	n := flag.Int("n", 5, "runs")
+	recording := flag.String("recording", "", "a task's published recording directory: also time warc.HashRecording, which pab does on every start to find the unpacked copy")
+	flag.Parse()
+	if *bundle == "" {
+		fmt.Fprintln(os.Stderr, "startprof: -bundle is required")
+		os.Exit(2)
+	}
+	if *prof != "" {
+		f, err := os.Create(*prof)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	var dirs []string
+	if *rulesDirs != "" {
+		dirs = strings.Split(*rulesDirs, ",")
+	}
+	best := [3]time.Duration{1 << 62, 1 << 62, 1 << 62}
+	for i := 0; i < *n; i++ {
+		t0 := time.Now()
+		b, err := warc.OpenBundle(*bundle)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		t1 := time.Now()
+		rs, err := rules.Load(dirs...)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		t2 := time.Now()
+		if _, err := replay.NewIndex(b, rs); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		t3 := time.Now()
+		b.Close()
+		best = [3]time.Duration{min(best[0], t1.Sub(t0)), min(best[1], t2.Sub(t1)), min(best[2], t3.Sub(t2))}
+	}
+	fmt.Printf("open bundle %v, load rules %v, build index %v (best of %d)\n", best[0], best[1], best[2], *n)
+	if *recording != "" {
+		bestHash := time.Duration(1 << 62)
+		for i := 0; i < *n; i++ {
+			t0 := time.Now()
+			if _, err := warc.HashRecording(*recording); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			bestHash = min(bestHash, time.Since(t0))
+		}
+		fmt.Printf("hash recording %v (best of %d)\n", bestHash, *n)
+	}
+}
