@@ -24,13 +24,13 @@ const (
 // bodyFilter decides which body fields count: drop patterns (body_drop, at any depth) and,
 // when keep is non-nil, an allow-list of top-level field names (body_keep).
 type bodyFilter struct {
-	drop [][]string // pattern lists, one per rule source
+	drop []*nameMatcher // compiled body_drop lists, one per rule source
 	keep []string
 }
 
 func (f *bodyFilter) dropped(name string) bool {
 	for _, d := range f.drop {
-		if matchAnyName(d, name) {
+		if d.match(name) {
 			return true
 		}
 	}

@@ -88,28 +88,48 @@ func (k Key) Base() string {
 }
 
 func (k Key) writeBase(b *strings.Builder) {
-	writeEscaped(b, k.Method, " %")
+	writeEscaped(b, k.Method, &escMethod)
 	b.WriteByte(' ')
-	writeEscaped(b, k.Host, "%/?#@ ")
-	writeEscaped(b, k.Path, " #?")
+	writeEscaped(b, k.Host, &escHost)
+	writeEscaped(b, k.Path, &escPath)
 }
 
 func writeParam(b *strings.Builder, p Param) {
-	writeEscaped(b, p.Name, "%&#=")
+	writeEscaped(b, p.Name, &escName)
 	b.WriteByte('=')
-	writeEscaped(b, p.Value, "%&#")
+	writeEscaped(b, p.Value, &escValue)
 }
 
 const upperHex = "0123456789ABCDEF"
 
-// writeEscaped writes s, percent-encoding the bytes in special, invalid UTF-8 and runes
-// that are not printable (a space counts as printable unless listed in special).
-func writeEscaped(b *strings.Builder, s, special string) {
+// escapeSet marks the ASCII bytes writeEscaped shows as themselves: printable ASCII
+// (space included) except the special bytes it was built from.
+type escapeSet [utf8.RuneSelf]bool
+
+func newEscapeSet(special string) (t escapeSet) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = strings.IndexByte(special, byte(c)) < 0
+	}
+	return t
+}
+
+// The bytes each part of a key escapes besides controls (see Key.String).
+var (
+	escMethod = newEscapeSet(" %")
+	escHost   = newEscapeSet("%/?#@ ")
+	escPath   = newEscapeSet(" #?")
+	escName   = newEscapeSet("%&#=")
+	escValue  = newEscapeSet("%&#")
+)
+
+// writeEscaped writes s, percent-encoding the ASCII bytes that plain does not mark,
+// invalid UTF-8 and runes that are not printable.
+func writeEscaped(b *strings.Builder, s string, plain *escapeSet) {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != 0x7f && strings.IndexByte(special, c) < 0 {
+			if plain[c] {
 				i++
 				continue
 			}

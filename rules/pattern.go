@@ -395,3 +395,125 @@ func (ep *endpointPattern) expand(path string, caps []string) string {
 	}
 	return normPath(b.String())
 }
+
+// nameMatcher is a list of name patterns (drop_params, body_drop, keep_params, body_keep)
+// compiled for matching: it reports exactly what matchAnyName reports for the same list,
+// but checks the cheap forms first. Patterns without `*` go into a set of ASCII-lower-cased
+// names, "lit*" (any number of trailing stars) into prefixes, "*lit" into suffixes, a
+// pattern of stars alone matches every name, and only the rest is matched with
+// wildcardMatch. The zero value matches nothing. A nameMatcher is read-only after
+// compileNames and safe for concurrent use.
+type nameMatcher struct {
+	all      bool                // a pattern of stars alone: every name matches
+	exact    map[string]struct{} // ASCII-lower-cased names
+	maxExact int                 // longest name in exact
+	prefixes []string            // ASCII-lower-cased
+	suffixes []string            // ASCII-lower-cased
+	general  []string            // as written; wildcardMatch ignores case
+}
+
+// compileNames compiles patterns; nil or empty gives a matcher that matches nothing.
+func compileNames(patterns []string) *nameMatcher {
+	m := &nameMatcher{}
+	for _, p := range patterns {
+		stars := strings.Count(p, "*")
+		switch {
+		case stars == 0:
+			if m.exact == nil {
+				m.exact = make(map[string]struct{})
+			}
+			m.exact[asciiLower(p)] = struct{}{}
+			m.maxExact = max(m.maxExact, len(p))
+		case stars == len(p):
+			m.all = true
+		default:
+			lit := strings.Trim(p, "*")
+			if strings.Count(lit, "*") > 0 {
+				m.general = append(m.general, p)
+				continue
+			}
+			lead := strings.HasPrefix(p, "*")
+			trail := strings.HasSuffix(p, "*")
+			switch {
+			case trail && !lead:
+				m.prefixes = append(m.prefixes, asciiLower(lit))
+			case lead && !trail:
+				m.suffixes = append(m.suffixes, asciiLower(lit))
+			default: // "*lit*": a substring; rare, left to the general matcher
+				m.general = append(m.general, p)
+			}
+		}
+	}
+	return m
+}
+
+// match reports whether name matches one of the compiled patterns, ASCII case ignored.
+func (m *nameMatcher) match(name string) bool {
+	if m == nil {
+		return false
+	}
+	if m.all {
+		return true
+	}
+	if len(m.exact) > 0 && len(name) <= m.maxExact {
+		var buf [64]byte
+		if len(name) <= len(buf) {
+			b := buf[:len(name)]
+			for i := 0; i < len(name); i++ {
+				b[i] = lower(name[i])
+			}
+			if _, ok := m.exact[string(b)]; ok { // no allocation: the map index converts in place
+				return true
+			}
+		} else if _, ok := m.exact[asciiLower(name)]; ok {
+			return true
+		}
+	}
+	for _, p := range m.prefixes {
+		if len(name) >= len(p) && equalFoldASCII(name[:len(p)], p) {
+			return true
+		}
+	}
+	for _, s := range m.suffixes {
+		if len(name) >= len(s) && equalFoldASCII(name[len(name)-len(s):], s) {
+			return true
+		}
+	}
+	for _, p := range m.general {
+		if wildcardMatch(p, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// empty reports whether the matcher matches no name at all.
+func (m *nameMatcher) empty() bool {
+	return m == nil || !m.all && len(m.exact) == 0 && len(m.prefixes) == 0 && len(m.suffixes) == 0 && len(m.general) == 0
+}
+
+// asciiLower lower-cases the ASCII letters of s and leaves every other byte as it is (the
+// case folding wildcardMatch does).
+func asciiLower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				b[j] = lower(b[j])
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+// equalFoldASCII reports whether s equals lowered (already ASCII-lower-cased) with ASCII
+// case ignored in s; s and lowered have the same length.
+func equalFoldASCII(s, lowered string) bool {
+	for i := 0; i < len(s); i++ {
+		if lower(s[i]) != lowered[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -38,6 +38,8 @@ type site struct {
 	hosts     []hostPattern
 	drop      []string
 	bodyDrop  []string
+	dropM     *nameMatcher // drop compiled once the site is built
+	bodyDropM *nameMatcher // bodyDrop compiled once the site is built
 	block     []location
 	exclude   []location
 	latest    []location
@@ -248,6 +250,8 @@ func build(files []layerFile) (*Set, error) {
 				return nil, err
 			}
 		}
+		st.dropM = compileNames(st.drop)
+		st.bodyDropM = compileNames(st.bodyDrop)
 		if !st.isDefault && len(st.hosts) == 0 {
 			return nil, fmt.Errorf("%s: site %q has no hosts, so its rules apply to no request", st.files[0].Path, name)
 		}
@@ -488,7 +492,7 @@ func (s *Set) Key(r Request) Key {
 			if len(st.drop) > 0 {
 				keep = func(name string) bool {
 					for _, st := range sts {
-						if matchAnyName(st.drop, name) {
+						if st.dropM.match(name) {
 							return false
 						}
 					}
@@ -502,11 +506,11 @@ func (s *Set) Key(r Request) Key {
 	sortParams(k.Params)
 
 	var bf bodyFilter
-	var dropBuf [maxSites][]string
+	var dropBuf [maxSites]*nameMatcher
 	bf.drop = dropBuf[:0]
 	for _, st := range sts {
 		if len(st.bodyDrop) > 0 {
-			bf.drop = append(bf.drop, st.bodyDrop)
+			bf.drop = append(bf.drop, st.bodyDropM)
 		}
 	}
 	if ep != nil {

@@ -124,8 +124,10 @@ func (t *Task) Target() (*Target, error) {
 }
 
 // BundleDir returns the task's recording unpacked into the cache,
-// <cache>/bundles/<id>-<first 16 hex digits of warc.HashRecording>. The recording is
-// unpacked only when that directory does not exist yet: into a temporary directory beside it
+// <cache>/bundles/<id>-<first 16 hex digits of warc.HashRecording>. The hash is taken
+// from a stamp in <cache>/stamps when the recording files' names, sizes, times, devices and
+// inodes are those stamped (see recordingHash); otherwise the recording is hashed and
+// stamped. The recording is unpacked only when that directory does not exist yet: into a temporary directory beside it
 // (<dest>.tmp-<pid>-<random>), renamed into place once complete. When another process or
 // goroutine renamed its copy first, that copy is used. After an unpack, older copies of the
 // same task (<id>-<other hash>) and temporary directories older than a day are removed.
@@ -141,7 +143,7 @@ func (t *Task) BundleDir() (string, error) {
 		}
 		return "", fmt.Errorf("task %s has no recording (%s)", t.ID, rec)
 	}
-	hash, err := warc.HashRecording(rec)
+	hash, err := recordingHash(t.Repo.CacheDir(), rec, files)
 	if err != nil {
 		return "", fmt.Errorf("task %s: %w", t.ID, err)
 	}

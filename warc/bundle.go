@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Size bounds for the files of a bundle. Every file read from a bundle is treated as hostile.
@@ -440,7 +441,7 @@ func readManifest(r io.Reader, path string) (Manifest, error) {
 func readEntries(r io.Reader, path string, warcSize int64) ([]Entry, error) {
 	var entries []Entry
 	seen := make(map[string]int)
-	err := readJSONL(r, path, MaxEntryLineBytes, func(line int, e *Entry) error {
+	err := readJSONL(r, path, MaxEntryLineBytes, decodeEntryFast, func(line int, e *Entry) error {
 		switch {
 		case e.ID == "":
 			return errors.New("no id")
@@ -485,7 +486,7 @@ func checkSpan(what string, off, length, size int64, mayBeEmpty bool) error {
 // readPages reads pages/pages.jsonl from r; every page needs a url.
 func readPages(r io.Reader, path string) ([]Page, error) {
 	var pages []Page
-	err := readJSONL(r, path, MaxPageLineBytes, func(_ int, p *Page) error {
+	err := readJSONL(r, path, MaxPageLineBytes, nil, func(_ int, p *Page) error {
 		if p.URL == "" {
 			return errors.New("no url")
 		}
@@ -497,17 +498,32 @@ func readPages(r io.Reader, path string) ([]Page, error) {
 
 // readJSONL calls each for every non-blank line of r decoded strictly into a T, with the
 // 1-based line number. Lines longer than maxLine bytes are errors. Errors name path and line.
-func readJSONL[T any](r io.Reader, path string, maxLine int, each func(line int, v *T) error) error {
+// When fast is not nil it is tried first on each line: it decodes into a zero T and reports
+// true only when the result is exactly what the strict decoder gives; otherwise the line
+// goes through decodeStrictJSON. The *T given to each is only valid during the call.
+func readJSONL[T any](r io.Reader, path string, maxLine int, fast func(data []byte, v *T) bool, each func(line int, v *T) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
 	line := 0
+	var buf T
 	for sc.Scan() {
 		line++
 		data := bytes.TrimSpace(sc.Bytes())
 		if len(data) == 0 {
 			continue
 		}
-		v, err := decodeStrictJSON[T](data)
+		var v *T
+		var err error
+		if fast != nil {
+			var zero T
+			buf = zero
+			if fast(data, &buf) {
+				v = &buf
+			}
+		}
+		if v == nil {
+			v, err = decodeStrictJSON[T](data)
+		}
 		if err == nil {
 			err = each(line, v)
 		}
@@ -550,4 +566,175 @@ func decodeStrictJSON[T any](data []byte) (*T, error) {
 		return nil, fmt.Errorf("at byte %d: data after the JSON object", end)
 	}
 	return v, nil
+}
+
+// decodeEntryFast decodes one line of indexes/entries.jsonl of the shape pab writes, without
+// reflection: an object whose keys are spelled exactly as Entry's JSON names, whose strings
+// hold no escapes, no control bytes and only valid UTF-8, whose numbers are integers without
+// fraction or exponent that fit their field, and whose booleans are true or false, with
+// JSON white space between tokens and nothing after the object. For such a line it fills
+// e (which must be zero) exactly as decodeStrictJSON would and returns true. For anything
+// else (unknown or differently cased keys, escapes, null, other types, bad syntax) it
+// returns false and e's content is undefined: the caller decodes the line strictly, which
+// gives the error or the value. The strings of e share one copy of data.
+func decodeEntryFast(data []byte, e *Entry) bool {
+	p := entryParser{s: string(data)}
+	p.ws()
+	if !p.byte('{') {
+		return false
+	}
+	p.ws()
+	if p.byte('}') {
+		p.ws()
+		return p.i == len(p.s)
+	}
+	for {
+		p.ws()
+		key, ok := p.str()
+		if !ok {
+			return false
+		}
+		p.ws()
+		if !p.byte(':') {
+			return false
+		}
+		p.ws()
+		switch key {
+		case "id":
+			e.ID, ok = p.str()
+		case "ts":
+			e.TS, ok = p.str()
+		case "method":
+			e.Method, ok = p.str()
+		case "url":
+			e.URL, ok = p.str()
+		case "status":
+			var n int64
+			n, ok = p.int(strconv.IntSize)
+			e.Status = int(n)
+		case "mime":
+			e.Mime, ok = p.str()
+		case "digest":
+			e.Digest, ok = p.str()
+		case "size":
+			e.Size, ok = p.int(64)
+		case "reqOffset":
+			e.ReqOffset, ok = p.int(64)
+		case "reqLength":
+			e.ReqLength, ok = p.int(64)
+		case "respOffset":
+			e.RespOffset, ok = p.int(64)
+		case "respLength":
+			e.RespLength, ok = p.int(64)
+		case "reqBody":
+			e.ReqBody, ok = p.str()
+		case "reqType":
+			e.ReqType, ok = p.str()
+		case "revisitOf":
+			e.RevisitOf, ok = p.str()
+		case "unresolved":
+			e.Unresolved, ok = p.bool()
+		case "type":
+			e.ResourceType, ok = p.str()
+		default:
+			return false // unknown, or a case-folded match: the strict decoder decides
+		}
+		if !ok {
+			return false
+		}
+		p.ws()
+		if p.byte(',') {
+			continue
+		}
+		if !p.byte('}') {
+			return false
+		}
+		p.ws()
+		return p.i == len(p.s)
+	}
+}
+
+// entryParser is the cursor of decodeEntryFast.
+type entryParser struct {
+	s string
+	i int
+}
+
+func (p *entryParser) ws() {
+	for p.i < len(p.s) {
+		switch p.s[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *entryParser) byte(c byte) bool {
+	if p.i < len(p.s) && p.s[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// str reads a string without escapes or control bytes, holding only valid UTF-8.
+func (p *entryParser) str() (string, bool) {
+	if !p.byte('"') {
+		return "", false
+	}
+	start := p.i
+	ascii := true
+	for p.i < len(p.s) {
+		c := p.s[p.i]
+		switch {
+		case c == '"':
+			v := p.s[start:p.i]
+			p.i++
+			if !ascii && !utf8.ValidString(v) {
+				return "", false // the strict decoder replaces bad bytes with U+FFFD
+			}
+			return v, true
+		case c == '\\' || c < 0x20:
+			return "", false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+		p.i++
+	}
+	return "", false
+}
+
+// int reads an integer in JSON syntax (-?(0|[1-9][0-9]*)) that fits bits, with no fraction
+// or exponent after it.
+func (p *entryParser) int(bits int) (int64, bool) {
+	start := p.i
+	if p.i < len(p.s) && p.s[p.i] == '-' {
+		p.i++
+	}
+	digits := p.i
+	for p.i < len(p.s) && '0' <= p.s[p.i] && p.s[p.i] <= '9' {
+		p.i++
+	}
+	if p.i == digits || (p.s[digits] == '0' && p.i > digits+1) {
+		return 0, false
+	}
+	if p.i < len(p.s) && (p.s[p.i] == '.' || p.s[p.i] == 'e' || p.s[p.i] == 'E') {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(p.s[start:p.i], 10, bits)
+	return n, err == nil
+}
+
+func (p *entryParser) bool() (bool, bool) {
+	switch {
+	case strings.HasPrefix(p.s[p.i:], "true"):
+		p.i += 4
+		return true, true
+	case strings.HasPrefix(p.s[p.i:], "false"):
+		p.i += 5
+		return false, true
+	}
+	return false, false
 }
