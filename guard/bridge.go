@@ -2,10 +2,16 @@ package guard
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -53,7 +59,68 @@ type Config struct {
 	Pauser  Pauser
 	Trace   *Tracer          // JSONL trace writer (trace.go)
 	Now     func() time.Time // nil = time.Now
+	// LockToken, when set, is the token of the submit lock (SubmitLockScript) the browser
+	// runs in every page: the Bridge arms the lock with it only around an allowed auto_submit
+	// click. "" = no lock installed (e.g. a --browser-mcp server).
+	LockToken string
+	// UploadDir, when set, is a directory the browser may read files from (e.g.
+	// @playwright/mcp's output directory): each approved artifact is copied there from the
+	// bytes just hashed, and that copy is uploaded. "" = the artifact's own path is uploaded.
+	UploadDir string
 }
+
+// SubmitLockScript is a script for the browser to run in every page before the page's own
+// scripts (@playwright/mcp's browser.initScript). Until armed with token it refuses every
+// POST a page could make: HTMLFormElement submit() and requestSubmit() of a POST form throw,
+// the "submit" event of a POST form is cancelled in the capture phase (so no native
+// submission either; GET forms only navigate and are left alone), and fetch, XMLHttpRequest
+// and navigator.sendBeacon refuse any method but GET and HEAD. Each refused
+// attempt is counted; inspectPageJS takes the count, and the Bridge traces it as a refusal
+// (reason script_submit). token must be letters and digits (NewLockToken).
+func SubmitLockScript(token string) string {
+	return strings.Replace(submitLockJS, "@TOKEN@", token, 1)
+}
+
+// NewLockToken returns a random token for SubmitLockScript (32 hex digits).
+func NewLockToken() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return hex.EncodeToString(b[:])
+}
+
+const submitLockJS = `(() => {
+  if (window.__pabGuardLock) return;
+  const token = "@TOKEN@";
+  let armed = false;
+  let blocked = 0;
+  const refuse = (what) => { blocked++; return new Error("pab guard: " + what + " refused (a submit needs the owner's approval)"); };
+  const def = (name, fn) => Object.defineProperty(window, name, { value: fn, writable: false, configurable: false, enumerable: false });
+  def("__pabGuardLock", (t, on) => { if (t === token) armed = !!on; return armed; });
+  def("__pabGuardTake", () => { const n = blocked; blocked = 0; return n; });
+  const F = HTMLFormElement.prototype;
+  const submit = F.submit, requestSubmit = F.requestSubmit, getAttr = Element.prototype.getAttribute;
+  // a GET (or dialog) form only navigates; a POST one sends the application
+  const posts = (form, by) => {
+    const m = (by && by.hasAttribute && by.hasAttribute("formmethod")) ? getAttr.call(by, "formmethod") : getAttr.call(form, "method");
+    return String(m || "get").toLowerCase() === "post";
+  };
+  F.submit = function () { if (!armed && posts(this)) throw refuse("form.submit()"); return submit.apply(this, arguments); };
+  F.requestSubmit = function (by) { if (!armed && posts(this, by)) throw refuse("form.requestSubmit()"); return requestSubmit.apply(this, arguments); };
+  window.addEventListener("submit", (ev) => { if (!armed && ev.target instanceof HTMLFormElement && posts(ev.target, ev.submitter)) { ev.preventDefault(); ev.stopImmediatePropagation(); blocked++; } }, true);
+  const safe = (m) => { m = String(m || "GET").toUpperCase(); return m === "GET" || m === "HEAD"; };
+  const fetch0 = window.fetch;
+  if (fetch0) window.fetch = function (input, init) {
+    const m = (init && init.method) || (input && typeof input === "object" && input.method) || "GET";
+    if (!armed && !safe(m)) return Promise.reject(refuse("fetch " + m));
+    return fetch0.apply(this, arguments);
+  };
+  const X = XMLHttpRequest.prototype, open0 = X.open, send0 = X.send;
+  X.open = function (m) { this.__pabMethod = m; return open0.apply(this, arguments); };
+  X.send = function () { if (!armed && !safe(this.__pabMethod)) throw refuse("XMLHttpRequest " + this.__pabMethod); return send0.apply(this, arguments); };
+  if (navigator.sendBeacon) { const b0 = navigator.sendBeacon.bind(navigator); navigator.sendBeacon = function () { if (!armed) { blocked++; return false; } return b0.apply(null, arguments); }; }
+})();`
 
 // Status is a snapshot of a run for the control API (JSON).
 type Status struct {
@@ -122,6 +189,7 @@ const inspectPageJS = `() => {
   return {
     url: location.href,
     title: (document.title || "").slice(0, 200),
+    scriptBlocked: typeof window.__pabGuardTake === "function" ? window.__pabGuardTake() : 0,
     captcha: has('iframe[src*="recaptcha"], .g-recaptcha, iframe[src*="hcaptcha.com"], .h-captcha, iframe[src*="challenges.cloudflare.com"], .cf-turnstile, iframe[src*="arkoselabs"], .geetest_holder, [data-sitekey]')
       || /i'?m not a robot|confirm (that )?you('?re| are) not a robot|verify (that )?you('?re| are) (a )?human|ich bin kein roboter|je ne suis pas un robot|no soy un robot|não sou um robô|non sono un robot|ik ben geen robot|ロボットではありません|我不是机器人|人机验证/.test(text),
     login: has('input[type=password]'),
@@ -681,6 +749,9 @@ func (b *Bridge) inspect(ctx context.Context) *pageState {
 	}
 	t := func(k string) bool { x, _ := v[k].(bool); return x }
 	title, _ := v["title"].(string)
+	if n, _ := v["scriptBlocked"].(float64); n > 0 {
+		b.emit(Event{Type: "policy.decision", Domain: hostOf(u), Detail: map[string]any{"class": ClassSubmit, "decision": "refused", "reason": "script_submit", "count": int(math.Min(n, 1e6))}})
+	}
 	return &pageState{URL: u, Title: title, Captcha: t("captcha"), Login: t("login"), Duplicate: t("duplicate"), AntiBot: t("antiBot"), Confirmed: t("confirmed")}
 }
 
@@ -1365,6 +1436,13 @@ func (b *Bridge) upload(ctx context.Context, kind string) *mcp.CallToolResult {
 		}
 		return b.refuse(tool, ClassFill, "artifact_unavailable", err.Error()+".", "")
 	}
+	if b.cfg.UploadDir != "" {
+		staged, err := stageArtifact(path, sum, filepath.Join(b.cfg.UploadDir, "artifacts", kind))
+		if err != nil {
+			return b.refuse(tool, ClassFill, "artifact_unavailable", "The approved "+strings.ReplaceAll(kind, "_", " ")+" could not be prepared for upload ("+bound(err.Error(), 300)+"). Nothing was attached.", "")
+		}
+		path = staged
+	}
 	res, msg, ok := b.callBrowser(ctx, "browser_file_upload", map[string]any{"paths": []any{path}})
 	if !ok {
 		return textResult(msg, true)
@@ -1381,6 +1459,36 @@ func (b *Bridge) upload(ctx context.Context, kind string) *mcp.CallToolResult {
 	b.mu.Unlock()
 	b.emit(Event{Type: "artifact.uploaded", Detail: map[string]any{"kind": kind, "sha256": sum, "class": ClassFill}})
 	return textResult("Attached the approved "+strings.ReplaceAll(kind, "_", " ")+".", false)
+}
+
+// stageArtifact copies the file at path into dir (created 0700) under its own base name,
+// from the bytes it reads and checks against sum, so the copy is exactly the approved file.
+// Errors: unreadable, over MaxArtifactBytes, a hash that differs, or a failed write.
+func stageArtifact(path, sum, dir string) (string, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxArtifactBytes+1))
+	if err != nil {
+		return "", err
+	}
+	if len(data) > MaxArtifactBytes {
+		return "", fmt.Errorf("larger than %d bytes", MaxArtifactBytes)
+	}
+	h := sha256.Sum256(data)
+	if hex.EncodeToString(h[:]) != sum {
+		return "", fmt.Errorf("%w: it changed while it was being read", ErrArtifactChanged)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, filepath.Base(path))
+	if err := os.WriteFile(out, data, 0o600); err != nil {
+		return "", err
+	}
+	return out, nil
 }
 
 func (b *Bridge) requestAnswer(ctx context.Context, args map[string]any) *mcp.CallToolResult {
@@ -1419,6 +1527,15 @@ func (b *Bridge) review(summary string) *mcp.CallToolResult {
 	return textResult("Recorded. The application waits for the owner's review; nothing was submitted. Stop now.", false)
 }
 
+// lock arms (on) or disarms the page's submit lock (SubmitLockScript), when one is installed.
+func (b *Bridge) lock(ctx context.Context, on bool) {
+	if b.cfg.LockToken == "" {
+		return
+	}
+	fn := "() => typeof window.__pabGuardLock === \"function\" && window.__pabGuardLock(\"" + b.cfg.LockToken + "\", " + strconv.FormatBool(on) + ")"
+	_, _, _ = b.callBrowser(ctx, "browser_evaluate", map[string]any{"function": fn})
+}
+
 // submit is the final Submit: never under fill_and_review; once, gated and traced, under
 // auto_submit.
 func (b *Bridge) submit(ctx context.Context, tool string, forward map[string]any) *mcp.CallToolResult {
@@ -1447,10 +1564,12 @@ func (b *Bridge) submit(ctx context.Context, tool string, forward map[string]any
 	b.submitAttempted = true
 	b.mu.Unlock()
 	b.emit(Event{Type: "submit.attempted", URL: before.URL, Domain: host, Detail: map[string]any{"class": ClassSubmit, "gateId": gate, "tool": tool}})
+	b.lock(ctx, true)
 	res, _, ok := b.callBrowser(ctx, tool, forward)
 	if ok && !res.IsError {
 		_, _, _ = b.callBrowser(ctx, "browser_wait_for", map[string]any{"time": 2})
 	}
+	b.lock(ctx, false)
 	var after *pageState
 	if ok && !res.IsError {
 		after = b.inspect(ctx)

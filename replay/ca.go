@@ -77,6 +77,21 @@ func LoadOrCreateCA(dir string) (*CA, error) {
 	case keyExists:
 		return nil, fmt.Errorf("load CA: %s exists but %s is missing (remove both to make a new CA)", keyPath, certPath)
 	}
+	// Several replays may start at once on an empty cache: one makes the CA under a lock,
+	// the others wait and load it.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create CA: %w", err)
+	}
+	unlock, err := lockDir(filepath.Clean(dir) + ".lock") // beside dir: dir holds only the CA
+	if err != nil {
+		return nil, fmt.Errorf("create CA: %w", err)
+	}
+	defer unlock()
+	if certExists, _ := regularFileExists(certPath); certExists {
+		if keyExists, _ := regularFileExists(keyPath); keyExists {
+			return loadCA(dir)
+		}
+	}
 	return createCA(dir)
 }
 

@@ -227,3 +227,32 @@ func FuzzLoadCA(f *testing.F) {
 		}
 	})
 }
+
+// Replays that start at once on an empty cache all get the same CA.
+func TestLoadOrCreateCAConcurrent(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ca")
+	const n = 8
+	spki := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ca, err := LoadOrCreateCA(dir)
+			errs[i] = err
+			if err == nil {
+				spki[i] = ca.SPKIHash()
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("start %d: %v", i, errs[i])
+		}
+		if spki[i] != spki[0] {
+			t.Fatalf("start %d got another CA", i)
+		}
+	}
+}

@@ -123,12 +123,17 @@ has the same tool names (words split on spaces; quote with ' or ").`,
 			}
 			defer os.RemoveAll(tmp)
 			var argv []string
+			var lockToken, uploadDir string // the submit lock's token and the upload directory (default browser only)
 			if browserMCP != "" {
 				if argv, err = guard.SplitCommand(browserMCP); err != nil {
 					return fmt.Errorf("guard: --browser-mcp: %v", err)
 				}
-			} else if argv, err = defaultBrowserMCP(g, proxy, chrome, tmp); err != nil {
-				return fmt.Errorf("guard: %v", err)
+			} else {
+				lockToken = guard.NewLockToken()
+				uploadDir = filepath.Join(tmp, "output") // @playwright/mcp reads uploads only from there (or its cwd)
+				if argv, err = defaultBrowserMCP(g, proxy, chrome, tmp, lockToken); err != nil {
+					return fmt.Errorf("guard: %v", err)
+				}
 			}
 
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -167,7 +172,7 @@ has the same tool names (words split on spaces; quote with ' or ").`,
 			}
 			defer child.Close()
 
-			bridge, err := guard.NewBridge(guard.Config{App: app, Browser: child, Pauser: ctl, Trace: tracer})
+			bridge, err := guard.NewBridge(guard.Config{App: app, Browser: child, Pauser: ctl, Trace: tracer, LockToken: lockToken, UploadDir: uploadDir})
 			if err != nil {
 				return fmt.Errorf("guard: %v", err)
 			}
@@ -247,7 +252,10 @@ func checkHostPort(s string) error {
 // an in-memory profile, output files under tmp, and with proxy, every request through it
 // with pab's CA trusted by its SPKI hash (Playwright takes extra Chromium switches only
 // from a config file: tmp/playwright-mcp.json).
-func defaultBrowserMCP(g *globalFlags, proxy, chrome, tmp string) ([]string, error) {
+//
+// Every page runs guard.SubmitLockScript(lockToken) first (tmp/submit-lock.js), so that no
+// script can submit a form unless the guard arms it for a permitted submit.
+func defaultBrowserMCP(g *globalFlags, proxy, chrome, tmp, lockToken string) ([]string, error) {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		return nil, errors.New("node not found on PATH: install Node.js (Debian's nodejs), or pass --browser-mcp")
@@ -272,7 +280,11 @@ func defaultBrowserMCP(g *globalFlags, proxy, chrome, tmp string) ([]string, err
 		}
 		chromeArgs = append(chromeArgs, "--ignore-certificate-errors-spki-list="+ca.SPKIHash())
 	}
-	config := map[string]any{"browser": map[string]any{"launchOptions": map[string]any{"args": chromeArgs}}}
+	lockPath := filepath.Join(tmp, "submit-lock.js")
+	if err := os.WriteFile(lockPath, []byte(guard.SubmitLockScript(lockToken)), 0o600); err != nil {
+		return nil, err
+	}
+	config := map[string]any{"browser": map[string]any{"launchOptions": map[string]any{"args": chromeArgs}, "initScript": []string{lockPath}}}
 	data, err := json.MarshalIndent(config, "", "  ")
 	if err != nil {
 		return nil, err
