@@ -29,7 +29,7 @@ func newK8sRenderCmd(g *globalFlags) *cobra.Command {
 		out          string
 	)
 	cmd := &cobra.Command{
-		Use:   "render --agent-image IMG [TASK...]",
+		Use:   "render --agent-image IMG (--images FILE | --replay-image IMG --task-image-prefix P) [TASK...]",
 		Short: "Write the manifests that run an agent on tasks in a Kubernetes cluster",
 		Long: `Write Kubernetes manifests that run an agent on TASKs (default: every task of the
 repository), --repeat times each: one Indexed Job per task (completions = --repeat,
@@ -38,7 +38,8 @@ the batch's pods (but DNS to kube-dns with --allow-dns).
 
 Each pod: the task image copies the task into the pod (init container); the collector,
 the replay and the browser run as native sidecars (Kubernetes 1.29 or later); the agent
-is the main container, with the environment of docs/run.md. When the agent ends, the
+is the main container, with the environment listed in docs/deploy.md (the task, prompt,
+answer, proxy, CA and CDP variables of docs/run.md; no proxy variables). When the agent ends, the
 sidecars stop in reverse order and the collector copies the run (replay.jsonl,
 answer.txt, prompt.txt, agent output, run.json) to the PersistentVolumeClaim
 --results-claim under <batch>/<task>/<k>/, which 'pab run --collect DIR' grades.
