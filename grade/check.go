@@ -25,6 +25,7 @@ type SourceProblem struct {
 	Problem string
 }
 
+// String formats the problem as "path:line: require on FIELD: problem".
 func (p SourceProblem) String() string {
 	return fmt.Sprintf("%s:%d: require on %s: %s", p.Path, p.Line, p.Field, p.Problem)
 }
