@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -252,66 +251,26 @@ func runChromium(ctx context.Context, b browserSetup, served chan error, errOut 
 	if b.timezone != "" {
 		c.Env = append(c.Env, "TZ="+b.timezone)
 	}
-	// Its own process group, so that stopGroup reaches every helper process; and killed
-	// with pab should pab itself be killed (SIGKILL leaves no time to stop it).
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	// Chromium's helper processes inherit stderr: a pipe of our own lets Wait return when
-	// the browser exits, whether or not a helper still holds the pipe.
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("browser: %w", err)
-	}
-	defer pr.Close()
-	c.Stderr = pw
-	err = c.Start()
-	pw.Close()
+	// Its own process group, so that stopGroup reaches every helper process, killed with pab;
+	// stderr through a pipe of its own (startWatched).
+	w, err := startWatched(c, "", 0, devToolsLine)
 	if err != nil {
 		return fmt.Errorf("browser: start %s: %w", b.chrome, err)
 	}
-	pgid := c.Process.Pid
-	exited := make(chan error, 1)
-	go func() { exited <- c.Wait() }()
-	endpoint := make(chan string, 1)
-	failed := make(chan []string, 1) // Chromium's last stderr lines when it printed no address
-	go func() {
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64*1024), 1<<20)
-		var tail []string
-		for sc.Scan() {
-			if m := devToolsLine.FindStringSubmatch(sc.Text()); m != nil {
-				endpoint <- m[1]
-				io.Copy(io.Discard, pr)
-				return
-			}
-			if len(tail) == 5 {
-				tail = tail[1:]
-			}
-			tail = append(tail, sc.Text())
-		}
-		failed <- tail
-	}()
-	defer stopGroup(pgid, exited)
-
-	timer := time.NewTimer(chromiumStartTimeout)
-	defer timer.Stop()
-	select {
-	case ws := <-endpoint:
+	defer w.stop()
+	ws, err := w.wait(ctx, chromiumStartTimeout)
+	var ee *childExitedError
+	switch {
+	case err == nil:
 		fmt.Fprintf(errOut, "pab browser: CDP %s\n", ws)
-	case tail := <-failed:
-		return fmt.Errorf("browser: %s exited before opening its debugging port: %q", b.chrome, tail)
-	case err := <-exited:
-		exited <- err
-		var tail []string
-		select {
-		case tail = <-failed:
-		case <-time.After(2 * time.Second): // a helper process still holds stderr
-		}
-		return fmt.Errorf("browser: %s exited (%s) before opening its debugging port: %q", b.chrome, exitStatus(err), tail)
-	case <-timer.C:
+	case errors.As(err, &ee):
+		return fmt.Errorf("browser: %s exited (%s) before opening its debugging port: %q", b.chrome, ee.status, ee.tail)
+	case errors.Is(err, errNoAddress):
 		return fmt.Errorf("browser: %s printed no DevTools address within %s", b.chrome, chromiumStartTimeout)
-	case <-ctx.Done():
+	default:
 		return exitError{code: 130, msg: "interrupted"}
 	}
+	exited := w.exited
 	fmt.Fprintln(errOut, "pab browser: press Ctrl-C to stop")
 	select {
 	case <-ctx.Done():

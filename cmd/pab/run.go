@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -398,72 +397,28 @@ func startRunBrowser(ctx context.Context, b browserSetup, dir string) (*runBrows
 	if b.timezone != "" {
 		c.Env = append(c.Env, "TZ="+b.timezone)
 	}
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	pr, pw, err := os.Pipe()
+	w, err := startWatched(c, filepath.Join(dir, "browser.stderr"), 1<<20, devToolsLine)
 	if err != nil {
-		removeProfile(profile)
-		return nil, err
-	}
-	c.Stderr = pw
-	err = c.Start()
-	pw.Close()
-	if err != nil {
-		pr.Close()
 		removeProfile(profile)
 		return nil, fmt.Errorf("browser: start %s: %w", b.chrome, err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- c.Wait() }()
-	endpoint := make(chan string, 1)
-	logDone := make(chan struct{})
-	go func() {
-		defer close(logDone)
-		defer pr.Close()
-		logf, _ := os.Create(filepath.Join(dir, "browser.stderr"))
-		var w io.Writer = io.Discard
-		if logf != nil {
-			defer logf.Close()
-			w = &limitWriter{w: logf, n: 1 << 20}
-		}
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64*1024), 1<<20)
-		found := false
-		for sc.Scan() {
-			fmt.Fprintln(w, sc.Text())
-			if !found {
-				if m := devToolsLine.FindStringSubmatch(sc.Text()); m != nil {
-					found = true
-					endpoint <- m[1]
-				}
-			}
-		}
-		io.Copy(w, pr)
-	}()
 	stop := func() {
-		stopGroup(c.Process.Pid, exited)
-		select {
-		case <-logDone:
-		case <-time.After(5 * time.Second):
-			pr.Close()
-		}
+		w.stop()
 		removeProfile(profile)
 	}
-	timer := time.NewTimer(chromiumStartTimeout)
-	defer timer.Stop()
-	select {
-	case ws := <-endpoint:
-		return &runBrowser{cdp: ws, stop: stop}, nil
-	case err := <-exited:
-		exited <- err
+	ws, err := w.wait(ctx, chromiumStartTimeout)
+	if err != nil {
 		stop()
-		return nil, fmt.Errorf("browser: %s exited (%s) before opening its debugging port (see browser.stderr)", b.chrome, exitStatus(err))
-	case <-timer.C:
-		stop()
-		return nil, fmt.Errorf("browser: %s printed no DevTools address within %s", b.chrome, chromiumStartTimeout)
-	case <-ctx.Done():
-		stop()
-		return nil, ctx.Err()
+		var ee *childExitedError
+		switch {
+		case errors.As(err, &ee):
+			return nil, fmt.Errorf("browser: %s exited (%s) before opening its debugging port (see browser.stderr)", b.chrome, ee.status)
+		case errors.Is(err, errNoAddress):
+			return nil, fmt.Errorf("browser: %s printed no DevTools address within %s", b.chrome, chromiumStartTimeout)
+		}
+		return nil, err
 	}
+	return &runBrowser{cdp: ws, stop: stop}, nil
 }
 
 // runGuard is a pab guard child process started for one run.
@@ -487,70 +442,24 @@ func (t *runTask) startGuard(ctx context.Context, proxy, dir string) (*runGuard,
 	c := exec.Command(t.h.pabExe, args...)
 	c.Dir = dir
 	c.Env = os.Environ()
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	pr, pw, err := os.Pipe()
+	w, err := startWatched(c, filepath.Join(dir, "guard.stderr"), 10<<20, guardServing)
 	if err != nil {
-		return nil, err
-	}
-	c.Stderr = pw
-	err = c.Start()
-	pw.Close()
-	if err != nil {
-		pr.Close()
 		return nil, fmt.Errorf("guard: start %s guard: %w", t.h.pabExe, err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- c.Wait() }()
-	url := make(chan string, 1)
-	logDone := make(chan struct{})
-	go func() {
-		defer close(logDone)
-		defer pr.Close()
-		logf, _ := os.Create(filepath.Join(dir, "guard.stderr"))
-		var w io.Writer = io.Discard
-		if logf != nil {
-			defer logf.Close()
-			w = &limitWriter{w: logf, n: 10 << 20}
+	u, err := w.wait(ctx, guardStartTimeout)
+	if err != nil {
+		w.stop()
+		var ee *childExitedError
+		switch {
+		case errors.As(err, &ee):
+			tail, _ := os.ReadFile(filepath.Join(dir, "guard.stderr"))
+			return nil, fmt.Errorf("guard exited (%s) before serving MCP: %s", ee.status, lastLine(string(tail)))
+		case errors.Is(err, errNoAddress):
+			return nil, fmt.Errorf("guard printed no MCP address within %s (see guard.stderr)", guardStartTimeout)
 		}
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64*1024), 1<<20)
-		found := false
-		for sc.Scan() {
-			fmt.Fprintln(w, sc.Text())
-			if !found {
-				if m := guardServing.FindStringSubmatch(sc.Text()); m != nil {
-					found = true
-					url <- m[1]
-				}
-			}
-		}
-		io.Copy(w, pr)
-	}()
-	stop := func() {
-		stopGroup(c.Process.Pid, exited)
-		select {
-		case <-logDone:
-		case <-time.After(5 * time.Second):
-			pr.Close()
-		}
+		return nil, err
 	}
-	timer := time.NewTimer(guardStartTimeout)
-	defer timer.Stop()
-	select {
-	case u := <-url:
-		return &runGuard{url: u, stop: stop}, nil
-	case err := <-exited:
-		exited <- err
-		stop()
-		tail, _ := os.ReadFile(filepath.Join(dir, "guard.stderr"))
-		return nil, fmt.Errorf("guard exited (%s) before serving MCP: %s", exitStatus(err), lastLine(string(tail)))
-	case <-timer.C:
-		stop()
-		return nil, fmt.Errorf("guard printed no MCP address within %s (see guard.stderr)", guardStartTimeout)
-	case <-ctx.Done():
-		stop()
-		return nil, ctx.Err()
-	}
+	return &runGuard{url: u, stop: w.stop}, nil
 }
 
 // lastLine is the last non-blank line of s.
