@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -64,39 +63,7 @@ func Collect(ctx context.Context, cfg CollectConfig) (*Summary, error) {
 	prog := newProgress(cfg.Progress, cfg.Live, len(jobs), 0)
 	prog.start()
 	infos := map[job]*Info{}
-	var mu sync.Mutex
-	ch := make(chan job)
-	var wg sync.WaitGroup
-	for range min(cfg.Jobs, len(jobs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range ch {
-				if ctx.Err() != nil {
-					continue
-				}
-				prog.begin()
-				in := b.collectOne(ctx, j)
-				mu.Lock()
-				infos[j] = in
-				mu.Unlock()
-				prog.end(j, in)
-			}
-		}()
-	}
-feed:
-	for _, j := range jobs {
-		if ctx.Err() != nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			break feed
-		case ch <- j:
-		}
-	}
-	close(ch)
-	wg.Wait()
+	b.pool(ctx, jobs, cfg.Jobs, prog, infos, b.collectOne)
 	b.closeAll()
 	prog.stop()
 	sum := summarize(dir, cfg.Label, tasks, repeat, infos)

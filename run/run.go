@@ -169,39 +169,7 @@ func Batch(ctx context.Context, cfg Config) (*Summary, error) {
 	b := &batch{cfg: cfg, tasks: map[string]*taskSlot{}, remaining: remaining}
 	prog := newProgress(cfg.Progress, cfg.Live, len(todo), len(infos))
 	prog.start()
-	var mu sync.Mutex
-	jobs := make(chan job)
-	var wg sync.WaitGroup
-	for range min(cfg.Jobs, max(len(todo), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				if ctx.Err() != nil {
-					continue // interrupted: the run is left for --resume
-				}
-				prog.begin()
-				in := b.runOne(ctx, j)
-				mu.Lock()
-				infos[j] = in
-				mu.Unlock()
-				prog.end(j, in)
-			}
-		}()
-	}
-dispatch:
-	for _, j := range todo {
-		if ctx.Err() != nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			break dispatch
-		case jobs <- j:
-		}
-	}
-	close(jobs)
-	wg.Wait()
+	b.pool(ctx, todo, cfg.Jobs, prog, infos, b.runOne)
 	b.closeAll()
 	prog.stop()
 
@@ -324,6 +292,45 @@ func (b *batch) closeAll() {
 
 // runOne does one run from start to end and returns its final Info, also written to
 // run.json when the disk allows.
+// pool runs do for the jobs in order on n workers (at least one), putting each result into
+// infos and telling prog. When ctx ends, no more jobs start; those are left out of infos
+// (interrupted runs are left for --resume).
+func (b *batch) pool(ctx context.Context, todo []job, n int, prog *progress, infos map[job]*Info, do func(context.Context, job) *Info) {
+	var mu sync.Mutex
+	jobs := make(chan job)
+	var wg sync.WaitGroup
+	for range min(n, max(len(todo), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if ctx.Err() != nil {
+					continue
+				}
+				prog.begin()
+				in := do(ctx, j)
+				mu.Lock()
+				infos[j] = in
+				mu.Unlock()
+				prog.end(j, in)
+			}
+		}()
+	}
+dispatch:
+	for _, j := range todo {
+		if ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			break dispatch
+		case jobs <- j:
+		}
+	}
+	close(jobs)
+	wg.Wait()
+}
+
 func (b *batch) runOne(ctx context.Context, j job) *Info {
 	defer b.release(j.task)
 	dir := runDir(b.cfg.Out, j)
