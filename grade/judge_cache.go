@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/pab-dev/pab/internal/atomicfile"
 )
 
 // judgeCacheMaxEntry bounds a cache file (bytes); a larger file is a miss.
@@ -183,8 +185,7 @@ func judgeCacheRead(path string) (judgeCacheEntry, bool) {
 	return e, true
 }
 
-// judgeCacheWrite stores e at path atomically: a temp file in the same
-// directory, synced, then renamed over path.
+// judgeCacheWrite stores e at path atomically (atomicfile.Write).
 func judgeCacheWrite(path string, e judgeCacheEntry) error {
 	data, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
@@ -198,33 +199,5 @@ func judgeCacheWrite(path string, e judgeCacheEntry) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".tmp-*.json")
-	if err != nil {
-		return err
-	}
-	renamed := false
-	defer func() {
-		if !renamed {
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	renamed = true
-	return nil
+	return atomicfile.Write(path, data, 0o644)
 }

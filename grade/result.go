@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/pab-dev/pab/internal/atomicfile"
 )
 
 // ResultFormat is the version of result.json's layout.
@@ -228,7 +230,7 @@ func (r *Result) WriteFiles(dir string) error {
 	if err != nil {
 		return fmt.Errorf("render report.html: %w", err)
 	}
-	return writeAtomic(filepath.Join(dir, "report.html"), html)
+	return atomicfile.Write(filepath.Join(dir, "report.html"), html, 0o644)
 }
 
 // ReadResult reads a result.json file.
@@ -247,29 +249,6 @@ func ReadResult(path string) (*Result, error) {
 	return &r, nil
 }
 
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
 // WriteJSON writes v as indented JSON to path through a temporary file and a rename.
 func WriteJSON(path string, v any) error {
 	var buf bytes.Buffer
@@ -279,5 +258,5 @@ func WriteJSON(path string, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	return writeAtomic(path, buf.Bytes())
+	return atomicfile.Write(path, buf.Bytes(), 0o644)
 }

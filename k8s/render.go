@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/pab-dev/pab/internal/atomicfile"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/warc"
 )
@@ -635,23 +636,8 @@ func WriteFiles(dir string, files []File) error {
 		if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
 			return fmt.Errorf("%s exists and is not a regular file", path)
 		}
-		tmp, err := os.CreateTemp(dir, "."+f.Name+".tmp-*")
-		if err != nil {
+		if err := atomicfile.Write(path, f.Data, 0o644); err != nil {
 			return err
-		}
-		_, err = tmp.Write(f.Data)
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Chmod(tmp.Name(), 0o644)
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), path)
-		}
-		if err != nil {
-			os.Remove(tmp.Name())
-			return fmt.Errorf("write %s: %w", path, err)
 		}
 	}
 	return nil

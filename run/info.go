@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/pab-dev/pab/internal/atomicfile"
 )
 
 // Run statuses (Info.Status). See docs/run.md for what each means.
@@ -128,36 +130,11 @@ func writeJSON(path string, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	return writeAtomic(path, buf.Bytes())
+	return atomicfile.Write(path, buf.Bytes(), 0o644)
 }
 
 // writeAtomic writes data to path through a temporary file in the same directory, synced
 // and renamed into place; on any error the temporary file is removed.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
 
 // utc formats t as run.json times: RFC 3339 UTC with milliseconds.
 func utc(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }

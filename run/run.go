@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pab-dev/pab/grade"
+	"github.com/pab-dev/pab/internal/atomicfile"
 )
 
 // ErrInterrupted is returned by Batch when ctx ended (Ctrl-C) before every run did; the
@@ -362,7 +363,7 @@ func (b *batch) runOne(ctx context.Context, j job) *Info {
 	}
 	prompt := t.Prompt()
 	promptFile := filepath.Join(dir, FilePrompt)
-	if err := writeAtomic(promptFile, []byte(prompt)); err != nil {
+	if err := atomicfile.Write(promptFile, []byte(prompt), 0o644); err != nil {
 		return fail("%v", err)
 	}
 	logPath := filepath.Join(dir, FileLog)

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/pab-dev/pab/internal/atomicfile"
 )
 
 // SummaryFormat is the version of summary.json's layout.
@@ -217,5 +219,5 @@ func (s *Summary) Write(dir string) error {
 	if err != nil {
 		return fmt.Errorf("render %s: %w", FileIndex, err)
 	}
-	return writeAtomic(filepath.Join(dir, FileIndex), html)
+	return atomicfile.Write(filepath.Join(dir, FileIndex), html, 0o644)
 }
