@@ -304,7 +304,7 @@ func TestLogRing(t *testing.T) {
 		t.Errorf("empty ring: %q", got)
 	}
 	for i := range 5 {
-		r.add(LogLine{Method: "GET", URL: "u" + strconv.Itoa(i), Source: "exact"})
+		r.add(encodeLogLine(LogLine{Method: "GET", URL: "u" + strconv.Itoa(i), Source: "exact"}))
 	}
 	lines, err := ReadLog(bytes.NewReader(r.tail(10)), "ring")
 	if err != nil || len(lines) != 3 || lines[0].URL != "u2" || lines[2].URL != "u4" {

@@ -76,13 +76,13 @@ type LogLine struct {
 type logWriter struct {
 	mu     sync.RWMutex // held for reading by senders, for writing by close
 	closed bool
-	ch     chan LogLine
+	ch     chan []byte
 	done   chan struct{}
 	err    error // first write error, read after done
 }
 
 func newLogWriter(w io.Writer) *logWriter {
-	lw := &logWriter{ch: make(chan LogLine, 4096), done: make(chan struct{})}
+	lw := &logWriter{ch: make(chan []byte, 4096), done: make(chan struct{})}
 	go lw.run(w)
 	return lw
 }
@@ -90,13 +90,11 @@ func newLogWriter(w io.Writer) *logWriter {
 func (lw *logWriter) run(w io.Writer) {
 	defer close(lw.done)
 	bw := bufio.NewWriterSize(w, 64<<10)
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
 	for line := range lw.ch {
 		if lw.err != nil {
 			continue
 		}
-		if err := enc.Encode(line); err != nil {
+		if _, err := bw.Write(line); err != nil {
 			lw.err = err
 			continue
 		}
@@ -112,8 +110,8 @@ func (lw *logWriter) run(w io.Writer) {
 	}
 }
 
-// send queues line; after close it is dropped.
-func (lw *logWriter) send(line LogLine) {
+// send queues line (one encoded JSON line, see encodeLogLine); after close it is dropped.
+func (lw *logWriter) send(line []byte) {
 	lw.mu.RLock()
 	defer lw.mu.RUnlock()
 	if lw.closed {
@@ -192,16 +190,23 @@ type logRing struct {
 
 func newLogRing(n int) *logRing { return &logRing{lines: make([][]byte, n)} }
 
-// add keeps line, dropping the oldest when the ring is full.
-func (r *logRing) add(line LogLine) {
+// encodeLogLine encodes line once as a JSON line with its newline (HTML characters not
+// escaped), for both the log file and the in-memory tail; nil if it cannot be encoded.
+func encodeLogLine(line LogLine) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if enc.Encode(line) != nil {
-		return
+		return nil
 	}
+	return buf.Bytes()
+}
+
+// add keeps line (from encodeLogLine; never modified afterwards), dropping the oldest when
+// the ring is full.
+func (r *logRing) add(line []byte) {
 	r.mu.Lock()
-	r.lines[r.next] = buf.Bytes()
+	r.lines[r.next] = line
 	r.next++
 	if r.next == len(r.lines) {
 		r.next, r.full = 0, true

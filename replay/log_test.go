@@ -60,12 +60,12 @@ func (errWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") 
 
 func TestLogWriteErrorOnClose(t *testing.T) {
 	lw := newLogWriter(errWriter{})
-	lw.send(LogLine{Method: "GET", URL: "http://a/", Source: "miss"})
+	lw.send(encodeLogLine(LogLine{Method: "GET", URL: "http://a/", Source: "miss"}))
 	err := lw.close()
 	if err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Errorf("close: %v", err)
 	}
-	lw.send(LogLine{}) // after close: dropped, no panic
+	lw.send(encodeLogLine(LogLine{})) // after close: dropped, no panic
 }
 
 func TestSummarizeAndSpares(t *testing.T) {

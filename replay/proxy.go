@@ -549,9 +549,14 @@ func (s *Server) finish(r *http.Request, a *answer, start time.Time) {
 	if a.entry != nil {
 		line.Entry = a.entry.ID
 	}
-	s.tail.add(line)
+	// Encoded once, here, for both the in-memory tail and the log file.
+	b := encodeLogLine(line)
+	if b == nil {
+		return
+	}
+	s.tail.add(b)
 	if s.logw != nil {
-		s.logw.send(line)
+		s.logw.send(b)
 	}
 }
 
