@@ -294,20 +294,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // server down and returns nil. Errors: a failed Serve.
 func (c *Controller) ServeControl(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: c.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	<-served
-	return nil
+	return serveUntil(ctx, srv, ln, 2*time.Second)
 }
 
 // Prompt runs a terminal prompt until ctx ends or in ends: each pause is printed on out,

@@ -198,6 +198,12 @@ func ServeHTTP(ctx context.Context, src ToolSource, ln net.Listener) error {
 		Handler:           http.MaxBytesHandler(h, MaxArgumentBytes+64<<10),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
+	return serveUntil(ctx, srv, ln, 5*time.Second)
+}
+
+// serveUntil serves srv on ln until ctx ends, then shuts it down, closing it after grace;
+// it returns Serve's error when serving stopped on its own, nil after ctx ended.
+func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -205,7 +211,7 @@ func ServeHTTP(ctx context.Context, src ToolSource, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		srv.Close()
