@@ -87,8 +87,9 @@ func FuzzBodyHolds(f *testing.F) {
 	f.Add([]byte(`<p>&pound;5</p>`), "£5")
 	f.Add([]byte(`{"a":"\u00e9\ud83d"}`), "é")
 	f.Fuzz(func(t *testing.T, body []byte, text string) {
-		if BodyHolds(body, "text/html", text) && text != "" && !strings.Contains(string(body), text) && NormText(text) == "" {
-			t.Fatal("empty normalized text found")
+		// Text that is in the body as bytes is always found.
+		if strings.Contains(string(body), text) && !BodyHolds(body, "text/html", text) {
+			t.Fatalf("%q is in the body but not found", text)
 		}
 		_ = jsonUnescape(string(body))
 	})
