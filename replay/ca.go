@@ -19,9 +19,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pab-dev/pab/internal/filelock"
 )
 
 // File names of the CA inside its directory ($PAB_CACHE/ca).
@@ -48,12 +51,36 @@ type CA struct {
 	leaves *leafCache
 }
 
-// LoadOrCreateCA loads the CA kept in dir (ca.pem and ca-key.pem). When neither file exists
-// it makes a new CA: dir is created (0700), the key is written with mode 0600 and both files
-// are written atomically (temp file, fsync, rename). A file that exists but cannot be used
-// (unreadable, not PEM, not a CA certificate, a key that does not match, only one of the two
-// files present) is an error naming the file; the CA is never silently replaced.
+// LoadOrCreateCA loads the CA kept in dir (ca.pem and ca-key.pem). When dir holds neither
+// file it makes a new CA, correctly under any concurrency of goroutines and processes: the
+// creation runs under an exclusive flock(2) on dir+".lock" (beside dir, which holds only the
+// CA), the files are checked again after the lock is taken, and both are written into a
+// fresh temp directory that is renamed onto dir only when complete (key mode 0600, each file
+// fsynced), so no process ever sees one file without the other. Concurrent callers on an
+// empty cache all get the same CA.
+//
+// A file that exists but cannot be used (unreadable, not PEM, not a CA certificate, a key
+// that does not match, expired) is an error naming the file; so is a directory that holds
+// only one of the two files once the lock is held, which only a crash of an older pab or a
+// hand edit can leave. Clients trust the CA, so it is never silently replaced.
 func LoadOrCreateCA(dir string) (*CA, error) {
+	// Fast path, no lock: a complete CA is never rewritten, so reading it needs no lock.
+	if ca, err, done := loadIfComplete(dir); done {
+		return ca, err
+	}
+	parent := filepath.Dir(filepath.Clean(dir))
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return nil, fmt.Errorf("create CA: %w", err)
+	}
+	unlock, err := filelock.Lock(filepath.Clean(dir) + ".lock")
+	if err != nil {
+		return nil, fmt.Errorf("create CA: %w", err)
+	}
+	defer unlock()
+	// Another process may have made it while this one waited for the lock.
+	if ca, err, done := loadIfComplete(dir); done {
+		return ca, err
+	}
 	certPath := filepath.Join(dir, CACertFile)
 	keyPath := filepath.Join(dir, CAKeyFile)
 	certExists, err := regularFileExists(certPath)
@@ -65,34 +92,34 @@ func LoadOrCreateCA(dir string) (*CA, error) {
 		return nil, err
 	}
 	switch {
-	case certExists && keyExists:
-		ca, err := loadCA(dir)
-		if err != nil && !strings.Contains(err.Error(), "to make a new CA") {
-			// clients trust this CA, so pab never replaces it on its own
-			return nil, fmt.Errorf("%w (remove %s and %s to make a new CA)", err, CACertFile, CAKeyFile)
-		}
-		return ca, err
 	case certExists:
-		return nil, fmt.Errorf("load CA: %s exists but %s is missing (remove both to make a new CA)", certPath, keyPath)
+		return nil, fmt.Errorf("load CA: %s exists but %s is missing: the CA directory is damaged (pab writes both files at once); restore the key, or move %s aside to make a new CA that clients must trust again", certPath, keyPath, dir)
 	case keyExists:
-		return nil, fmt.Errorf("load CA: %s exists but %s is missing (remove both to make a new CA)", keyPath, certPath)
-	}
-	// Several replays may start at once on an empty cache: one makes the CA under a lock,
-	// the others wait and load it.
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create CA: %w", err)
-	}
-	unlock, err := lockDir(filepath.Clean(dir) + ".lock") // beside dir: dir holds only the CA
-	if err != nil {
-		return nil, fmt.Errorf("create CA: %w", err)
-	}
-	defer unlock()
-	if certExists, _ := regularFileExists(certPath); certExists {
-		if keyExists, _ := regularFileExists(keyPath); keyExists {
-			return loadCA(dir)
-		}
+		return nil, fmt.Errorf("load CA: %s exists but %s is missing: the CA directory is damaged (pab writes both files at once); restore the certificate, or move %s aside to make a new CA", keyPath, certPath, dir)
 	}
 	return createCA(dir)
+}
+
+// loadIfComplete loads the CA when both files exist (done is true, with the CA or the error
+// of loading it), and reports done false when either is missing.
+func loadIfComplete(dir string) (ca *CA, err error, done bool) {
+	certExists, err := regularFileExists(filepath.Join(dir, CACertFile))
+	if err != nil {
+		return nil, err, true
+	}
+	keyExists, err := regularFileExists(filepath.Join(dir, CAKeyFile))
+	if err != nil {
+		return nil, err, true
+	}
+	if !certExists || !keyExists {
+		return nil, nil, false
+	}
+	ca, err = loadCA(dir)
+	if err != nil && !strings.Contains(err.Error(), "to make a new CA") {
+		// clients trust this CA, so pab never replaces it on its own
+		return nil, fmt.Errorf("%w (move %s aside to make a new CA)", err, dir), true
+	}
+	return ca, err, true
 }
 
 // regularFileExists reports whether path exists; anything but a regular file (a symlink,
@@ -185,9 +212,6 @@ func loadCA(dir string) (*CA, error) {
 }
 
 func createCA(dir string) (*CA, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create CA: %w", err)
-	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("create CA: %w", err)
@@ -222,56 +246,102 @@ func createCA(dir string) (*CA, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create CA: %w", err)
 	}
-	keyPath := filepath.Join(dir, CAKeyFile)
-	certPath := filepath.Join(dir, CACertFile)
-	// The key goes first: a crash in between leaves a key without a certificate, which
-	// LoadOrCreateCA reports instead of overwriting.
-	if err := writeFileAtomic(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		return nil, fmt.Errorf("create CA: %w", err)
-	}
-	if err := writeFileAtomic(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+	if err := publishCADir(dir, map[string]caFile{
+		CAKeyFile:  {pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600},
+		CACertFile: {pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644},
+	}); err != nil {
 		return nil, fmt.Errorf("create CA: %w", err)
 	}
 	return &CA{dir: dir, cert: cert, key: key, leaves: newLeafCache(leafCacheSize)}, nil
 }
 
-// writeFileAtomic writes data to path through a temp file in the same directory
-// (created with perm), fsync and rename. It refuses to replace an existing file.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+// caFile is one file of a new CA directory: its bytes and mode.
+type caFile struct {
+	data []byte
+	perm os.FileMode
+}
+
+// publishCADir writes files into a new temp directory beside dir (mode 0700, each file
+// fsynced), then renames it onto dir. dir must be missing or an empty directory, so an
+// existing CA is never overwritten. Leftover temp directories of a
+// crashed earlier creation are removed first; the caller holds the CA lock.
+func publishCADir(dir string, files map[string]caFile) error {
+	parent, base := filepath.Split(filepath.Clean(dir))
+	if parent == "" {
+		parent = "."
+	}
+	if old, err := filepath.Glob(filepath.Join(parent, "."+base+".tmp-*")); err == nil {
+		for _, o := range old {
+			os.RemoveAll(o)
+		}
+	}
+	tmp, err := os.MkdirTemp(parent, "."+base+".tmp-*")
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
 	ok := false
 	defer func() {
 		if !ok {
-			f.Close()
-			os.Remove(tmp)
+			os.RemoveAll(tmp)
 		}
 	}()
-	if err := f.Chmod(perm); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if err := os.Chmod(tmp, 0o700); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := writeSynced(filepath.Join(tmp, name), files[name].data, files[name].perm); err != nil {
+			return err
+		}
+	}
+	if err := syncDir(tmp); err != nil {
+		return err
+	}
+	// os.Rename refuses to replace a directory, even an empty one: remove an empty dir
+	// first (os.Remove fails on a non-empty one). Readers that look meanwhile find no CA
+	// and wait for the lock this caller holds.
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("publish %s: %w", dir, err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("publish %s: %w", dir, err)
+	}
+	ok = true
+	return syncDir(parent)
+}
+
+// writeSynced creates path (it must not exist) with perm, writes data and fsyncs it.
+func writeSynced(path string, data []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
 	}
 	if _, err := f.Write(data); err != nil {
+		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {
+		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	// os.Link fails if path exists, so a file that appeared meanwhile is never replaced.
-	if err := os.Link(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
 	}
-	os.Remove(tmp)
-	ok = true
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
 }
