@@ -62,13 +62,20 @@ type exchange struct {
 
 // journal is an open journal file, locked against a second recorder.
 type journal struct {
-	mu       sync.Mutex
-	path     string
-	f        *os.File
+	mu   sync.Mutex
+	path string
+	f    *os.File
+	// write and fsync are f.Write and f.Sync; tests replace them to inject errors.
+	write    func([]byte) (int, error)
+	fsync    func() error
+	size     int64 // bytes of whole exchanges: the file ends there
 	lastSync time.Time
 	dirty    bool
-	err      error
-	count    int // exchanges in the file
+	err      error // the first write or sync error; sticky
+	broken   error // set when a partial exchange could not be cut off after a write error
+	count    int   // exchanges in the file
+	// onFail, when set, is called once with err, when it is first met (without j.mu held).
+	onFail func(error)
 }
 
 // openJournal opens (creating) the journal at path, takes an exclusive lock on it, cuts a
@@ -87,68 +94,129 @@ func openJournal(path string) (*journal, RecoverReport, error) {
 		f.Close()
 		return nil, rep, err
 	}
-	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+	if _, err := f.Seek(rep.Size, io.SeekStart); err != nil {
 		f.Close()
 		return nil, rep, fmt.Errorf("open journal %s: %w", path, err)
 	}
-	return &journal{path: path, f: f, lastSync: time.Now(), count: rep.Exchanges}, rep, nil
+	return &journal{path: path, f: f, write: f.Write, fsync: f.Sync, size: rep.Size, lastSync: time.Now(), count: rep.Exchanges}, rep, nil
 }
 
 // append writes one encoded exchange with a single write and fsyncs when the last
-// fsync is older than syncEvery. A write error is sticky.
+// fsync is older than syncEvery. A write or sync error is sticky: every later append
+// returns it. After a failed write the file is cut back to its last whole exchange, so
+// the journal stays readable. A sync error met after the exchange was written does not
+// fail that exchange (it is in the file), only the later ones.
 func (j *journal) append(b []byte) error {
 	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.err != nil {
-		return j.err
+	err, failed := j.appendLocked(b)
+	j.mu.Unlock()
+	if failed != nil && j.onFail != nil {
+		j.onFail(failed)
 	}
-	if j.f == nil {
-		return errors.New("journal is closed")
-	}
-	if _, err := j.f.Write(b); err != nil {
-		j.err = fmt.Errorf("write journal %s: %w", j.path, err)
-		return j.err
-	}
-	j.count++
-	j.dirty = true
-	if time.Since(j.lastSync) >= syncEvery {
-		j.syncLocked()
-	}
-	return j.err
+	return err
 }
 
-func (j *journal) syncLocked() {
+// appendLocked returns the exchange's error, and the journal's error when this call met it
+// first.
+func (j *journal) appendLocked(b []byte) (err, failed error) {
+	if j.err != nil {
+		return j.err, nil
+	}
+	if j.f == nil {
+		return errors.New("journal is closed"), nil
+	}
+	if _, werr := j.write(b); werr != nil {
+		j.err = fmt.Errorf("write journal %s: %w", j.path, bareErr(werr))
+		// a failed write may have left part of the exchange: cut it off (nothing is
+		// written after it, so the file offset does not matter any more)
+		if terr := j.f.Truncate(j.size); terr != nil {
+			j.broken = fmt.Errorf("journal %s ends in a partial exchange after a write error (%v) that could not be cut at offset %d: %w; run pab record --finish to cut it", j.path, werr, j.size, terr)
+		}
+		return j.err, j.err
+	}
+	j.size += int64(len(b))
+	j.count++
+	j.dirty = true
+	if time.Since(j.lastSync) >= syncEvery && j.syncLocked() {
+		return nil, j.err
+	}
+	return nil, nil
+}
+
+// syncLocked fsyncs pending writes; it reports whether this call met the first error.
+func (j *journal) syncLocked() (first bool) {
 	if !j.dirty || j.f == nil {
-		return
+		return false
 	}
-	if err := j.f.Sync(); err != nil && j.err == nil {
-		j.err = fmt.Errorf("sync journal %s: %w", j.path, err)
-	}
+	err := j.fsync()
 	j.dirty = false
 	j.lastSync = time.Now()
+	if err != nil && j.err == nil {
+		j.err = fmt.Errorf("sync journal %s: %w", j.path, bareErr(err))
+		return true
+	}
+	return false
 }
 
 // sync fsyncs pending writes (called by the recorder's ticker).
 func (j *journal) sync() {
 	j.mu.Lock()
-	j.syncLocked()
+	first := j.syncLocked()
+	err := j.err
 	j.mu.Unlock()
+	if first && j.onFail != nil {
+		j.onFail(err)
+	}
 }
 
-// close fsyncs, unlocks and closes the file.
-func (j *journal) close() error {
+// stored is the number of whole exchanges in the file.
+func (j *journal) stored() int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	return j.count
+}
+
+// close fsyncs, unlocks and closes the file. It returns an error when the file may not
+// end after its last whole exchange, or cannot be synced or closed now; a write error met
+// earlier (reported by append and onFail) is not returned again when the file was cut
+// back to its whole exchanges.
+func (j *journal) close() error {
+	j.mu.Lock()
 	if j.f == nil {
-		return j.err
+		j.mu.Unlock()
+		return j.broken
 	}
-	j.dirty = true
-	j.syncLocked()
-	if err := j.f.Close(); err != nil && j.err == nil {
-		j.err = fmt.Errorf("close journal %s: %w", j.path, err)
+	var err error
+	if serr := j.fsync(); serr != nil {
+		err = fmt.Errorf("sync journal %s: %w", j.path, bareErr(serr))
+	}
+	if cerr := j.f.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("close journal %s: %w", j.path, bareErr(cerr))
 	}
 	j.f = nil
-	return j.err
+	first := err != nil && j.err == nil
+	if first {
+		j.err = err
+	}
+	if j.broken != nil {
+		err = j.broken
+	}
+	j.mu.Unlock()
+	if first && j.onFail != nil {
+		j.onFail(err)
+	}
+	return err
+}
+
+// bareErr is err without the *os.PathError wrapping that repeats the operation and the
+// path ("write /x/journal.warc: no space left on device" becomes "no space left on
+// device"), for messages that name the journal themselves.
+func bareErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // RecoverReport says what opening a journal found.

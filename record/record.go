@@ -64,6 +64,11 @@ type Options struct {
 	MaxBody int64
 	// ShutdownWait bounds Shutdown's wait for exchanges in flight; 0 means DefaultShutdownWait.
 	ShutdownWait time.Duration
+	// OnStoreError, when set, is called once, when the journal first cannot be written or
+	// synced (ENOSPC, EIO, ...): err names the journal file and the cause, stored is the
+	// number of exchanges the journal holds. From then on every request gets a 503 (see
+	// Recorder.StoreError). It runs on the goroutine that met the error and must not block.
+	OnStoreError func(err error, stored int)
 	// Debug receives goproxy's and net/http's warnings; nil discards them.
 	Debug io.Writer
 }
@@ -74,7 +79,10 @@ type LogLine struct {
 	Time string `json:"time"`
 	// Event is "stored" (the exchange is in the journal), "not-stored" (forwarded, not
 	// stored; Note says why), "upstream-error" (no answer from upstream: the client got a
-	// 502), "recovered" (a journal cut after a crash; Note says what) or "started"/"stopped".
+	// 502), "store-error" (the journal cannot be written; Note gives the error),
+	// "refused" (not forwarded: the client got a 503 because the journal cannot be
+	// written), "recovered" (a journal cut after a crash; Note says what) or
+	// "started"/"stopped".
 	Event  string `json:"event"`
 	Method string `json:"method,omitempty"`
 	// URL is the request URL after redaction.
@@ -93,6 +101,8 @@ type Stats struct {
 	Stored        int64 `json:"stored"`
 	NotStored     int64 `json:"not_stored"`
 	UpstreamError int64 `json:"upstream_error"`
+	// Refused counts the requests answered 503 because the journal cannot be written.
+	Refused int64 `json:"refused"`
 }
 
 // Recorder is the record-mode proxy. Create it with New, serve with Serve, stop with
@@ -111,15 +121,18 @@ type Recorder struct {
 	probed   sync.Map // host -> struct{}
 
 	mu    sync.Mutex
-	conns map[net.Conn]struct{}
+	conns map[*trackedConn]struct{}
 
-	stored, notStored, upErr atomic.Int64
-	stopSync                 chan struct{}
-	probeCtx                 context.Context
-	probeCancel              context.CancelFunc
-	syncDone                 chan struct{}
-	shutdownOnce             sync.Once
-	shutdownErr              error
+	stored, notStored, upErr, refused atomic.Int64
+	storeErr                          atomic.Pointer[error] // the journal's first write or sync error
+	stopSync                          chan struct{}
+	// hardCtx ends every upstream request (forwarded or probe) when cancelled: Shutdown
+	// cancels it once its wait is over.
+	hardCtx      context.Context
+	hardCancel   context.CancelFunc
+	syncDone     chan struct{}
+	shutdownOnce sync.Once
+	shutdownErr  error
 }
 
 // New opens the work directory: it creates it, opens and locks the journal (recovering
@@ -150,9 +163,10 @@ func New(opts Options) (*Recorder, RecoverReport, error) {
 		j.close()
 		return nil, rep, fmt.Errorf("record: open log: %w", err)
 	}
-	r := &Recorder{opts: opts, journal: j, logf: lf, conns: map[net.Conn]struct{}{},
+	r := &Recorder{opts: opts, journal: j, logf: lf, conns: map[*trackedConn]struct{}{},
 		stopSync: make(chan struct{}), syncDone: make(chan struct{})}
-	r.probeCtx, r.probeCancel = context.WithCancel(context.Background())
+	r.hardCtx, r.hardCancel = context.WithCancel(context.Background())
+	j.onFail = r.fail
 	if rep.Cut > 0 {
 		r.log(LogLine{Time: warc.FormatTime(time.Now()), Event: "recovered",
 			Note: fmt.Sprintf("journal cut at offset %d (%d bytes removed: %s); %d whole exchanges kept", rep.Size, rep.Cut, rep.Reason, rep.Exchanges)})
@@ -198,6 +212,11 @@ func New(opts Options) (*Recorder, RecoverReport, error) {
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          log.New(debug, "http: ", log.LstdFlags),
+		ConnState: func(c net.Conn, st http.ConnState) {
+			if tc, ok := c.(*trackedConn); ok && st == http.StateHijacked {
+				tc.hijacked.Store(true)
+			}
+		},
 	}
 	go r.syncLoop()
 	return r, rep, nil
@@ -211,7 +230,31 @@ func LogPath(workDir string) string { return workDir + string(os.PathSeparator) 
 
 // Stats returns the counts so far.
 func (r *Recorder) Stats() Stats {
-	return Stats{Stored: r.stored.Load(), NotStored: r.notStored.Load(), UpstreamError: r.upErr.Load()}
+	return Stats{Stored: r.stored.Load(), NotStored: r.notStored.Load(), UpstreamError: r.upErr.Load(), Refused: r.refused.Load()}
+}
+
+// StoreError is the first error met writing or syncing the journal ("write journal PATH:
+// no space left on device"), or nil. Once it is set the recorder answers every request
+// with a 503 and stores nothing more; the journal keeps the exchanges stored before it.
+func (r *Recorder) StoreError() error {
+	if p := r.storeErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// fail records the journal's first write or sync error, logs it and tells
+// Options.OnStoreError (the journal calls it once).
+func (r *Recorder) fail(err error) {
+	if !r.storeErr.CompareAndSwap(nil, &err) {
+		return
+	}
+	stored := r.journal.stored()
+	r.log(LogLine{Time: warc.FormatTime(time.Now()), Event: "store-error",
+		Note: fmt.Sprintf("%v; %d exchanges stored; later requests are answered 503", err, stored)})
+	if r.opts.OnStoreError != nil {
+		r.opts.OnStoreError(err, stored)
+	}
 }
 
 func (r *Recorder) syncLoop() {
@@ -258,37 +301,60 @@ func (r *Recorder) Serve(ln net.Listener) error {
 	return err
 }
 
-// Shutdown stops accepting connections and requests (a request arriving on an open
-// connection gets a 503), waits up to Options.ShutdownWait for the exchanges in flight,
-// closes every client connection, fsyncs and closes the journal and the log. It returns
-// the first journal write error. Safe to call more than once.
+// Shutdown stops the recording and drains it, within Options.ShutdownWait:
+//
+//  1. it stops accepting connections; a request that arrives on an open connection
+//     gets a 503;
+//  2. plain-HTTP requests in flight finish as http.Server.Shutdown lets them: their
+//     connections are closed once their answers are written;
+//  3. it waits for the exchanges in flight in HTTPS tunnels (and not-found probes), then
+//     closes each tunnel's reading side, so that the answer being written is finished
+//     before goproxy closes the tunnel;
+//  4. when the wait is over, upstream requests still running are cancelled (logged as
+//     not stored) and every client connection is closed.
+//
+// It then fsyncs and closes the journal and the log. It returns an error when the
+// journal may not end after its last whole exchange, or cannot be synced or closed; a
+// write error met while recording is reported by StoreError (and Options.OnStoreError),
+// not here, once the journal was cut back to its whole exchanges. Safe to call more than
+// once.
 func (r *Recorder) Shutdown() error {
 	r.shutdownOnce.Do(func() {
 		r.mu.Lock()
 		r.stopping.Store(true)
 		r.mu.Unlock()
-		r.server.Close() // closes the listener and idle non-hijacked connections
+		ctx, cancel := context.WithTimeout(context.Background(), r.opts.ShutdownWait)
+		defer cancel()
+		// http.Server.Shutdown: closes the listener and idle connections, waits for the
+		// active (non-hijacked) ones to finish their request
+		served := make(chan struct{})
+		go func() { _ = r.server.Shutdown(ctx); close(served) }()
 		done := make(chan struct{})
 		go func() { r.inflight.Wait(); close(done) }()
 		timedOut := false
 		select {
 		case <-done:
-		case <-time.After(r.opts.ShutdownWait):
+		case <-ctx.Done():
 			timedOut = true
 		}
-		r.mu.Lock()
-		conns := make([]net.Conn, 0, len(r.conns))
-		for c := range r.conns {
-			conns = append(conns, c)
+		if !timedOut {
+			// the exchanges are over; tunnels still write their last answers: stop
+			// reading them, and goproxy closes each once its answer is written
+			for _, c := range r.trackedConns() {
+				if c.hijacked.Load() {
+					c.closeRead()
+				}
+			}
+			timedOut = !r.waitConns(ctx, served)
 		}
-		r.mu.Unlock()
-		for _, c := range conns {
+		r.hardCancel() // ends upstream requests still running, probes included
+		r.server.Close()
+		for _, c := range r.trackedConns() {
 			c.Close()
 		}
-		r.probeCancel()
 		if timedOut {
-			// Closed connections end the exchanges still running; give them a moment to
-			// be logged as not stored.
+			// Cancelled requests and closed connections end the exchanges still running;
+			// give them a moment to be logged as not stored.
 			select {
 			case <-done:
 			case <-time.After(2 * time.Second):
@@ -299,7 +365,7 @@ func (r *Recorder) Shutdown() error {
 		<-r.syncDone
 		st := r.Stats()
 		r.log(LogLine{Time: warc.FormatTime(time.Now()), Event: "stopped",
-			Note: fmt.Sprintf("%d stored, %d not stored, %d upstream errors", st.Stored, st.NotStored, st.UpstreamError)})
+			Note: fmt.Sprintf("%d stored, %d not stored, %d upstream errors, %d refused", st.Stored, st.NotStored, st.UpstreamError, st.Refused)})
 		r.shutdownErr = r.journal.close()
 		r.logMu.Lock()
 		if err := r.logf.Close(); err != nil && r.shutdownErr == nil {
@@ -308,6 +374,41 @@ func (r *Recorder) Shutdown() error {
 		r.logMu.Unlock()
 	})
 	return r.shutdownErr
+}
+
+// trackedConns is a copy of the open client connections.
+func (r *Recorder) trackedConns() []*trackedConn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	conns := make([]*trackedConn, 0, len(r.conns))
+	for c := range r.conns {
+		conns = append(conns, c)
+	}
+	return conns
+}
+
+// waitConns waits until every client connection is closed and served is closed (the
+// http.Server drained), or ctx is done; it reports whether they were.
+func (r *Recorder) waitConns(ctx context.Context, served <-chan struct{}) bool {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-served:
+			r.mu.Lock()
+			n := len(r.conns)
+			r.mu.Unlock()
+			if n == 0 {
+				return true
+			}
+		default:
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
 }
 
 func (r *Recorder) log(l LogLine) {
@@ -340,6 +441,35 @@ type pending struct {
 	scheme  string
 	// probeHeader is the request header a not-found probe copies (documents only).
 	probeHeader http.Header
+	// cancel, when set, releases the upstream request's context.
+	cancel func()
+}
+
+// release ends the exchange: its upstream context is released and Shutdown stops
+// waiting for it.
+func (p *pending) release() {
+	if p.cancel != nil {
+		p.cancel()
+	}
+	p.r.inflight.Done()
+}
+
+// refuse answers a request the recorder cannot store: 503, with the journal error and
+// the number of exchanges stored, and a "refused" log line.
+func (r *Recorder) refuse(req *http.Request, start time.Time, err error) *http.Response {
+	r.refused.Add(1)
+	u := req.URL.String()
+	if req.URL.Host == "" {
+		u = "http://" + req.Host + req.URL.RequestURI()
+	}
+	r.log(LogLine{Time: warc.FormatTime(start), Event: "refused", Method: req.Method, URL: r.opts.Redact.String(u),
+		Type: replay.RequestType(req), Note: "the journal cannot be written"})
+	if req.Body != nil {
+		// a bounded read, so that a small body does not break the connection
+		_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, 1<<20))
+	}
+	return textResponse(req, http.StatusServiceUnavailable,
+		fmt.Sprintf("pab record: cannot store exchanges: %v; stop with Ctrl-C, %d exchanges were stored\n", err, r.journal.stored()))
 }
 
 // handle forwards one request (plain HTTP or intercepted HTTPS) and returns the upstream
@@ -352,6 +482,10 @@ func (r *Recorder) handle(req *http.Request, _ *goproxy.ProxyCtx) (*http.Request
 	if r.stopping.Load() {
 		r.mu.Unlock()
 		return req, textResponse(req, http.StatusServiceUnavailable, "pab record is stopping\n")
+	}
+	if err := r.StoreError(); err != nil {
+		r.mu.Unlock()
+		return req, r.refuse(req, start, err)
 	}
 	r.inflight.Add(1)
 	r.mu.Unlock()
@@ -373,7 +507,11 @@ func (r *Recorder) handle(req *http.Request, _ *goproxy.ProxyCtx) (*http.Request
 		p.upstreamError(err)
 		return req, textResponse(req, http.StatusBadRequest, "pab record: cannot read the request body\n")
 	}
-	resp, err := r.tr.RoundTrip(out)
+	// the upstream request ends with the client's, or when Shutdown's wait is over
+	ctx, cancel := context.WithCancel(out.Context())
+	stop := context.AfterFunc(r.hardCtx, cancel)
+	p.cancel = func() { stop(); cancel() }
+	resp, err := r.tr.RoundTrip(out.WithContext(ctx))
 	if err != nil {
 		p.upstreamError(err)
 		return req, textResponse(req, http.StatusBadGateway, "pab record: upstream error: "+err.Error()+"\n")
@@ -442,7 +580,7 @@ func (p *pending) upstreamError(err error) {
 	p.r.upErr.Add(1)
 	p.r.log(LogLine{Time: warc.FormatTime(p.start), Event: "upstream-error", Method: p.method, URL: p.url,
 		Type: p.typ, Note: p.r.opts.Redact.String(err.Error())})
-	p.r.inflight.Done()
+	p.release()
 }
 
 // done logs a request that is not stored and releases it.
@@ -453,7 +591,7 @@ func (p *pending) done(status int, why string) {
 	p.r.notStored.Add(1)
 	p.r.log(LogLine{Time: warc.FormatTime(p.start), Event: "not-stored", Method: p.method, URL: p.url,
 		Status: status, Type: p.typ, Note: p.r.opts.Redact.String(why)})
-	p.r.inflight.Done()
+	p.release()
 }
 
 // finish stores the exchange whose whole response body is raw (nil readErr), or logs why
@@ -496,7 +634,7 @@ func (p *pending) finish(raw []byte, readErr error) {
 	if p.probeHeader != nil && p.note == "" {
 		r.probe(p)
 	}
-	r.inflight.Done()
+	p.release()
 }
 
 // storedRequestHeader is the request header as the journal keeps it: no Cookie,
@@ -550,7 +688,10 @@ func storedResponseHeader(h http.Header, decoded bool, size int, red *Redactor) 
 // host's first document, so the site's own 404 page is recorded (page note
 // NoteNotFoundProbe; Build puts a 404 HTML answer in manifest.not_found).
 func (r *Recorder) probe(doc *pending) {
-	if _, seen := r.probed.LoadOrStore(doc.host, struct{}{}); seen || r.stopping.Load() {
+	if r.stopping.Load() || r.StoreError() != nil {
+		return
+	}
+	if _, seen := r.probed.LoadOrStore(doc.host, struct{}{}); seen {
 		return
 	}
 	u := probeURL(doc.scheme, doc.host)
@@ -564,7 +705,7 @@ func (r *Recorder) probe(doc *pending) {
 		// stored redacted like every other exchange (the host itself may be a redacted value)
 		p := &pending{r: r, start: start, method: http.MethodGet, typ: replay.TypeDocument, url: r.opts.Redact.String(u),
 			host: doc.host, scheme: doc.scheme, page: http.MethodGet, note: NoteNotFoundProbe, reqHdr: hdr}
-		ctx, cancel := context.WithTimeout(r.probeCtx, 2*time.Minute)
+		ctx, cancel := context.WithTimeout(r.hardCtx, 2*time.Minute)
 		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
@@ -736,10 +877,23 @@ func (l *trackedListener) Accept() (net.Conn, error) {
 	return tc, nil
 }
 
+// trackedConn is a client connection; hijacked is set once net/http hands it to goproxy
+// (a CONNECT tunnel).
 type trackedConn struct {
 	net.Conn
-	r    *Recorder
-	once sync.Once
+	r        *Recorder
+	hijacked atomic.Bool
+	once     sync.Once
+}
+
+// closeRead shuts the reading side of the connection: the tunnel's next request read
+// ends (EOF), while the answer being written goes on.
+func (c *trackedConn) closeRead() {
+	if cr, ok := c.Conn.(interface{ CloseRead() error }); ok {
+		_ = cr.CloseRead()
+		return
+	}
+	_ = c.Close()
 }
 
 func (c *trackedConn) Close() error {
