@@ -24,7 +24,9 @@ import (
 //
 //  1. blocked: a block rule matches the URL; answered 204 without a lookup.
 //  2. exact: an entry with the same key. The earliest recorded copy wins; for URLs that
-//     match a "latest" rule (carts, checkouts) the last copy wins.
+//     match a "latest" rule (carts, checkouts) the last copy wins. Copies recorded with the
+//     request's scheme come first; a recorded redirect whose Location has its own key is
+//     skipped for the next copy, and a redirect to the very URL requested never answers.
 //  3. search: the request matches an endpoint of kind search and carries words in its
 //     text_param: the recording of the same endpoint, method, host and key path whose text
 //     is most similar (rules.Similarity, at least the endpoint's similarity, default 0.6), or
@@ -36,6 +38,9 @@ import (
 //     (default 0.5; 0 for static files). On by default for GET and HEAD without a body, off
 //     for requests with a body, for search and promo requests that carry a text, and always
 //     for a stateful endpoint's request with a body; an endpoint's `fuzzy` turns it on or off.
+//     The matching policy (policy.go) refuses a recording that is not a static file when its
+//     parameters disagree with the request's, unless the endpoint sets fuzzy or fuzzy_min or
+//     every recording of the path has one payload.
 //  6. miss: nothing recorded; the proxy answers by request type (miss.go).
 //
 // Ties in every step go to the earliest recording, or to the last one for "latest" URLs;
@@ -49,6 +54,7 @@ type Index struct {
 
 	entries []*indexed                 // recording order, excluded entries left out
 	exact   map[string]exactSpan       // key string → where its recordings are in entries
+	dups    map[string][]int           // key string → every position, ascending, for keys recorded more than once
 	base    map[string][]int           // key.Base() (method, host, path) → positions, ascending
 	urls    map[string]int             // normalized "GET " + URL → first position (for not_found pages)
 	skipped map[string]string          // entry id → why it is not indexed
@@ -75,7 +81,20 @@ type indexed struct {
 	keyStr string
 	params []string // "name\x00value" of key.Params, plus the body as one pseudo-pair, sorted
 	static bool     // the recorded Content-Type is an image, font, style sheet or script
+	https  bool     // recorded with the https scheme
+	loc    *redirectLoc
 }
+
+// redirectLoc is where a recorded 3xx answer to a GET or HEAD sends the client: its
+// Location resolved against the recorded URL, with the key that URL has under the rules.
+type redirectLoc struct {
+	url   string // normalized absolute URL
+	key   string // rules.Key.String() of a request of the entry's method for url
+	https bool   // url's scheme is https
+}
+
+// redirectsTo reports whether ie is a recorded redirect whose Location has the key ks.
+func (ie *indexed) redirectsTo(ks string) bool { return ie.loc != nil && ie.loc.key == ks }
 
 // Result is the answer of Index.Lookup.
 type Result struct {
@@ -86,7 +105,8 @@ type Result struct {
 	Entry *warc.Entry
 	// Key is the request's normalized key under the rules in effect.
 	Key rules.Key
-	// Note says why an answer is unusual ("excluded by rules"), or is empty.
+	// Note says why an answer is unusual ("excluded by rules", "skipped e000008: redirect
+	// to its own key"), or is empty.
 	Note string
 	// Rule is where the rule that decided is written, "file:line" (file relative to
 	// IndexOptions.RuleRoot when inside it; without ":line" when unknown): the endpoint that
@@ -112,6 +132,7 @@ func NewIndex(b *warc.Bundle, rs *rules.Set, opts ...IndexOptions) (*Index, erro
 		b:       b,
 		rs:      rs,
 		exact:   make(map[string]exactSpan, len(b.Entries)),
+		dups:    map[string][]int{},
 		base:    make(map[string][]int),
 		urls:    make(map[string]int, len(b.Entries)),
 		skipped: map[string]string{},
@@ -162,9 +183,13 @@ func NewIndex(b *warc.Bundle, rs *rules.Set, opts ...IndexOptions) (*Index, erro
 		}
 		pos := len(ix.entries)
 		ie := &slab[pos]
-		*ie = indexed{pos: pos, e: e, key: o.key, keyStr: o.keyStr, params: o.params, static: o.static}
+		*ie = indexed{pos: pos, e: e, key: o.key, keyStr: o.keyStr, params: o.params, static: o.static, https: o.https, loc: o.loc}
 		ix.entries = append(ix.entries, ie)
 		if sp, ok := ix.exact[ie.keyStr]; ok {
+			if sp.n == 1 {
+				ix.dups[ie.keyStr] = []int{sp.first}
+			}
+			ix.dups[ie.keyStr] = append(ix.dups[ie.keyStr], pos)
 			sp.last, sp.n = pos, sp.n+1
 			ix.exact[ie.keyStr] = sp
 		} else {
@@ -199,6 +224,8 @@ type built struct {
 	urlKey string // "METHOD " + normalized URL
 	params []string
 	static bool
+	https  bool
+	loc    *redirectLoc
 	ep     *rules.Endpoint // the search or promo endpoint that applies, else nil
 }
 
@@ -230,9 +257,42 @@ func (ix *Index) build(e *warc.Entry, o *built, statics map[string]bool) {
 	}
 	o.static = st
 	o.urlKey = method + " " + u.String()
+	o.https = u.Scheme == "https"
+	o.loc = ix.redirectOf(e, u, method)
 	if ep := ix.rs.Endpoint(o.r); ep != nil && (ep.Kind == rules.KindSearch || ep.Kind == rules.KindPromo) {
 		o.ep = ep
 	}
+}
+
+// maxLocation bounds, in bytes, the Location values of recorded redirects that are read.
+const maxLocation = 8 << 10
+
+// redirectOf reads where a recorded 3xx answer to a GET or HEAD sends the client (its
+// Location field resolved against the recorded URL u, RFC 9110 section 10.2.2), or nil for
+// other answers, a missing or unreadable Location, or one that is not http(s).
+func (ix *Index) redirectOf(e *warc.Entry, u *url.URL, method string) *redirectLoc {
+	if e.Status < 300 || e.Status > 399 || e.Unresolved || (method != "GET" && method != "HEAD") {
+		return nil
+	}
+	resp, err := ix.b.Response(e)
+	if err != nil {
+		return nil
+	}
+	raw := strings.TrimSpace(resp.Header.Get("Location"))
+	if raw == "" || len(raw) > maxLocation {
+		return nil
+	}
+	ref, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	abs := u.ResolveReference(ref)
+	if (abs.Scheme != "http" && abs.Scheme != "https") || abs.Host == "" {
+		return nil
+	}
+	abs = normalizeURL(abs)
+	k := ix.rs.Key(rules.Request{Method: method, URL: abs})
+	return &redirectLoc{url: abs.String(), key: k.String(), https: abs.Scheme == "https"}
 }
 
 // Len is the number of indexed entries.
@@ -266,7 +326,8 @@ func parseTargetURL(raw string) (*url.URL, error) {
 	return normalizeURL(u), nil
 }
 
-// normalizeURL returns a copy of u with the scheme and host in lower case, a trailing dot
+// normalizeURL returns a copy of u with the scheme and host in lower case, an
+// internationalized host name in its A-label form (rules.ASCIIHost), a trailing dot
 // dropped from the host name, and the scheme's default port (80 for http, 443 for https)
 // removed; other ports stay, so https://site:8443/ and https://site/ are different hosts.
 // An empty path becomes "/".
@@ -278,6 +339,9 @@ func normalizeURL(u *url.URL) *url.URL {
 		host, port = h, p
 	}
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if strings.ContainsFunc(host, func(r rune) bool { return r >= 0x80 }) {
+		host = strings.TrimSuffix(rules.ASCIIHost(host), ".") // the A-label form browsers send
+	}
 	if (c.Scheme == "https" && port == "443") || (c.Scheme == "http" && port == "80") {
 		port = ""
 	}
@@ -350,6 +414,11 @@ type lookup struct {
 
 	explain bool   // record steps (Explain); Lookup leaves it off and formats nothing
 	steps   []Step // the steps tried, in order
+	// refused are the candidates the matching policy turned down (Explain only; at most
+	// maxRefused), refusedMore how many more there were.
+	refused     []Refusal
+	refusedMore int
+	note        string // Result.Note of an answer the policy shaped (a skipped redirect)
 }
 
 // step records one step of the lookup when explaining; format is only formatted then.
@@ -425,6 +494,7 @@ func (ix *Index) lookupNormalized(r rules.Request, explain bool) (Result, *looku
 	if l.hit != nil {
 		res.Source, res.Entry = l.source, l.hit.e
 	}
+	res.Note = joinNote(res.Note, l.note)
 	switch {
 	case l.ep != nil:
 		res.Endpoint, res.Rule = l.ep.Name, ix.endpointLabel(l.ep)
@@ -501,32 +571,123 @@ func headNote(l *lookup, m string) string {
 	return ""
 }
 
+// exactStep answers with a recording of the request's own key. Of several, those recorded
+// with the request's scheme come first, then the others, each group in recording order
+// (the last first for latest URLs). A redirect whose Location has this same key is skipped
+// for the next capture; when every capture is such a redirect, the first whose Location is
+// on the other scheme answers (it leads somewhere else), and a redirect to the very URL
+// requested never does (docs/replay.md "Matching policy").
 func (ix *Index) exactStep(l *lookup) bool {
 	for _, k := range l.keys {
-		sp, ok := ix.exact[k.String()]
+		ks := k.String()
+		sp, ok := ix.exact[ks]
 		if !ok {
 			continue
 		}
-		p := sp.first
-		if l.latest {
-			p = sp.last
+		if ie := ix.entries[sp.first]; sp.n == 1 && !ie.redirectsTo(ks) { // the usual case
+			l.hit, l.source = ie, SourceExact
+			l.step(StepExact, OutcomeYes, "%s has this key%s", ie.e.ID, headNote(l, k.Method))
+			return true
 		}
-		l.hit, l.source = ix.entries[p], SourceExact
-		if l.explain {
-			id := l.hit.e.ID
-			switch {
-			case sp.n == 1:
-				l.step(StepExact, OutcomeYes, "%s has this key%s", id, headNote(l, k.Method))
-			case l.latest:
-				l.step(StepExact, OutcomeYes, "%d recordings have this key; latest pattern %q (%s): the last, %s%s", sp.n, l.latestPat, l.latestRule, id, headNote(l, k.Method))
-			default:
-				l.step(StepExact, OutcomeYes, "%d recordings have this key: the earliest, %s%s", sp.n, id, headNote(l, k.Method))
+		one := [1]int{sp.first}
+		positions := one[:]
+		if sp.n > 1 {
+			positions = ix.dups[ks]
+		}
+		reqHTTPS := l.req.URL.Scheme == "https"
+		mixed := false
+		order := make([]*indexed, 0, len(positions))
+		for pass := 0; pass < 2; pass++ { // the request's scheme first
+			for i := range positions {
+				p := positions[i]
+				if l.latest {
+					p = positions[len(positions)-1-i]
+				}
+				ie := ix.entries[p]
+				if (ie.https == reqHTTPS) == (pass == 0) {
+					order = append(order, ie)
+				} else if pass == 0 {
+					mixed = true
+				}
 			}
+		}
+		mixed = mixed && order[0].https == reqHTTPS
+		var hit, fallback *indexed
+		var skipped []string
+		for _, ie := range order {
+			if !ie.redirectsTo(ks) {
+				hit = ie
+				break
+			}
+			skipped = append(skipped, ie.e.ID)
+			if fallback == nil && ie.loc.https != reqHTTPS {
+				fallback = ie
+				continue
+			}
+			if ie.loc.https != reqHTTPS {
+				l.refuse(StepExact, ie, fmt.Sprintf("a %d redirect to its own key (Location %s): skipped for the next capture", ie.e.Status, ie.loc.url))
+			} else {
+				l.refuse(StepExact, ie, fmt.Sprintf("a %d redirect to the very URL requested (Location %s): never served", ie.e.Status, ie.loc.url))
+			}
+		}
+		if hit != nil && fallback != nil {
+			l.refuse(StepExact, fallback, fmt.Sprintf("a %d redirect to its own key (Location %s): skipped for the next capture", fallback.e.Status, fallback.loc.url))
+		}
+		if hit == nil && fallback != nil {
+			hit = fallback
+		}
+		if hit == nil {
+			l.note = joinNote(l.note, fmt.Sprintf("%s redirects to the very URL requested: not served", strings.Join(skipped, ", ")))
+			l.step(StepExact, OutcomeNo, "%d recording(s) have key %s, and each redirects to the very URL requested: a miss rather than a redirect loop", sp.n, ks)
+			continue
+		}
+		if len(skipped) > 0 && hit != fallback {
+			l.note = joinNote(l.note, fmt.Sprintf("skipped %s: redirect to its own key", strings.Join(skipped, ", ")))
+		}
+		l.hit, l.source = hit, SourceExact
+		if l.explain {
+			l.step(StepExact, OutcomeYes, "%s", ix.exactDetail(l, k, sp, hit, fallback, mixed, skipped))
 		}
 		return true
 	}
+	if l.explain && len(l.steps) > 0 && l.steps[len(l.steps)-1].Step == StepExact {
+		return false // the key was recorded, and every capture refused (said above)
+	}
 	l.step(StepExact, OutcomeNo, "no recording has key %s", l.key.String())
 	return false
+}
+
+// exactDetail is the explanation of an exact hit.
+func (ix *Index) exactDetail(l *lookup, k rules.Key, sp exactSpan, hit, fallback *indexed, mixed bool, skipped []string) string {
+	id := hit.e.ID
+	var why []string
+	if mixed {
+		scheme := "http"
+		if hit.https {
+			scheme = "https"
+		}
+		why = append(why, "recorded with both schemes: the request's ("+scheme+") first")
+	}
+	if hit == fallback {
+		why = append(why, fmt.Sprintf("every capture redirects to its own key: %s leads to the other scheme (Location %s)", id, hit.loc.url))
+	} else if len(skipped) > 0 {
+		why = append(why, fmt.Sprintf("%s skipped, a redirect to its own key", strings.Join(skipped, ", ")))
+	}
+	extra := ""
+	if len(why) > 0 {
+		extra = " (" + strings.Join(why, "; ") + ")"
+	}
+	switch {
+	case sp.n == 1:
+		return fmt.Sprintf("%s has this key%s%s", id, extra, headNote(l, k.Method))
+	case len(why) > 0 && l.latest:
+		return fmt.Sprintf("%d recordings have this key; latest pattern %q (%s): %s%s%s", sp.n, l.latestPat, l.latestRule, id, extra, headNote(l, k.Method))
+	case len(why) > 0:
+		return fmt.Sprintf("%d recordings have this key: %s%s%s", sp.n, id, extra, headNote(l, k.Method))
+	case l.latest:
+		return fmt.Sprintf("%d recordings have this key; latest pattern %q (%s): the last, %s%s", sp.n, l.latestPat, l.latestRule, id, headNote(l, k.Method))
+	}
+	return fmt.Sprintf("%d recordings have this key: the earliest, %s%s", sp.n, id, headNote(l, k.Method))
 }
 
 // staticType reports the request types whose fuzzy_min defaults to 0: images, fonts,
@@ -542,7 +703,11 @@ func staticMime(mt string) bool { return staticType(typeFromAccept(mt)) }
 const defaultFuzzyMin = 0.5
 
 // fuzzyStep finds the entry of the same method, host and key path with the most query
-// name=value pairs in common (see Index for when it is allowed and the least share).
+// name=value pairs in common (see Index for when it is allowed and the least share), under
+// the matching policy: a recording that is not a static file may not answer a request whose
+// parameters disagree with its own (paramConflict), unless the endpoint set fuzzy or
+// fuzzy_min, or every recording of the path has one payload (samePayload); and no
+// recording answers with a redirect to the request's own key.
 func (ix *Index) fuzzyStep(l *lookup) bool {
 	ep, hasBody := l.ep, len(l.req.Body) > 0
 	allowed := !hasBody && (l.key.Method == "GET" || l.key.Method == "HEAD")
@@ -573,13 +738,38 @@ func (ix *Index) fuzzyStep(l *lookup) bool {
 		}
 		return defaultFuzzyMin
 	}
-	seen, nearest, nearScore, nearWant := false, -1, -1, 0
+	// An endpoint that sets fuzzy or fuzzy_min is its author's decision that other
+	// parameters may answer: the lenient rule.
+	optIn := ep != nil && (ep.FuzzyMin != nil || (ep.Fuzzy != nil && *ep.Fuzzy))
+	seen, nearest, nearScore, nearWant, refused := false, -1, -1, 0, 0
 	for _, k := range l.keys {
+		ks := k.String()
 		want := paramStrings(k)
+		cands := ix.base[k.Base()]
+		same := ix.samePayload(cands)
 		best, bestScore := -1, -1
-		for _, p := range ix.base[k.Base()] {
+		for _, p := range cands {
 			seen = true
 			ie := ix.entries[p]
+			if ie.keyStr == ks {
+				continue // a recording of the request's own key that the exact step refused
+			}
+			if !(optIn || same || reqStatic || ie.static) && !paramsAgree(want, ie.params) {
+				refused++
+				if l.explain {
+					why := paramConflict(want, ie.params)
+					if why == "" {
+						why = "its parameters differ from the request's"
+					}
+					l.refuse(StepFuzzy, ie, why)
+				}
+				continue
+			}
+			if ie.redirectsTo(ks) {
+				refused++
+				l.refuse(StepFuzzy, ie, fmt.Sprintf("a %d redirect to this request's own key (Location %s)", ie.e.Status, ie.loc.url))
+				continue
+			}
 			s := commonParams(want, ie.params)
 			if s > nearScore {
 				nearest, nearScore, nearWant = p, s, len(want)
@@ -599,18 +789,44 @@ func (ix *Index) fuzzyStep(l *lookup) bool {
 				if l.latest {
 					tie = fmt.Sprintf("ties go to the last (latest pattern %q, %s)", l.latestPat, l.latestRule)
 				}
-				l.step(StepFuzzy, OutcomeYes, "%s: %d of %d parameters in common, at least fuzzy_min %.2f; %s%s",
-					l.hit.e.ID, bestScore, len(want), minFor(l.hit), tie, headNote(l, k.Method))
+				rule := ""
+				switch {
+				case reqStatic || l.hit.static:
+					rule = "; a static file: other parameters may answer"
+				case optIn:
+					rule = fmt.Sprintf("; endpoint %q sets fuzzy or fuzzy_min: other parameters may answer", ep.Name)
+				case same:
+					rule = fmt.Sprintf("; all %d recordings of %s have one payload (digest %.12s…): other parameters may answer", len(cands), k.Base(), l.hit.e.Digest)
+				}
+				if refused > 0 {
+					rule += fmt.Sprintf("; %d refused", refused)
+				}
+				l.step(StepFuzzy, OutcomeYes, "%s: %d of %d parameters in common, at least fuzzy_min %.2f; %s%s%s",
+					l.hit.e.ID, bestScore, len(want), minFor(l.hit), tie, rule, headNote(l, k.Method))
 			}
 			return true
 		}
 	}
-	if !seen {
+	switch {
+	case !seen:
 		l.step(StepFuzzy, OutcomeNo, "no recording has method, host and path %s", l.key.Base())
-	} else if l.explain {
+	case !l.explain:
+	case nearest < 0 && refused == 0:
+		l.step(StepFuzzy, OutcomeNo, "no recording of %s but those of the request's own key, refused above", l.key.Base())
+	case nearest < 0:
+		what := fmt.Sprintf("all %d recordings", refused)
+		if refused == 1 {
+			what = "the one recording"
+		}
+		l.step(StepFuzzy, OutcomeNo, "%s of %s refused (listed under refused)", what, l.key.Base())
+	default:
 		ie := ix.entries[nearest]
-		l.step(StepFuzzy, OutcomeNo, "nearest %s has %d of %d parameters in common, below fuzzy_min %.2f",
-			ie.e.ID, nearScore, nearWant, minFor(ie))
+		more := ""
+		if refused > 0 {
+			more = fmt.Sprintf("; %d refused (listed under refused)", refused)
+		}
+		l.step(StepFuzzy, OutcomeNo, "nearest %s has %d of %d parameters in common, below fuzzy_min %.2f%s",
+			ie.e.ID, nearScore, nearWant, minFor(ie), more)
 	}
 	return false
 }

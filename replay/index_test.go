@@ -44,14 +44,17 @@ func TestLookupOrder(t *testing.T) {
 		{"dropped param recorded", "GET", "https://site.test/page?id=7", "", "", SourceExact, "e000018"},
 		{"earliest copy", "GET", "https://site.test/dup", "", "", SourceExact, "e000014"},
 		{"latest copy", "GET", "https://site.test/cart", "", "", SourceExact, "e000008"},
-		{"fuzzy most in common", "GET", "https://site.test/search?q=boots&page=9", "", "", SourceFuzzy, "e000005"},
-		{"fuzzy tie earliest", "GET", "https://site.test/search?q=shoes&page=2", "", "", SourceFuzzy, "e000004"},
+		// A page does not take another page's parameters (docs/replay.md "Matching policy").
+		{"fuzzy refuses another value", "GET", "https://site.test/search?q=boots&page=9", "", "", SourceMiss, ""},
+		{"fuzzy refuses every disagreeing page", "GET", "https://site.test/search?q=shoes&page=2", "", "", SourceMiss, ""},
+		{"fuzzy: the request's extra parameter", "GET", "https://site.test/search?q=boots&page=2&sort=new", "", "", SourceFuzzy, "e000005"},
+		{"fuzzy refuses a parameter the request lacks", "GET", "https://site.test/search?q=boots", "", "", SourceMiss, ""},
 		{"fuzzy none in common below 0.5", "GET", "https://site.test/search?x=1", "", "", SourceMiss, ""},
 		{"fuzzy static any share", "GET", "https://site.test/style.css?v=2", "", "", SourceFuzzy, "e000002"},
 		{"fuzzy static by recorded mime", "GET", "https://site.test/notmod?v=9", "", "", SourceMiss, ""},
 		{"fuzzy extra param", "GET", "https://site.test/page?id=7&session=abc", "", "", SourceFuzzy, "e000018"},
 		{"head matches get", "HEAD", "https://site.test/style.css", "", "", SourceExact, "e000002"},
-		{"head fuzzy", "HEAD", "https://site.test/search?q=boots", "", "", SourceFuzzy, "e000005"},
+		{"head fuzzy", "HEAD", "https://site.test/search?q=boots&page=2&sort=new", "", "", SourceFuzzy, "e000005"},
 		{"post exact json reordered", "POST", "https://site.test/api/cart", `{"qty":2,"id":1}`, "application/json", SourceExact, "e000006"},
 		{"post other body misses", "POST", "https://site.test/api/cart", `{"id":2,"qty":2}`, "application/json", SourceMiss, ""},
 		{"post never fuzzy", "POST", "https://site.test/search?q=shoes", "a=1", "application/x-www-form-urlencoded", SourceMiss, ""},
@@ -120,14 +123,17 @@ endpoints:
 
 func TestExplain(t *testing.T) {
 	ix := testIndex(t)
-	ex := ix.Explain(req("GET", "https://site.test/search?q=boots&page=9&utm_medium=x", "", ""))
+	ex := ix.Explain(req("GET", "https://site.test/search?q=boots&page=2&sort=x&utm_medium=x", "", ""))
 	if ex.Source != SourceFuzzy || ex.Entry == nil || ex.Entry.ID != "e000005" {
 		t.Fatalf("explain = %+v", ex)
 	}
-	if ex.Key != "GET site.test/search?page=9&q=boots" {
+	if ex.Key != "GET site.test/search?page=2&q=boots&sort=x" {
 		t.Errorf("key = %q", ex.Key)
 	}
-	if len(ex.Candidates) != 2 || ex.Candidates[0].ID != "e000005" || ex.Candidates[0].Common != 1 || !ex.Candidates[0].SamePath {
+	if len(ex.Refused) != 1 || ex.Refused[0].ID != "e000004" || ex.Refused[0].Reason != "page: the request has 2, this recording 1" {
+		t.Errorf("refused = %+v", ex.Refused)
+	}
+	if len(ex.Candidates) != 2 || ex.Candidates[0].ID != "e000005" || ex.Candidates[0].Common != 2 || !ex.Candidates[0].SamePath {
 		t.Errorf("candidates = %+v", ex.Candidates)
 	}
 	miss := ix.Explain(req("GET", "https://site.test/search/deeper", "", ""))

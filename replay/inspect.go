@@ -64,6 +64,11 @@ type Explanation struct {
 	// method, host and path ranked by query parameters in common; when there are none,
 	// those of the same method and host ranked by leading path segments in common.
 	Candidates []Candidate `json:"candidates,omitempty"`
+	// Refused are the recordings the matching policy turned down for this request, in the
+	// order the steps met them, each with its reason (at most 50; RefusedMore counts the
+	// rest): another page's parameters, a redirect to the request's own key.
+	Refused     []Refusal `json:"refused,omitempty"`
+	RefusedMore int       `json:"refused_more,omitempty"`
 	// Note explains an unusual answer.
 	Note string `json:"note,omitempty"`
 }
@@ -103,7 +108,7 @@ type Candidate struct {
 func (ix *Index) Explain(r rules.Request) Explanation {
 	res, l := ix.lookup(r, true)
 	ex := Explanation{Method: strings.ToUpper(r.Method), Key: res.Key.String(), Source: res.Source,
-		Rule: res.Rule, Steps: l.steps, Note: res.Note}
+		Rule: res.Rule, Steps: l.steps, Note: res.Note, Refused: l.refused, RefusedMore: l.refusedMore}
 	if r.URL != nil {
 		ex.URL = normalizeURL(r.URL).String()
 	}
@@ -182,7 +187,8 @@ func commonPrefix(a, b []string) int {
 }
 
 // Print writes the explanation for a person: the request, key and endpoint, one line per
-// lookup step, then the source, the rule that decided, the entry hit and the candidates.
+// lookup step, one line per refused candidate with its reason, then the source, the rule
+// that decided, the entry hit and the candidates.
 func (ex Explanation) Print(w io.Writer) {
 	fmt.Fprintf(w, "request:  %s %s\n", ex.Method, ex.URL)
 	fmt.Fprintf(w, "key:      %s\n", ex.Key)
@@ -198,6 +204,15 @@ func (ex Explanation) Print(w io.Writer) {
 	fmt.Fprintln(w, "lookup:")
 	for _, s := range ex.Steps {
 		fmt.Fprintf(w, "  %-8s %-3s  %s\n", s.Step, s.Outcome, s.Detail)
+	}
+	if len(ex.Refused) > 0 {
+		fmt.Fprintln(w, "refused (the matching policy: a miss rather than a wrong answer):")
+		for _, rf := range ex.Refused {
+			fmt.Fprintf(w, "  %s  %-6s %s  %s\n", rf.ID, rf.Step, rf.URL, rf.Reason)
+		}
+		if ex.RefusedMore > 0 {
+			fmt.Fprintf(w, "  ... and %d more\n", ex.RefusedMore)
+		}
 	}
 	fmt.Fprintf(w, "source:   %s\n", ex.Source)
 	if ex.Rule != "" {

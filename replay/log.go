@@ -9,6 +9,7 @@ import (
 	"io"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Sources: how a request was answered (the log's "source" field).
@@ -25,9 +26,34 @@ const (
 // LogTimeFormat is the layout of LogLine.Time: RFC 3339 in UTC with milliseconds.
 const LogTimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
-// maxLogLine bounds one line of a replay log read by ReadLog (a line holds one URL and one
-// key, which may carry a normalized request body).
-const maxLogLine = 16 << 20
+// MaxLogLine is the hard bound on one line of the replay log as written (--log FILE and
+// http://rr.control/log), in bytes with its newline: fields of unbounded size are cut to
+// fit (see LogLine.Truncated), the line itself never is.
+const MaxLogLine = 64 << 10
+
+// MaxReadLogLine is the longest log line the readers (ReadLog, LogScanner) accept, in bytes
+// without its newline: MaxLogLine with room for lines written by hand or by older versions.
+// A longer line is skipped without being held in memory, and counted as unreadable.
+const MaxReadLogLine = 1 << 20
+
+// The most bytes each field of a LogLine takes in a written line, counted as encoded in
+// JSON (escapes included, the quotes not). A longer value is cut at a character boundary to
+// a prefix that fits, and the line marked Truncated. Together with the field names and the
+// numbers they stay well under MaxLogLine.
+const (
+	// MaxLogURL bounds LogLine.URL (the original length goes to URLSize).
+	MaxLogURL = 32 << 10
+	// MaxLogKey bounds LogLine.Key, which may hold the normalized request body (the
+	// original length goes to KeySize).
+	MaxLogKey = 16 << 10
+	// MaxLogMethod bounds LogLine.Method (and Time, Type, Dest and Source): a method this
+	// long on a truncated line may have been cut.
+	MaxLogMethod = 64
+
+	maxLogNote  = 4 << 10 // Note
+	maxLogRef   = 1 << 10 // Rule, Endpoint, Record
+	maxLogEntry = 256     // Entry
+)
 
 // LogLine is one line of the replay log (--log FILE, JSON Lines): one proxied request.
 // Lines are written in the order the proxy decided the answers.
@@ -69,6 +95,17 @@ type LogLine struct {
 	MS float64 `json:"ms"`
 	// Note explains an unusual answer ("revisit original not in recording", ...).
 	Note string `json:"note,omitempty"`
+	// Truncated is true when fields were cut to keep the line within MaxLogLine: the URL
+	// to MaxLogURL bytes, the key to MaxLogKey, the method to MaxLogMethod, the note, rule,
+	// endpoint, entry and record to a few KiB. A cut field is a prefix of the original.
+	Truncated bool `json:"truncated,omitempty"`
+	// URLSize is the length in bytes of the URL before it was cut; 0 when it was not.
+	URLSize int `json:"url_size,omitempty"`
+	// KeySize is the length in bytes of the key before it was cut; 0 when it was not.
+	KeySize int `json:"key_size,omitempty"`
+	// BodySize is the length in bytes of the request body, on truncated lines of requests
+	// that had one (a large body is what makes the key long); 0 otherwise.
+	BodySize int64 `json:"body_size,omitempty"`
 }
 
 // logWriter writes LogLines as JSON Lines from one goroutine. Send never blocks on the
@@ -135,39 +172,166 @@ func (lw *logWriter) close() error {
 	return nil
 }
 
-// ReadLog parses a replay log (JSON Lines of LogLine) from r; name is the file name used in
-// errors, which give the line number. Blank lines are skipped; a line over 16 MiB, a line
-// that is not a JSON object, or one without method, url or source is an error.
+// ReadLog parses a replay log (JSON Lines of LogLine) from r, for small logs and tests:
+// every line is kept in memory. name is the file name used in errors, which give the line
+// number (from 1, blank lines counted). Blank lines are skipped; the first line that cannot
+// be read (over MaxReadLogLine, not a JSON object, without method, url or source) is an
+// error. Commands that read whole logs use LogScanner instead.
 func ReadLog(r io.Reader, name string) ([]LogLine, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxLogLine)
+	sc := NewLogScanner(r)
 	var lines []LogLine
-	n := 0
 	for sc.Scan() {
-		n++
-		data := bytes.TrimSpace(sc.Bytes())
-		if len(data) == 0 {
-			continue
-		}
-		var l *LogLine
-		if err := json.Unmarshal(data, &l); err != nil {
-			return nil, fmt.Errorf("read %s line %d: %w", name, n, err)
-		}
+		l := sc.Log()
 		if l == nil {
-			return nil, fmt.Errorf("read %s line %d: not a JSON object", name, n)
-		}
-		if l.Method == "" || l.URL == "" || l.Source == "" {
-			return nil, fmt.Errorf("read %s line %d: not a replay log line (needs method, url and source)", name, n)
+			return nil, fmt.Errorf("read %s line %d: %s", name, sc.Line(), sc.Problem())
 		}
 		lines = append(lines, *l)
 	}
 	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("read %s line %d: longer than %d bytes", name, n+1, maxLogLine)
-		}
-		return nil, fmt.Errorf("read %s line %d: %w", name, n+1, err)
+		return nil, fmt.Errorf("read %s line %d: %w", name, sc.Line()+1, err)
 	}
 	return lines, nil
+}
+
+// LogScanner reads a replay log one line at a time in bounded memory: a read buffer of
+// 128 KiB and at most MaxReadLogLine bytes of the current line, whatever the length of the
+// log or of its lines. A line over MaxReadLogLine is read past, never held whole, and
+// reported as unreadable. Use it as bufio.Scanner:
+//
+//	sc := replay.NewLogScanner(f)
+//	for sc.Scan() {
+//		if l := sc.Log(); l != nil { ... } else { ... sc.Line(), sc.Problem() ... }
+//	}
+//	if err := sc.Err(); err != nil { ... }
+type LogScanner struct {
+	br      *bufio.Reader
+	buf     []byte
+	n       int
+	line    *LogLine
+	problem string
+	err     error
+	done    bool
+}
+
+// NewLogScanner returns a LogScanner reading r.
+func NewLogScanner(r io.Reader) *LogScanner {
+	return &LogScanner{br: bufio.NewReaderSize(r, 128<<10)}
+}
+
+// Scan advances to the next non-blank line. It returns false at the end of the input or
+// on a read error (see Err).
+func (s *LogScanner) Scan() bool {
+	s.line, s.problem = nil, ""
+	for !s.done {
+		data, tooLong, ok, err := s.readLine()
+		if err != nil {
+			s.done = true
+			if !errors.Is(err, io.EOF) {
+				s.err = err
+				return false
+			}
+		}
+		if !ok {
+			return false
+		}
+		s.n++
+		if tooLong {
+			s.problem = fmt.Sprintf("longer than %d bytes", MaxReadLogLine)
+			return true
+		}
+		data = bytes.TrimSpace(data)
+		if len(data) == 0 {
+			continue
+		}
+		s.line, s.problem = ParseLogLine(data)
+		return true
+	}
+	return false
+}
+
+// Line is the number of the current line in the input, from 1, blank lines counted; after
+// Scan returned false, the number of the last line read.
+func (s *LogScanner) Line() int { return s.n }
+
+// Log is the current line parsed (a new LogLine for every line), or nil when it could not
+// be read; then Problem says why.
+func (s *LogScanner) Log() *LogLine { return s.line }
+
+// Problem says why the current line could not be read ("longer than 1048576 bytes",
+// "not JSON: ...", "not a replay log line (needs method, url and source)"); "" when Log is
+// not nil.
+func (s *LogScanner) Problem() string { return s.problem }
+
+// Err is the first error reading the input, other than io.EOF.
+func (s *LogScanner) Err() error { return s.err }
+
+// readLine reads one line, without its end of line, keeping at most MaxReadLogLine bytes of
+// it; ok is false when the input had no more bytes. A line that fits in the read buffer is
+// returned without a copy (valid until the next read).
+func (s *LogScanner) readLine() (line []byte, tooLong, ok bool, err error) {
+	const limit = MaxReadLogLine + 2 // the line and its "\r\n"
+	s.buf = s.buf[:0]
+	size := 0
+	var chunk []byte
+	for {
+		chunk, err = s.br.ReadSlice('\n')
+		size += len(chunk)
+		if err != bufio.ErrBufferFull {
+			break
+		}
+		if size <= limit {
+			s.buf = append(s.buf, chunk...)
+		}
+	}
+	if size == 0 {
+		return nil, false, false, err
+	}
+	line = chunk
+	if size > len(chunk) {
+		if size > limit {
+			return nil, true, true, err
+		}
+		s.buf = append(s.buf, chunk...)
+		line = s.buf
+	}
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	return line, len(line) > MaxReadLogLine, true, err
+}
+
+// ParseLogLine parses one line of a replay log (without its newline). It returns the line,
+// or nil and the reason it is not a replay log line: not JSON, not a JSON object, a field
+// of the wrong JSON type, or no method, url or source.
+func ParseLogLine(data []byte) (*LogLine, string) {
+	var l *LogLine
+	if err := json.Unmarshal(data, &l); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			if typeErr.Field == "" {
+				return nil, "not a replay log line (want a JSON object with method, url and source)"
+			}
+			return nil, fmt.Sprintf("not a replay log line (field %s: want %s, got JSON %s)", shortText(typeErr.Field, 40), typeErr.Type, typeErr.Value)
+		}
+		return nil, "not JSON: " + shortText(err.Error(), 120)
+	}
+	if l == nil {
+		return nil, "not a JSON object"
+	}
+	if l.Method == "" || l.URL == "" || l.Source == "" {
+		return nil, "not a replay log line (needs method, url and source)"
+	}
+	return l, ""
+}
+
+// shortText cuts s to n bytes at a character boundary, adding "..." when it cut.
+func shortText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 // logTime formats t as LogLine.Time.
@@ -177,22 +341,47 @@ func logTime(t time.Time) string { return t.UTC().Format(LogTimeFormat) }
 // http://rr.control/log?tail=N (Options.LogTail).
 const DefaultLogTail = 10000
 
+// DefaultLogTailBytes bounds the bytes of the lines kept for http://rr.control/log, newlines
+// included (16 MiB): when a new line would go over it, or over the number of lines, the
+// oldest lines are dropped first.
+const DefaultLogTailBytes = 16 << 20
+
 // defaultTailLines is N for http://rr.control/log without ?tail=N.
 const defaultTailLines = 100
 
-// logRing keeps the last lines of the log, each as one JSON line with its newline.
+// logRing keeps the last lines of the log, each as one JSON line with its newline, at most
+// len(lines) of them and maxBytes bytes together.
 type logRing struct {
-	mu    sync.Mutex
-	lines [][]byte
-	next  int  // where the next line goes
-	full  bool // lines has wrapped
+	mu       sync.Mutex
+	lines    [][]byte // a circular buffer
+	start    int      // the oldest line
+	n        int      // lines kept
+	bytes    int      // their bytes
+	maxBytes int
 }
 
-func newLogRing(n int) *logRing { return &logRing{lines: make([][]byte, n)} }
+func newLogRing(n int) *logRing {
+	return &logRing{lines: make([][]byte, n), maxBytes: DefaultLogTailBytes}
+}
 
 // encodeLogLine encodes line once as a JSON line with its newline (HTML characters not
-// escaped), for both the log file and the in-memory tail; nil if it cannot be encoded.
+// escaped), for both the log file and the in-memory tail, within MaxLogLine bytes: long
+// fields are cut first (boundLogLine). It returns nil if the line cannot be encoded.
 func encodeLogLine(line LogLine) []byte {
+	boundLogLine(&line, 1)
+	b := marshalLogLine(line)
+	if len(b) > MaxLogLine {
+		// Not reached with the field bounds above; cut everything hard rather than write
+		// a line the readers refuse.
+		boundLogLine(&line, 16)
+		if b = marshalLogLine(line); len(b) > MaxLogLine {
+			return nil
+		}
+	}
+	return b
+}
+
+func marshalLogLine(line LogLine) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -202,31 +391,100 @@ func encodeLogLine(line LogLine) []byte {
 	return buf.Bytes()
 }
 
-// add keeps line (from encodeLogLine; never modified afterwards), dropping the oldest when
-// the ring is full.
-func (r *logRing) add(line []byte) {
-	r.mu.Lock()
-	r.lines[r.next] = line
-	r.next++
-	if r.next == len(r.lines) {
-		r.next, r.full = 0, true
+// boundLogLine cuts the fields of l to their bounds divided by div, recording the original
+// sizes of the URL and key; BodySize is kept only on a truncated line.
+func boundLogLine(l *LogLine, div int) {
+	cut := func(s *string, max int) bool {
+		c, ok := cutJSON(*s, max/div)
+		if ok {
+			*s = c
+			l.Truncated = true
+		}
+		return ok
 	}
-	r.mu.Unlock()
+	if n := len(l.URL); cut(&l.URL, MaxLogURL) && l.URLSize == 0 {
+		l.URLSize = n
+	}
+	if n := len(l.Key); cut(&l.Key, MaxLogKey) && l.KeySize == 0 {
+		l.KeySize = n
+	}
+	for _, f := range []*string{&l.Time, &l.Method, &l.Type, &l.Dest, &l.Source} {
+		cut(f, MaxLogMethod)
+	}
+	for _, f := range []*string{&l.Rule, &l.Endpoint, &l.Record} {
+		cut(f, maxLogRef)
+	}
+	cut(&l.Entry, maxLogEntry)
+	cut(&l.Note, maxLogNote)
+	if !l.Truncated {
+		l.BodySize = 0
+	}
 }
 
-// tail returns the last n lines kept, oldest first, as JSON Lines.
+// cutJSON returns the longest prefix of s, ending at a character boundary, whose JSON
+// encoding (as encodeLogLine writes it, without the quotes) takes at most max bytes, and
+// whether that cut anything.
+func cutJSON(s string, max int) (string, bool) {
+	if len(s)*6 <= max { // no byte takes more than 6 ("\u00XX")
+		return s, false
+	}
+	n := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		w, size := 1, 1
+		switch {
+		case c == '"' || c == '\\':
+			w = 2
+		case c < 0x20:
+			w = 6 // "\u00XX" or shorter
+		case c >= utf8.RuneSelf:
+			r, sz := utf8.DecodeRuneInString(s[i:])
+			size, w = sz, sz
+			if (r == utf8.RuneError && sz == 1) || r == '\u2028' || r == '\u2029' {
+				w = 6 // written "\ufffd", "\u2028", "\u2029"
+			}
+		}
+		if n+w > max {
+			return s[:i], true
+		}
+		n += w
+		i += size
+	}
+	return s, false
+}
+
+// add keeps line (from encodeLogLine; never modified afterwards), dropping the oldest lines
+// while the ring is full or the bytes would go over maxBytes.
+func (r *logRing) add(line []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(line) > r.maxBytes || len(r.lines) == 0 {
+		return
+	}
+	for r.n > 0 && (r.n == len(r.lines) || r.bytes+len(line) > r.maxBytes) {
+		r.bytes -= len(r.lines[r.start])
+		r.lines[r.start] = nil
+		r.start = (r.start + 1) % len(r.lines)
+		r.n--
+	}
+	r.lines[(r.start+r.n)%len(r.lines)] = line
+	r.n++
+	r.bytes += len(line)
+}
+
+// tail returns the last n lines kept, oldest first, as JSON Lines (at most maxBytes).
 func (r *logRing) tail(n int) []byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	have := r.next
-	if r.full {
-		have = len(r.lines)
-	}
-	n = min(n, have)
-	var out []byte
+	n = min(n, r.n)
+	first := r.start + r.n - n
+	size := 0
 	for i := range n {
-		j := (r.next - n + i + len(r.lines)) % len(r.lines)
-		out = append(out, r.lines[j]...)
+		size += len(r.lines[(first+i)%len(r.lines)])
+	}
+	out := make([]byte, 0, size)
+	for i := range n {
+		out = append(out, r.lines[(first+i)%len(r.lines)]...)
 	}
 	return out
 }

@@ -15,7 +15,7 @@ func TestReadLogErrors(t *testing.T) {
 		{`null`, "read x.jsonl line 1: not a JSON object"},
 		{`[1,2]`, "read x.jsonl line 1:"},
 		{`{"method":"GET","url":"http://a/","source":"exact","status":"x"}`, "read x.jsonl line 1:"},
-		{strings.Repeat("x", maxLogLine+1), "read x.jsonl line 1: longer than"},
+		{strings.Repeat("x", MaxReadLogLine+1), "read x.jsonl line 1: longer than"},
 	} {
 		_, err := ReadLog(strings.NewReader(c.in), "x.jsonl")
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {

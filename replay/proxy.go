@@ -12,6 +12,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,12 +35,33 @@ const DefaultListen = "127.0.0.1:8899"
 // Counts), http://rr.control/log?tail=N (the last N log lines as JSON Lines, oldest first;
 // N defaults to 100 and is capped by Options.LogTail) and http://rr.control/health ("ok"), over http or https through the proxy, or
 // directly as http://PROXY-ADDR/stats. Control requests are neither logged nor counted.
+// The host is matched in any case, with or without a trailing dot ("RR.Control." too);
+// see IsControlHost.
 const ControlHost = "rr.control"
+
+// IsControlHost reports whether host (a URL host or Host header, with or without a port)
+// names ControlHost: compared without case, a trailing dot ignored.
+func IsControlHost(host string) bool {
+	h := strings.TrimSuffix(hostname(host), ".")
+	return len(h) == len(ControlHost) && strings.EqualFold(h, ControlHost)
+}
 
 // maxKeyBody bounds the part of a request body kept for the matching key. Longer bodies are
 // still read to the end (and discarded) before answering; their key uses the first
 // maxKeyBody bytes and the log line says so.
 const maxKeyBody = 32 << 20
+
+// maxMemBody is the largest request body one request keeps in memory; the kept part of a
+// larger body goes to a temporary file (see Options.BodyMemory).
+const maxMemBody = 8 << 20
+
+// DefaultBodyMemory is Options.BodyMemory's default: 64 MiB of request bodies in memory,
+// all requests together.
+const DefaultBodyMemory int64 = 64 << 20
+
+// DefaultBodySpill is Options.BodySpill's default: 1 GiB of request bodies in temporary
+// files, all requests together.
+const DefaultBodySpill int64 = 1 << 30
 
 // DefaultIdleTimeout closes client connections idle for this long.
 const DefaultIdleTimeout = 2 * time.Minute
@@ -62,6 +84,20 @@ type Options struct {
 	Listen string
 	// IdleTimeout closes a client connection idle this long (default DefaultIdleTimeout).
 	IdleTimeout time.Duration
+	// BodyMemory bounds the request body bytes held in memory by all requests at once
+	// (default DefaultBodyMemory). Replay reads every body before answering, and keeps up
+	// to 32 MiB of it for the key: a body of at most 8 MiB is kept in memory while it
+	// fits under BodyMemory; a larger one, or one that does not fit, goes to a temporary
+	// file in SpillDir. The temporary files are read back for their key one at a time,
+	// so request bodies take at most BodyMemory + 32 MiB of memory.
+	BodyMemory int64
+	// BodySpill bounds the request body bytes kept in temporary files by all requests at
+	// once (default DefaultBodySpill; negative: none). A body that fits under neither cap
+	// is read to the end and answered 413, and its log line says why.
+	BodySpill int64
+	// SpillDir is where request bodies are spilled ("" is os.TempDir()). The files are
+	// removed as soon as they are created, so nothing is left behind.
+	SpillDir string
 	// Debug, when set, receives goproxy's and net/http's warnings (TLS handshake errors,
 	// malformed requests). Nil discards them.
 	Debug io.Writer
@@ -73,7 +109,8 @@ type Options struct {
 	// repeatable per page URL.
 	DeterministicRandom bool
 	// LogTail is how many log lines http://rr.control/log?tail=N can return (default
-	// DefaultLogTail). The lines are kept in memory whether or not Log is set.
+	// DefaultLogTail). The lines are kept in memory whether or not Log is set, at most
+	// DefaultLogTailBytes of them; the oldest go first.
 	LogTail int
 }
 
@@ -105,6 +142,10 @@ type Server struct {
 	clock  *Clock    // nil when the page clock is off
 	// clockMax bounds the documents the clock goes into (MaxClockDocument; tests lower it)
 	clockMax int64
+	// request bodies being read: bytes held in memory and in temporary files, and the
+	// lock under which one spilled body at a time is read back for its key
+	bodyMem, bodyDisk byteBudget
+	spillMu           sync.Mutex
 
 	mu        sync.Mutex
 	conns     map[*trackedConn]struct{}
@@ -140,7 +181,14 @@ func New(opts Options) (*Server, error) {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
+	if opts.BodyMemory <= 0 {
+		opts.BodyMemory = DefaultBodyMemory
+	}
+	if opts.BodySpill == 0 {
+		opts.BodySpill = DefaultBodySpill
+	}
 	s := &Server{b: opts.Bundle, ix: ix, ca: opts.CA, opts: opts, conns: map[*trackedConn]struct{}{}}
+	s.bodyMem.max, s.bodyDisk.max = opts.BodyMemory, max(opts.BodySpill, 0)
 	s.counts.c = newCounts()
 	if opts.LogTail <= 0 {
 		opts.LogTail = DefaultLogTail
@@ -249,13 +297,14 @@ type answer struct {
 	rule     string // LogLine.Rule
 	endpoint string // LogLine.Endpoint
 	url      string // LogLine.URL (the normalized request URL) when already computed, else ""
+	bodySize int64  // LogLine.BodySize: the request body's length
 }
 
 // handle is the goproxy request handler: every request (plain HTTP, MITM HTTPS, HTTP/2)
 // ends here and gets an answer from the recording; nothing is forwarded.
 func (s *Server) handle(r *http.Request, _ *goproxy.ProxyCtx) (*http.Request, *http.Response) {
 	start := time.Now()
-	if hostname(r.URL.Host) == ControlHost {
+	if IsControlHost(r.URL.Host) {
 		return r, s.controlResponse(r)
 	}
 	a := s.answerFor(r)
@@ -266,7 +315,9 @@ func (s *Server) handle(r *http.Request, _ *goproxy.ProxyCtx) (*http.Request, *h
 
 // answerFor reads the request body in full and decides the answer.
 func (s *Server) answerFor(r *http.Request) *answer {
-	body, total, bodyErr := readBody(r)
+	rb, bodyErr := s.readBody(r)
+	defer rb.close()
+	total := rb.total
 	typ := RequestType(r)
 	u := normalizeURL(r.URL)
 	urlStr := u.String()
@@ -274,6 +325,10 @@ func (s *Server) answerFor(r *http.Request) *answer {
 	case bodyErr != nil:
 		a := textAnswer(http.StatusBadRequest, "text/plain; charset=utf-8", "pab replay: cannot read the request body\n")
 		a.typ, a.note = typ, "request body: "+bodyErr.Error()
+		return a
+	case rb.refused != "":
+		a := textAnswer(http.StatusRequestEntityTooLarge, "text/plain; charset=utf-8", "pab replay: "+rb.refused+"\n")
+		a.typ, a.note = typ, rb.refused+"; answered 413"
 		return a
 	case r.ProtoMajor >= 2:
 		a := unsupportedAnswer(http.StatusHTTPVersionNotSupported, noteHTTP2, r.Method, urlStr)
@@ -284,7 +339,15 @@ func (s *Server) answerFor(r *http.Request) *answer {
 		a.typ = typ
 		return a
 	}
+	body, done, err := rb.bytes(&s.spillMu)
+	if err != nil {
+		a := textAnswer(http.StatusRequestEntityTooLarge, "text/plain; charset=utf-8", "pab replay: request body not kept: "+err.Error()+"\n")
+		a.typ, a.note = typ, "request body not kept: "+err.Error()+"; answered 413"
+		return a
+	}
 	res, _ := s.ix.lookupNormalized(rules.Request{Method: r.Method, URL: u, Body: body, ContentType: r.Header.Get("Content-Type")}, false)
+	body = nil
+	done()
 	var a *answer
 	note := res.Note
 	switch res.Source {
@@ -331,6 +394,7 @@ func (s *Server) answerFor(r *http.Request) *answer {
 		a.note = joinNote(a.note, "h2c upgrade ignored: answered over HTTP/1.1")
 	}
 	a.url = urlStr
+	a.bodySize = total
 	return a
 }
 
@@ -344,22 +408,195 @@ func joinNote(a, b string) string {
 	return a + "; " + b
 }
 
-// readBody reads the whole request body: up to maxKeyBody bytes are kept for the key, the
-// rest is read and discarded. It returns the kept bytes and the total length. Reading the
-// body is also what sends "100 Continue" to a client that asked for it (Expect).
-func readBody(r *http.Request) ([]byte, int64, error) {
+// byteBudget is a count of bytes in use bounded by max; safe for concurrent use.
+type byteBudget struct {
+	max  int64
+	used atomic.Int64
+}
+
+// take reserves n bytes; it reports false, reserving nothing, when they do not fit.
+func (b *byteBudget) take(n int64) bool {
+	for {
+		u := b.used.Load()
+		if u+n > b.max {
+			return false
+		}
+		if b.used.CompareAndSwap(u, u+n) {
+			return true
+		}
+	}
+}
+
+// give returns n bytes reserved with take.
+func (b *byteBudget) give(n int64) { b.used.Add(-n) }
+
+// requestBody is a request body as read by readBody: its first maxKeyBody bytes kept in
+// memory (mem) or in a temporary file (file), and the budgets it holds until close.
+type requestBody struct {
+	mem     []byte
+	file    *os.File
+	kept    int64  // bytes kept, in mem or file
+	total   int64  // bytes read
+	refused string // why the body could not be kept ("" when it was): the answer is 413
+
+	memHeld, diskHeld int64
+	s                 *Server
+}
+
+// spillChunk is how much of a spilled body is written at a time.
+const spillChunk = 64 << 10
+
+// readBody reads the whole request body. Up to maxKeyBody bytes are kept for the key, the
+// rest is read and discarded. A body of at most maxMemBody bytes is kept in memory when it
+// fits under Options.BodyMemory; otherwise it goes to a temporary file, within
+// Options.BodySpill; a body that fits under neither is read to the end, not kept, and
+// marked refused. Reading the body is also what sends "100 Continue" to a client that
+// asked for it (Expect). The result is never nil; close releases it.
+func (s *Server) readBody(r *http.Request) (*requestBody, error) {
+	rb := &requestBody{s: s}
 	if r.Body == nil || r.Body == http.NoBody {
-		return nil, 0, nil
+		return rb, nil
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxKeyBody+1))
-	total := int64(len(body))
-	if err == nil && total > maxKeyBody {
-		var n int64
-		n, err = io.Copy(io.Discard, r.Body)
-		total += n
-		body = body[:maxKeyBody]
+	// in memory: the whole body when its length is known, else growing up to maxMemBody
+	if n := r.ContentLength; n >= 0 && n <= maxMemBody {
+		if s.bodyMem.take(n) {
+			rb.memHeld = n
+			rb.mem = make([]byte, n)
+			m, err := io.ReadFull(r.Body, rb.mem)
+			rb.kept, rb.total = int64(m), int64(m)
+			if err != nil {
+				return rb, err
+			}
+			// net/http ends the body at Content-Length; this only sees its end
+			extra, err := io.Copy(io.Discard, r.Body)
+			rb.total += extra
+			return rb, err
+		}
+	} else if n < 0 {
+		for {
+			if len(rb.mem) == cap(rb.mem) {
+				c := int64(min(max(2*cap(rb.mem), 32<<10), maxMemBody))
+				if int64(cap(rb.mem)) >= maxMemBody || !s.bodyMem.take(c-rb.memHeld) {
+					break // to a temporary file with what was read so far
+				}
+				grown := make([]byte, len(rb.mem), c)
+				copy(grown, rb.mem)
+				rb.mem, rb.memHeld = grown, c
+			}
+			m, err := r.Body.Read(rb.mem[len(rb.mem):cap(rb.mem)])
+			rb.mem = rb.mem[:len(rb.mem)+m]
+			rb.kept, rb.total = int64(len(rb.mem)), int64(len(rb.mem))
+			if err == io.EOF {
+				return rb, nil
+			}
+			if err != nil {
+				return rb, err
+			}
+		}
 	}
-	return body, total, err
+	return rb, rb.spill(r.Body)
+}
+
+// spill moves what rb holds in memory to a temporary file and reads the rest of body into
+// it, up to maxKeyBody bytes kept; the rest is read and discarded. When the file cannot
+// be made or written, or Options.BodySpill is reached, the body is read to the end, not
+// kept, and rb.refused says why.
+func (rb *requestBody) spill(body io.Reader) error {
+	s := rb.s
+	head := rb.mem
+	rb.mem, rb.kept = nil, 0 // head is kept again below, in the file
+	defer func() {
+		if rb.memHeld > 0 {
+			s.bodyMem.give(rb.memHeld)
+			rb.memHeld = 0
+		}
+	}()
+	buf := make([]byte, spillChunk)
+	write := func(p []byte) {
+		if rb.refused != "" || len(p) == 0 {
+			return
+		}
+		p = p[:min(int64(len(p)), maxKeyBody-rb.kept)]
+		if len(p) == 0 {
+			return
+		}
+		if !s.bodyDisk.take(int64(len(p))) {
+			rb.refuse(fmt.Sprintf("request body not kept: other requests use the caps of %d MiB of request bodies in memory and %d MiB in temporary files",
+				s.bodyMem.max>>20, s.bodyDisk.max>>20))
+			return
+		}
+		rb.diskHeld += int64(len(p))
+		if rb.file == nil {
+			f, err := os.CreateTemp(s.opts.SpillDir, "pab-replay-body-*")
+			if err != nil {
+				rb.refuse("request body not kept: temporary file: " + err.Error())
+				return
+			}
+			os.Remove(f.Name()) // the open file stays readable; nothing is left behind
+			rb.file = f
+		}
+		if _, err := rb.file.Write(p); err != nil {
+			rb.refuse("request body not kept: temporary file: " + err.Error())
+			return
+		}
+		rb.kept += int64(len(p))
+	}
+	write(head)
+	for {
+		m, err := body.Read(buf)
+		rb.total += int64(m)
+		write(buf[:m])
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// refuse drops what rb kept and records why.
+func (rb *requestBody) refuse(why string) {
+	rb.refused = why
+	rb.kept = 0
+	rb.closeFile()
+}
+
+// closeFile closes the temporary file and gives back its bytes.
+func (rb *requestBody) closeFile() {
+	if rb.file != nil {
+		rb.file.Close()
+		rb.file = nil
+	}
+	if rb.diskHeld > 0 {
+		rb.s.bodyDisk.give(rb.diskHeld)
+		rb.diskHeld = 0
+	}
+}
+
+// bytes returns the kept body for the lookup, and done, to be called once the lookup is
+// over. A spilled body is read back under mu, which done unlocks: one at a time.
+func (rb *requestBody) bytes(mu *sync.Mutex) (body []byte, done func(), err error) {
+	if rb.file == nil {
+		return rb.mem, func() {}, nil
+	}
+	mu.Lock()
+	body = make([]byte, rb.kept)
+	if _, err := rb.file.ReadAt(body, 0); err != nil {
+		mu.Unlock()
+		return nil, nil, fmt.Errorf("read back the temporary file: %w", err)
+	}
+	return body, mu.Unlock, nil
+}
+
+// close releases the memory and the temporary file rb holds.
+func (rb *requestBody) close() {
+	rb.mem = nil
+	if rb.memHeld > 0 {
+		rb.s.bodyMem.give(rb.memHeld)
+		rb.memHeld = 0
+	}
+	rb.closeFile()
 }
 
 // recordedAnswer reads entry e's response from the recording. The parsed head (status,
@@ -378,6 +615,9 @@ func (s *Server) recordedAnswer(e *warc.Entry, r *http.Request) (*answer, error)
 		size:   h.size,
 		entry:  e,
 		record: h.recordID,
+	}
+	if revalidate(r, a) { // the client's cached copy is current: 304 (revalidate.go)
+		return a, nil
 	}
 	if s.clock != nil && h.clock {
 		body, ok, err := readClockBody(a.body, a.size, s.clockMax)
@@ -545,6 +785,7 @@ func (s *Server) finish(r *http.Request, a *answer, start time.Time) {
 		Record:   a.record,
 		MS:       math.Round(float64(time.Since(start).Microseconds())) / 1000,
 		Note:     a.note,
+		BodySize: a.bodySize,
 	}
 	if a.entry != nil {
 		line.Entry = a.entry.ID

@@ -198,6 +198,11 @@ func (ix *Index) searchStep(l *lookup) bool {
 		}
 		buckets++
 		best, nearest := t.search(q, min, restParams(paramStrings(k), ep.TextParam), l.latest)
+		if best.c != nil && best.c.ie.redirectsTo(k.String()) {
+			ie := best.c.ie
+			l.refuse(StepSearch, ie, fmt.Sprintf("a %d redirect to this request's own key (Location %s)", ie.e.Status, ie.loc.url))
+			best = searchPick{}
+		}
 		if best.c != nil {
 			l.hit, l.source = best.c.ie, SourceSearch
 			if l.explain {
@@ -267,6 +272,10 @@ func (ix *Index) promoStep(l *lookup) bool {
 				continue
 			}
 			c := t.pickCode(t.codes[look], restParams(paramStrings(k), ep.TextParam), l.latest)
+			if c.ie.redirectsTo(k.String()) {
+				l.refuse(StepPromo, c.ie, fmt.Sprintf("a %d redirect to this request's own key (Location %s)", c.ie.e.Status, c.ie.loc.url))
+				continue
+			}
 			l.hit, l.source = c.ie, SourcePromo
 			if pass == 0 {
 				l.step(StepPromo, OutcomeYes, "endpoint %q (%s): code %q recorded: %s%s", ep.Name, ix.endpointLabel(ep), raw, c.ie.e.ID, headNote(l, k.Method))

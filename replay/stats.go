@@ -1,10 +1,13 @@
 package replay
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"sort"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/pab-dev/pab/warc"
 )
@@ -59,14 +62,25 @@ type Stats struct {
 	Counts
 	// ByTypeSource counts requests by type, then by source.
 	ByTypeSource map[string]map[string]int `json:"by_type_source"`
-	// TopMissed lists missed keys, most frequent first (ties by first appearance).
+	// TopMissed lists missed keys, most frequent first (ties by first appearance): at most
+	// MaxMissedKeys of them, the first distinct keys met.
 	TopMissed []KeyCount `json:"top_missed"`
-	// Spares are recorded exchanges no request used, in recording order; filled by the
-	// caller with Spares when the bundle is at hand.
+	// MissedOther counts the misses whose key was not among the MaxMissedKeys first
+	// distinct missed keys (they are counted in Total and BySource, not ranked).
+	MissedOther int `json:"missed_other,omitempty"`
+	// Truncated counts the lines whose fields replay cut to fit MaxLogLine.
+	Truncated int `json:"truncated,omitempty"`
+	// Unreadable counts the lines that could not be read (skipped); FirstUnreadable is the
+	// first of them, "line N: problem".
+	Unreadable      int    `json:"unreadable,omitempty"`
+	FirstUnreadable string `json:"first_unreadable,omitempty"`
+	// Spares are recorded exchanges no request used, in recording order; filled by
+	// Summarizer.Stats when it was given an index (or by the caller with Spares).
 	Spares []warc.Entry `json:"spares,omitempty"`
 }
 
 // KeyCount is one missed key: how often it was asked for, and the first URL that asked.
+// Key and URL are cut to 1 KiB (ending in "…" when cut).
 type KeyCount struct {
 	Key   string `json:"key"`
 	Count int    `json:"count"`
@@ -74,35 +88,167 @@ type KeyCount struct {
 	Type  string `json:"type"`
 }
 
-// Summarize counts the lines of a replay log by source and type and ranks the missed keys.
-// Lines are taken in order; the result does not depend on map iteration order.
-func Summarize(lines []LogLine) Stats {
-	st := Stats{Counts: newCounts(), ByTypeSource: map[string]map[string]int{}}
-	missIdx := map[string]int{}
-	for _, l := range lines {
-		st.add(l.Source, l.Type)
-		m := st.ByTypeSource[l.Type]
-		if m == nil {
-			m = map[string]int{}
-			st.ByTypeSource[l.Type] = m
+// Bounds of a Summarizer, so that pab stats runs in memory independent of the log's length.
+const (
+	// MaxMissedKeys is how many distinct missed keys are counted one by one.
+	MaxMissedKeys = 10000
+	// MaxStatsLabels is how many distinct types, and distinct sources, are counted one by
+	// one; further ones (only a log not written by replay has them) count as "(other)".
+	MaxStatsLabels = 64
+
+	maxStatsText  = 1 << 10 // a missed key or URL as kept
+	maxStatsLabel = 64      // a type or source as kept
+	otherLabel    = "(other)"
+)
+
+// Summarizer builds Stats from log lines given one at a time (Add), in memory bounded by
+// MaxMissedKeys, MaxStatsLabels and the index's size, not by the number of lines (pab stats
+// on a hostile 1 GB log of 1 MiB and 30 KiB lines: 92 MB). Lines are taken in order; the
+// result does not depend on map iteration order.
+type Summarizer struct {
+	st      Stats
+	missIdx map[string]int  // missed key identity → position in st.TopMissed
+	idx     *Index          // nil: no spares
+	used    map[string]bool // entry ids of idx named by a line
+}
+
+// NewSummarizer returns an empty Summarizer. With idx, Stats also lists the spares: the
+// recorded exchanges of idx that no line names in "entry".
+func NewSummarizer(idx *Index) *Summarizer {
+	s := &Summarizer{st: Stats{Counts: newCounts(), ByTypeSource: map[string]map[string]int{}}, missIdx: map[string]int{}, idx: idx}
+	if idx != nil {
+		s.used = make(map[string]bool, len(idx.entries))
+		for _, ie := range idx.entries {
+			s.used[ie.e.ID] = false
 		}
-		m[l.Source]++
-		if l.Source != SourceMiss {
-			continue
-		}
-		key := l.Key
-		if key == "" {
-			key = l.Method + " " + l.URL
-		}
-		if i, ok := missIdx[key]; ok {
-			st.TopMissed[i].Count++
-			continue
-		}
-		missIdx[key] = len(st.TopMissed)
-		st.TopMissed = append(st.TopMissed, KeyCount{Key: key, Count: 1, URL: l.URL, Type: l.Type})
 	}
+	return s
+}
+
+// Add counts one log line.
+func (s *Summarizer) Add(l *LogLine) {
+	st := &s.st
+	src := boundedLabel(st.BySource, l.Source)
+	typ := boundedLabel(st.ByType, l.Type)
+	st.add(src, typ)
+	m := st.ByTypeSource[typ]
+	if m == nil {
+		m = map[string]int{}
+		st.ByTypeSource[typ] = m
+	}
+	m[src]++
+	if l.Truncated {
+		st.Truncated++
+	}
+	if s.used != nil && l.Entry != "" {
+		if _, ok := s.used[l.Entry]; ok {
+			s.used[l.Entry] = true
+		}
+	}
+	if l.Source != SourceMiss {
+		return
+	}
+	key := l.Key
+	if key == "" {
+		key = l.Method + " " + l.URL
+	}
+	id := textID(key)
+	if i, ok := s.missIdx[id]; ok {
+		st.TopMissed[i].Count++
+		return
+	}
+	if len(st.TopMissed) >= MaxMissedKeys {
+		st.MissedOther++
+		return
+	}
+	s.missIdx[id] = len(st.TopMissed)
+	st.TopMissed = append(st.TopMissed, KeyCount{Key: cutText(key, maxStatsText), Count: 1, URL: cutText(l.URL, maxStatsText), Type: typ})
+}
+
+// Unreadable counts a line that could not be read: its number and why.
+func (s *Summarizer) Unreadable(line int, problem string) {
+	if s.st.Unreadable == 0 {
+		s.st.FirstUnreadable = fmt.Sprintf("line %d: %s", line, problem)
+	}
+	s.st.Unreadable++
+}
+
+// Stats returns the summary of the lines added so far, missed keys ranked.
+func (s *Summarizer) Stats() Stats {
+	st := s.st
+	st.TopMissed = append([]KeyCount(nil), s.st.TopMissed...)
 	sort.SliceStable(st.TopMissed, func(i, j int) bool { return st.TopMissed[i].Count > st.TopMissed[j].Count })
+	if s.idx != nil {
+		st.Spares = nil
+		for _, ie := range s.idx.entries {
+			if !s.used[ie.e.ID] {
+				st.Spares = append(st.Spares, *ie.e)
+			}
+		}
+	}
 	return st
+}
+
+// SummarizeLog reads a replay log from r once, line by line (LogScanner), and summarizes
+// it with a Summarizer (spares too when idx is not nil). Unreadable lines are counted in
+// Stats.Unreadable and skipped. The error is a read error of r only, naming name and the
+// line.
+func SummarizeLog(r io.Reader, name string, idx *Index) (Stats, error) {
+	s := NewSummarizer(idx)
+	sc := NewLogScanner(r)
+	for sc.Scan() {
+		if l := sc.Log(); l != nil {
+			s.Add(l)
+		} else {
+			s.Unreadable(sc.Line(), sc.Problem())
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return Stats{}, fmt.Errorf("read %s line %d: %w", name, sc.Line()+1, err)
+	}
+	return s.Stats(), nil
+}
+
+// Summarize counts the lines of a replay log by source and type and ranks the missed keys
+// (a Summarizer over lines, without spares).
+func Summarize(lines []LogLine) Stats {
+	s := NewSummarizer(nil)
+	for i := range lines {
+		s.Add(&lines[i])
+	}
+	return s.Stats()
+}
+
+// boundedLabel returns v (cut to maxStatsLabel bytes) as a key of m, or "(other)" when m has
+// MaxStatsLabels keys already and v is not one of them.
+func boundedLabel(m map[string]int, v string) string {
+	v = cutText(v, maxStatsLabel)
+	if _, ok := m[v]; ok || len(m) < MaxStatsLabels {
+		return v
+	}
+	return otherLabel
+}
+
+// cutText cuts s to at most n bytes at a character boundary, ending in "…" when cut.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	n -= len("…")
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// textID is a string that stands for s in a map, in at most maxStatsText+1 bytes: "k" and s
+// when s is short, else "h" and the hex SHA-256 of s.
+func textID(s string) string {
+	if len(s) <= maxStatsText {
+		return "k" + s
+	}
+	sum := sha256.Sum256([]byte(s))
+	return "h" + hex.EncodeToString(sum[:])
 }
 
 // Spares returns the recorded exchanges of idx (excluded URLs left out) that no log line
@@ -133,6 +279,12 @@ var hitSources = []string{SourceExact, SourceSearch, SourcePromo, SourceFuzzy}
 // keys and spares (at most top of each).
 func (st Stats) Print(w io.Writer, top int) {
 	fmt.Fprintf(w, "requests: %d\n", st.Total)
+	if st.Unreadable > 0 {
+		fmt.Fprintf(w, "unreadable lines: %d, skipped (first: %s)\n", st.Unreadable, st.FirstUnreadable)
+	}
+	if st.Truncated > 0 {
+		fmt.Fprintf(w, "truncated lines: %d (long fields cut by replay to fit %d bytes)\n", st.Truncated, MaxLogLine)
+	}
 	if st.Total == 0 {
 		return
 	}
@@ -165,7 +317,11 @@ func (st Stats) Print(w io.Writer, top int) {
 		fmt.Fprintln(w)
 	}
 	if len(st.TopMissed) > 0 {
-		fmt.Fprintf(w, "\ntop missed keys (%d distinct):\n", len(st.TopMissed))
+		if st.MissedOther > 0 {
+			fmt.Fprintf(w, "\ntop missed keys (more than %d distinct; %d misses of further keys not ranked):\n", len(st.TopMissed), st.MissedOther)
+		} else {
+			fmt.Fprintf(w, "\ntop missed keys (%d distinct):\n", len(st.TopMissed))
+		}
 		for i, m := range st.TopMissed {
 			if i == top {
 				fmt.Fprintf(w, "  ... and %d more\n", len(st.TopMissed)-top)

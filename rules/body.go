@@ -64,11 +64,13 @@ func isJSONType(mt string) bool {
 //   - "" for an empty body;
 //   - application/x-www-form-urlencoded: the fields, filtered and sorted like query
 //     parameters, rendered "a=1&b=x y" (see Key.String);
+//   - multipart/form-data: "multipart:" and its parts in order, whatever the boundary
+//     (multipartBody); a malformed body is digested;
 //   - JSON (a JSON media type, or any other type except forms and multipart when the body
 //     starts with '{' or '['): canonical JSON, compact, object keys sorted, numbers as
 //     written, fields filtered; a body that is not valid JSON is digested;
-//   - anything else (multipart, binary, text, bodies over MaxStructuredBody or deeper than
-//     MaxJSONDepth): "sha256:" and the lower-case hex SHA-256 of the bytes.
+//   - anything else (other multipart types, binary, text, bodies over MaxStructuredBody or
+//     deeper than MaxJSONDepth): "sha256:" and the lower-case hex SHA-256 of the bytes.
 func normBody(body []byte, contentType string, f *bodyFilter) string {
 	if len(body) == 0 {
 		return ""
@@ -78,6 +80,10 @@ func normBody(body []byte, contentType string, f *bodyFilter) string {
 		switch {
 		case mt == "application/x-www-form-urlencoded":
 			return formBody(body, f)
+		case mt == "multipart/form-data":
+			if s, ok := multipartBody(body, contentType, f); ok {
+				return s
+			}
 		case strings.HasPrefix(mt, "multipart/"):
 		case isJSONType(mt) || looksLikeJSON(body):
 			if s, ok := canonicalJSON(body, f); ok {

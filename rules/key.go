@@ -30,7 +30,8 @@ type Key struct {
 	// Method is upper-case ("GET").
 	Method string
 	// Host is lower-case, without a trailing dot, without port 80 or 443, with any other
-	// port ("localhost:8080"). IDNA names stay as sent (punycode stays punycode).
+	// port ("localhost:8080"). An internationalized name is in its A-label (punycode) form,
+	// as browsers send it: "bücher.example" is "xn--bcher-kva.example" (ASCIIHost).
 	Host string
 	// Path is the normalized path: percent-encoding canonical, dot segments resolved,
 	// never empty, case kept. An endpoint `key` template replaces it.
@@ -191,6 +192,11 @@ func normHost(h string) (hostPort, hostname string) {
 	}
 	if strings.HasSuffix(name, ".") && !strings.HasPrefix(name, "[") {
 		name = strings.TrimRight(name, ".")
+	}
+	if !isASCII(name) {
+		// An internationalized name: the A-label form browsers send (ASCIIHost), then
+		// the trailing dot its mapping may have made ("bücher。" is "xn--bcher-kva.").
+		name = strings.TrimRight(ASCIIHost(name), ".")
 	}
 	if port != "" {
 		if n, err := strconv.Atoi(port); err == nil && n >= 0 && allDigits(port) {

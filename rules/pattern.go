@@ -86,7 +86,7 @@ func compileHostPattern(s string) (hostPattern, error) {
 	if i := strings.LastIndexByte(s, ']'); i >= 0 {
 		rest = s[i+1:]
 	}
-	return hostPattern{text: strings.ToLower(s), withPort: strings.Contains(rest, ":")}, nil
+	return hostPattern{text: asciiHostPattern(strings.ToLower(s)), withPort: strings.Contains(rest, ":")}, nil
 }
 
 func (h hostPattern) match(hostPort, hostname string) bool {
@@ -132,7 +132,7 @@ func compileLocation(s string) (location, error) {
 	if host == "" {
 		return location{}, errors.New("the pattern starts with a host (use * for any host of the site)")
 	}
-	g := strings.ToLower(host)
+	g := asciiHostPattern(strings.ToLower(host))
 	if strings.HasPrefix(g, "[") { // an IPv6 literal: its brackets are not a glob class
 		g = strings.NewReplacer("[", `\[`, "]", `\]`).Replace(g)
 	}

@@ -25,9 +25,9 @@ func newInspectCmd(g *globalFlags) *cobra.Command {
 		Short: "Show the matching key of a request and the recorded exchange it hits",
 		Long: `Show how replay would answer a request: its normalized key under the rules in
 effect, the rules endpoint that applies, each lookup step tried (blocked, exact,
-search, promo, fuzzy, miss) with its outcome, the rule file and line that decided,
-and the recorded exchange it hits, or the nearest recorded candidates when it
-misses. TARGET is as for 'pab replay'. --json prints the same as one JSON object.`,
+search, promo, fuzzy, miss) with its outcome, the recordings the matching policy
+refused (one line each, with the reason), the rule file and line that decided, and
+the recorded exchange it hits, or the nearest recorded candidates when it misses. TARGET is as for 'pab replay'. --json prints the same as one JSON object.`,
 		Example: `  pab inspect books-sapiens-price "http://books.toscrape.com/?utm_source=x"
   pab inspect tasks/archive-org-jobs "http://www.archive.org/about/faq.php?faq_id=999"
   pab inspect my-task https://httpbin.org/post --method POST --body 'foo=bar' --content-type application/x-www-form-urlencoded`,
