@@ -31,6 +31,14 @@ type Input struct {
 	Rules *rules.Set
 	// Titles maps recorded exchange ids (log "entry") to page titles; may be nil.
 	Titles map[string]string
+	// FramesOf, used when Frames is nil, returns the frames of one recorded document (as
+	// Frames would map it), for GradeLog, which cannot know the log's documents in advance;
+	// may be nil.
+	FramesOf func(entry string) []string
+	// Frames maps recorded exchange ids (log "entry") of HTML documents to the URLs of the
+	// frames they embed (FrameSources), so that the frames of a plain-HTTP page are not
+	// counted as pages the agent opened; may be nil (then they are).
+	Frames map[string][]string
 	// RecordedHosts are the hosts (lower case, with a port when not 80 or 443) of the
 	// recording; when set, a log with no request for any of them gets a note (a log from
 	// another task). May be nil.
@@ -47,9 +55,17 @@ type Options struct {
 }
 
 // Grade grades one run. It never fails: problems (a judge error, a bad answer file, bad
-// log lines) are reported in the Result's status, items and notes. Status is error only
-// when the judge was needed and failed or is missing.
+// log lines) are reported in the Result's status, items and notes. Status is error when
+// the judge was needed and failed or is missing, when no line of the log could be read, and
+// when a line that could not be read may be a request a must_not entry forbids (fail
+// closed: such a run is never passed). in.Log holds the log's lines (ReadLog); GradeLog
+// grades a log read as a stream instead.
 func Grade(ctx context.Context, in Input, opts Options) *Result {
+	return grade(ctx, in, summaryOf(&in), opts)
+}
+
+// grade is Grade with the log summarized already (sum is nil when in.Log is).
+func grade(ctx context.Context, in Input, sum *logSummary, opts Options) *Result {
 	if opts.Samples < 1 {
 		opts.Samples = 1
 	}
@@ -58,24 +74,30 @@ func Grade(ctx context.Context, in Input, opts Options) *Result {
 		Grading: in.GradingFile, Answer: in.Answer, Items: []Item{},
 		Pages: Pages{Opened: []Page{}, NotFound: []NotFound{}},
 	}
-	var lines []Request
 	if in.Log != nil {
-		r.Log = in.Log
-		r.Pages = pagesOf(in.Log.Requests, in.Rules, in.Titles)
-		r.Requests = map[string]int{}
-		for _, l := range in.Log.Requests {
-			r.Requests[l.Source]++
-		}
+		lr := *in.Log
+		lr.Truncated = sum.truncated
+		r.Log = &lr
+		r.Pages = sum.pages.result()
+		r.Requests = sum.bySource
 		if in.Log.Bad > 0 {
-			first := in.Log.BadLines[0]
-			r.note("%d of %d lines of the replay log could not be read and were skipped (first: line %d, %s)", in.Log.Bad, in.Log.Lines, first.Line, first.Problem)
+			if first, ok := in.Log.firstBad(); ok {
+				r.note("%d of %d lines of the replay log could not be read and were skipped (first: line %d, %s)", in.Log.Bad, in.Log.Lines, first.Line, first.Problem)
+			} else {
+				r.note("%d of %d lines of the replay log could not be read and were skipped", in.Log.Bad, in.Log.Lines)
+			}
 		}
-		lines = make([]Request, len(in.Log.Requests))
-		for i, l := range in.Log.Requests {
-			lines[i] = Request{Line: i + 1, Time: l.Time, Method: l.Method, URL: l.URL, Status: l.Status, Source: l.Source}
+		if sum.truncated > 0 {
+			r.note("%d lines of the replay log had long fields cut by replay (truncated: true)", sum.truncated)
+		}
+		if n := r.Pages.OpenedOmitted; n > 0 {
+			r.note("%d more pages opened are not listed (a result lists the first %d)", n, MaxPagesOpened)
+		}
+		if n := r.Pages.NotFoundOmitted; n > 0 {
+			r.note("%d more pages answered 404 under keys not listed (a result lists the first %d keys)", n, MaxPagesNotFound)
 		}
 		switch {
-		case in.Log.Bad > 0 && len(in.Log.Requests) == 0:
+		case in.Log.Bad > 0 && sum.requests == 0:
 			// Nothing to grade the agent's browsing on: not a pass of every must_not.
 			r.Status = StatusError
 			r.note("no line of the replay log %s could be read: is it the log pab replay --log wrote?", in.Log.File)
@@ -83,8 +105,8 @@ func Grade(ctx context.Context, in Input, opts Options) *Result {
 		case in.Log.Lines == 0:
 			r.note("the replay log is empty: no request went through the replay")
 		case in.RecordedHosts != nil:
-			if host, n := foreignLog(in.Log, in.RecordedHosts); host != "" {
-				r.note("none of the %d requests of the replay log is for a host of this task's recording (the first is for %s): is the log from another task?", n, host)
+			if !sum.ownHost && sum.foreign != "" {
+				r.note("none of the %d requests of the replay log is for a host of this task's recording (the first is for %s): is the log from another task?", sum.foreignN, sum.foreign)
 			}
 		}
 	}
@@ -102,19 +124,30 @@ func Grade(ctx context.Context, in Input, opts Options) *Result {
 		r.note("the task has no grading.yaml: nothing is scored")
 		return r
 	}
-	requests := in.Log
-	traceItems := evalTrace(g, requests, lines)
+	traceItems := evalTrace(g, in.Log, sum)
+
+	// Fail closed: a log line that could not be read may be a request a must_not entry
+	// forbids. Such an entry is an error, and the run is not scored (nor the judge asked).
+	for _, it := range traceItems {
+		if it.Kind == KindTrace && it.Result == ResultError {
+			r.Status = StatusError
+			r.note("trace %s could not be decided: %s; the run is not scored", it.ID, it.Reason)
+			r.Items = append(r.Items, skippedJudgeItems(g, "not graded: the replay log could not be read whole")...)
+			r.Items = append(r.Items, traceItems...)
+			return r
+		}
+	}
 
 	// A run that met a not_executable request is reported as such, without asking the judge.
-	if requests != nil {
-		for _, ne := range g.NotExecutable {
-			if i := ne.Must.first(requests.Requests); i >= 0 {
+	if sum != nil {
+		for i, ne := range g.NotExecutable {
+			if req := sum.notExec[i].first; req != nil {
 				r.Status = StatusNotExecutable
 				reason := ne.Reason
 				if reason == "" {
 					reason = "the run met " + ne.Must.String()
 				}
-				r.note("not executable (%s): %s; request %d: %s %s (status %d)", ne.ID, reason, i+1, lines[i].Method, lines[i].URL, lines[i].Status)
+				r.note("not executable (%s): %s; request %d: %s %s (status %d)", ne.ID, reason, req.Line, req.Method, req.URL, req.Status)
 				r.Items = append(r.Items, skippedJudgeItems(g, "not executable: "+ne.ID)...)
 				r.Items = append(r.Items, traceItems...)
 				return r
@@ -215,26 +248,6 @@ func Grade(ctx context.Context, in Input, opts Options) *Result {
 	return r
 }
 
-// foreignLog returns the first host of a log none of whose requests (trackers aside) is
-// for a recorded host, and how many requests it has; "" when some request is.
-func foreignLog(log *LogRead, hosts map[string]bool) (first string, n int) {
-	for _, l := range log.Requests {
-		if l.Source == "blocked" {
-			continue
-		}
-		h := hostOf(l.URL)
-		h = strings.TrimSuffix(strings.TrimSuffix(h, ":443"), ":80")
-		if hosts[h] {
-			return "", 0
-		}
-		if first == "" {
-			first = h
-		}
-		n++
-	}
-	return first, n
-}
-
 func (r *Result) note(format string, args ...any) {
 	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
 }
@@ -268,10 +281,22 @@ func skippedJudgeItems(g *Grading, why string) []Item {
 	return items
 }
 
-// evalTrace evaluates the trace entries against the log; without a log they fail.
-func evalTrace(g *Grading, log *LogRead, lines []Request) []Item {
+// firstBad returns the first bad line recorded, if any.
+func (lr *LogRead) firstBad() (BadLine, bool) {
+	if len(lr.BadLines) == 0 {
+		return BadLine{}, false
+	}
+	return lr.BadLines[0], true
+}
+
+// evalTrace evaluates the trace entries against the log summary; without a log they fail.
+// A must entry passes on a request that matched. A must_not entry fails on a request that
+// matched, and on a truncated line that may match (its URL or method was cut); when neither
+// was met but some line could not be read, the entry is an error (that line may be the
+// request it forbids), else it passes.
+func evalTrace(g *Grading, log *LogRead, sum *logSummary) []Item {
 	var items []Item
-	for _, t := range g.Trace {
+	for i, t := range g.Trace {
 		it := Item{ID: t.ID, Kind: KindTrace, Required: true, Line: t.Line}
 		m, must := t.Must, true
 		if m == nil {
@@ -282,26 +307,44 @@ func evalTrace(g *Grading, log *LogRead, lines []Request) []Item {
 		} else {
 			it.Expected = "no request: " + m.String()
 		}
-		i := -1
-		if log != nil {
-			i = m.first(log.Requests)
+		if sum == nil {
+			it.Result, it.Reason = ResultFail, "no replay log was read"
+			items = append(items, it)
+			continue
+		}
+		st := sum.trace[i]
+		req := st.first
+		unread := ""
+		if log.Bad > 0 {
+			unread = fmt.Sprintf(" (%d lines could not be read)", log.Bad)
 		}
 		switch {
-		case log == nil:
-			it.Result, it.Reason = ResultFail, "no replay log was read"
-		case i >= 0 && must:
-			it.Result, it.Reason = ResultPass, fmt.Sprintf("request %d matched", i+1)
-		case i >= 0:
-			it.Result, it.Reason = ResultFail, fmt.Sprintf("request %d matched, which must not happen", i+1)
+		case req != nil && must:
+			it.Result, it.Reason = ResultPass, fmt.Sprintf("request %d matched", req.Line)
+		case req != nil:
+			it.Result, it.Reason = ResultFail, fmt.Sprintf("request %d matched, which must not happen", req.Line)
 		case must:
-			it.Result, it.Reason = ResultFail, fmt.Sprintf("none of the %d requests matched", len(log.Requests))
+			it.Result, it.Reason = ResultFail, fmt.Sprintf("none of the %d requests matched", sum.requests)+unread
+		case st.maybe != nil:
+			req = st.maybe
+			it.Result, it.Reason = ResultFail, fmt.Sprintf("request %d (line %d of the log) may match, which must not happen: %s, so pab cannot tell, and counts it as a match", req.Line, st.maybeLine, st.maybeWhy)
+		case log.Bad > 0:
+			first, ok := log.firstBad()
+			where := "a line of the replay log could not be read"
+			if ok {
+				where = fmt.Sprintf("line %d of the replay log could not be read (%s)", first.Line, first.Problem)
+			}
+			if log.Bad > 1 {
+				where += fmt.Sprintf(", and %d more", log.Bad-1)
+			}
+			it.Result, it.Reason = ResultError, where+": it may be a request this entry forbids"
 		default:
-			it.Result, it.Reason = ResultPass, fmt.Sprintf("none of the %d requests matched", len(log.Requests))
+			it.Result, it.Reason = ResultPass, fmt.Sprintf("none of the %d requests matched", sum.requests)
 		}
-		if i >= 0 {
-			req := lines[i]
-			it.Request = &req
-			it.Actual = fmt.Sprintf("%s %s -> %d (%s)", req.Method, req.URL, req.Status, req.Source)
+		if req != nil {
+			r := *req
+			it.Request = &r
+			it.Actual = fmt.Sprintf("%s %s -> %d (%s)", r.Method, r.URL, r.Status, r.Source)
 		}
 		items = append(items, it)
 	}

@@ -23,7 +23,9 @@ const (
 	// StatusNotExecutable: the run met something the task cannot be done past (a
 	// not_executable entry of grading.yaml matched a request); it is not a score of 0.
 	StatusNotExecutable = "not_executable"
-	// StatusError: grading failed (the judge failed, grading.yaml is invalid); Note says why.
+	// StatusError: grading failed (the judge failed, grading.yaml is invalid, the replay log
+	// could not be read, or a line of it that could not be read may be a request a must_not
+	// entry forbids); Notes say why.
 	StatusError = "error"
 )
 
@@ -161,6 +163,12 @@ type Pages struct {
 	Opened []Page `json:"opened"`
 	// NotFound has one row per matching key of the opened pages answered 404.
 	NotFound []NotFound `json:"not_found"`
+	// OpenedOmitted counts the pages opened after the first MaxPagesOpened, which are not
+	// listed.
+	OpenedOmitted int `json:"opened_omitted,omitempty"`
+	// NotFoundOmitted counts the 404 pages whose key came after the first MaxPagesNotFound
+	// keys, which are not listed.
+	NotFoundOmitted int `json:"not_found_omitted,omitempty"`
 }
 
 // Page is one page the agent opened.

@@ -1,26 +1,23 @@
 package grade
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 )
 
-// MaxLogLine is the longest replay log line read, in bytes; a longer line is counted as bad.
-const MaxLogLine = 16 << 20
+// MaxLogLine is the longest replay log line read, in bytes (replay.MaxReadLogLine, 1 MiB:
+// replay writes lines of at most replay.MaxLogLine); a longer line is counted as bad.
+const MaxLogLine = replay.MaxReadLogLine
 
 // maxBadLines is how many bad line numbers a LogRead keeps.
 const maxBadLines = 20
 
-// LogRead is a replay log read with ReadLog: the good lines and an account of the bad ones.
+// LogRead is a replay log as read: how many lines, an account of the bad ones and, when
+// read with ReadLog, the good lines.
 type LogRead struct {
 	// File is the log's name as given.
 	File string `json:"file"`
@@ -29,10 +26,16 @@ type LogRead struct {
 	// Bad counts the lines that were skipped: not JSON, truncated, not a replay log line, or
 	// over MaxLogLine.
 	Bad int `json:"bad"`
-	// BadLines are the numbers (from 1) of the first 20 bad lines, with what was wrong.
+	// BadLines are the first 20 bad lines: their numbers in the file (from 1, blank lines
+	// counted) and what was wrong.
 	BadLines []BadLine `json:"bad_lines,omitempty"`
-	// Requests are the good lines in file order.
+	// Truncated counts the good lines whose long fields replay cut to fit its bound
+	// (replay.LogLine.Truncated); set by grading.
+	Truncated int `json:"truncated,omitempty"`
+	// Requests are the good lines in file order (ReadLog only; GradeLog keeps none).
 	Requests []replay.LogLine `json:"-"`
+	// lineNos are the file line numbers of Requests (ReadLog).
+	lineNos []int
 }
 
 // BadLine is one skipped log line.
@@ -42,45 +45,26 @@ type BadLine struct {
 }
 
 // ReadLog reads a replay log (JSON Lines of replay.LogLine, as pab replay --log writes)
-// tolerantly: blank lines are skipped; a line that is not a JSON object, lacks method, url or
-// source, or is longer than MaxLogLine is counted as bad and reading goes on. Only a read
-// error of r itself is returned as an error.
+// tolerantly and keeps every good line in memory, for small logs and tests (pab grade and
+// pab run use GradeLog, which streams): blank lines are skipped; a line that is not a JSON
+// object, lacks method, url or source, or is longer than MaxLogLine is counted as bad
+// (without being held in memory whole) and reading goes on. Only a read error of r itself
+// is returned as an error.
 func ReadLog(r io.Reader, name string) (*LogRead, error) {
 	lr := &LogRead{File: name}
-	br := bufio.NewReaderSize(r, 64<<10)
-	n := 0
-	for {
-		line, tooLong, err := readLine(br)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return lr, fmt.Errorf("read %s line %d: %w", name, n+1, err)
-		}
-		if len(line) > 0 || tooLong {
-			n++
-			data := bytes.TrimSpace(line)
-			switch {
-			case tooLong:
-				lr.bad(n, fmt.Sprintf("longer than %d bytes", MaxLogLine))
-			case len(data) == 0:
-				n-- // blank
-			default:
-				var l *replay.LogLine
-				var typeErr *json.UnmarshalTypeError
-				if jerr := json.Unmarshal(data, &l); errors.As(jerr, &typeErr) {
-					lr.bad(n, "not a replay log line (want a JSON object with method, url and source)")
-				} else if jerr != nil {
-					lr.bad(n, "not JSON: "+shorten(jerr.Error(), 120))
-				} else if l == nil || l.Method == "" || l.URL == "" || l.Source == "" {
-					lr.bad(n, "not a replay log line (needs method, url and source)")
-				} else {
-					lr.Requests = append(lr.Requests, *l)
-				}
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			break
+	sc := replay.NewLogScanner(r)
+	for sc.Scan() {
+		lr.Lines++
+		if l := sc.Log(); l != nil {
+			lr.Requests = append(lr.Requests, *l)
+			lr.lineNos = append(lr.lineNos, sc.Line())
+		} else {
+			lr.bad(sc.Line(), sc.Problem())
 		}
 	}
-	lr.Lines = n
+	if err := sc.Err(); err != nil {
+		return lr, fmt.Errorf("read %s line %d: %w", name, sc.Line()+1, err)
+	}
 	return lr, nil
 }
 
@@ -89,12 +73,6 @@ func (lr *LogRead) bad(n int, problem string) {
 	if len(lr.BadLines) < maxBadLines {
 		lr.BadLines = append(lr.BadLines, BadLine{Line: n, Problem: problem})
 	}
-}
-
-// readLine returns the next line without its newline, reading at most MaxLogLine bytes of
-// it; the rest of a longer line is discarded and tooLong set.
-func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
-	return readLineLimit(br, MaxLogLine)
 }
 
 func shorten(s string, n int) string {
@@ -141,15 +119,21 @@ func fromRecording(l *replay.LogLine) bool {
 	return false
 }
 
-// Matches reports whether the log line l fits m.
+// Matches reports whether the log line l fits m. On a line whose URL replay cut
+// (replay.LogLine.URLSize), the cut URL matches only when it settles the match whatever
+// followed (the pattern ends in '*'); a method that may have been cut never matches. See
+// mayMatch for the lines that may match.
 func (m *RequestMatch) Matches(l *replay.LogLine) bool {
-	if m.Method != "" && !strings.EqualFold(m.Method, l.Method) {
+	if m.Method != "" && (!strings.EqualFold(m.Method, l.Method) || methodCut(l)) {
 		return false
 	}
 	if m.Hit != nil && *m.Hit != fromRecording(l) {
 		return false
 	}
 	if m.Status != 0 && m.Status != l.Status {
+		return false
+	}
+	if l.URLSize > len(l.URL) && !strings.HasSuffix(m.URL, "*") {
 		return false
 	}
 	return GlobMatch(m.URL, l.URL)
@@ -177,18 +161,9 @@ func (m *RequestMatch) String() string {
 	return b.String()
 }
 
-// first returns the index of the first line matching m, or -1.
-func (m *RequestMatch) first(lines []replay.LogLine) int {
-	for i := range lines {
-		if m.Matches(&lines[i]) {
-			return i
-		}
-	}
-	return -1
-}
-
 // isPage reports whether a log line is a page the agent opened: Sec-Fetch-Dest "document";
-// for a client that sends no Fetch Metadata, a request replay typed as a document.
+// for a client that sends no Fetch Metadata, a request replay typed as a document (which
+// pagesOf then checks against the frames of the page before it).
 func isPage(l *replay.LogLine) bool {
 	if l.Dest != "" {
 		return l.Dest == "document"
@@ -196,46 +171,21 @@ func isPage(l *replay.LogLine) bool {
 	return l.Type == replay.TypeDocument
 }
 
-// pagesOf lists the pages the agent opened and the ones that came back 404.
-func pagesOf(lines []replay.LogLine, rs *rules.Set, titles map[string]string) Pages {
-	ps := Pages{Opened: []Page{}, NotFound: []NotFound{}}
-	byKey := map[string]int{}
-	for i := range lines {
-		l := &lines[i]
-		if !isPage(l) {
-			continue
-		}
-		ps.Opened = append(ps.Opened, Page{
-			Time: l.Time, Method: l.Method, URL: l.URL, Status: l.Status, Source: l.Source,
-			Title: titles[l.Entry],
-		})
-		if l.Status != 404 {
-			continue
-		}
-		key := l.Key
-		if key == "" {
-			key = l.Method + " " + l.URL
-		}
-		if j, ok := byKey[key]; ok {
-			ps.NotFound[j].Count++
-			continue
-		}
-		host := hostOf(l.URL)
-		site := rs.Site(host)
-		if site == "" {
-			site = host
-		}
-		route := l.Endpoint
-		if route == "" {
-			route = routeOf(key)
-		}
-		byKey[key] = len(ps.NotFound)
-		ps.NotFound = append(ps.NotFound, NotFound{
-			Key: key, Site: site, Route: route, FirstURL: l.URL, Count: 1, Source: l.Source,
-		})
+// pagesOf lists the pages the agent opened and the ones that came back 404. A document
+// request without Sec-Fetch-Dest (a plain-HTTP site: browsers send Fetch Metadata to HTTPS
+// only) whose URL is a frame of the last page opened (frames maps the page's log entry to
+// its <iframe>/<frame> URLs, see FrameSources) is that page's frame, not a page: each frame
+// URL is taken once, and a frame's own frames are added to the ones awaited.
+func pagesOf(lines []replay.LogLine, rs *rules.Set, titles map[string]string, frames map[string][]string) Pages {
+	var lookup func(string) []string
+	if frames != nil {
+		lookup = func(entry string) []string { return frames[entry] }
 	}
-	sort.SliceStable(ps.NotFound, func(a, b int) bool { return ps.NotFound[a].Count > ps.NotFound[b].Count })
-	return ps
+	a := newPagesAcc(rs, titles, lookup)
+	for i := range lines {
+		a.add(&lines[i])
+	}
+	return a.result()
 }
 
 // hostOf returns the host (with port, if any) of an absolute URL.

@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pab-dev/pab/grade"
+	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/warc"
 )
@@ -95,9 +97,13 @@ every time. Without --answer, or for a task without grading.yaml, nothing is
 scored but the pages the agent opened are listed. Judge replies are cached, so
 grading the same run again is free and gives the same result.
 
+The log is read once, line by line, in bounded memory. A line that cannot be
+read fails closed: a must_not entry it could be is an error, and the run is not
+scored.
+
 Exit status: 0 when the run was graded (whatever the score), 1 when grading
-failed (the judge failed, grading.yaml is invalid); the files are written
-either way.
+failed (the judge failed, grading.yaml is invalid, the log could not be read);
+the files are written either way.
 
 --check validates grading.yaml against the recording instead: every require
 source URL is recorded and its response holds the source text.`,
@@ -176,11 +182,8 @@ func runGrade(cmd *cobra.Command, g *globalFlags, target, logFile, answerFile, o
 		return fmt.Errorf("grade: %w", err)
 	}
 	defer s.bundle.Close()
-	lr, err := grade.ReadLog(lf, logFile)
-	if err != nil {
-		return fmt.Errorf("grade: %w", err)
-	}
-	in := grade.Input{Task: s.target.Name, Answer: answer, Log: lr, Rules: s.rules, Titles: pageTitles(s.bundle), RecordedHosts: recordedHosts(s.bundle)}
+	in := grade.Input{Task: s.target.Name, Answer: answer, Rules: s.rules, Titles: pageTitles(s.bundle), RecordedHosts: recordedHosts(s.bundle),
+		FramesOf: frameLookup(s.bundle)}
 	var problem error
 	if t := s.target.Task; t != nil {
 		if card, err := t.Card(); err == nil {
@@ -202,7 +205,11 @@ func runGrade(cmd *cobra.Command, g *globalFlags, target, logFile, answerFile, o
 			return fmt.Errorf("grade: %w", err)
 		}
 	}
-	res := grade.Grade(cmd.Context(), in, grade.Options{Judge: judge, Samples: jf.samples})
+	// The log is read once, line by line, while grading: memory does not grow with it.
+	res, err := grade.GradeLog(cmd.Context(), in, lf, logFile, grade.Options{Judge: judge, Samples: jf.samples})
+	if err != nil {
+		return fmt.Errorf("grade: %w", err)
+	}
 	if err := res.WriteFiles(outDir); err != nil {
 		return fmt.Errorf("grade: %w", err)
 	}
@@ -222,6 +229,27 @@ func needsJudge(g *grade.Grading, a *grade.AnswerInfo) bool {
 		return false
 	}
 	return len(g.Checks) > 0 || (len(g.Extract) > 0 && len(g.Require) > 0)
+}
+
+// frameLookup returns grade.Input.FramesOf for b: the frames of one recorded document, as
+// pageFrames finds them, each entry looked at once (only entries of b are kept, so the
+// cache is bounded by the recording, not by the log).
+func frameLookup(b *warc.Bundle) func(entry string) []string {
+	var mu sync.Mutex
+	cache := map[string][]string{}
+	return func(entry string) []string {
+		mu.Lock()
+		defer mu.Unlock()
+		if fs, ok := cache[entry]; ok {
+			return fs
+		}
+		if b.ByID(entry) == nil {
+			return nil
+		}
+		fs := pageFrames(b, []replay.LogLine{{Entry: entry, Type: replay.TypeDocument}})[entry]
+		cache[entry] = fs
+		return fs
+	}
 }
 
 // recordedHosts returns the hosts of a bundle's exchanges as grade.Input wants them.

@@ -355,21 +355,22 @@ func (t *runTask) Grade(ctx context.Context, logPath string, answer *grade.Answe
 		return nil, err
 	}
 	defer f.Close()
-	lr, err := grade.ReadLog(f, filepath.Base(logPath))
-	if err != nil {
-		return nil, err
-	}
 	if answer != nil {
 		answer.File = filepath.Base(answer.File)
 	}
-	in := grade.Input{Task: t.s.target.Name, Title: t.title, Prompt: t.prompt, Answer: answer, Log: lr,
-		Rules: t.s.rules, Titles: t.titles, Grading: t.grading, GradingFile: t.gradingFile, GradingError: t.problem}
+	in := grade.Input{Task: t.s.target.Name, Title: t.title, Prompt: t.prompt, Answer: answer,
+		Rules: t.s.rules, Titles: t.titles, FramesOf: frameLookup(t.s.bundle), Grading: t.grading,
+		GradingFile: t.gradingFile, GradingError: t.problem}
 	var judge *grade.Cache
 	var judgeErr error
 	if t.problem == nil && needsJudge(t.grading, answer) {
 		judge, judgeErr = t.h.openJudge()
 	}
-	res := grade.Grade(ctx, in, grade.Options{Judge: judge, Samples: t.h.jf.samples})
+	// The log is streamed, as pab grade does: memory does not grow with it.
+	res, err := grade.GradeLog(ctx, in, f, filepath.Base(logPath), grade.Options{Judge: judge, Samples: t.h.jf.samples})
+	if err != nil {
+		return nil, err
+	}
 	if judgeErr != nil {
 		res.Notes = append(res.Notes, "judge: "+judgeErr.Error())
 	}

@@ -17,7 +17,10 @@ func newStatsCmd(g *globalFlags) *cobra.Command {
 		Long: `Summarize a log written by 'pab replay --log': the share of requests answered
 by each source (exact, search, promo, fuzzy, blocked, preflight, miss), broken down by request
 type, and the most frequent missed keys. Given the TARGET that was replayed, it
-also lists the spares: recorded exchanges that no request used.`,
+also lists the spares: recorded exchanges that no request used.
+
+The log is read once, line by line, in bounded memory. Lines that cannot be read
+(not JSON, cut short, longer than 1 MiB) are skipped and counted.`,
 		Example: `  pab stats replay.jsonl
   pab stats replay.jsonl books-sapiens-price --top 20`,
 		Args: cobra.RangeArgs(1, 2),
@@ -25,23 +28,32 @@ also lists the spares: recorded exchanges that no request used.`,
 			if top < 0 {
 				return fmt.Errorf("stats: --top %d: want 0 or more", top)
 			}
-			f, err := os.Open(args[0])
-			if err != nil {
+			if fi, err := os.Stat(args[0]); err != nil {
 				return fmt.Errorf("stats: %w", err)
+			} else if fi.IsDir() {
+				return fmt.Errorf("stats: %s is a directory, not a replay log", args[0])
 			}
-			defer f.Close()
-			lines, err := replay.ReadLog(f, args[0])
-			if err != nil {
-				return err
-			}
-			st := replay.Summarize(lines)
+			var idx *replay.Index
 			if len(args) == 2 {
 				s, err := openSession(g, args[1], cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}
 				defer s.bundle.Close()
-				st.Spares = replay.Spares(s.index, lines)
+				idx = s.index
+			}
+			f, err := os.Open(args[0])
+			if err != nil {
+				return fmt.Errorf("stats: %w", err)
+			}
+			defer f.Close()
+			// One pass over the log, line by line: memory does not grow with its length.
+			st, err := replay.SummarizeLog(f, args[0], idx)
+			if err != nil {
+				return fmt.Errorf("stats: %w", err)
+			}
+			if st.Total == 0 && st.Unreadable > 0 {
+				return fmt.Errorf("stats: no line of %s could be read (%s): is it a log pab replay --log wrote?", args[0], st.FirstUnreadable)
 			}
 			st.Print(cmd.OutOrStdout(), top)
 			return nil

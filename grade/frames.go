@@ -1,0 +1,118 @@
+package grade
+
+import (
+	"bytes"
+	"net"
+	"net/url"
+	"strings"
+
+	"golang.org/x/net/html"
+)
+
+// MaxFrameSources bounds how many frame URLs FrameSources returns for one document.
+const MaxFrameSources = 256
+
+// FrameSources returns the URLs of the frames an HTML document embeds: the src of its
+// <iframe> and <frame> elements, resolved against base (the document's URL, or the href of
+// its first <base> element), normalized as replay logs URLs (scheme and host in lower case,
+// default port and fragment dropped, empty path "/"), in document order, at most
+// MaxFrameSources. Only http(s) URLs are kept (about:blank, srcdoc and javascript: frames
+// load nothing from the replay). Frames that a script adds or points elsewhere are not in
+// the document, so they are not found.
+func FrameSources(body []byte, base string) []string {
+	bu, err := url.Parse(base)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	baseSeen := false
+	z := html.NewTokenizer(bytes.NewReader(body))
+	for len(out) < MaxFrameSources {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			break
+		}
+		if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
+			continue
+		}
+		name, hasAttr := z.TagName()
+		tag := string(name)
+		if !hasAttr || (tag != "iframe" && tag != "frame" && tag != "base") {
+			continue
+		}
+		var src string
+		for {
+			k, v, more := z.TagAttr()
+			if (tag == "base" && string(k) == "href") || (tag != "base" && string(k) == "src") {
+				src = strings.TrimSpace(string(v))
+				break
+			}
+			if !more {
+				break
+			}
+		}
+		if src == "" {
+			continue
+		}
+		ref, err := bu.Parse(src)
+		if err != nil {
+			continue
+		}
+		if tag == "base" {
+			if !baseSeen {
+				baseSeen = true
+				bu = ref
+			}
+			continue
+		}
+		if u := normalLogURL(ref); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// normalLogURL returns u as replay writes URLs in its log (see FrameSources), or "" when u
+// is not an absolute http(s) URL.
+func normalLogURL(u *url.URL) string {
+	c := *u
+	c.Scheme = strings.ToLower(c.Scheme)
+	if (c.Scheme != "http" && c.Scheme != "https") || c.Host == "" {
+		return ""
+	}
+	host, port := c.Host, ""
+	if h, p, err := net.SplitHostPort(c.Host); err == nil {
+		host, port = h, p
+	} else {
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if (c.Scheme == "https" && port == "443") || (c.Scheme == "http" && port == "80") {
+		port = ""
+	}
+	switch {
+	case port != "":
+		c.Host = net.JoinHostPort(host, port)
+	case strings.Contains(host, ":"):
+		c.Host = "[" + host + "]"
+	default:
+		c.Host = host
+	}
+	if c.Path == "" && c.Opaque == "" {
+		c.Path, c.RawPath = "/", ""
+	}
+	c.Fragment, c.RawFragment = "", ""
+	return c.String()
+}
+
+// logURLKey is the form of a logged URL that FrameSources' URLs are compared in.
+func logURLKey(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	if n := normalLogURL(u); n != "" {
+		return n
+	}
+	return raw
+}
