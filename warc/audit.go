@@ -99,7 +99,8 @@ func Audit(dir string) []Problem {
 // empty; the caller removes it) and checked as Audit does. Problems name the recording's
 // own files (entries.jsonl.gz for indexes/entries.jsonl, warc.tar.gz for
 // archive/data.warc). A recording that cannot be unpacked (a tar entry other than
-// archive/data.warc, a link, a second entry, a corrupt gzip stream) is one problem.
+// archive/data.warc, a link, a second entry, a corrupt gzip stream, more bytes than
+// DefaultUnpackLimits allow) is one problem.
 func AuditRecording(recordingDir, workDir string) []Problem {
 	files, err := RecordingFiles(recordingDir)
 	if err != nil {
@@ -128,6 +129,14 @@ func AuditRecording(recordingDir, workDir string) []Problem {
 	if json.Unmarshal(data, &probe) != nil || string(probe.Format) != strconv.Itoa(RecordingFormat) {
 		return probs // another format: its files are not read
 	}
+	limits, err := DefaultUnpackLimits()
+	if err != nil {
+		return append(probs, Problem{File: recordingDir, Msg: err.Error()})
+	}
+	budget, err := newUnpackBudget(recordingDir, files, limits)
+	if err != nil {
+		return append(probs, Problem{File: recordingDir, Msg: err.Error()})
+	}
 	if err := makeEmptyDir(workDir); err != nil {
 		return append(probs, Problem{File: workDir, Msg: err.Error()})
 	}
@@ -136,13 +145,13 @@ func AuditRecording(recordingDir, workDir string) []Problem {
 			return append(probs, Problem{File: workDir, Msg: err.Error()})
 		}
 	}
-	if err := copyBounded(files[1], filepath.Join(workDir, PagesFile), MaxPagesBytes, false); err != nil {
+	if err := copyBounded(files[1], filepath.Join(workDir, PagesFile), MaxPagesBytes, false, budget); err != nil {
 		return append(probs, Problem{File: names.pages, Msg: err.Error()})
 	}
-	if err := copyBounded(files[2], filepath.Join(workDir, EntriesFile), MaxEntriesBytes, true); err != nil {
+	if err := copyBounded(files[2], filepath.Join(workDir, EntriesFile), MaxEntriesBytes, true, budget); err != nil {
 		return append(probs, Problem{File: names.entries, Msg: err.Error()})
 	}
-	if err := unpackWARC(files[3:], filepath.Join(workDir, WARCFile), MaxWARCBytes); err != nil {
+	if err := unpackWARC(files[3:], filepath.Join(workDir, WARCFile), MaxWARCBytes, budget); err != nil {
 		return append(probs, Problem{File: files[3], Msg: err.Error()})
 	}
 	if err := os.WriteFile(filepath.Join(workDir, ManifestFile), data, 0o644); err != nil {

@@ -54,15 +54,7 @@ func DecodePayloadLimit(header http.Header, body []byte, limit int64) (decoded [
 			body = d
 		}
 	}
-	var codings []string
-	for _, v := range header.Values("Content-Encoding") {
-		for c := range strings.SplitSeq(v, ",") {
-			c = strings.ToLower(strings.TrimSpace(c))
-			if c != "" && c != "identity" {
-				codings = append(codings, c)
-			}
-		}
-	}
+	codings := contentCodings(header)
 	if len(codings) == 0 {
 		return body, "", nil
 	}
@@ -72,12 +64,36 @@ func DecodePayloadLimit(header http.Header, body []byte, limit int64) (decoded [
 	}
 	out := body
 	for i := len(codings) - 1; i >= 0; i-- {
-		out, err = decodeOne(codings[i], out, limit)
+		src := out
+		var buf bytes.Buffer
+		err := decodeOneTo(codings[i], func() io.Reader { return bytes.NewReader(src) }, &buf, buf.Reset, limit, memoryZstdWindow(limit))
 		if err != nil {
 			return body, "", fmt.Errorf("content-encoding %s: %w", codings[i], err)
 		}
+		out = buf.Bytes()
+		if out == nil {
+			out = []byte{}
+		}
 	}
 	return out, orig, nil
+}
+
+// memoryZstdWindow is the largest zstd window DecodePayloadLimit accepts for a limit.
+func memoryZstdWindow(limit int64) uint64 { return min(uint64(limit)+1, 1<<30) }
+
+// contentCodings lists the Content-Encoding codings of header in the order they were
+// applied, lower case, "identity" left out.
+func contentCodings(header http.Header) []string {
+	var codings []string
+	for _, v := range header.Values("Content-Encoding") {
+		for c := range strings.SplitSeq(v, ",") {
+			c = strings.ToLower(strings.TrimSpace(c))
+			if c != "" && c != "identity" {
+				codings = append(codings, c)
+			}
+		}
+	}
+	return codings
 }
 
 func hasToken(values []string, token string) bool {
@@ -91,56 +107,93 @@ func hasToken(values []string, token string) bool {
 	return false
 }
 
-func decodeOne(coding string, b []byte, limit int64) ([]byte, error) {
+// sinkError is a failure of the writer a decoder writes to (a full disk), as opposed to a
+// failure of the coded data: it stops an import instead of keeping the body as recorded.
+type sinkError struct{ err error }
+
+func (e *sinkError) Error() string { return e.err.Error() }
+func (e *sinkError) Unwrap() error { return e.err }
+
+// sinkWriter remembers the first error of w, so a copy can tell a writer failure from a
+// reader failure.
+type sinkWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *sinkWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
+}
+
+// decodeOneTo removes one content coding from the bytes open returns (a fresh reader on
+// each call: a deflate body is read a second time as raw deflate when it is not zlib),
+// writing at most limit decoded bytes to dst; reset discards what was written to dst so
+// far. zstd frames with a window above maxWindow bytes are refused. An error of dst comes
+// back as a *sinkError; any other error means the data does not decode.
+func decodeOneTo(coding string, open func() io.Reader, dst io.Writer, reset func(), limit int64, maxWindow uint64) error {
 	switch coding {
 	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(b))
+		zr, err := gzip.NewReader(open())
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out, err := readLimit(zr, limit)
-		if errors.Is(err, gzip.ErrHeader) && len(out) > 0 {
+		n, err := copyLimit(dst, zr, limit)
+		if errors.Is(err, gzip.ErrHeader) && n > 0 {
 			// Bytes after the last gzip member that are not gzip: browsers ignore them too.
-			return out, nil
+			return nil
 		}
-		return out, err
+		return err
 	case "deflate":
 		// RFC 9110 says zlib; some servers send raw deflate.
-		if zr, err := zlib.NewReader(bytes.NewReader(b)); err == nil {
-			out, err := readLimit(zr, limit)
-			if err == nil || errors.Is(err, ErrDecodedTooLarge) {
-				return out, err
+		if zr, err := zlib.NewReader(open()); err == nil {
+			_, err := copyLimit(dst, zr, limit)
+			var se *sinkError
+			if err == nil || errors.Is(err, ErrDecodedTooLarge) || errors.As(err, &se) {
+				return err
 			}
+			reset()
 		}
-		return readLimit(flate.NewReader(bytes.NewReader(b)), limit)
+		_, err := copyLimit(dst, flate.NewReader(open()), limit)
+		return err
 	case "br":
-		return readLimit(brotli.NewReader(bytes.NewReader(b)), limit)
+		_, err := copyLimit(dst, brotli.NewReader(open()), limit)
+		return err
 	case "zstd":
-		zr, err := zstd.NewReader(bytes.NewReader(b), zstd.WithDecoderConcurrency(1),
-			zstd.WithDecoderMaxMemory(uint64(limit)+1), zstd.WithDecoderMaxWindow(min(uint64(limit)+1, 1<<30)))
+		zr, err := zstd.NewReader(open(), zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderMaxMemory(min(uint64(limit)+1, maxWindow)), zstd.WithDecoderMaxWindow(maxWindow))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		defer zr.Close()
-		out, err := readLimit(zr, limit)
+		_, err = copyLimit(dst, zr, limit)
 		if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
 			err = fmt.Errorf("%w: %v", ErrDecodedTooLarge, err)
 		}
-		return out, err
+		return err
 	default:
-		return nil, fmt.Errorf("%w %q", ErrUnsupportedEncoding, coding)
+		return fmt.Errorf("%w %q", ErrUnsupportedEncoding, coding)
 	}
 }
 
-func readLimit(r io.Reader, limit int64) ([]byte, error) {
-	out, err := io.ReadAll(io.LimitReader(r, limit+1))
+// copyLimit copies r to dst and fails with ErrDecodedTooLarge when r holds more than limit
+// bytes (limit+1 of them may have been written). It returns the bytes written.
+func copyLimit(dst io.Writer, r io.Reader, limit int64) (int64, error) {
+	sw := &sinkWriter{w: dst}
+	n, err := io.Copy(sw, io.LimitReader(r, limit+1))
+	if sw.err != nil {
+		return n, &sinkError{sw.err}
+	}
 	if err != nil {
-		return out, err
+		return n, err
 	}
-	if int64(len(out)) > limit {
-		return nil, fmt.Errorf("%w: more than %d bytes", ErrDecodedTooLarge, limit)
+	if n > limit {
+		return n, fmt.Errorf("%w: more than %d bytes", ErrDecodedTooLarge, limit)
 	}
-	return out, nil
+	return n, nil
 }
 
 // Dechunk removes chunked transfer coding (RFC 9112 section 7.1): hex chunk sizes with

@@ -14,6 +14,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -21,9 +23,25 @@ import (
 	"golang.org/x/net/html"
 )
 
-// DefaultMaxImportBytes bounds the HTTP bodies an import holds in memory at once (raw and
-// decoded, all files together): 4 GiB.
-const DefaultMaxImportBytes int64 = 4 << 30
+// Bounds of an import (docs/import.md, "Limits and memory"). Bodies never stay in memory:
+// they are streamed into a temporary spool file beside the output directory.
+const (
+	// DefaultMaxImportBytes bounds the spool of an import: the HTTP bodies of every input
+	// file, as recorded and decoded, together (16 GiB of disk).
+	DefaultMaxImportBytes int64 = 16 << 30
+	// MaxImportBlockSize bounds the block of one response, request or revisit record of an
+	// imported WARC (4 GiB).
+	MaxImportBlockSize int64 = 4 << 30
+	// MaxImportDecodedSize bounds one decoded response payload of an import (1 GiB): a body
+	// that decodes to more is kept as recorded, with a warning.
+	MaxImportDecodedSize int64 = 1 << 30
+	// MaxImportZstdWindow bounds the window of a zstd-encoded body (32 MiB; RFC 9659 asks
+	// HTTP senders for at most 8 MB), which is what decoding it holds in memory.
+	MaxImportZstdWindow = 32 << 20
+	// MaxRequestBodySize bounds one request body (32 MiB): request bodies are stored in
+	// indexes/entries.jsonl in base64, whose lines are at most MaxEntryLineBytes.
+	MaxRequestBodySize = 32 << 20
+)
 
 // ImportOptions configures ImportWARCs.
 type ImportOptions struct {
@@ -34,7 +52,8 @@ type ImportOptions struct {
 	Timezone string
 	// Logf, when set, receives each warning as it is found (one line, no newline).
 	Logf func(format string, args ...any)
-	// MaxBytes bounds the bodies held in memory; 0 means DefaultMaxImportBytes.
+	// MaxBytes bounds the bytes of the spool, the temporary file every HTTP body is
+	// streamed into (as recorded, and decoded); 0 means DefaultMaxImportBytes.
 	MaxBytes int64
 	// Context, when set, stops the import between records once it is done (Ctrl-C): the
 	// import then returns its error and leaves no output directory.
@@ -105,7 +124,8 @@ func (r *ImportReport) SkippedSummary() string {
 	return strings.Join(parts, ", ")
 }
 
-// inRec is an HTTP record kept in memory during an import.
+// inRec is an HTTP record of an import: its headers in memory, its body in the spool
+// (rec.body).
 type inRec struct {
 	file, idx int
 	path      string
@@ -118,10 +138,10 @@ type inRec struct {
 	header http.Header // response header to write
 
 	decodedDone bool
-	decoded     []byte
-	counted     int64 // bytes of decoded counted in the budget
+	decoded     span // the payload to store, in the spool (rec.body when nothing was removed)
 	origEnc     string
-	title       string // HTML title, kept after the body is released
+	title       string // HTML title
+	titleDone   bool
 	exchangeID  string
 }
 
@@ -158,8 +178,12 @@ func normID(s string) string { return strings.Trim(strings.TrimSpace(s), "<>") }
 //   - manifest not_found names, per host, the first recorded GET with a 404 text/html
 //     response.
 //
-// Any read error stops the import with one line naming the file and offset, and no
-// output directory is left behind. An input with no HTTP response at all is refused.
+// Bodies are never held in memory: each is streamed into a spool, a temporary file beside
+// dir that is removed on return (see MaxImportBlockSize and the other bounds). An HTTP
+// head longer than MaxHTTPHeaderBytes, a request body longer than MaxRequestBodySize and a
+// spool past opts.MaxBytes are errors. Any read error stops the import with one line
+// naming the file and offset, and no output directory is left behind. An input with no HTTP
+// response at all is refused.
 func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport, error) {
 	rep := &ImportReport{Skipped: map[string]int{}}
 	if len(paths) == 0 {
@@ -180,7 +204,14 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	b := &budget{limit: limit}
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(dir)), 0o755); err != nil {
+		return rep, fmt.Errorf("import: %w", err)
+	}
+	sp, err := newSpool(filepath.Dir(filepath.Clean(dir)), limit)
+	if err != nil {
+		return rep, err
+	}
+	defer sp.close()
 	var inputs []importInput
 	for _, path := range paths {
 		if !strings.HasSuffix(strings.ToLower(path), ".wacz") {
@@ -199,7 +230,7 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 	}
 	var resps []*inRec
 	for fi, in := range inputs {
-		got, err := readHTTPRecords(ctx, in, fi, rep, warn, b)
+		got, err := readHTTPRecords(ctx, in, fi, rep, warn, sp)
 		if err != nil {
 			return rep, err
 		}
@@ -221,7 +252,9 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 		return a.idx - b.idx
 	})
 
-	resolveRevisits(resps, warn)
+	if err := resolveRevisits(resps, sp, warn); err != nil {
+		return rep, err
+	}
 
 	// Status and header of every exchange, needed before writing for not_found.
 	var kept []*inRec
@@ -273,7 +306,7 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 			bw.Abort()
 			return rep, fmt.Errorf("import: %w", err)
 		}
-		ex, err := buildExchange(x, rep, warn, b)
+		ex, err := buildExchange(x, rep, warn, sp)
 		if err != nil {
 			bw.Abort()
 			return rep, err
@@ -290,10 +323,12 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 		case e.RevisitOf != "" && x.rec.Type != "revisit":
 			rep.Deduplicated++
 		}
-		if x.rec.Type == "response" && e.Mime == "text/html" {
-			x.title = HTMLTitle(x.decoded)
+		p, ok, err := pageOf(x, e, signals, sp)
+		if err != nil {
+			bw.Abort()
+			return rep, err
 		}
-		if p, ok := pageOf(x, e, signals); ok {
+		if ok {
 			if err := bw.AddPage(p); err != nil {
 				bw.Abort()
 				return rep, err
@@ -302,11 +337,6 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 			if rep.Title == "" && p.Note == "" {
 				rep.Title = p.Title
 			}
-		}
-		if x.rec.Type == "response" {
-			// Written: revisits of it need only its id and encoding.
-			b.held -= int64(len(x.rec.Block)) + x.counted
-			x.rec.Block, x.rec.HTTP.Body, x.decoded, x.counted = nil, nil, nil, 0
 		}
 	}
 	for _, s := range bw.Warnings() {
@@ -318,26 +348,23 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 	return rep, nil
 }
 
-// readHTTPRecords reads one file and returns its responses and revisits, paired with
-// their requests.
-// budget counts the body bytes an import holds (raw blocks and decoded payloads).
-type budget struct {
-	held, limit int64
-}
-
 // importInput is one WARC stream of an import: a file, or a WARC member of a WACZ.
 type importInput struct {
 	name string // the file's path, or "FILE.wacz!archive/NAME.warc.gz"
 	open func() (*Reader, error)
 }
 
-func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportReport, warn func(string), b *budget) ([]*inRec, error) {
+// readHTTPRecords reads one file, its bodies streamed into sp, and returns its responses
+// and revisits, paired with their requests.
+func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportReport, warn func(string), sp *spool) ([]*inRec, error) {
 	path := in.name
 	rd, err := in.open()
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = rd.Close() }()
+	rd.spool = sp
+	rd.MaxBlockSize = MaxImportBlockSize
 	var reqs, resps []*inRec
 	for idx := 0; ; idx++ {
 		if err := ctx.Err(); err != nil {
@@ -372,10 +399,6 @@ func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportRep
 				warn(fmt.Sprintf("%s at %s: %s record without a readable HTTP message skipped", path, rec.Where(), rec.Type))
 			}
 			continue
-		}
-		b.held += int64(len(rec.Block))
-		if b.held > b.limit {
-			return nil, fmt.Errorf("read %s at %s: the HTTP records read so far hold more than %d bytes", path, rec.Where(), b.limit)
 		}
 		x := &inRec{file: fi, idx: idx, path: path, rec: rec}
 		if rec.Type == "request" {
@@ -485,8 +508,9 @@ func abs(n int) int {
 }
 
 // resolveRevisits finds the original response of every revisit record, across all
-// files; resps is in recording order, so the first match in that order wins.
-func resolveRevisits(resps []*inRec, warn func(string)) {
+// files; resps is in recording order, so the first match in that order wins. Bodies are
+// read back from sp only when a revisit has to be found by its payload digest.
+func resolveRevisits(resps []*inRec, sp *spool, warn func(string)) error {
 	byID := map[string]*inRec{}
 	byURIDate := map[string]*inRec{}
 	var byDigest map[string]*inRec
@@ -504,7 +528,7 @@ func resolveRevisits(resps []*inRec, warn func(string)) {
 			byURIDate[k] = r
 		}
 	}
-	digestIndex := func() map[string]*inRec {
+	digestIndex := func() (map[string]*inRec, error) {
 		idx := map[string]*inRec{}
 		add := func(k string, r *inRec) {
 			if _, ok := idx[k]; !ok {
@@ -518,18 +542,20 @@ func resolveRevisits(resps []*inRec, warn func(string)) {
 			if d, err := ParseDigest(r.rec.Get("WARC-Payload-Digest")); err == nil {
 				add(d.Key(), r)
 			}
-			bodies := [][]byte{r.rec.HTTP.Body}
-			if dc, ok := Dechunk(r.rec.HTTP.Body); ok {
-				bodies = append(bodies, dc)
+			// the body as stored and de-chunked, in one read of the spool
+			s1, s2, d1, d2 := sha1.New(), sha256.New(), sha1.New(), sha256.New()
+			dc := newChunkDecoder(io.MultiWriter(d1, d2))
+			if _, err := io.Copy(io.MultiWriter(s1, s2, dc), sp.section(r.rec.body)); err != nil {
+				return nil, fmt.Errorf("import %s at %s: read spool: %w", r.path, r.rec.Where(), err)
 			}
-			for _, b := range bodies {
-				s1 := sha1.Sum(b)
-				add("sha1:"+hex.EncodeToString(s1[:]), r)
-				s2 := sha256.Sum256(b)
-				add("sha256:"+hex.EncodeToString(s2[:]), r)
+			add("sha1:"+hex.EncodeToString(s1.Sum(nil)), r)
+			add("sha256:"+hex.EncodeToString(s2.Sum(nil)), r)
+			if dc.ok() {
+				add("sha1:"+hex.EncodeToString(d1.Sum(nil)), r)
+				add("sha256:"+hex.EncodeToString(d2.Sum(nil)), r)
 			}
 		}
-		return idx
+		return idx, nil
 	}
 	for _, v := range resps {
 		if v.rec.Type != "revisit" {
@@ -547,7 +573,10 @@ func resolveRevisits(resps []*inRec, warn func(string)) {
 		if v.orig == nil {
 			if d, err := ParseDigest(v.rec.Get("WARC-Payload-Digest")); err == nil {
 				if byDigest == nil {
-					byDigest = digestIndex()
+					var err error
+					if byDigest, err = digestIndex(); err != nil {
+						return err
+					}
 				}
 				v.orig = byDigest[d.Key()]
 			}
@@ -556,6 +585,7 @@ func resolveRevisits(resps []*inRec, warn func(string)) {
 			warn(fmt.Sprintf("%s at %s: revisit of %s: original not in the input; kept as unresolved", v.path, v.rec.Where(), v.rec.TargetURI))
 		}
 	}
+	return nil
 }
 
 // repairedHeader returns m's header as an http.Header. A field name with blanks between
@@ -589,29 +619,107 @@ func methodOf(x *inRec) string {
 	return http.MethodGet
 }
 
-// decodedBody decodes (once) the body of a response record.
-func (x *inRec) decodedBody(rep *ImportReport, warn func(string), b *budget) ([]byte, string, error) {
+// decodedBody decodes (once) the body of a response record, from the spool into the
+// spool (see decodeSpooled).
+func (x *inRec) decodedBody(rep *ImportReport, warn func(string), sp *spool) (span, string, error) {
 	if !x.decodedDone {
 		x.decodedDone = true
-		h := x.rec.HTTP.HTTPHeader()
-		d, enc, err := DecodePayload(h, x.rec.HTTP.Body)
-		if err != nil {
+		d, enc, err := decodeSpooled(sp, x.rec.HTTP.HTTPHeader(), x.rec.body, MaxImportDecodedSize)
+		var se *sinkError
+		switch {
+		case errors.As(err, &se):
+			if errors.Is(err, errSpoolFull) {
+				return span{}, "", fmt.Errorf("import %s at %s: the decoded bodies hold more than %d bytes", x.path, x.rec.Where(), sp.limit)
+			}
+			return span{}, "", fmt.Errorf("import %s at %s: %w", x.path, x.rec.Where(), err)
+		case err != nil:
 			rep.DecodeFailures++
 			warn(fmt.Sprintf("%s at %s: body of %s kept as recorded: %v", x.path, x.rec.Where(), x.rec.TargetURI, err))
 		}
 		x.decoded, x.origEnc = d, enc
-		if enc != "" || len(d) != len(x.rec.HTTP.Body) {
-			x.counted = int64(len(d))
-			b.held += x.counted
-			if b.held > b.limit {
-				return nil, "", fmt.Errorf("import %s at %s: the decoded bodies hold more than %d bytes", x.path, x.rec.Where(), b.limit)
-			}
-		}
 	}
 	return x.decoded, x.origEnc, nil
 }
 
-func buildExchange(x *inRec, rep *ImportReport, warn func(string), b *budget) (Exchange, error) {
+// decodeSpooled is DecodePayloadLimit for a body in the spool: each step (the chunked
+// framing, then each content coding) reads one region of sp and appends its result as a
+// new one, through fixed-size buffers. It returns the region of the payload. An error of
+// the spool itself (full, or the disk) is a *sinkError; any other error means a coding
+// could not be removed, and the region returned is then the body with only the chunked
+// framing removed, origEncoding "", as DecodePayloadLimit does.
+func decodeSpooled(sp *spool, header http.Header, body span, limit int64) (decoded span, origEncoding string, err error) {
+	if hasToken(header.Values("Transfer-Encoding"), "chunked") {
+		m := sp.mark()
+		dc := newChunkDecoder(sp)
+		if _, err := io.Copy(dc, sp.section(body)); err != nil {
+			sp.truncate(m)
+			return body, "", &sinkError{err}
+		}
+		if dc.ok() {
+			body = sp.since(m)
+		} else {
+			sp.truncate(m)
+		}
+	}
+	codings := contentCodings(header)
+	if len(codings) == 0 {
+		return body, "", nil
+	}
+	orig := strings.Join(codings, ", ")
+	if body.n == 0 {
+		return body, orig, nil
+	}
+	start := sp.mark()
+	out := body
+	for i := len(codings) - 1; i >= 0; i-- {
+		src := out
+		m := sp.mark()
+		err := decodeOneTo(codings[i], func() io.Reader { return sp.section(src) }, sp, func() { sp.truncate(m) }, limit, MaxImportZstdWindow)
+		if err != nil {
+			sp.truncate(start)
+			var se *sinkError
+			if errors.As(err, &se) {
+				return body, "", err
+			}
+			return body, "", fmt.Errorf("content-encoding %s: %w", codings[i], err)
+		}
+		out = sp.since(m)
+	}
+	return out, orig, nil
+}
+
+// requestBody reads the body of a request record from the spool, de-chunked when its
+// header says chunked and it parses so; it is at most MaxRequestBodySize bytes.
+func (x *inRec) requestBody(h http.Header, sp *spool) ([]byte, error) {
+	if x.rec.body.n > MaxRequestBodySize {
+		return nil, fmt.Errorf("import %s at %s: request body of %s is %d bytes, more than the limit of %d", x.path, x.rec.Where(), x.rec.TargetURI, x.rec.body.n, MaxRequestBodySize)
+	}
+	body, err := sp.readPrefix(x.rec.body, x.rec.body.n)
+	if err != nil {
+		return nil, fmt.Errorf("import %s at %s: %w", x.path, x.rec.Where(), err)
+	}
+	if hasToken(h.Values("Transfer-Encoding"), "chunked") {
+		if d, ok := Dechunk(body); ok {
+			body = d
+		}
+	}
+	return body, nil
+}
+
+// htmlTitle is (once) the title of the decoded payload, read from its first 1 MiB.
+func (x *inRec) htmlTitle(sp *spool) (string, error) {
+	if !x.titleDone {
+		doc, err := sp.readPrefix(x.decoded, 1<<20)
+		if err != nil {
+			return "", fmt.Errorf("import %s at %s: %w", x.path, x.rec.Where(), err)
+		}
+		x.title, x.titleDone = HTMLTitle(doc), true
+	}
+	return x.title, nil
+}
+
+// buildExchange turns x into the Exchange to write; its payload is a region of sp.
+func buildExchange(x *inRec, rep *ImportReport, warn func(string), sp *spool) (Exchange, error) {
 	ex := Exchange{
 		Method:     methodOf(x),
 		URL:        x.rec.TargetURI,
@@ -625,24 +733,22 @@ func buildExchange(x *inRec, rep *ImportReport, warn func(string), b *budget) (E
 	if x.req != nil {
 		q := x.req.rec.HTTP
 		ex.ReqHeader = repairedHeader(q, x.req, warn)
-		body := q.Body
-		if hasToken(ex.ReqHeader.Values("Transfer-Encoding"), "chunked") {
-			if d, ok := Dechunk(body); ok {
-				body = d
-			}
+		body, err := x.req.requestBody(ex.ReqHeader, sp)
+		if err != nil {
+			return ex, err
 		}
 		ex.ReqBody = body
 	}
 	switch {
 	case x.rec.Type == "response":
-		body, enc, err := x.decodedBody(rep, warn, b)
+		body, enc, err := x.decodedBody(rep, warn, sp)
 		if err != nil {
 			return ex, err
 		}
-		ex.Body, ex.OrigEncoding = body, enc
+		ex.BodyAt, ex.BodySize, ex.OrigEncoding = sp.section(body), body.n, enc
 	case x.orig != nil:
 		rep.RevisitsResolved++
-		body, enc, err := x.orig.decodedBody(rep, warn, b)
+		body, enc, err := x.orig.decodedBody(rep, warn, sp)
 		if err != nil {
 			return ex, err
 		}
@@ -650,7 +756,8 @@ func buildExchange(x *inRec, rep *ImportReport, warn func(string), b *budget) (E
 		if x.orig.exchangeID != "" {
 			ex.RevisitOf = x.orig.exchangeID
 		} else {
-			ex.Body = body // the original comes later (or was skipped): store the payload here
+			// the original comes later (or was skipped): store the payload here
+			ex.BodyAt, ex.BodySize = sp.section(body), body.n
 		}
 		if enc == "" {
 			// The stored payload carries no encoding: a Content-Encoding of the revisit's
@@ -735,13 +842,14 @@ func navSignal(q http.Header) string {
 }
 
 // pageOf decides whether an exchange is a top-level page (see ImportWARCs); signals
-// tells whether any request of the input carries navigation headers.
-func pageOf(x *inRec, e Entry, signals bool) (Page, bool) {
+// tells whether any request of the input carries navigation headers. The title is read
+// from the payload in sp.
+func pageOf(x *inRec, e Entry, signals bool, sp *spool) (Page, bool, error) {
 	if e.Status < 200 || e.Status > 399 || e.Status == 204 || e.Status == 205 || e.Mime != "text/html" || e.Unresolved {
-		return Page{}, false
+		return Page{}, false, nil
 	}
 	if e.Method != http.MethodGet && e.Method != http.MethodPost {
-		return Page{}, false
+		return Page{}, false, nil
 	}
 	var q http.Header
 	if x.req != nil {
@@ -749,21 +857,24 @@ func pageOf(x *inRec, e Entry, signals bool) (Page, bool) {
 	}
 	switch navSignal(q) {
 	case "no":
-		return Page{}, false
+		return Page{}, false, nil
 	case "":
 		if signals || e.Method != http.MethodGet {
-			return Page{}, false
+			return Page{}, false, nil
 		}
 	}
-	p := Page{URL: e.URL, TS: e.TS, Fetched: e.Method, Title: x.title}
+	src := x
 	if x.orig != nil {
-		// The original's title, or its payload when it is not written (released) yet.
-		p.Title = x.orig.title
-		if p.Title == "" {
-			p.Title = HTMLTitle(x.orig.decoded)
-		}
+		src = x.orig // a revisit's payload is its original's
 	}
-	return p, true
+	if !src.decodedDone {
+		return Page{URL: e.URL, TS: e.TS, Fetched: e.Method}, true, nil
+	}
+	title, err := src.htmlTitle(sp)
+	if err != nil {
+		return Page{}, false, err
+	}
+	return Page{URL: e.URL, TS: e.TS, Fetched: e.Method, Title: title}, true, nil
 }
 
 // HTMLTitle returns the text of the first <title> element of an HTML document, blanks

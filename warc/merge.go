@@ -56,8 +56,8 @@ func ExchangeIdentity(method, url string, body []byte) string {
 // Manifest: task_id as MergeOptions.TaskID says; captured_from is the earlier and
 // captured_to the later of the two; not_found maps are combined (the new bundle's URL wins
 // for a host in both); locale and timezone are the new bundle's when set, else the old's.
-// Payloads are read with Bundle.Response (a revisit's body from its original) and written
-// whole, so identical payloads of DedupMinSize bytes or more are stored once again; a
+// Payloads are read with Bundle.Response (a revisit's body from its original) and streamed
+// into the new archive (never held in memory whole), so identical payloads of DedupMinSize bytes or more are stored once again; a
 // revisit whose original was missing stays unresolved.
 func Merge(oldDir, newDir, outDir string, opts MergeOptions) error {
 	nb, err := openLegacyBundle(newDir)
@@ -254,10 +254,12 @@ func exchangeOf(b *Bundle, e *Entry) (Exchange, error) {
 		if err != nil {
 			return Exchange{}, err
 		}
-		x.Body = make([]byte, resp.Size)
-		if _, err := io.ReadFull(resp.Body, x.Body); err != nil {
-			return Exchange{}, fmt.Errorf("read %s (entry %s) payload: %w", path, e.ID, err)
+		// streamed from data.warc by the writer, never read into memory whole
+		ra, ok := resp.Body.(io.ReaderAt)
+		if !ok {
+			return Exchange{}, fmt.Errorf("read %s (entry %s) payload: not a section of the file", path, e.ID)
 		}
+		x.BodyAt, x.BodySize = ra, resp.Size
 	}
 	x.Status, x.Proto, x.RespHeader = resp.Status, resp.Proto, resp.Header
 	return x, nil

@@ -109,7 +109,8 @@ var (
 // archive/data.warc, indexes/entries.jsonl and pages/pages.jsonl, each once and all four,
 // plus directory entries archive/, indexes/ and pages/ (a leading "./" is ignored); a path
 // outside them, a link, a device or a repeated file is an error. Sizes are bounded as for
-// Unpack (MaxManifestBytes, MaxWARCBytes, MaxEntriesBytes, MaxPagesBytes). The manifest's
+// Unpack (MaxManifestBytes, MaxWARCBytes, MaxEntriesBytes, MaxPagesBytes, and
+// DefaultUnpackLimits for all of them together). The manifest's
 // legacy fields (start_url, "format") are dropped. On error destDir may hold part of the
 // output: extract into a temporary directory.
 func UnpackFormat1(recordingDir, destDir string) error {
@@ -133,6 +134,14 @@ func UnpackFormat1(recordingDir, destDir string) error {
 		defer f.Close()
 		readers = append(readers, f)
 	}
+	limits, err := DefaultUnpackLimits()
+	if err != nil {
+		return fmt.Errorf("unpack %s: %w", name, err)
+	}
+	budget, err := newUnpackBudget(recordingDir, parts, limits)
+	if err != nil {
+		return fmt.Errorf("unpack %s: %w", name, err)
+	}
 	if err := makeEmptyDir(destDir); err != nil {
 		return fmt.Errorf("unpack %s: %w", name, err)
 	}
@@ -147,7 +156,10 @@ func UnpackFormat1(recordingDir, destDir string) error {
 		return fmt.Errorf("read %s at offset %d: %w", name, cr.offset(), err)
 	}
 	defer zr.Close()
-	if err := extractFormat1Tar(zr, destDir); err != nil {
+	if err := extractFormat1Tar(zr, destDir, budget); err != nil {
+		if le, ok := asLimitError(err); ok {
+			return le
+		}
 		return fmt.Errorf("read %s at offset %d: %w", name, cr.offset(), err)
 	}
 	n, err := io.Copy(io.Discard, io.LimitReader(zr, maxTarTrailer+1))
@@ -184,8 +196,9 @@ func UnpackFormat1(recordingDir, destDir string) error {
 	return b.Close()
 }
 
-// extractFormat1Tar writes the four bundle files of a format 1 tar into destDir.
-func extractFormat1Tar(r io.Reader, destDir string) error {
+// extractFormat1Tar writes the four bundle files of a format 1 tar into destDir, within
+// the budget u.
+func extractFormat1Tar(r io.Reader, destDir string, u *unpackBudget) error {
 	tr := tar.NewReader(r)
 	got := map[string]bool{}
 	for {
@@ -222,8 +235,11 @@ func extractFormat1Tar(r io.Reader, destDir string) error {
 		if hdr.Size > max {
 			return fmt.Errorf("tar entry %s is %d bytes, more than the limit of %d", name, hdr.Size, max)
 		}
+		if u.allow >= 0 && hdr.Size > u.allow-u.used {
+			return u.add(hdr.Size)
+		}
 		err = createSynced(filepath.Join(destDir, filepath.FromSlash(name)), func(w io.Writer) error {
-			n, err := io.Copy(w, tr)
+			n, err := io.Copy(&budgetWriter{w: w, u: u}, tr)
 			if err != nil {
 				return fmt.Errorf("tar entry %s after %d of %d bytes: %w", name, n, hdr.Size, err)
 			}

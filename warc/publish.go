@@ -58,6 +58,151 @@ const (
 	maxParts      = 1000
 )
 
+// Defaults of UnpackLimits (docs/bundle-format.md, "The cache").
+const (
+	// DefaultUnpackRatio: a recording may unpack to at most 50 times its packed size...
+	DefaultUnpackRatio = 50
+	// DefaultUnpackFloor: ...but always to 64 MiB, however small it is packed.
+	DefaultUnpackFloor = 64 << 20
+	// DefaultMaxUnpackedBytes: and never to more than 8 GiB.
+	DefaultMaxUnpackedBytes = 8 << 30
+)
+
+// Environment variables that override the defaults of UnpackLimits: a whole number each.
+const (
+	// EnvUnpackRatio is the ratio; 0 turns the ratio check off.
+	EnvUnpackRatio = "PAB_UNPACK_RATIO"
+	// EnvUnpackMax is the absolute cap, in bytes.
+	EnvUnpackMax = "PAB_UNPACK_MAX"
+)
+
+// UnpackLimits bound what a published recording may expand to when it is unpacked (Unpack,
+// AuditRecording, UnpackFormat1): the bytes written (manifest, pages, index and archive
+// together) may not exceed Ratio times the recording's packed size (the sum of its files'
+// sizes) or Floor, whichever is larger, nor Max in any case. Reading stops as soon as a
+// limit is passed, so a small recording cannot fill the disk (a decompression bomb).
+type UnpackLimits struct {
+	// Ratio is the largest unpacked/packed size ratio; 0 means no ratio check.
+	Ratio int64
+	// Floor is the size in bytes any recording may unpack to, whatever the ratio.
+	Floor int64
+	// Max is the absolute cap in bytes; 0 means no cap.
+	Max int64
+}
+
+// DefaultUnpackLimits returns DefaultUnpackRatio, DefaultUnpackFloor and
+// DefaultMaxUnpackedBytes, with $PAB_UNPACK_RATIO and $PAB_UNPACK_MAX in their place when
+// set. A value that is not a whole number of at least 0 is an error naming the variable.
+func DefaultUnpackLimits() (UnpackLimits, error) {
+	l := UnpackLimits{Ratio: DefaultUnpackRatio, Floor: DefaultUnpackFloor, Max: DefaultMaxUnpackedBytes}
+	for _, v := range []struct {
+		name string
+		dst  *int64
+	}{{EnvUnpackRatio, &l.Ratio}, {EnvUnpackMax, &l.Max}} {
+		s := strings.TrimSpace(os.Getenv(v.name))
+		if s == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return l, fmt.Errorf("$%s is %q; want a whole number of at least 0", v.name, s)
+		}
+		*v.dst = n
+	}
+	return l, nil
+}
+
+// unpackBudget counts the bytes one unpack writes against its UnpackLimits.
+type unpackBudget struct {
+	recording      string // named in the error
+	packed, allow  int64
+	used           int64
+	byRatio, ratio int64 // the ratio's share of allow, and the ratio itself (0: none)
+}
+
+// newUnpackBudget is the budget of unpacking the recording in recordingDir whose files are
+// files (their sizes are its packed size).
+func newUnpackBudget(recordingDir string, files []string, l UnpackLimits) (*unpackBudget, error) {
+	u := &unpackBudget{recording: recordingDir, ratio: l.Ratio}
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return nil, err
+		}
+		u.packed += fi.Size()
+	}
+	u.allow = -1 // no bound
+	if l.Ratio > 0 {
+		u.byRatio = l.Floor
+		if u.packed > 0 && l.Ratio > (1<<62)/u.packed {
+			u.byRatio = 1 << 62
+		} else if r := l.Ratio * u.packed; r > u.byRatio {
+			u.byRatio = r
+		}
+		u.allow = u.byRatio
+	}
+	if l.Max > 0 && (u.allow < 0 || l.Max < u.allow) {
+		u.allow = l.Max
+	}
+	return u, nil
+}
+
+// UnpackLimitError is the error of an unpack stopped by its UnpackLimits; the partial
+// output is removed.
+type UnpackLimitError struct {
+	// Recording is the recording directory.
+	Recording string
+	// Limit is the number of bytes it was allowed to expand to; Packed its packed size.
+	Limit, Packed int64
+	// Ratio is the ratio in force (0: none); ByRatio tells that the ratio (or its floor),
+	// not the absolute cap, set Limit.
+	Ratio   int64
+	ByRatio bool
+}
+
+func (e *UnpackLimitError) Error() string {
+	if e.ByRatio {
+		return fmt.Sprintf("recording %s expands to more than %d bytes, %d times its packed size of %d bytes (or %d bytes for any recording); refused as a decompression bomb (set $%s to change the ratio)",
+			e.Recording, e.Limit, e.Ratio, e.Packed, int64(DefaultUnpackFloor), EnvUnpackRatio)
+	}
+	return fmt.Sprintf("recording %s expands to more than %d bytes, the absolute limit; refused (set $%s to change it)", e.Recording, e.Limit, EnvUnpackMax)
+}
+
+// add counts n more bytes and fails with an *UnpackLimitError once the total is over the
+// budget. A nil budget allows everything.
+func (u *unpackBudget) add(n int64) error {
+	if u == nil {
+		return nil
+	}
+	u.used += n
+	if u.allow < 0 || u.used <= u.allow {
+		return nil
+	}
+	return &UnpackLimitError{Recording: u.recording, Limit: u.allow, Packed: u.packed, Ratio: u.ratio, ByRatio: u.ratio > 0 && u.allow == u.byRatio}
+}
+
+// budgetWriter is w, failing as soon as the bytes written pass the budget.
+type budgetWriter struct {
+	w io.Writer
+	u *unpackBudget
+}
+
+func (b *budgetWriter) Write(p []byte) (int, error) {
+	if err := b.u.add(int64(len(p))); err != nil {
+		return 0, err
+	}
+	return b.w.Write(p)
+}
+
+// asLimitError returns the *UnpackLimitError inside err, so that it is reported alone.
+func asLimitError(err error) (error, bool) {
+	var le *UnpackLimitError
+	if errors.As(err, &le) {
+		return le, true
+	}
+	return err, false
+}
+
 // tarModTime is the fixed modification time of the tar entry, so the same WARC always
 // packs to the same bytes.
 var tarModTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -70,30 +215,42 @@ func Pack(bundleDir, recordingDir string) error {
 	return PackParts(bundleDir, recordingDir, PartSize)
 }
 
-// PackParts is Pack with parts of at most partSize bytes. The bundle is opened and checked
-// with OpenBundle first. Output is deterministic: the same bundle files and the same
-// klauspost/compress version give the same bytes (fixed tar name, mode 0644, uid/gid 0, no
-// user or group names, mtime 2000-01-01T00:00:00Z; no name or time in the gzip headers).
-// The recording is written into a temporary directory beside recordingDir (its parent is
-// created if needed), synced, and renamed over recordingDir only once complete; an older
-// recording there is replaced as a whole.
+// PackParts is Pack with parts of at most partSize bytes: PackStaged, then Publish.
+// Output is deterministic: the same bundle files and the same klauspost/compress version
+// give the same bytes (fixed tar name, mode 0644, uid/gid 0, no user or group names, mtime
+// 2000-01-01T00:00:00Z; no name or time in the gzip headers). An older recording at
+// recordingDir is replaced as a whole, and only once the new one is complete.
 func PackParts(bundleDir, recordingDir string, partSize int64) error {
+	staged, err := PackStaged(bundleDir, recordingDir, partSize)
+	if err != nil {
+		return err
+	}
+	return Publish(staged, recordingDir)
+}
+
+// PackStaged writes the bundle in bundleDir in the published layout, format 2, with parts
+// of at most partSize bytes, into a new temporary directory beside recordingDir (its
+// parent is created if needed), named ".<base of recordingDir>.tmp-<random>", synced, and
+// returns that directory's path. recordingDir itself is not touched: the caller checks the
+// staged recording (AuditRecording) and then moves it into place with Publish, or removes
+// it. The bundle is opened and checked with OpenBundle first. On error nothing is left.
+func PackStaged(bundleDir, recordingDir string, partSize int64) (string, error) {
 	if partSize <= 0 {
-		return fmt.Errorf("pack %s: part size %d is not positive", recordingDir, partSize)
+		return "", fmt.Errorf("pack %s: part size %d is not positive", recordingDir, partSize)
 	}
 	b, err := OpenBundle(bundleDir)
 	if err != nil {
-		return fmt.Errorf("pack: %w", err)
+		return "", fmt.Errorf("pack: %w", err)
 	}
 	defer b.Close()
 
 	parent := filepath.Dir(recordingDir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("pack: %w", err)
+		return "", fmt.Errorf("pack: %w", err)
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(recordingDir)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("pack: %w", err)
+		return "", fmt.Errorf("pack: %w", err)
 	}
 	done := false
 	defer func() {
@@ -102,36 +259,101 @@ func PackParts(bundleDir, recordingDir string, partSize int64) error {
 		}
 	}()
 	if err := os.Chmod(tmp, 0o755); err != nil {
-		return fmt.Errorf("pack: %w", err)
+		return "", fmt.Errorf("pack: %w", err)
 	}
 
 	m := b.Manifest
 	m.Format = RecordingFormat
 	if err := writeJSONFile(filepath.Join(tmp, RecordingManifestFile), m); err != nil {
-		return fmt.Errorf("pack: %w", err)
+		return "", fmt.Errorf("pack: %w", err)
 	}
 	root, err := os.OpenRoot(bundleDir)
 	if err != nil {
-		return fmt.Errorf("pack: %w", err)
+		return "", fmt.Errorf("pack: %w", err)
 	}
 	defer root.Close()
 	if err := copyBundleFile(root, bundleDir, PagesFile, filepath.Join(tmp, RecordingPagesFile), false); err != nil {
-		return fmt.Errorf("pack: %w", err)
+		return "", fmt.Errorf("pack: %w", err)
 	}
 	if err := copyBundleFile(root, bundleDir, EntriesFile, filepath.Join(tmp, RecordingEntriesFile), true); err != nil {
-		return fmt.Errorf("pack: %w", err)
+		return "", fmt.Errorf("pack: %w", err)
 	}
 	if err := packWARC(b, tmp, partSize); err != nil {
-		return fmt.Errorf("pack %s: %w", filepath.Join(bundleDir, WARCFile), err)
+		return "", fmt.Errorf("pack %s: %w", filepath.Join(bundleDir, WARCFile), err)
 	}
 	if err := syncPath(tmp); err != nil {
-		return fmt.Errorf("pack: %w", err)
-	}
-	if err := replaceDir(tmp, recordingDir); err != nil {
-		return fmt.Errorf("pack: %w", err)
+		return "", fmt.Errorf("pack: %w", err)
 	}
 	done = true
+	return tmp, nil
+}
+
+// Publish moves the complete recording directory staged (from PackStaged, beside
+// recordingDir) to recordingDir. An existing recordingDir is first renamed aside to
+// ".<base>.old-<random>" and removed once staged is in place; if the second rename fails,
+// the old recording is put back. staged is gone afterwards, on success and on error.
+func Publish(staged, recordingDir string) error {
+	if err := replaceDir(staged, recordingDir); err != nil {
+		os.RemoveAll(staged)
+		return fmt.Errorf("publish %s: %w", recordingDir, err)
+	}
 	return nil
+}
+
+// RecoverRecording repairs what an interrupted PackStaged or Publish left beside
+// recordingDir. When recordingDir is missing but a copy renamed aside by Publish
+// (".<base>.old-*") exists, the process died between Publish's two renames: the newest such
+// copy is put back. Then every ".<base>.tmp-*" and ".<base>.old-*" directory beside it is
+// removed. It returns one line per action taken, naming the directory. Call it only while
+// holding the task's write lock: a running writer's directories look the same.
+func RecoverRecording(recordingDir string) ([]string, error) {
+	parent, base := filepath.Dir(recordingDir), filepath.Base(recordingDir)
+	des, err := os.ReadDir(parent)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("recover %s: %w", recordingDir, err)
+	}
+	var olds, tmps []string
+	for _, de := range des {
+		name := de.Name()
+		switch {
+		case strings.HasPrefix(name, "."+base+".old-"):
+			olds = append(olds, name)
+		case strings.HasPrefix(name, "."+base+".tmp-"):
+			tmps = append(tmps, name)
+		}
+	}
+	var notes []string
+	if _, err := os.Lstat(recordingDir); errors.Is(err, os.ErrNotExist) && len(olds) > 0 {
+		newest, newestTime := "", time.Time{}
+		for _, name := range olds {
+			if fi, err := os.Lstat(filepath.Join(parent, name)); err == nil && fi.IsDir() && (newest == "" || fi.ModTime().After(newestTime)) {
+				newest, newestTime = name, fi.ModTime()
+			}
+		}
+		if newest != "" {
+			if err := os.Rename(filepath.Join(parent, newest), recordingDir); err != nil {
+				return notes, fmt.Errorf("recover %s: put back %s: %w", recordingDir, newest, err)
+			}
+			notes = append(notes, fmt.Sprintf("put back %s, left by an interrupted publish, as %s", filepath.Join(parent, newest), recordingDir))
+			olds = slices.DeleteFunc(olds, func(n string) bool { return n == newest })
+		}
+	}
+	for _, name := range append(olds, tmps...) {
+		path := filepath.Join(parent, name)
+		if err := os.RemoveAll(path); err != nil {
+			return notes, fmt.Errorf("recover %s: remove %s: %w", recordingDir, path, err)
+		}
+		notes = append(notes, "removed "+path+", left by an interrupted write")
+	}
+	if len(notes) > 0 {
+		if err := syncPath(parent); err != nil {
+			return notes, fmt.Errorf("recover %s: %w", recordingDir, err)
+		}
+	}
+	return notes, nil
 }
 
 // packWARC writes warc.tar.gz (or its parts) for b's archive into dir.
@@ -473,10 +695,22 @@ func hashFile(w io.Writer, path string) error {
 // error naming both. The warc.tar.gz parts are read in order as one gzip stream whose tar
 // must hold exactly one entry, the regular file archive/data.warc of at most MaxWARCBytes:
 // any other name, a path outside archive/, a link, a device or a second entry is an error.
-// entries.jsonl.gz expands to at most MaxEntriesBytes. The result is checked with
-// OpenBundle. On error destDir may hold part of the output: unpack into a temporary
-// directory and rename it when Unpack succeeds.
+// entries.jsonl.gz expands to at most MaxEntriesBytes. Everything written together is
+// bounded by DefaultUnpackLimits (a ratio to the packed size, and an absolute cap; see
+// UnpackWith). The result is checked with OpenBundle. On error, what Unpack wrote is
+// removed again (destDir too when Unpack created it); still, unpack into a temporary
+// directory and rename it when Unpack succeeds, so that readers never see a partial bundle.
 func Unpack(recordingDir, destDir string) error {
+	l, err := DefaultUnpackLimits()
+	if err != nil {
+		return fmt.Errorf("unpack %s: %w", recordingDir, err)
+	}
+	return UnpackWith(recordingDir, destDir, l)
+}
+
+// UnpackWith is Unpack with the given limits: reading stops, with an *UnpackLimitError
+// naming the recording, as soon as the bytes written pass them.
+func UnpackWith(recordingDir, destDir string, l UnpackLimits) (err error) {
 	files, err := RecordingFiles(recordingDir)
 	if err != nil {
 		return err
@@ -488,9 +722,20 @@ func Unpack(recordingDir, destDir string) error {
 	if err != nil {
 		return err
 	}
+	budget, err := newUnpackBudget(recordingDir, files, l)
+	if err != nil {
+		return fmt.Errorf("unpack %s: %w", recordingDir, err)
+	}
+	_, statErr := os.Lstat(destDir)
+	created := errors.Is(statErr, os.ErrNotExist)
 	if err := makeEmptyDir(destDir); err != nil {
 		return fmt.Errorf("unpack %s: %w", recordingDir, err)
 	}
+	defer func() {
+		if err != nil {
+			removeOutput(destDir, created)
+		}
+	}()
 	for _, d := range []string{filepath.Dir(WARCFile), filepath.Dir(EntriesFile), filepath.Dir(PagesFile)} {
 		if err := os.Mkdir(filepath.Join(destDir, d), 0o755); err != nil {
 			return fmt.Errorf("unpack %s: %w", recordingDir, err)
@@ -500,13 +745,13 @@ func Unpack(recordingDir, destDir string) error {
 	if err := writeJSONFile(filepath.Join(destDir, ManifestFile), m); err != nil {
 		return fmt.Errorf("unpack %s: %w", recordingDir, err)
 	}
-	if err := copyBounded(files[1], filepath.Join(destDir, PagesFile), MaxPagesBytes, false); err != nil {
+	if err := copyBounded(files[1], filepath.Join(destDir, PagesFile), MaxPagesBytes, false, budget); err != nil {
 		return err
 	}
-	if err := copyBounded(files[2], filepath.Join(destDir, EntriesFile), MaxEntriesBytes, true); err != nil {
+	if err := copyBounded(files[2], filepath.Join(destDir, EntriesFile), MaxEntriesBytes, true, budget); err != nil {
 		return err
 	}
-	if err := unpackWARC(files[3:], filepath.Join(destDir, WARCFile), MaxWARCBytes); err != nil {
+	if err := unpackWARC(files[3:], filepath.Join(destDir, WARCFile), MaxWARCBytes, budget); err != nil {
 		return err
 	}
 	for _, d := range []string{filepath.Dir(WARCFile), filepath.Dir(EntriesFile), filepath.Dir(PagesFile), "."} {
@@ -519,6 +764,19 @@ func Unpack(recordingDir, destDir string) error {
 		return fmt.Errorf("unpack %s: %w", recordingDir, err)
 	}
 	return b.Close()
+}
+
+// removeOutput removes what an unpack wrote into dir: dir itself when the unpack created
+// it, else its content.
+func removeOutput(dir string, created bool) {
+	if created {
+		os.RemoveAll(dir)
+		return
+	}
+	des, _ := os.ReadDir(dir)
+	for _, de := range des {
+		os.RemoveAll(filepath.Join(dir, de.Name()))
+	}
 }
 
 // readRecordingManifest reads recording/manifest.json and checks its format first, so a
@@ -572,8 +830,9 @@ func makeEmptyDir(dir string) error {
 }
 
 // copyBounded copies src to the new file dst, gunzipping it when gunzip is set, and fails
-// when the (decompressed) content is longer than max bytes.
-func copyBounded(src, dst string, max int64, gunzip bool) error {
+// when the (decompressed) content is longer than max bytes or passes the budget u (nil:
+// none), whose error is returned as it is.
+func copyBounded(src, dst string, max int64, gunzip bool, u *unpackBudget) error {
 	f, err := os.Open(src)
 	if err != nil {
 		return err
@@ -590,7 +849,10 @@ func copyBounded(src, dst string, max int64, gunzip bool) error {
 		r = zr
 	}
 	return createSynced(dst, func(w io.Writer) error {
-		n, err := io.Copy(w, io.LimitReader(r, max+1))
+		n, err := io.Copy(&budgetWriter{w: w, u: u}, io.LimitReader(r, max+1))
+		if le, ok := asLimitError(err); ok {
+			return le
+		}
 		if err != nil {
 			return fmt.Errorf("read %s at offset %d: %w", src, cr.offset(), err)
 		}
@@ -627,9 +889,10 @@ type readerFunc func([]byte) (int, error)
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
 // unpackWARC reads the parts in order as one gzip-compressed tar and extracts its only
-// entry to dst. The whole gzip stream is read to its end, so a truncated or corrupt tail is
-// found even after the tar's last block.
-func unpackWARC(parts []string, dst string, max int64) error {
+// entry to dst, within the budget u (nil: none), whose error is returned as it is. The
+// whole gzip stream is read to its end, so a truncated or corrupt tail is found even after
+// the tar's last block.
+func unpackWARC(parts []string, dst string, max int64, u *unpackBudget) error {
 	var readers []io.Reader
 	for _, p := range parts {
 		f, err := os.Open(p)
@@ -649,7 +912,10 @@ func unpackWARC(parts []string, dst string, max int64) error {
 		return fmt.Errorf("read %s at offset %d: %w", name, cr.offset(), err)
 	}
 	defer zr.Close()
-	err = createSynced(dst, func(w io.Writer) error { return extractWARCTar(zr, w, max) })
+	err = createSynced(dst, func(w io.Writer) error { return extractWARCTar(zr, w, max, u) })
+	if le, ok := asLimitError(err); ok {
+		return le
+	}
 	if err != nil {
 		return fmt.Errorf("read %s at offset %d: %w", name, cr.offset(), err)
 	}
@@ -664,8 +930,10 @@ func unpackWARC(parts []string, dst string, max int64) error {
 }
 
 // extractWARCTar reads a tar stream that must hold exactly one entry: the regular file
-// archive/data.warc of at most max bytes, whose content it copies to w.
-func extractWARCTar(r io.Reader, w io.Writer, max int64) error {
+// archive/data.warc of at most max bytes, whose content it copies to w within the budget u
+// (nil: none; an entry that claims more than the budget allows is refused before a byte is
+// copied).
+func extractWARCTar(r io.Reader, w io.Writer, max int64, u *unpackBudget) error {
 	tr := tar.NewReader(r)
 	hdr, err := tr.Next()
 	if err == io.EOF {
@@ -677,7 +945,10 @@ func extractWARCTar(r io.Reader, w io.Writer, max int64) error {
 	if err := checkTarEntry(hdr, max); err != nil {
 		return err
 	}
-	if n, err := io.Copy(w, tr); err != nil {
+	if u != nil && u.allow >= 0 && hdr.Size > u.allow-u.used {
+		return u.add(hdr.Size)
+	}
+	if n, err := io.Copy(&budgetWriter{w: w, u: u}, tr); err != nil {
 		return fmt.Errorf("tar entry %s after %d of %d bytes: %w", WARCFile, n, hdr.Size, err)
 	}
 	hdr, err = tr.Next()

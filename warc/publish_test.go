@@ -428,11 +428,11 @@ func TestUnpackDestination(t *testing.T) {
 
 func TestExtractWARCTarBound(t *testing.T) {
 	data := packTar(t, packTarEntry{hdr: tar.Header{Typeflag: tar.TypeReg, Name: WARCFile}, body: make([]byte, 2000)})
-	err := extractWARCTar(bytes.NewReader(data), io.Discard, 1000)
+	err := extractWARCTar(bytes.NewReader(data), io.Discard, 1000, nil)
 	if err == nil || !strings.Contains(err.Error(), "is 2000 bytes, more than the limit of 1000") {
 		t.Errorf("err = %v", err)
 	}
-	err = extractWARCTar(bytes.NewReader(data[:1500]), io.Discard, 4000)
+	err = extractWARCTar(bytes.NewReader(data[:1500]), io.Discard, 4000, nil)
 	if err == nil || !strings.Contains(err.Error(), "after 988 of 2000 bytes: unexpected EOF") {
 		t.Errorf("truncated tar: %v", err)
 	}
@@ -454,7 +454,7 @@ func FuzzUnpackTar(f *testing.F) {
 	const max = 1 << 16
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var out bytes.Buffer
-		err := extractWARCTar(bytes.NewReader(data), &out, max)
+		err := extractWARCTar(bytes.NewReader(data), &out, max, nil)
 		if err == nil {
 			if out.Len() > max {
 				t.Fatalf("accepted an entry of %d bytes", out.Len())

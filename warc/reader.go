@@ -162,7 +162,8 @@ type Record struct {
 	Header Fields
 	// BlockSize is the WARC Content-Length.
 	BlockSize int64
-	// Block is the record block; nil when it was too large to load (see DefaultMaxBlockSize).
+	// Block is the record block; nil when it was too large to load (see DefaultMaxBlockSize),
+	// and in an import's streamed reading, where bodies go to a spool file instead.
 	Block []byte
 	// HTTP is the parsed HTTP message of a response, request or revisit record whose
 	// block is HTTP (Content-Type application/http, or an http(s) target); else nil.
@@ -171,6 +172,9 @@ type Record struct {
 	Warnings []string
 
 	where string
+	// body is where the HTTP body lies in the reader's spool (streamed reading, see
+	// Reader.spool); Block is then nil and HTTP.Body empty.
+	body span
 }
 
 // Get returns the first value of a WARC header field (case-insensitive), or "".
@@ -189,7 +193,9 @@ type Warning struct {
 
 // Reader reads the records of one WARC file in order. It is not safe for concurrent use.
 type Reader struct {
-	// MaxBlockSize bounds the block held in memory per record; set before the first Next.
+	// MaxBlockSize bounds the block held in memory per record (in an import's streamed
+	// reading, the block of a response, request or revisit record, which goes to disk);
+	// set before the first Next.
 	MaxBlockSize int64
 	// VerifyDigests checks WARC-Block-Digest and WARC-Payload-Digest (sha1, sha256,
 	// sha512, md5; base16, base32, base64 or base64url) and adds a warning on mismatch.
@@ -207,6 +213,13 @@ type Reader struct {
 	warnedVersion map[string]bool
 	once          map[string]int // warning kind -> index in warns
 	onceCount     map[string]int
+
+	// spool, when set (by an import), makes Next stream the block of every response,
+	// request and revisit record into it (only the HTTP head stays in memory, at most
+	// MaxHTTPHeaderBytes) and read the block of every other record through without keeping
+	// it. Digests are checked on the way.
+	spool *spool
+	blk   *bufio.Reader // reads one block in streamed reading
 
 	um   gowarc.Unmarshaler
 	hdr  []byte
@@ -492,7 +505,17 @@ func (r *Reader) readRecord(start int64) (*Record, error) {
 		return nil, fmt.Errorf("%w: Content-Length is %d but the file ends %d bytes after the header",
 			ErrTruncated, cl, r.size-r.pos)
 	}
-	if cl > r.MaxBlockSize {
+	var streamed *streamedBlock
+	if r.spool != nil {
+		// Streamed: nothing of the block stays in memory but the HTTP head.
+		if cl > r.MaxBlockSize && httpType {
+			return nil, fmt.Errorf("%w: %s block of %d bytes is over the %d byte limit", ErrTooLarge, rec.Type, cl, r.MaxBlockSize)
+		}
+		var err error
+		if streamed, err = r.streamBlock(rec, cl, httpType); err != nil {
+			return nil, err
+		}
+	} else if cl > r.MaxBlockSize {
 		if httpType {
 			return nil, fmt.Errorf("%w: %s block of %d bytes is over the %d byte limit", ErrTooLarge, rec.Type, cl, r.MaxBlockSize)
 		}
@@ -577,6 +600,10 @@ func (r *Reader) readRecord(start int64) (*Record, error) {
 		rec.where = r.where(start)
 	}
 
+	if streamed != nil {
+		rec.HTTP, rec.body = streamed.msg, streamed.body
+		rec.Warnings = append(rec.Warnings, streamed.warnings...)
+	}
 	if httpType && rec.Block != nil {
 		ct := strings.ToLower(rec.Header.Get("Content-Type"))
 		u := strings.ToLower(rec.TargetURI)

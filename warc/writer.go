@@ -18,6 +18,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
+	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -71,6 +73,11 @@ type Exchange struct {
 	RespHeader http.Header
 	// Body is the response payload, decoded (see DecodePayload).
 	Body []byte
+	// BodyAt, when set, holds the payload instead of Body: its first BodySize bytes. It is
+	// read twice (digest, then copy) through fixed-size buffers, never into memory whole,
+	// so a payload may be of any size (an import hands a region of its spool file here).
+	BodyAt   io.ReaderAt
+	BodySize int64
 	// OrigEncoding is the Content-Encoding removed from Body ("gzip", "br"); it is written
 	// as RR-Original-Content-Encoding.
 	OrigEncoding string
@@ -98,14 +105,18 @@ type UnresolvedRevisit struct {
 // BundleWriter writes a bundle into a temporary directory next to its destination and
 // renames it into place on Close; after an error, or Abort, nothing is left. It is not
 // safe for concurrent use. Output is deterministic: the same manifest, exchanges and
-// pages give the same bytes (record ids are derived from the content).
+// pages give the same bytes (record ids are derived from the content). Payloads are
+// streamed to archive/data.warc and entry lines to indexes/entries.jsonl as they are added;
+// what the writer keeps in memory per exchange is its entry without the request body.
 type BundleWriter struct {
 	dir, tmp string
 	m        Manifest
 	f        *os.File
 	bw       *bufio.Writer
+	ef       *os.File      // indexes/entries.jsonl
+	ebw      *bufio.Writer // over ef
 	off      int64
-	entries  []Entry
+	entries  []Entry    // as written, but without ReqBody
 	origs    []original // per entry
 	byID     map[string]int
 	byDigest map[string]int // sha256 hex of payloads >= DedupMinSize -> entry index
@@ -158,6 +169,12 @@ func NewBundleWriter(dir string, m Manifest) (*BundleWriter, error) {
 		return nil, fmt.Errorf("write bundle %s: %w", dir, err)
 	}
 	w.bw = bufio.NewWriterSize(w.f, 256<<10)
+	w.ef, err = os.OpenFile(filepath.Join(tmp, EntriesFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		w.Abort()
+		return nil, fmt.Errorf("write bundle %s: %w", dir, err)
+	}
+	w.ebw = bufio.NewWriterSize(w.ef, 64<<10)
 	return w, nil
 }
 
@@ -165,14 +182,16 @@ func NewBundleWriter(dir string, m Manifest) (*BundleWriter, error) {
 // one line each, naming the exchange.
 func (w *BundleWriter) Warnings() []string { return w.warnings }
 
-// Entries returns the entries added so far.
+// Entries returns the entries added so far, without their ReqBody (request bodies go to
+// indexes/entries.jsonl as each exchange is added and are not kept).
 func (w *BundleWriter) Entries() []Entry { return w.entries }
 
 // Add writes one exchange: a response record (or a revisit record, when the payload is
 // already stored or the exchange says so) followed by its request record, and returns
 // its entry. Exchange ids are e000001, e000002, ... in Add order. An error for bad input
-// (no URL, no date, status out of range, unknown RevisitOf) leaves the writer usable; a
-// write error is sticky and Close then fails.
+// (no URL, no date, status out of range, unknown RevisitOf, an HTTP head longer than
+// MaxHTTPHeaderBytes, a BodyAt shorter than BodySize) leaves the writer usable; a write
+// error is sticky and Close then fails.
 func (w *BundleWriter) Add(x Exchange) (Entry, error) {
 	if w.err != nil {
 		return Entry{}, w.err
@@ -216,23 +235,22 @@ func (w *BundleWriter) Add(x Exchange) (Entry, error) {
 		proto = x.Proto
 	}
 
-	var payloadDigest string
-	size := int64(len(x.Body))
-	if x.Unresolved == nil && origIdx < 0 {
-		sum := sha256.Sum256(x.Body)
-		payloadDigest = hex.EncodeToString(sum[:])
-		if len(x.Body) >= DedupMinSize {
-			if i, ok := w.byDigest[payloadDigest]; ok {
-				origIdx = i
-			}
+	body := io.NewSectionReader(bytes.NewReader(x.Body), 0, int64(len(x.Body)))
+	if x.BodyAt != nil {
+		if x.BodySize < 0 {
+			return Entry{}, fmt.Errorf("exchange %s (%s): negative body size %d", id, x.URL, x.BodySize)
 		}
+		body = io.NewSectionReader(x.BodyAt, 0, x.BodySize)
 	}
+	var payloadDigest string
+	size := body.Size()
 	if origIdx >= 0 {
 		orig = &w.origs[origIdx]
 		payloadDigest, size = orig.digest, orig.size
 	}
 
-	// Response (or revisit) block: status line, header, body.
+	// Response (or revisit) head: status line and header; the block is the head, then the
+	// payload unless the record is a revisit.
 	decoded := x.OrigEncoding != ""
 	rh := cloneHeader(x.RespHeader)
 	delHeader(rh, "Transfer-Encoding")
@@ -250,17 +268,68 @@ func (w *BundleWriter) Add(x Exchange) (Entry, error) {
 			}
 		}
 	}
-	var block bytes.Buffer
+	var head bytes.Buffer
 	reason := http.StatusText(x.Status)
-	fmt.Fprintf(&block, "%s %d %s\r\n", proto, x.Status, reason)
-	w.writeHeader(&block, rh, id, "response")
-	block.WriteString("\r\n")
-	revisit := orig != nil || x.Unresolved != nil
-	if !revisit {
-		block.Write(x.Body)
+	fmt.Fprintf(&head, "%s %d %s\r\n", proto, x.Status, reason)
+	w.writeHeader(&head, rh, id, "response")
+	head.WriteString("\r\n")
+	if head.Len() > MaxHTTPHeaderBytes {
+		return Entry{}, fmt.Errorf("exchange %s (%s): the response's HTTP header is %d bytes, more than the limit of %d", id, x.URL, head.Len(), MaxHTTPHeaderBytes)
+	}
+	qh := cloneHeader(x.ReqHeader)
+	for _, name := range []string{"Cookie", "Cookie2", "Authorization", "Proxy-Authorization", "Transfer-Encoding", "Content-Length"} {
+		delHeader(qh, name)
+	}
+	if getHeader(qh, "Host") == "" {
+		qh["Host"] = []string{u.Host}
+	}
+	if len(x.ReqBody) > 0 || method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
+		qh["Content-Length"] = []string{strconv.Itoa(len(x.ReqBody))}
+	}
+	var qblock bytes.Buffer
+	fmt.Fprintf(&qblock, "%s %s %s\r\n", method, u.RequestURI(), proto)
+	w.writeHeader(&qblock, qh, id, "request")
+	qblock.WriteString("\r\n")
+	if qblock.Len() > MaxHTTPHeaderBytes {
+		return Entry{}, fmt.Errorf("exchange %s (%s): the request's HTTP header is %d bytes, more than the limit of %d", id, x.URL, qblock.Len(), MaxHTTPHeaderBytes)
 	}
 
-	respID := recordID(id, "response", x.URL, date, block.Bytes())
+	// One read of the payload gives its digest, the block digest and the record id; an
+	// identical payload already stored makes the record a revisit (head only).
+	idHash := recordIDHash(id, "response", x.URL, date)
+	idHash.Write(head.Bytes())
+	blockHash := sha256.New()
+	blockHash.Write(head.Bytes())
+	if x.Unresolved == nil && origIdx < 0 {
+		ph := sha256.New()
+		n, err := io.Copy(io.MultiWriter(ph, blockHash, idHash), io.NewSectionReader(body, 0, size))
+		if err != nil {
+			return Entry{}, fmt.Errorf("exchange %s (%s): read payload: %w", id, x.URL, err)
+		}
+		if n != size {
+			return Entry{}, fmt.Errorf("exchange %s (%s): payload has %d bytes, not %d", id, x.URL, n, size)
+		}
+		payloadDigest = hex.EncodeToString(ph.Sum(nil))
+		if size >= DedupMinSize {
+			if i, ok := w.byDigest[payloadDigest]; ok {
+				origIdx = i
+				orig = &w.origs[origIdx]
+				payloadDigest, size = orig.digest, orig.size
+				idHash = recordIDHash(id, "response", x.URL, date)
+				idHash.Write(head.Bytes())
+				blockHash = sha256.New()
+				blockHash.Write(head.Bytes())
+			}
+		}
+	}
+	revisit := orig != nil || x.Unresolved != nil
+	var payload io.Reader
+	var payloadLen int64
+	if !revisit {
+		payload, payloadLen = io.NewSectionReader(body, 0, size), size
+	}
+
+	respID := recordIDFrom(idHash)
 	var hdr []Field
 	if revisit {
 		hdr = append(hdr, Field{"WARC-Type", "revisit"})
@@ -296,7 +365,7 @@ func (w *BundleWriter) Add(x Exchange) (Entry, error) {
 	case x.Unresolved != nil && x.Unresolved.PayloadDigest != "":
 		hdr = append(hdr, Field{"WARC-Payload-Digest", x.Unresolved.PayloadDigest})
 	}
-	hdr = append(hdr, Field{"WARC-Block-Digest", "sha256:" + sha256Hex(block.Bytes())},
+	hdr = append(hdr, Field{"WARC-Block-Digest", "sha256:" + hex.EncodeToString(blockHash.Sum(nil))},
 		Field{"RR-Exchange-Id", id})
 	if x.ResourceType != "" {
 		hdr = append(hdr, Field{"RR-Resource-Type", x.ResourceType})
@@ -305,26 +374,12 @@ func (w *BundleWriter) Add(x Exchange) (Entry, error) {
 		hdr = append(hdr, Field{"RR-Original-Content-Encoding", x.OrigEncoding})
 	}
 	respOff := w.off
-	respLen, err := w.writeRecord(hdr, block.Bytes())
+	respLen, err := w.writeRecord(hdr, head.Bytes(), payload, payloadLen)
 	if err != nil {
 		return Entry{}, w.fail(err)
 	}
 
-	// Request block.
-	qh := cloneHeader(x.ReqHeader)
-	for _, name := range []string{"Cookie", "Cookie2", "Authorization", "Proxy-Authorization", "Transfer-Encoding", "Content-Length"} {
-		delHeader(qh, name)
-	}
-	if getHeader(qh, "Host") == "" {
-		qh["Host"] = []string{u.Host}
-	}
-	if len(x.ReqBody) > 0 || method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
-		qh["Content-Length"] = []string{strconv.Itoa(len(x.ReqBody))}
-	}
-	var qblock bytes.Buffer
-	fmt.Fprintf(&qblock, "%s %s %s\r\n", method, u.RequestURI(), proto)
-	w.writeHeader(&qblock, qh, id, "request")
-	qblock.WriteString("\r\n")
+	// Request block: head and body, written after the response.
 	qblock.Write(x.ReqBody)
 	qhdr := []Field{
 		{"WARC-Type", "request"},
@@ -338,7 +393,7 @@ func (w *BundleWriter) Add(x Exchange) (Entry, error) {
 		{"RR-Exchange-Id", id},
 	}
 	reqOff := w.off
-	reqLen, err := w.writeRecord(qhdr, qblock.Bytes())
+	reqLen, err := w.writeRecord(qhdr, qblock.Bytes(), nil, 0)
 	if err != nil {
 		return Entry{}, w.fail(err)
 	}
@@ -367,12 +422,17 @@ func (w *BundleWriter) Add(x Exchange) (Entry, error) {
 		e.Unresolved = true
 		e.Size = 0
 	default:
-		if len(x.Body) >= DedupMinSize {
+		if size >= DedupMinSize {
 			w.byDigest[payloadDigest] = len(w.entries)
 		}
 	}
+	if err := writeJSONLine(w.ebw, e); err != nil {
+		return Entry{}, w.fail(err)
+	}
+	kept := e
+	kept.ReqBody = ""
 	w.byID[id] = len(w.entries)
-	w.entries = append(w.entries, e)
+	w.entries = append(w.entries, kept)
 	w.origs = append(w.origs, o)
 	if w.from.IsZero() || x.Date.Before(w.from) {
 		w.from = x.Date
@@ -400,38 +460,57 @@ func (w *BundleWriter) fail(err error) error {
 	return w.err
 }
 
-// writeRecord marshals one WARC 1.1 record with gowarc and returns its length.
-func (w *BundleWriter) writeRecord(hdr []Field, block []byte) (int64, error) {
-	rb := gowarc.NewRecordBuilder(0,
-		gowarc.WithVersion(gowarc.V1_1),
-		gowarc.WithSkipParseBlock(),
-		gowarc.WithSpecViolationPolicy(gowarc.ErrIgnore),
-		gowarc.WithSyntaxErrorPolicy(gowarc.ErrIgnore),
-		gowarc.WithBufferMaxMemBytes(int64(len(block))+1))
+// writeRecord writes one WARC 1.1 record whose block is head followed by the payloadLen
+// bytes of payload (nil when there are none), and returns its length. The header fields
+// are gowarc's (gowarc.WarcFields, names kept as given), then Content-Length, as gowarc's
+// record builder and marshaler write them; the block is streamed, never held whole.
+func (w *BundleWriter) writeRecord(hdr []Field, head []byte, payload io.Reader, payloadLen int64) (int64, error) {
+	fields := make(gowarc.WarcFields, 0, len(hdr)+1)
 	for _, f := range hdr {
-		rb.AddWarcHeader(f.Name, f.Value)
+		fields.Add(f.Name, f.Value)
 	}
-	rb.AddWarcHeaderInt64(gowarc.ContentLength, int64(len(block)))
-	if _, err := rb.Write(block); err != nil {
-		_ = rb.Close()
-		return 0, err
-	}
-	rec, _, err := rb.Build()
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = rec.Close() }()
 	// gowarc canonicalises unknown names ("Rr-Exchange-Id"); keep the names as given.
-	for _, nv := range *rec.WarcHeader() {
-		for _, f := range hdr {
-			if strings.EqualFold(nv.Name, f.Name) {
-				nv.Name = f.Name
-				break
-			}
+	for i, f := range hdr {
+		fields[i].Name = f.Name
+	}
+	fields.AddInt64(gowarc.ContentLength, int64(len(head))+payloadLen)
+	cw := &stickyWriter{w: w.bw}
+	io.WriteString(cw, gowarc.V1_1.String()+"\r\n")
+	if _, err := fields.Write(cw); err != nil {
+		return cw.n, err
+	}
+	io.WriteString(cw, "\r\n")
+	cw.Write(head)
+	if payload != nil {
+		n, err := io.Copy(cw, payload)
+		if err == nil && n != payloadLen {
+			err = fmt.Errorf("payload has %d bytes, not %d", n, payloadLen)
+		}
+		if err != nil {
+			w.off += cw.n
+			return cw.n, err
 		}
 	}
-	_, n, err := w.marshal.Marshal(w.bw, rec, 0)
-	w.off += n
+	io.WriteString(cw, "\r\n\r\n")
+	w.off += cw.n
+	return cw.n, cw.err
+}
+
+// stickyWriter counts the bytes written through it and keeps the first error (later
+// writes are dropped).
+type stickyWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (c *stickyWriter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	c.err = err
 	return n, err
 }
 
@@ -497,15 +576,16 @@ func (w *BundleWriter) finish() error {
 		return err
 	}
 	w.f = nil
-	var eb bytes.Buffer
-	for _, e := range w.entries {
-		if err := writeJSONLine(&eb, e); err != nil {
-			return err
-		}
-	}
-	if err := writeFileSync(filepath.Join(w.tmp, EntriesFile), eb.Bytes()); err != nil {
+	if err := w.ebw.Flush(); err != nil {
 		return err
 	}
+	if err := w.ef.Sync(); err != nil {
+		return err
+	}
+	if err := w.ef.Close(); err != nil {
+		return err
+	}
+	w.ef = nil
 	var pb bytes.Buffer
 	for _, p := range w.pages {
 		if err := writeJSONLine(&pb, p); err != nil {
@@ -554,6 +634,10 @@ func (w *BundleWriter) removeTmp() {
 		_ = w.f.Close()
 		w.f = nil
 	}
+	if w.ef != nil {
+		_ = w.ef.Close()
+		w.ef = nil
+	}
 	if w.tmp != "" {
 		_ = os.RemoveAll(w.tmp)
 		w.tmp = ""
@@ -587,7 +671,7 @@ func swapInDir(tmp, dir string) error {
 	return os.RemoveAll(old)
 }
 
-func writeJSONLine(b *bytes.Buffer, v any) error {
+func writeJSONLine(b io.Writer, v any) error {
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
@@ -625,12 +709,23 @@ func fsyncDir(dir string) error {
 // first 16 bytes of a sha256 (version 8, RFC 9562 section 5.8), so equal input gives
 // equal ids and no randomness reaches the archive.
 func recordID(exchangeID, kind, url, date string, block []byte) string {
+	h := recordIDHash(exchangeID, kind, url, date)
+	h.Write(block)
+	return recordIDFrom(h)
+}
+
+// recordIDHash starts the hash of recordID; the block is written to it next.
+func recordIDHash(exchangeID, kind, url, date string) hash.Hash {
 	h := sha256.New()
 	for _, s := range []string{exchangeID, kind, url, date} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
-	h.Write(block)
+	return h
+}
+
+// recordIDFrom is the WARC-Record-ID of a recordIDHash that has seen the block.
+func recordIDFrom(h hash.Hash) string {
 	sum := h.Sum(nil)
 	sum[6] = sum[6]&0x0f | 0x80
 	sum[8] = sum[8]&0x3f | 0x80

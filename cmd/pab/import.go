@@ -23,6 +23,7 @@ func newImportCmd(g *globalFlags) *cobra.Command {
 		replace   bool
 		preferNew bool
 		noCheck   bool
+		noWait    bool
 		title     string
 	)
 	cmd := &cobra.Command{
@@ -54,8 +55,13 @@ tasks/ID/rules/<site>.auto.yaml (hand-written rule files are never touched), and
 every recorded request is replayed once offline to print hit rates with the generic
 rules only, with the inferred rules, and with all the rules in effect.
 
-Nothing is written unless the whole import succeeds. A task.yaml with a title is
-created when the task has none.`,
+Nothing is written unless the whole import succeeds: the new recording is packed
+beside the old one, audited as 'pab audit' would, and only then renamed into
+place. A task.yaml with a title is created when the task has none.
+
+Writers of one task take turns: an import waits while another pab writes the
+task (an import, the end of a recording, a migration), saying so on stderr, and
+then merges with the recording that one left; --no-wait fails at once instead.`,
 		Example: `  pab import --task my-books testdata/sites/books.toscrape.warc
   pab import --task my-task --replace crawl-00000.warc.gz crawl-00001.warc.gz
   pab import --task my-task ./recorded-bundle
@@ -72,26 +78,29 @@ created when the task has none.`,
 			if err != nil {
 				return err
 			}
-			return runImport(cmd, repo, id, args, importOptions{replace: replace, preferNew: preferNew, noCheck: noCheck, title: title})
+			return runImport(cmd, repo, id, args, importOptions{replace: replace, preferNew: preferNew, noCheck: noCheck, noWait: noWait, title: title})
 		},
 	}
 	cmd.Flags().StringVar(&id, "task", "", "task id: the recording goes to tasks/ID/recording (required)")
 	cmd.Flags().BoolVar(&replace, "replace", false, "drop the task's existing recording instead of merging with it")
 	cmd.Flags().BoolVar(&preferNew, "prefer-new", false, "merge, but let the new copies of requests recorded again replace the existing ones")
 	cmd.Flags().BoolVar(&noCheck, "no-check", false, "skip the replay self-check after the import")
+	cmd.Flags().BoolVar(&noWait, "no-wait", false, "fail at once, instead of waiting, when another pab is writing the task")
 	cmd.Flags().StringVar(&title, "title", "", "title for a new task.yaml (default: the first page's title); an existing task.yaml is never changed")
 	return cmd
 }
 
 // importOptions are the flags of pab import.
 type importOptions struct {
-	replace, preferNew, noCheck bool
-	title                       string
+	replace, preferNew, noCheck, noWait bool
+	title                               string
 }
 
 // runImport imports args (WARC or WACZ files, or one bundle or recording directory) into
 // tasks/id/recording of repo: audited, merged with the existing recording unless replace,
-// published, with inferred rules and a self-check. pab record uses it for what it recorded.
+// packed beside it, audited again, published, with inferred rules and a self-check. It
+// holds the task's write lock (lockTask) throughout, so the recording it merges with is the
+// one the previous writer left. pab record uses it for what it recorded.
 func runImport(cmd *cobra.Command, repo *task.Repo, id string, args []string, o importOptions) error {
 	title := o.title
 	if err := task.ValidID(id); err != nil {
@@ -115,6 +124,14 @@ func runImport(cmd *cobra.Command, repo *task.Repo, id string, args []string, o 
 	if dirInput && len(args) > 1 {
 		return fmt.Errorf("import: give one bundle or recording directory, or WARC files")
 	}
+	errOut, out := cmd.ErrOrStderr(), cmd.OutOrStdout()
+	unlock, err := lockTask(repo, taskDir, "pab "+cmd.Name(), o.noWait, errOut)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	// From here on the task is read as the last writer left it.
 	if f, err := warc.RecordingFormatOf(recDir); err != nil {
 		return fmt.Errorf("import: existing recording: %w", err)
 	} else if f != 0 && f != warc.RecordingFormat && !o.replace {
@@ -128,12 +145,11 @@ func runImport(cmd *cobra.Command, repo *task.Repo, id string, args []string, o 
 	// Ctrl-C stops the import between records; what was begun is removed.
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	work, err := cacheWorkDir(repo, "import-"+id+"-")
+	work, err := taskWorkDir(repo, taskDir, "import-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
-	errOut, out := cmd.ErrOrStderr(), cmd.OutOrStdout()
 
 	// 1. the incoming recording as a bundle directory
 	incoming := filepath.Join(work, "in")
@@ -170,16 +186,42 @@ func runImport(cmd *cobra.Command, repo *task.Repo, id string, args []string, o 
 		}
 	}
 
-	// 3. published
+	// 3. packed beside the recording and audited there; rules inferred. Nothing of the
+	// task changes before all of it has passed.
 	_, statErr := os.Stat(taskDir)
 	newTask := os.IsNotExist(statErr)
 	if err := os.MkdirAll(taskDir, 0o755); err != nil {
 		return err
 	}
-	if err := warc.Pack(final, recDir); err != nil {
+	failed := func(err error) error {
 		if newTask {
 			os.RemoveAll(taskDir)
 		}
+		return err
+	}
+	staged, err := warc.PackStaged(final, recDir, warc.PartSize)
+	if err != nil {
+		return failed(err)
+	}
+	if probs := warc.AuditRecording(staged, filepath.Join(work, "audit")); len(probs) > 0 {
+		os.RemoveAll(staged)
+		for _, p := range probs {
+			fmt.Fprintln(errOut, strings.ReplaceAll(p.String(), staged, recDir+" (new)"))
+		}
+		return failed(fmt.Errorf("import: the new recording fails the audit (%d problems, listed above); nothing was imported, %s is as it was", len(probs), recDir))
+	}
+	t := &task.Task{Repo: repo, ID: id, Dir: taskDir}
+	inferred, layers, err := inferRules(t, final, work)
+	if err != nil {
+		os.RemoveAll(staged)
+		return failed(err)
+	}
+
+	// 4. published
+	if err := warc.Publish(staged, recDir); err != nil {
+		return failed(err)
+	}
+	if err := writeInferredRules(t, inferred, out); err != nil {
 		return err
 	}
 	if title == "" && rep != nil {
@@ -204,12 +246,7 @@ func runImport(cmd *cobra.Command, repo *task.Repo, id string, args []string, o 
 		fmt.Fprintf(out, "merged with the existing recording: %d exchanges before, %d now\n", oldCount, total)
 	}
 
-	// 4. inferred rules and the self-check
-	t := &task.Task{Repo: repo, ID: id, Dir: taskDir}
-	layers, err := inferRules(t, final, work, out)
-	if err != nil {
-		return err
-	}
+	// 5. the self-check
 	if o.noCheck {
 		return nil
 	}
@@ -294,31 +331,41 @@ const (
 )
 
 // inferRules infers site rules from the bundle (rules.Infer), with the repository's sites/
-// and the task's hand-written rule files as what is already known, writes them as the
-// task's rules/<site>.auto.yaml (rules.WriteAutoFiles: hand-written files are never
-// touched), and returns the rule layers of the self-check: generic rules only, generic +
-// inferred, and everything in effect.
-func inferRules(t *task.Task, bundleDir, work string, out io.Writer) ([]ruleLayer, error) {
+// and the task's hand-written rule files as what is already known, writes them into work
+// (nothing of the task is touched: writeInferredRules does that), and returns them with the
+// rule layers of the self-check: generic rules only, generic + inferred, and everything in
+// effect.
+func inferRules(t *task.Task, bundleDir, work string) ([]*rules.InferredFile, []ruleLayer, error) {
 	handDir := filepath.Join(work, "hand-rules")
 	if err := copyHandRules(t.RulesDir(), handDir); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	base, err := rules.Load(t.Repo.SitesDir(), handDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	samples, err := bundleSamples(bundleDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	files := rules.Infer(samples, base, rules.InferOptions{})
 	inferredDir := filepath.Join(work, "inferred-rules")
 	if err := rules.WriteAutoFiles(inferredDir, files); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	return files, []ruleLayer{
+		{name: "generic rules only"},
+		{name: "+ inferred", dirs: []string{inferredDir}},
+		{name: "+ hand-written", dirs: []string{t.Repo.SitesDir(), t.RulesDir()}},
+	}, nil
+}
+
+// writeInferredRules writes the inferred rules as the task's rules/<site>.auto.yaml
+// (rules.WriteAutoFiles: hand-written files are never touched) and says which on out.
+func writeInferredRules(t *task.Task, files []*rules.InferredFile, out io.Writer) error {
 	if len(files) > 0 || isDirPath(t.RulesDir()) {
 		if err := rules.WriteAutoFiles(t.RulesDir(), files); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	var names []string
@@ -330,11 +377,7 @@ func inferRules(t *task.Task, bundleDir, work string, out io.Writer) ([]ruleLaye
 	} else {
 		fmt.Fprintln(out, "inferred rules: none")
 	}
-	return []ruleLayer{
-		{name: "generic rules only"},
-		{name: "+ inferred", dirs: []string{inferredDir}},
-		{name: "+ hand-written", dirs: []string{t.Repo.SitesDir(), t.RulesDir()}},
-	}, nil
+	return nil
 }
 
 func isDirPath(path string) bool {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -109,7 +110,14 @@ stored and what was not and why. See docs/record.md.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			rec, rrep, err := record.New(record.Options{WorkDir: work, CA: ca, Resolve: resolveMap, RootCAs: roots, Redact: red})
+			// the recorder reports a journal write error from a request's goroutine, while
+			// this one prints too
+			errOut = &lockedWriter{w: errOut}
+			onStoreError := func(err error, stored int) {
+				fmt.Fprintf(errOut, "pab record: cannot store exchanges: %v; %d exchanges were stored; later requests get 503, stop with Ctrl-C to write them\n", err, stored)
+			}
+			rec, rrep, err := record.New(record.Options{WorkDir: work, CA: ca, Resolve: resolveMap, RootCAs: roots, Redact: red,
+				OnStoreError: onStoreError})
 			if err != nil {
 				return err
 			}
@@ -143,6 +151,9 @@ stored and what was not and why. See docs/record.md.`,
 			st := rec.Stats()
 			fmt.Fprintf(errOut, "pab record: %d exchanges stored, %d not stored, %d upstream errors (see %s)\n",
 				st.Stored, st.NotStored, st.UpstreamError, record.LogPath(work))
+			if err := rec.StoreError(); err != nil {
+				fmt.Fprintf(errOut, "pab record: %d requests were refused with 503 after the journal error: %v\n", st.Refused, err)
+			}
 			if shutErr != nil {
 				return shutErr
 			}
@@ -159,6 +170,7 @@ stored and what was not and why. See docs/record.md.`,
 	cmd.Flags().StringArrayVar(&resolve, "resolve", nil, "HOST:PORT:ADDR[:PORT2] connect to ADDR (port PORT, or PORT2) for HOST:PORT, as curl's --resolve (repeatable)")
 	cmd.Flags().StringVar(&upstreamCA, "upstream-ca", "", "PEM file of CA certificates trusted for upstream sites, besides the system roots")
 	cmd.Flags().BoolVar(&finish, "finish", false, "do not record: write the bundle from the journal an interrupted recording left")
+	cmd.Flags().Bool("no-wait", false, "at the end, fail at once instead of waiting when another pab is writing the task (the bundle is kept)")
 	return cmd
 }
 
@@ -248,11 +260,26 @@ func finishRecording(cmd *cobra.Command, repo *task.Repo, id, work, out string) 
 	}
 	// imported like any bundle: audited, merged with what the task has, rules inferred,
 	// self-checked
-	if err := runImport(cmd, repo, id, []string{bundle}, importOptions{title: rep.Title}); err != nil {
+	// holding the task's write lock (docs/record.md): another writer of the task is waited
+	// for, or with --no-wait refused
+	noWait, _ := cmd.Flags().GetBool("no-wait")
+	if err := runImport(cmd, repo, id, []string{bundle}, importOptions{title: rep.Title, noWait: noWait}); err != nil {
 		return fmt.Errorf("%w (the recording is kept in %s; import it with: pab import --task %s %s)", err, bundle, id, bundle)
 	}
 	os.RemoveAll(bundle)
 	return nil
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func printWarnings(cmd *cobra.Command, rep *record.BuildReport) {

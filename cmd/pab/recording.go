@@ -26,7 +26,8 @@ func newRecordingCmd(g *globalFlags) *cobra.Command {
 }
 
 func newMigrateCmd(g *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	var noWait bool
+	cmd := &cobra.Command{
 		Use:   "migrate TASK...",
 		Short: "Rewrite tasks' recordings from an older format into the current one",
 		Long: fmt.Sprintf(`Rewrite the recording of each TASK (a task id or a task directory) into the
@@ -38,7 +39,11 @@ The tar may hold only those four regular files; anything else (another path, a
 link, a file twice) is refused and the recording is left as it was. The archive is
 kept byte for byte; the legacy manifest field start_url is dropped. The new
 recording replaces the old one only once it is complete. A recording already in
-format %d is left untouched. Run 'pab audit TASK' afterwards.`, warc.RecordingFormat, warc.RecordingFormat),
+format %d is left untouched. Run 'pab audit TASK' afterwards.
+
+Each task is migrated holding its write lock: when another pab writes the task
+(an import, the end of a recording), migrate waits for it, or with --no-wait
+fails for that task at once.`, warc.RecordingFormat, warc.RecordingFormat),
 		Example: `  pab recording migrate books-sapiens-price
   pab recording migrate tasks/*`,
 		Args: cobra.MinimumNArgs(1),
@@ -52,7 +57,7 @@ format %d is left untouched. Run 'pab audit TASK' afterwards.`, warc.RecordingFo
 			for _, arg := range args {
 				recDir, err := taskRecordingDir(repo, arg)
 				if err == nil {
-					err = migrateOne(repo, recDir, out)
+					err = migrateOne(repo, recDir, noWait, out, cmd.ErrOrStderr())
 				}
 				if err != nil {
 					fmt.Fprintln(cmd.ErrOrStderr(), "pab:", err)
@@ -65,10 +70,19 @@ format %d is left untouched. Run 'pab audit TASK' afterwards.`, warc.RecordingFo
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&noWait, "no-wait", false, "fail at once for a task another pab is writing, instead of waiting")
+	return cmd
 }
 
-func migrateOne(repo *task.Repo, recDir string, out io.Writer) error {
-	work, err := cacheWorkDir(repo, "migrate-")
+// migrateOne migrates the recording recDir of one task, holding the task's write lock.
+func migrateOne(repo *task.Repo, recDir string, noWait bool, out, errOut io.Writer) error {
+	taskDir := filepath.Dir(recDir)
+	unlock, err := lockTask(repo, taskDir, "pab recording migrate", noWait, errOut)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	work, err := taskWorkDir(repo, taskDir, "migrate-")
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,164 @@
+package warc
+
+// reader_stream.go: streamed reading of record blocks (Reader.spool, set by ImportWARCs):
+// the HTTP head of a record is parsed from a bounded buffer and the body goes to the spool
+// file, so a record of any size passes through a fixed amount of memory.
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"strings"
+)
+
+// streamedBlock is what streamBlock learned of one block.
+type streamedBlock struct {
+	msg      *HTTPMessage // nil when the block is not an HTTP message
+	body     span         // the HTTP body in the spool
+	warnings []string
+}
+
+// streamBlock reads the cl-byte block of rec from r.br (advancing r.pos). For a response,
+// request or revisit record whose block is HTTP, the head (status or request line and
+// header fields, through the empty line) is parsed as ParseHTTP parses a whole block, and
+// must fit in MaxHTTPHeaderBytes; the body is appended to r.spool. Every other block is read
+// and dropped. WARC-Block-Digest and WARC-Payload-Digest are checked on the way, with the
+// warnings verifyDigests gives. Errors are those of the in-memory path: ErrTooLarge for a
+// head over the bound, ErrTruncated for a block cut short, and the spool's own.
+func (r *Reader) streamBlock(rec *Record, cl int64, httpType bool) (*streamedBlock, error) {
+	sb := &streamedBlock{}
+	cr := &countingReader{r: io.LimitReader(r.br, cl)}
+	var src io.Reader = cr
+	var blockWarns, payloadWarns []string // in this order, as verifyDigests gives them
+	var blockSum hash.Hash
+	var blockDigest Digest
+	if r.VerifyDigests {
+		if v := rec.Header.Get("WARC-Block-Digest"); v != "" {
+			d, err := ParseDigest(v)
+			if err != nil {
+				blockWarns = append(blockWarns, fmt.Sprintf("unreadable WARC-Block-Digest %q: %v", v, err))
+			} else {
+				blockDigest, blockSum = d, d.Hash()
+				src = io.TeeReader(src, blockSum)
+			}
+		}
+	}
+	if r.blk == nil {
+		r.blk = bufio.NewReaderSize(src, 64<<10)
+	} else {
+		r.blk.Reset(src)
+	}
+	br := r.blk
+
+	ct := strings.ToLower(rec.Header.Get("Content-Type"))
+	u := strings.ToLower(rec.TargetURI)
+	isHTTP := httpType && (strings.HasPrefix(ct, "application/http") || strings.HasPrefix(u, "http:") || strings.HasPrefix(u, "https:")) &&
+		(cl > 0 || rec.Type != "revisit")
+	var sinks []io.Writer
+	spooled := false
+	mark := r.spool.mark()
+	if isHTTP {
+		head, tooLarge, err := readHTTPHead(br, MaxHTTPHeaderBytes)
+		if err != nil {
+			return nil, blockReadErr(err, cl, cr.n)
+		}
+		msg, warns, perr := ParseHTTP(head, rec.Type == "request")
+		switch {
+		case tooLarge && perr == nil:
+			return nil, fmt.Errorf("%w: the HTTP header of this %s record is longer than %d bytes", ErrTooLarge, rec.Type, MaxHTTPHeaderBytes)
+		case perr != nil:
+			sb.warnings = append(sb.warnings, "block is not an HTTP message: "+perr.Error())
+		default:
+			msg.Body = nil
+			sb.msg = msg
+			sb.warnings = append(sb.warnings, warns...)
+			sinks = append(sinks, r.spool)
+			spooled = true
+		}
+	}
+
+	// The payload digest covers the HTTP body, or the whole block of a record that is not
+	// HTTP by type; it is unknown for a response or request whose block is not HTTP.
+	var payloadSum, dechunkedSum hash.Hash
+	var payloadDigest Digest
+	var dechunk *chunkDecoder
+	if v := rec.Header.Get("WARC-Payload-Digest"); r.VerifyDigests && v != "" && rec.Type != "revisit" && (sb.msg != nil || !httpType) {
+		d, err := ParseDigest(v)
+		if err != nil {
+			payloadWarns = append(payloadWarns, fmt.Sprintf("unreadable WARC-Payload-Digest %q: %v", v, err))
+		} else {
+			payloadDigest, payloadSum, dechunkedSum = d, d.Hash(), d.Hash()
+			dechunk = newChunkDecoder(dechunkedSum)
+			sinks = append(sinks, payloadSum, dechunk)
+		}
+	}
+	var dst io.Writer = io.Discard
+	if len(sinks) > 0 {
+		dst = io.MultiWriter(sinks...)
+	}
+	_, err := io.Copy(dst, br)
+	r.pos += cr.n
+	if err != nil {
+		if spooled {
+			r.spool.truncate(mark)
+		}
+		if errors.Is(err, errSpoolFull) {
+			return nil, fmt.Errorf("the HTTP records read so far hold more than %d bytes", r.spool.limit)
+		}
+		return nil, blockReadErr(err, cl, cr.n)
+	}
+	if cr.n < cl {
+		if spooled {
+			r.spool.truncate(mark)
+		}
+		return nil, blockReadErr(io.ErrUnexpectedEOF, cl, cr.n)
+	}
+	if spooled {
+		sb.body = r.spool.since(mark)
+	}
+	if blockSum != nil && !bytes.Equal(blockSum.Sum(nil), blockDigest.Sum) {
+		blockWarns = append(blockWarns, fmt.Sprintf("WARC-Block-Digest %s does not match the block", rec.Header.Get("WARC-Block-Digest")))
+	}
+	if payloadSum != nil && !bytes.Equal(payloadSum.Sum(nil), payloadDigest.Sum) &&
+		(!dechunk.ok() || !bytes.Equal(dechunkedSum.Sum(nil), payloadDigest.Sum)) {
+		// Some writers digest the de-chunked entity, others the bytes as stored.
+		payloadWarns = append(payloadWarns, fmt.Sprintf("WARC-Payload-Digest %s does not match the payload", rec.Header.Get("WARC-Payload-Digest")))
+	}
+	sb.warnings = append(append(sb.warnings, blockWarns...), payloadWarns...)
+	return sb, nil
+}
+
+// readHTTPHead reads an HTTP head from br: the first line, then lines up to and including
+// the first empty one (LF or CRLF), or everything up to the end of br when no empty line
+// comes. This is exactly the part of a block that ParseHTTP takes as the head. When the
+// head is longer than max bytes, its first max bytes are returned with tooLarge set (the
+// caller tells an HTTP message from other data by them). Errors are br's.
+func readHTTPHead(br *bufio.Reader, max int) (head []byte, tooLarge bool, err error) {
+	first := true     // still in the first line
+	lineStart := true // the next piece starts a line
+	for {
+		piece, err := br.ReadSlice('\n')
+		if len(head)+len(piece) > max {
+			return append(head, piece[:max-len(head)]...), true, nil
+		}
+		head = append(head, piece...)
+		switch err {
+		case nil:
+		case bufio.ErrBufferFull:
+			lineStart = false
+			continue
+		case io.EOF:
+			return head, false, nil
+		default:
+			return nil, false, err
+		}
+		empty := lineStart && (len(piece) == 1 || (len(piece) == 2 && piece[0] == '\r'))
+		if empty && !first {
+			return head, false, nil
+		}
+		first, lineStart = false, true
+	}
+}
