@@ -260,7 +260,7 @@ func TestProxyMatchingThroughProxy(t *testing.T) {
 		status int
 		body   string
 	}{
-		{"https://site.test/search?q=boots&page=9", 200, "boots page 2"},              // fuzzy
+		{"https://site.test/search?q=boots&page=2&sort=new", 200, "boots page 2"},     // fuzzy
 		{"https://site.test/search?page=1&q=shoes&utm_source=x", 200, "shoes page 1"}, // exact
 		{"https://site.test/cart", 200, "last cart"},                                  // latest
 		{"https://site.test/dup", 200, "first copy"},                                  // earliest
@@ -585,7 +585,7 @@ func TestProxyControl(t *testing.T) {
 // replaySequence is a fixed request sequence covering every source.
 func replaySequence(t *testing.T, tp *testProxy) {
 	tp.get(t, "https://site.test/", nil)
-	tp.get(t, "https://site.test/search?q=boots&page=9", nil)
+	tp.get(t, "https://site.test/search?q=boots&page=2&sort=new", nil)
 	tp.get(t, "https://tracker.test/px", nil)
 	tp.do(t, "OPTIONS", "https://site.test/api/cart", map[string]string{"Origin": "https://site.test", "Access-Control-Request-Method": "POST"}, nil)
 	tp.do(t, "POST", "https://site.test/api/cart", map[string]string{"Content-Type": "application/json"}, []byte(`{"id":1,"qty":2}`))
@@ -604,7 +604,7 @@ func TestProxyLogDeterministic(t *testing.T) {
 	}
 	want := []LogLine{
 		{Method: "GET", URL: "https://site.test/", Key: "GET site.test/", Type: "document", Source: "exact", Status: 200, Entry: "e000001", Record: "<urn:uuid:00000000-0000-4000-8000-000000000001>"},
-		{Method: "GET", URL: "https://site.test/search?q=boots&page=9", Key: "GET site.test/search?page=9&q=boots", Type: "document", Source: "fuzzy", Status: 200, Entry: "e000005", Record: "<urn:uuid:00000000-0000-4000-8000-000000000005>"},
+		{Method: "GET", URL: "https://site.test/search?q=boots&page=2&sort=new", Key: "GET site.test/search?page=2&q=boots&sort=new", Type: "document", Source: "fuzzy", Status: 200, Entry: "e000005", Record: "<urn:uuid:00000000-0000-4000-8000-000000000005>"},
 		{Method: "GET", URL: "https://tracker.test/px", Key: "GET tracker.test/px", Type: "tracker", Source: "blocked", Rule: "_default.yaml:3", Status: 204},
 		{Method: "OPTIONS", URL: "https://site.test/api/cart", Key: "OPTIONS site.test/api/cart", Type: "document", Source: "preflight", Status: 204},
 		{Method: "POST", URL: "https://site.test/api/cart", Key: `POST site.test/api/cart #body:{"id":1,"qty":2}`, Type: "document", Source: "exact", Status: 200, Entry: "e000006", Record: "<urn:uuid:00000000-0000-4000-8000-000000000006>"},
