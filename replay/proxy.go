@@ -121,9 +121,11 @@ type Options struct {
 //
 // Responses carry the recorded status and header fields, except hop-by-hop fields
 // (Connection and the fields it names, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding,
-// Upgrade), Content-Encoding (payloads are stored decoded), Alt-Svc (it advertises
-// upstream endpoints that do not exist offline) and Content-Length, which is set to the
-// payload size. The payload is streamed from the WARC file, except for HTML documents that
+// Upgrade), Alt-Svc (it advertises upstream endpoints that do not exist offline) and
+// Content-Length, which is set to the payload size. Content-Encoding is sent as stored: the
+// bundle writer removes it from every payload it decoded, so a stored Content-Encoding
+// means the payload could not be decoded and is served as the encoded bytes it is
+// (bundle-format.md, rule F4). The payload is streamed from the WARC file, except for HTML documents that
 // get the page clock (Options.Clock): those are read whole, rewritten by Clock.Inject, and
 // their Content-Length is the rewritten size. HEAD answers carry no body;
 // neither do 204 and 304 answers. Answers are always HTTP/1.1.
@@ -701,10 +703,11 @@ func (c *headCache) get(b *warc.Bundle, e *warc.Entry) (*responseHead, error) {
 // dropFields are recorded response fields never replayed (see Server).
 var dropFields = map[string]bool{
 	"Connection": true, "Keep-Alive": true, "Te": true, "Trailer": true, "Transfer-Encoding": true,
-	"Upgrade": true, "Content-Encoding": true, "Content-Length": true, "Alt-Svc": true,
+	"Upgrade": true, "Content-Length": true, "Alt-Svc": true,
 }
 
-// replayHeader copies the recorded header without hop-by-hop, encoding and length fields,
+// replayHeader copies the recorded header without hop-by-hop and length fields (a stored
+// Content-Encoding is kept: it describes a payload that could not be decoded),
 // and without fields whose name or value HTTP/1.1 does not allow (RFC 9110 section 5).
 func replayHeader(rec http.Header) http.Header {
 	drop := map[string]bool{}

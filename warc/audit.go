@@ -32,6 +32,21 @@ type Problem struct {
 	File  string
 	Where string
 	Msg   string
+	// Unresolved marks the problem of a revisit whose original payload is not in the
+	// recording: `pab audit` fails on it like on any problem, while `pab import`, which has
+	// already warned about it, publishes the recording (the revisit replays as a miss).
+	Unresolved bool
+}
+
+// Blocking returns the problems that are not Unresolved revisits.
+func Blocking(probs []Problem) []Problem {
+	var out []Problem
+	for _, p := range probs {
+		if !p.Unresolved {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // String formats the problem on one line: "FILE: WHERE: MSG" (or "FILE: MSG").
@@ -72,7 +87,8 @@ type auditNames struct {
 //   - indexes/entries.jsonl, line by line: strict JSON, unique ids, and each entry against
 //     its records: span, WARC-Type, RR-Exchange-Id, WARC-Target-URI, status, method, payload
 //     size and sha256 recomputed, request body, and revisitOf naming an earlier stored
-//     payload with the same digest;
+//     payload with the same digest; an unresolved revisit is a problem too (marked
+//     Problem.Unresolved);
 //   - pages/pages.jsonl: strict JSON with a url and a known "fetched".
 //
 // Files that cannot be opened are problems too. Audit reads the manifest itself, so a
@@ -566,6 +582,10 @@ func auditEntries(r io.Reader, names auditNames, byOff map[int64]*auditRec, warc
 			} else {
 				seen[e.ID] = stored{stored: e.RevisitOf == "" && !e.Unresolved, digest: e.Digest}
 			}
+		}
+		if e.Unresolved {
+			probs = append(probs, Problem{File: names.entries, Where: where, Unresolved: true,
+				Msg: fmt.Sprintf("unresolved revisit of %.80q: its original payload is not in the recording, so replay answers it as a miss (import the capture that holds the original into the same task)", e.URL)})
 		}
 		if e.RevisitOf != "" {
 			orig, ok := seen[e.RevisitOf]

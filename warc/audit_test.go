@@ -295,14 +295,19 @@ func TestAuditImportedCorpus(t *testing.T) {
 			continue // refused inputs are covered by the import tests
 		}
 		imported++
-		if probs := Audit(dir); len(probs) != 0 {
-			t.Errorf("%s:\n%s", f, problemText(probs))
+		probs := Audit(dir)
+		if b := Blocking(probs); len(b) != 0 {
+			t.Errorf("%s:\n%s", f, problemText(b))
+		}
+		// the one corpus file with a revisit whose original is absent is reported for it
+		if wantUnresolved := strings.Contains(f, "url-agnostic-revisit"); wantUnresolved != (len(probs) > 0) {
+			t.Errorf("%s: unresolved revisit problems %v, want %v:\n%s", f, len(probs) > 0, wantUnresolved, problemText(probs))
 		}
 		rec := filepath.Join(t.TempDir(), "rec")
 		if err := Pack(dir, rec); err != nil {
 			t.Fatal(err)
 		}
-		if probs := AuditRecording(rec, filepath.Join(t.TempDir(), "w")); len(probs) != 0 {
+		if probs := Blocking(AuditRecording(rec, filepath.Join(t.TempDir(), "w"))); len(probs) != 0 {
 			t.Errorf("%s recording:\n%s", f, problemText(probs))
 		}
 	}

@@ -33,6 +33,7 @@ type chunkDecoder struct {
 	digits int    // hex digits of the current size line
 	size   uint64 // the current size line's value
 	left   uint64 // data bytes of the current chunk still to come
+	sized  bool   // a chunk-size line has been read whole
 	// the current trailer line: its length, whether its last byte is CR, and where its
 	// first ':' is (-1: none yet)
 	lineLen int
@@ -164,6 +165,7 @@ func (c *chunkDecoder) afterDigits(b byte) {
 }
 
 func (c *chunkDecoder) sizeLineEnd() {
+	c.sized = true
 	if c.size == 0 {
 		c.state, c.lineLen, c.lastCR, c.colon = ckTrailer, 0, false, -1
 		return
@@ -185,6 +187,23 @@ func (c *chunkDecoder) ok() bool {
 		return c.lineLen == 0
 	}
 	return false
+}
+
+// truncated reports, once the whole stream was written, whether it is chunked data cut
+// short: at least one chunk-size line was read, nothing failed to parse, and the stream
+// ended before the last chunk (size 0), for example inside a chunk's data. What went to w
+// is then every data byte the stream holds (bundle-format.md, rule F3).
+func (c *chunkDecoder) truncated() bool {
+	if c.err != nil || !c.sized {
+		return false
+	}
+	switch c.state {
+	case ckFailed, ckRest:
+		return false
+	case ckTrailer:
+		return c.lineLen > 0 // cut inside a trailer field
+	}
+	return true
 }
 
 func hexValue(b byte) (byte, bool) {

@@ -35,7 +35,9 @@ var (
 // header it was recorded with:
 //
 //   - Transfer-Encoding chunked is removed only when the body parses as chunks; many
-//     tools store the body already de-chunked while keeping the header.
+//     tools store the body already de-chunked while keeping the header. A body that
+//     parses as chunks but is cut short (it ends inside a chunk or before the last chunk)
+//     is de-chunked too, keeping the data it holds (bundle-format.md, rule F3).
 //   - The Content-Encoding codings (gzip and x-gzip, deflate as zlib or raw deflate, br,
 //     zstd; identity ignored) are removed in reverse order of application.
 //
@@ -50,8 +52,11 @@ func DecodePayload(header http.Header, body []byte) (decoded []byte, origEncodin
 // DecodePayloadLimit is DecodePayload with a bound, in bytes, on the decoded size.
 func DecodePayloadLimit(header http.Header, body []byte, limit int64) (decoded []byte, origEncoding string, err error) {
 	if hasToken(header.Values("Transfer-Encoding"), "chunked") {
-		if d, ok := Dechunk(body); ok {
-			body = d
+		var buf bytes.Buffer
+		dc := newChunkDecoder(&buf)
+		_, _ = dc.Write(body) // a bytes.Buffer does not fail
+		if dc.ok() || dc.truncated() {
+			body = buf.Bytes()
 		}
 	}
 	codings := contentCodings(header)

@@ -78,6 +78,9 @@ type ImportReport struct {
 	// DecodeFailures counts response bodies kept as recorded because their
 	// Content-Encoding could not be removed.
 	DecodeFailures int `json:"decode_failures"`
+	// Truncated counts chunked response bodies cut short, stored de-chunked and marked
+	// WARC-Truncated (bundle-format.md, rule F3).
+	Truncated int `json:"truncated,omitempty"`
 	// Pages is the number of pages.jsonl lines.
 	Pages int `json:"pages"`
 	// Skipped counts records not turned into exchanges, by reason: a WARC-Type
@@ -100,6 +103,9 @@ func (r *ImportReport) Summary() string {
 		r.RevisitsResolved, r.RevisitsUnresolved, r.Deduplicated)
 	if r.DecodeFailures > 0 {
 		fmt.Fprintf(&sb, "%d response bodies kept encoded (their Content-Encoding could not be removed)\n", r.DecodeFailures)
+	}
+	if r.Truncated > 0 {
+		fmt.Fprintf(&sb, "%d chunked response bodies cut short, stored de-chunked and marked WARC-Truncated\n", r.Truncated)
 	}
 	if len(r.Skipped) > 0 {
 		fmt.Fprintf(&sb, "skipped records: %s\n", r.SkippedSummary())
@@ -140,6 +146,8 @@ type inRec struct {
 	decodedDone bool
 	decoded     span // the payload to store, in the spool (rec.body when nothing was removed)
 	origEnc     string
+	keptEnc     bool   // a Content-Encoding could not be removed: the payload is still encoded
+	truncated   string // the WARC-Truncated value to write ("" when the payload is whole)
 	title       string // HTML title
 	titleDone   bool
 	exchangeID  string
@@ -410,6 +418,9 @@ func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportRep
 	for _, w := range rd.Warnings() {
 		warn(fmt.Sprintf("%s at %s: %s", path, w.Where, w.Msg))
 	}
+	if err := trimFramingExcess(path, resps, sp, warn); err != nil {
+		return nil, err
+	}
 	pairRequests(reqs, resps)
 	for _, q := range reqs {
 		if !q.used {
@@ -430,6 +441,73 @@ func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportRep
 		dated = append(dated, x)
 	}
 	return dated, nil
+}
+
+// maxFramingExcess bounds the CR/LF bytes rule F1 (bundle-format.md) trims from a payload.
+const maxFramingExcess = 8
+
+// trimFramingExcess applies rule F1 (bundle-format.md, "Payload framing") to the responses
+// of one file: a body not sent chunked whose length is its HTTP Content-Length plus at most
+// maxFramingExcess bytes that are all CR or LF (node-warc counts the record's closing CRLF
+// into the block) is cut to Content-Length. One warning per file names the first such
+// record and the number of records.
+func trimFramingExcess(path string, resps []*inRec, sp *spool, warn func(string)) error {
+	count, first, excess := 0, "", int64(0)
+	for _, x := range resps {
+		if x.rec.Type != "response" || x.rec.HTTP == nil {
+			continue
+		}
+		h := x.rec.HTTP.HTTPHeader()
+		if hasToken(h.Values("Transfer-Encoding"), "chunked") {
+			continue
+		}
+		cl, ok := singleContentLength(h)
+		if !ok || x.rec.body.n <= cl || x.rec.body.n-cl > maxFramingExcess {
+			continue
+		}
+		tail, err := sp.readPrefix(span{off: x.rec.body.off + cl, n: x.rec.body.n - cl}, maxFramingExcess)
+		if err != nil {
+			return fmt.Errorf("import %s at %s: %w", path, x.rec.Where(), err)
+		}
+		if len(bytes.Trim(tail, "\r\n")) > 0 {
+			continue
+		}
+		if count == 0 {
+			first, excess = x.rec.Where(), x.rec.body.n-cl
+		}
+		count++
+		x.rec.body.n = cl
+	}
+	if count > 0 {
+		warn(fmt.Sprintf("%s at %s: %d response payloads (this one first) were longer than their HTTP Content-Length by CR/LF bytes only (%d here; the record's closing CRLF counted into the block); each was cut to its Content-Length",
+			path, first, count, excess))
+	}
+	return nil
+}
+
+// singleContentLength is the HTTP Content-Length of h when it has one, or several that
+// agree, and it is a non-negative decimal number.
+func singleContentLength(h http.Header) (int64, bool) {
+	vs := h.Values("Content-Length")
+	if len(vs) == 0 {
+		return 0, false
+	}
+	var n int64 = -1
+	for _, v := range vs {
+		v = strings.TrimSpace(v)
+		if v == "" || len(v) > 18 || strings.Trim(v, "0123456789") != "" {
+			return 0, false
+		}
+		var m int64
+		for _, c := range v {
+			m = m*10 + int64(c-'0')
+		}
+		if n >= 0 && m != n {
+			return 0, false
+		}
+		n = m
+	}
+	return n, true
 }
 
 // pairRequests links responses to requests of the same file: WARC-Concurrent-To from the
@@ -624,7 +702,8 @@ func methodOf(x *inRec) string {
 func (x *inRec) decodedBody(rep *ImportReport, warn func(string), sp *spool) (span, string, error) {
 	if !x.decodedDone {
 		x.decodedDone = true
-		d, enc, err := decodeSpooled(sp, x.rec.HTTP.HTTPHeader(), x.rec.body, MaxImportDecodedSize)
+		h := x.rec.HTTP.HTTPHeader()
+		d, enc, cut, err := decodeSpooled(sp, h, x.rec.body, MaxImportDecodedSize)
 		var se *sinkError
 		switch {
 		case errors.As(err, &se):
@@ -634,9 +713,19 @@ func (x *inRec) decodedBody(rep *ImportReport, warn func(string), sp *spool) (sp
 			return span{}, "", fmt.Errorf("import %s at %s: %w", x.path, x.rec.Where(), err)
 		case err != nil:
 			rep.DecodeFailures++
-			warn(fmt.Sprintf("%s at %s: body of %s kept as recorded: %v", x.path, x.rec.Where(), x.rec.TargetURI, err))
+			x.keptEnc = len(contentCodings(h)) > 0
+			warn(fmt.Sprintf("%s at %s: body of %s kept encoded, with its Content-Encoding %q: %v", x.path, x.rec.Where(), x.rec.TargetURI, h.Get("Content-Encoding"), err))
 		}
 		x.decoded, x.origEnc = d, enc
+		x.truncated = strings.TrimSpace(x.rec.Get("WARC-Truncated"))
+		if cut {
+			rep.Truncated++
+			if x.truncated == "" {
+				x.truncated = "unspecified"
+			}
+			warn(fmt.Sprintf("%s at %s: chunked body of %s ends before its last chunk (cut short); stored the %d data bytes it holds, without the chunk framing, marked WARC-Truncated: %s",
+				x.path, x.rec.Where(), x.rec.TargetURI, d.n, x.truncated))
+		}
 	}
 	return x.decoded, x.origEnc, nil
 }
@@ -647,15 +736,20 @@ func (x *inRec) decodedBody(rep *ImportReport, warn func(string), sp *spool) (sp
 // the spool itself (full, or the disk) is a *sinkError; any other error means a coding
 // could not be removed, and the region returned is then the body with only the chunked
 // framing removed, origEncoding "", as DecodePayloadLimit does.
-func decodeSpooled(sp *spool, header http.Header, body span, limit int64) (decoded span, origEncoding string, err error) {
+//
+// Unlike DecodePayloadLimit, a chunked body cut short (chunkDecoder.truncated: it ends
+// inside a chunk or before the last chunk) is de-chunked too, keeping every data byte it
+// holds, and truncated is true (bundle-format.md, rule F3): chunk framing is never stored as
+// payload.
+func decodeSpooled(sp *spool, header http.Header, body span, limit int64) (decoded span, origEncoding string, truncated bool, err error) {
 	if hasToken(header.Values("Transfer-Encoding"), "chunked") {
 		m := sp.mark()
 		dc := newChunkDecoder(sp)
 		if _, err := io.Copy(dc, sp.section(body)); err != nil {
 			sp.truncate(m)
-			return body, "", &sinkError{err}
+			return body, "", false, &sinkError{err}
 		}
-		if dc.ok() {
+		if truncated = dc.truncated(); dc.ok() || truncated {
 			body = sp.since(m)
 		} else {
 			sp.truncate(m)
@@ -663,11 +757,11 @@ func decodeSpooled(sp *spool, header http.Header, body span, limit int64) (decod
 	}
 	codings := contentCodings(header)
 	if len(codings) == 0 {
-		return body, "", nil
+		return body, "", truncated, nil
 	}
 	orig := strings.Join(codings, ", ")
 	if body.n == 0 {
-		return body, orig, nil
+		return body, orig, truncated, nil
 	}
 	start := sp.mark()
 	out := body
@@ -679,13 +773,13 @@ func decodeSpooled(sp *spool, header http.Header, body span, limit int64) (decod
 			sp.truncate(start)
 			var se *sinkError
 			if errors.As(err, &se) {
-				return body, "", err
+				return body, "", truncated, err
 			}
-			return body, "", fmt.Errorf("content-encoding %s: %w", codings[i], err)
+			return body, "", truncated, fmt.Errorf("content-encoding %s: %w", codings[i], err)
 		}
 		out = sp.since(m)
 	}
-	return out, orig, nil
+	return out, orig, truncated, nil
 }
 
 // requestBody reads the body of a request record from the spool, de-chunked when its
@@ -730,6 +824,7 @@ func buildExchange(x *inRec, rep *ImportReport, warn func(string), sp *spool) (E
 	if x.rec.HTTP != nil {
 		ex.Proto = x.rec.HTTP.Proto
 	}
+	ex.Protocols = protocolsOf(x)
 	if x.req != nil {
 		q := x.req.rec.HTTP
 		ex.ReqHeader = repairedHeader(q, x.req, warn)
@@ -746,6 +841,7 @@ func buildExchange(x *inRec, rep *ImportReport, warn func(string), sp *spool) (E
 			return ex, err
 		}
 		ex.BodyAt, ex.BodySize, ex.OrigEncoding = sp.section(body), body.n, enc
+		ex.Truncated = x.truncated
 	case x.orig != nil:
 		rep.RevisitsResolved++
 		body, enc, err := x.orig.decodedBody(rep, warn, sp)
@@ -758,8 +854,14 @@ func buildExchange(x *inRec, rep *ImportReport, warn func(string), sp *spool) (E
 		} else {
 			// the original comes later (or was skipped): store the payload here
 			ex.BodyAt, ex.BodySize = sp.section(body), body.n
+			ex.Truncated = x.orig.truncated
 		}
-		if enc == "" {
+		switch {
+		case x.orig.keptEnc:
+			// The original's payload is still encoded: its Content-Encoding describes it.
+			ex.RespHeader = cloneHeader(ex.RespHeader)
+			ex.RespHeader["Content-Encoding"] = x.orig.rec.HTTP.HTTPHeader().Values("Content-Encoding")
+		case enc == "":
 			// The stored payload carries no encoding: a Content-Encoding of the revisit's
 			// own header does not describe it.
 			delHeader(ex.RespHeader, "Content-Encoding")
@@ -776,6 +878,24 @@ func buildExchange(x *inRec, rep *ImportReport, warn func(string), sp *spool) (E
 	}
 	ex.ResourceType = resourceType(x, ex)
 	return ex, nil
+}
+
+// protocolsOf lists the WARC-Protocol values (WARC 1.1 section 5.15) of a response's record
+// and of its request's, in record order, each once.
+func protocolsOf(x *inRec) []string {
+	var out []string
+	add := func(r *Record) {
+		for _, v := range r.Header.Values("WARC-Protocol") {
+			if v = strings.TrimSpace(v); v != "" && !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	add(x.rec)
+	if x.req != nil {
+		add(x.req.rec)
+	}
+	return out
 }
 
 // resourceType is the RR-Resource-Type of an exchange: the input's own RR-Resource-Type

@@ -7,6 +7,7 @@ package warc
 
 import (
 	"context"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -105,7 +106,12 @@ func Merge(oldDir, newDir, outDir string, opts MergeOptions) error {
 	if err != nil {
 		return fmt.Errorf("merge: %w", err)
 	}
-	for _, s := range sources {
+	bundles := make([]*Bundle, len(sources))
+	for i, s := range sources {
+		bundles[i] = s.b
+	}
+	rv := newRevisitResolver(bundles)
+	for si, s := range sources {
 		for i := range s.b.Entries {
 			if opts.Context != nil {
 				if err := opts.Context.Err(); err != nil {
@@ -129,10 +135,18 @@ func Merge(oldDir, newDir, outDir string, opts MergeOptions) error {
 				w.Abort()
 				return fmt.Errorf("merge: %w", err)
 			}
-			if _, err := w.Add(x); err != nil {
+			if x.Unresolved != nil {
+				if err := rv.resolve(&x); err != nil {
+					w.Abort()
+					return fmt.Errorf("merge: %s entry %s: %w", s.b.Dir, e.ID, err)
+				}
+			}
+			ne, err := w.Add(x)
+			if err != nil {
 				w.Abort()
 				return fmt.Errorf("merge: %s entry %s: %w", s.b.Dir, e.ID, err)
 			}
+			rv.written(si, i, ne.ID)
 		}
 		for _, p := range s.b.Pages {
 			if err := w.AddPage(p); err != nil {
@@ -236,6 +250,8 @@ func exchangeOf(b *Bundle, e *Entry) (Exchange, error) {
 		return Exchange{}, fmt.Errorf("read %s at offset %d (entry %s): %w", path, e.RespOffset, e.ID, err)
 	}
 	x.OrigEncoding = wh.Get("RR-Original-Content-Encoding")
+	x.Protocols = wh.Values("WARC-Protocol")
+	x.Truncated = wh.Get("WARC-Truncated")
 	var resp *Response
 	if e.Unresolved {
 		resp, err = b.response(e, "revisit")
@@ -316,4 +332,131 @@ func openLegacyBundle(dir string) (*Bundle, error) {
 	}
 	defer root.Close()
 	return openBundleRest(root, &Bundle{Dir: dir, Manifest: m})
+}
+
+// revisitResolver finds, for an unresolved revisit of one merged bundle, its original among
+// the stored payloads of all of them (bundle-format.md, "Merging recordings"): by
+// WARC-Refers-To-Target-URI and WARC-Refers-To-Date (the original's url and ts), else by
+// the revisit's WARC-Payload-Digest (sha256 against the entries' digest; another algorithm
+// against a digest of each stored payload, computed once, on first need).
+type revisitResolver struct {
+	bundles []*Bundle
+	byURLTS map[string]storedRef
+	byKey   map[string]storedRef // digest Key() of stored payloads; sha256 always
+	hashed  bool                 // byKey holds sha1 (and other) digests too
+	newID   map[storedRef]string // ids in the merged bundle of the entries written so far
+}
+
+// storedRef names entry i of bundle b (indexes into revisitResolver.bundles and Entries).
+type storedRef struct{ b, i int }
+
+func newRevisitResolver(bundles []*Bundle) *revisitResolver {
+	r := &revisitResolver{bundles: bundles, byURLTS: map[string]storedRef{}, byKey: map[string]storedRef{}, newID: map[storedRef]string{}}
+	for bi, b := range bundles {
+		for i := range b.Entries {
+			e := &b.Entries[i]
+			if e.RevisitOf != "" || e.Unresolved {
+				continue
+			}
+			ref := storedRef{bi, i}
+			if _, ok := r.byURLTS[e.URL+" "+e.TS]; !ok {
+				r.byURLTS[e.URL+" "+e.TS] = ref
+			}
+			if e.Digest != "" {
+				if _, ok := r.byKey["sha256:"+e.Digest]; !ok {
+					r.byKey["sha256:"+e.Digest] = ref
+				}
+			}
+		}
+	}
+	return r
+}
+
+// written records the id entry i of bundle bi got in the merged bundle.
+func (r *revisitResolver) written(bi, i int, id string) { r.newID[storedRef{bi, i}] = id }
+
+// find returns the stored entry an unresolved revisit names, if any bundle holds it.
+func (r *revisitResolver) find(u *UnresolvedRevisit) (storedRef, bool, error) {
+	if u.TargetURI != "" && !u.Date.IsZero() {
+		if ref, ok := r.byURLTS[u.TargetURI+" "+FormatTime(u.Date)]; ok {
+			return ref, true, nil
+		}
+	}
+	d, err := ParseDigest(u.PayloadDigest)
+	if err != nil {
+		return storedRef{}, false, nil
+	}
+	if ref, ok := r.byKey[d.Key()]; ok {
+		return ref, true, nil
+	}
+	if d.Algorithm == "sha256" || r.hashed {
+		return storedRef{}, false, nil
+	}
+	r.hashed = true
+	for bi, b := range r.bundles {
+		for i := range b.Entries {
+			e := &b.Entries[i]
+			if e.RevisitOf != "" || e.Unresolved {
+				continue
+			}
+			resp, err := b.Response(e)
+			if err != nil {
+				return storedRef{}, false, err
+			}
+			h := sha1.New()
+			if _, err := io.Copy(h, resp.Body); err != nil {
+				return storedRef{}, false, fmt.Errorf("read %s (entry %s) payload: %w", filepath.Join(b.Dir, WARCFile), e.ID, err)
+			}
+			k := "sha1:" + hex.EncodeToString(h.Sum(nil))
+			if _, ok := r.byKey[k]; !ok {
+				r.byKey[k] = storedRef{bi, i}
+			}
+		}
+	}
+	ref, ok := r.byKey[d.Key()]
+	return ref, ok, nil
+}
+
+// resolve turns the unresolved revisit x into a revisit of its original when one of the
+// bundles stores it: a revisit of the original's new id once that is written, else (the
+// original comes later, or was dropped) a copy of its payload. The status and header stay
+// the revisit's own; its Content-Encoding is the original's when that payload is still
+// encoded, and none otherwise. x is left as it is when no original is found.
+func (r *revisitResolver) resolve(x *Exchange) error {
+	ref, ok, err := r.find(x.Unresolved)
+	if err != nil || !ok {
+		return err
+	}
+	b := r.bundles[ref.b]
+	oe := &b.Entries[ref.i]
+	resp, err := b.Response(oe)
+	if err != nil {
+		return err
+	}
+	wh, err := b.warcHeaderAt(oe.RespOffset, oe.RespLength)
+	if err != nil {
+		return fmt.Errorf("read %s at offset %d (entry %s): %w", filepath.Join(b.Dir, WARCFile), oe.RespOffset, oe.ID, err)
+	}
+	x.Unresolved = nil
+	x.OrigEncoding = wh.Get("RR-Original-Content-Encoding")
+	h := cloneHeader(x.RespHeader)
+	delHeader(h, "Content-Encoding")
+	if ce := resp.Header.Values("Content-Encoding"); len(ce) > 0 && x.OrigEncoding == "" {
+		h["Content-Encoding"] = ce
+	}
+	if len(x.RespHeader) == 0 {
+		// a revisit stored without HTTP header fields: the original's answer
+		x.Status, h = resp.Status, cloneHeader(resp.Header)
+	}
+	x.RespHeader = h
+	if id, ok := r.newID[ref]; ok {
+		x.RevisitOf = id
+		return nil
+	}
+	ra, ok := resp.Body.(io.ReaderAt)
+	if !ok {
+		return fmt.Errorf("read %s (entry %s) payload: not a section of the file", filepath.Join(b.Dir, WARCFile), oe.ID)
+	}
+	x.BodyAt, x.BodySize, x.Truncated = ra, resp.Size, wh.Get("WARC-Truncated")
+	return nil
 }

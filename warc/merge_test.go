@@ -135,7 +135,7 @@ func TestMergeKeepsExchangesWhole(t *testing.T) {
 		if err := Merge(src, src, out, MergeOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if probs := Audit(out); len(probs) != 0 {
+		if probs := Blocking(Audit(out)); len(probs) != 0 {
 			t.Errorf("%s: merged bundle fails the audit:\n%s", file, problemText(probs))
 		}
 		a, err := OpenBundle(src)

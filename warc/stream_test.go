@@ -404,7 +404,7 @@ func FuzzDecodeSpooled(f *testing.F) {
 		sp.Write([]byte("before"))
 		in := sp.mark()
 		sp.Write(body)
-		d, orig, err := decodeSpooled(sp, h, sp.since(in), limit)
+		d, orig, _, err := decodeSpooled(sp, h, sp.since(in), limit)
 		got, rerr := sp.readPrefix(d, d.n)
 		if rerr != nil {
 			t.Fatal(rerr)

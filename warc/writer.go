@@ -83,6 +83,13 @@ type Exchange struct {
 	OrigEncoding string
 	// ResourceType is written as RR-Resource-Type ("document", "image", ...); may be "".
 	ResourceType string
+	// Protocols are the WARC-Protocol values (WARC 1.1 section 5.15: "h2", "tls/1.3", ...)
+	// of the exchange, written once each, in order, on both of its records.
+	Protocols []string
+	// Truncated, when set, is written as WARC-Truncated on the response record: the stored
+	// payload is shorter than the one sent ("length", "time", "disconnect", "unspecified";
+	// bundle-format.md, rule F3). It is not written on a revisit record.
+	Truncated string
 	// RevisitOf, when set, names an exchange already added (its Entry.ID) that holds this
 	// exchange's payload: a revisit record is written whatever the size, and Body is
 	// ignored. When that exchange is itself a revisit, its original is used.
@@ -358,6 +365,8 @@ func (w *BundleWriter) Add(x Exchange) (Entry, error) {
 			}
 		}
 	}
+	protoFields := protocolFields(x.Protocols)
+	hdr = append(hdr, protoFields...)
 	hdr = append(hdr, Field{"Content-Type", "application/http; msgtype=response"})
 	switch {
 	case payloadDigest != "":
@@ -373,6 +382,9 @@ func (w *BundleWriter) Add(x Exchange) (Entry, error) {
 	if decoded {
 		hdr = append(hdr, Field{"RR-Original-Content-Encoding", x.OrigEncoding})
 	}
+	if t := strings.TrimSpace(x.Truncated); t != "" && !revisit && validFieldValue(t) {
+		hdr = append(hdr, Field{"WARC-Truncated", t})
+	}
 	respOff := w.off
 	respLen, err := w.writeRecord(hdr, head.Bytes(), payload, payloadLen)
 	if err != nil {
@@ -387,11 +399,14 @@ func (w *BundleWriter) Add(x Exchange) (Entry, error) {
 		{"WARC-Date", date},
 		{"WARC-Target-URI", x.URL},
 		{"WARC-Concurrent-To", respID},
+	}
+	qhdr = append(qhdr, protoFields...)
+	qhdr = append(qhdr, []Field{
 		{"Content-Type", "application/http; msgtype=request"},
 		{"WARC-Payload-Digest", "sha256:" + sha256Hex(x.ReqBody)},
 		{"WARC-Block-Digest", "sha256:" + sha256Hex(qblock.Bytes())},
 		{"RR-Exchange-Id", id},
-	}
+	}...)
 	reqOff := w.off
 	reqLen, err := w.writeRecord(qhdr, qblock.Bytes(), nil, 0)
 	if err != nil {
@@ -784,4 +799,34 @@ func getHeader(h http.Header, name string) string {
 		return h[best][0]
 	}
 	return ""
+}
+
+// protocolFields are the WARC-Protocol fields of an exchange: each value once, lower case as
+// WARC 1.1 section 5.15 writes them, values that are not one field value dropped.
+func protocolFields(ps []string) []Field {
+	var out []Field
+	seen := map[string]bool{}
+	for _, p := range ps {
+		p = strings.ToLower(strings.TrimSpace(p))
+		if p == "" || seen[p] || !validFieldValue(p) {
+			continue
+		}
+		seen[p] = true
+		out = append(out, Field{"WARC-Protocol", p})
+	}
+	return out
+}
+
+// validFieldValue reports whether v can be written as one WARC header field value: at most
+// 1024 bytes, no control characters.
+func validFieldValue(v string) bool {
+	if len(v) > 1024 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }

@@ -203,7 +203,8 @@ func runImport(cmd *cobra.Command, repo *task.Repo, id string, args []string, o 
 	if err != nil {
 		return failed(err)
 	}
-	if probs := warc.AuditRecording(staged, filepath.Join(work, "audit")); len(probs) > 0 {
+	// An unresolved revisit was already a warning of the import; it does not stop it.
+	if probs := warc.Blocking(warc.AuditRecording(staged, filepath.Join(work, "audit"))); len(probs) > 0 {
 		os.RemoveAll(staged)
 		for _, p := range probs {
 			fmt.Fprintln(errOut, strings.ReplaceAll(p.String(), staged, recDir+" (new)"))
@@ -293,7 +294,12 @@ func auditedInput(dir, work string, errOut io.Writer) (string, error) {
 	default:
 		return "", fmt.Errorf("import: %s is neither a bundle directory (manifest.json, archive/data.warc, ...) nor a published recording (warc.tar.gz, ...)", dir)
 	}
-	if len(probs) > 0 {
+	for _, p := range probs {
+		if p.Unresolved {
+			fmt.Fprintln(errOut, "pab import: warning:", p)
+		}
+	}
+	if probs = warc.Blocking(probs); len(probs) > 0 {
 		for _, p := range probs {
 			fmt.Fprintln(errOut, p)
 		}
