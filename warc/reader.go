@@ -197,18 +197,27 @@ type Reader struct {
 	// reading, the block of a response, request or revisit record, which goes to disk);
 	// set before the first Next.
 	MaxBlockSize int64
+	// Strict refuses a record whose WARC Content-Length does not match where it ends
+	// (ErrContentLength), as WARC 1.1 section 5.1 requires. Without it (the default) the
+	// reader finds the real end within ResyncWindow bytes, corrects the block, and warns
+	// on the file and on the record (see Resyncs).
+	Strict bool
 	// VerifyDigests checks WARC-Block-Digest and WARC-Payload-Digest (sha1, sha256,
 	// sha512, md5; base16, base32, base64 or base64url) and adds a warning on mismatch.
 	VerifyDigests bool
 
-	path  string
-	file  io.Closer
-	gz    *memberReader // nil for a plain file
-	br    *bufio.Reader // the uncompressed stream
-	pos   int64         // bytes consumed from the uncompressed stream
-	size  int64         // file size for a plain file, else -1
-	err   error         // sticky error (io.EOF at the end)
-	warns []Warning
+	path string
+	file io.Closer
+	gz   *memberReader // nil for a plain file
+	br   *bufio.Reader // the uncompressed stream, read through pb
+	pb   *pushbackReader
+	ring *tailRing // the last bytes of a streamed block
+	// resyncs counts records whose Content-Length was corrected.
+	resyncs int
+	pos     int64 // bytes consumed from the uncompressed stream
+	size    int64 // file size for a plain file, else -1
+	err     error // sticky error (io.EOF at the end)
+	warns   []Warning
 
 	warnedVersion map[string]bool
 	once          map[string]int // warning kind -> index in warns
@@ -287,11 +296,12 @@ func newReader(name string, src io.Reader, base, size int64) (*Reader, error) {
 	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		r.gz = &memberReader{br: raw, cr: cr, base: base}
 		r.pos = 0
-		r.br = bufio.NewReaderSize(r.gz, 64<<10)
+		r.pb = &pushbackReader{r: r.gz}
 		r.size = -1
 	} else {
-		r.br = raw
+		r.pb = &pushbackReader{r: raw}
 	}
+	r.br = bufio.NewReaderSize(r.pb, ResyncWindow)
 	return r, nil
 }
 
@@ -304,6 +314,10 @@ func (r *Reader) Close() error {
 	}
 	return nil
 }
+
+// Resyncs returns how many records so far had a wrong WARC Content-Length that the reader
+// corrected (each also has a file warning and a record warning); always 0 when Strict.
+func (r *Reader) Resyncs() int { return r.resyncs }
 
 // Warnings returns the file-level warnings so far: an unsupported version, gzip members
 // holding several records, record end markers that are not CRLF CRLF, bytes skipped
@@ -453,10 +467,16 @@ func (r *Reader) readRecord(start int64) (*Record, error) {
 		}
 		whole := lineStart
 		lineStart = true
-		if whole && !firstLine && (len(line) == 1 || (len(line) == 2 && line[0] == '\r')) {
+		if whole && !firstLine && len(bytes.TrimLeft(line, "\r")) == 1 && len(line) <= 3 {
 			break
 		}
 		firstLine = false
+	}
+	if bytes.Contains(r.hdr, []byte("\r\r\n")) {
+		// Lines ended by CR CR LF (a CRLF written through a text-mode LF to CRLF
+		// conversion): read as CRLF, for gowarc too.
+		r.warnOnce("header-crcrlf", start, "WARC header lines end with CR CR LF, not CRLF")
+		r.hdr = bytes.ReplaceAll(r.hdr, []byte("\r\r\n"), []byte("\r\n"))
 	}
 	nl := bytes.IndexByte(r.hdr, '\n')
 	version := string(bytes.TrimSpace(r.hdr[5:nl]))
@@ -544,45 +564,42 @@ func (r *Reader) readRecord(start int64) (*Record, error) {
 		}
 		rec.Block = buf.Bytes()
 	}
-	blockEnd := r.pos
 
-	// End marker: CRLF CRLF (WARC 1.1 section 5.1). A shorter, longer or LF-only run of
-	// newlines is accepted, with a warning, when the end of the file, the end of a gzip
-	// member or the next record follows: the block is then taken as Content-Length says
-	// (warcio does the same). Any other byte after the block means the Content-Length is
-	// wrong, and the record is refused rather than guessed at.
-	var marker []byte
-	newlines := 0
-	for {
-		b, err := r.br.Peek(1)
-		if err != nil || (b[0] != '\r' && b[0] != '\n') {
-			break
-		}
-		if len(marker) < 8 {
-			marker = append(marker, b[0])
-		}
-		newlines++
-		_, _ = r.br.Discard(1)
-		r.pos++
+	// End marker: CRLF CRLF (WARC 1.1 section 5.1); a wrong Content-Length is corrected
+	// here unless Strict (resync.go).
+	var tail []byte
+	switch {
+	case streamed != nil:
+		tail = streamed.tail
+	case rec.Block != nil:
+		tail = rec.Block[max(0, len(rec.Block)-ResyncWindow):]
 	}
-	if newlines != 4 || string(marker) != "\r\n\r\n" {
-		next, err := r.br.Peek(5)
-		switch {
-		case len(next) == 0 && err == io.EOF:
-			r.warnOnce("end-eof", start, fmt.Sprintf("the last record ends with %d newline bytes (%q), not CRLF CRLF", newlines, marker))
-		case r.gz != nil && r.gz.isBoundary(blockEnd) && newlines == 0:
-			r.warnOnce("end-member", start, "record has no CRLF CRLF end marker; its gzip member ends after the block")
-		case bytes.HasPrefix(next, []byte("WARC/")):
-			r.warnOnce("end-"+string(marker), start, fmt.Sprintf("record is followed by %d newline bytes (%q), not CRLF CRLF", newlines, marker))
-		case err != nil && err != io.EOF:
-			return nil, err
-		default:
-			where := "byte " + strconv.FormatInt(blockEnd, 10)
-			if r.gz != nil {
-				where = "uncompressed offset " + strconv.FormatInt(blockEnd, 10)
+	var shortOK func(k int) bool
+	if v := rec.Header.Get("WARC-Block-Digest"); v != "" && r.VerifyDigests {
+		if d, err := ParseDigest(v); err == nil {
+			switch {
+			case streamed != nil:
+				shortOK = func(k int) bool { return streamed.ends.matchesShort(d, k) }
+			case rec.Block != nil:
+				shortOK = func(k int) bool { return !d.Matches(rec.Block) && d.Matches(rec.Block[:len(rec.Block)-k]) }
 			}
-			return nil, fmt.Errorf("%w: Content-Length %d, but the block is followed by %q, not CRLF CRLF (at %s)",
-				ErrContentLength, cl, append(marker, next...), where)
+		}
+	}
+	fix, err := r.endRecord(rec, start, cl, tail, shortOK)
+	if err != nil {
+		return nil, err
+	}
+	if fix != nil {
+		rec.BlockSize = fix.size
+		switch {
+		case streamed != nil:
+			if streamed, err = r.restream(rec, streamed, cl, fix, httpType); err != nil {
+				return nil, err
+			}
+		case rec.Block != nil && fix.cut > 0:
+			rec.Block = rec.Block[:len(rec.Block)-fix.cut]
+		case rec.Block != nil:
+			rec.Block = append(rec.Block, fix.stray...)
 		}
 	}
 
@@ -678,11 +695,13 @@ func CleanTargetURI(s string) string {
 }
 
 // ParseWARCDate reads a WARC-Date (WARC 1.1 section 5.4: W3C ISO 8601, UTC, with optional
-// fractional seconds). It also accepts a date without its "Z" and the 14-digit
-// timestamps of older tools.
+// fractional seconds). It also accepts a date without its "Z", a numeric offset without a
+// colon ("2009-03-25T08:43:19-0800", as ClueWeb09's WARC/0.18 writes it), with or without
+// fractional seconds, and the 14-digit timestamps of older tools. The result is in UTC.
 func ParseWARCDate(s string) (time.Time, error) {
 	s = strings.TrimSpace(s)
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "20060102150405", "2006-01-02"} {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02T15:04:05.999999999-0700",
+		"20060102150405", "2006-01-02"} {
 		if t, err := time.Parse(layout, s); err == nil {
 			return t.UTC(), nil
 		}
@@ -691,7 +710,7 @@ func ParseWARCDate(s string) (time.Time, error) {
 }
 
 // ParseHTTP parses an HTTP/1.x message from a record block: the request line (request)
-// or status line, header fields up to the first empty line (CRLF or bare LF), and the
+// or status line, header fields up to the first empty line (CRLF, bare LF or CR CR LF), and the
 // body as stored. Malformed header lines are skipped and returned as warnings; an
 // unreadable first line is an error.
 func ParseHTTP(block []byte, request bool) (*HTTPMessage, []string, error) {
@@ -707,7 +726,7 @@ func ParseHTTP(block []byte, request bool) (*HTTPMessage, []string, error) {
 		}
 		line := rest[:i]
 		rest = rest[i+1:]
-		return bytes.TrimSuffix(line, []byte("\r")), true
+		return bytes.TrimRight(line, "\r"), true // CRLF, LF or CR CR LF
 	}
 	first, _ := nextLine()
 	parts := strings.Fields(string(first))

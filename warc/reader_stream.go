@@ -19,6 +19,10 @@ type streamedBlock struct {
 	msg      *HTTPMessage // nil when the block is not an HTTP message
 	body     span         // the HTTP body in the spool
 	warnings []string
+	head     []byte // the HTTP head read, when the block was taken as HTTP
+	spooled  bool   // the body went to the spool
+	tail     []byte // the last bytes of the block (at most ResyncWindow), for endRecord
+	ends     *endHasher
 }
 
 // streamBlock reads the cl-byte block of rec from r.br (advancing r.pos). For a response,
@@ -29,9 +33,55 @@ type streamedBlock struct {
 // warnings verifyDigests gives. Errors are those of the in-memory path: ErrTooLarge for a
 // head over the bound, ErrTruncated for a block cut short, and the spool's own.
 func (r *Reader) streamBlock(rec *Record, cl int64, httpType bool) (*streamedBlock, error) {
+	if r.ring == nil {
+		r.ring = newTailRing(ResyncWindow)
+	}
+	r.ring.reset()
+	sb, n, err := r.streamFrom(rec, r.br, cl, httpType, r.ring)
+	r.pos += n
+	if err != nil {
+		return nil, err
+	}
+	sb.tail = r.ring.bytes()
+	return sb, nil
+}
+
+// restream reads a block again after endRecord corrected its length (fix): the corrected
+// block is rebuilt from the HTTP head, the spooled body and the stray bytes (or from the
+// kept tail, when that holds the whole block), then streamed as streamBlock streams it, so
+// the HTTP message and the digests are those of the corrected block. The body is spooled
+// again after the old copy, which stays unused. When the block cannot be rebuilt (not
+// spooled and longer than ResyncWindow), the record keeps what was read, with a warning.
+func (r *Reader) restream(rec *Record, sb *streamedBlock, cl int64, fix *resyncResult, httpType bool) (*streamedBlock, error) {
+	var src io.Reader
+	switch {
+	case sb.spooled:
+		src = io.MultiReader(bytes.NewReader(sb.head), r.spool.section(sb.body), bytes.NewReader(fix.stray))
+	case int64(len(sb.tail)) == cl:
+		src = io.MultiReader(bytes.NewReader(sb.tail), bytes.NewReader(fix.stray))
+	default:
+		sb.warnings = append(sb.warnings, "block digests not checked again after the Content-Length correction (the block was not kept)")
+		return sb, nil
+	}
+	nb, n, err := r.streamFrom(rec, io.LimitReader(src, fix.size), fix.size, httpType, nil)
+	if err == nil && n != fix.size {
+		err = fmt.Errorf("%w: re-reading the corrected block gave %d bytes, not %d", ErrTruncated, n, fix.size)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return nb, nil
+}
+
+// streamFrom reads the cl-byte block of rec from src, as streamBlock describes; it returns
+// how many bytes it read. ring, when set, keeps the last bytes of the block.
+func (r *Reader) streamFrom(rec *Record, from io.Reader, cl int64, httpType bool, ring *tailRing) (*streamedBlock, int64, error) {
 	sb := &streamedBlock{}
-	cr := &countingReader{r: io.LimitReader(r.br, cl)}
+	cr := &countingReader{r: io.LimitReader(from, cl)}
 	var src io.Reader = cr
+	if ring != nil {
+		src = io.TeeReader(cr, ring)
+	}
 	var blockWarns, payloadWarns []string // in this order, as verifyDigests gives them
 	var blockSum hash.Hash
 	var blockDigest Digest
@@ -42,7 +92,12 @@ func (r *Reader) streamBlock(rec *Record, cl int64, httpType bool) (*streamedBlo
 				blockWarns = append(blockWarns, fmt.Sprintf("unreadable WARC-Block-Digest %q: %v", v, err))
 			} else {
 				blockDigest, blockSum = d, d.Hash()
-				src = io.TeeReader(src, blockSum)
+				if ring != nil {
+					sb.ends = &endHasher{h: blockSum, cl: cl}
+					src = io.TeeReader(src, sb.ends)
+				} else {
+					src = io.TeeReader(src, blockSum)
+				}
 			}
 		}
 	}
@@ -62,13 +117,14 @@ func (r *Reader) streamBlock(rec *Record, cl int64, httpType bool) (*streamedBlo
 	mark := r.spool.mark()
 	if isHTTP {
 		head, tooLarge, err := readHTTPHead(br, MaxHTTPHeaderBytes)
+		sb.head = head
 		if err != nil {
-			return nil, blockReadErr(err, cl, cr.n)
+			return nil, cr.n, blockReadErr(err, cl, cr.n)
 		}
 		msg, warns, perr := ParseHTTP(head, rec.Type == "request")
 		switch {
 		case tooLarge && perr == nil:
-			return nil, fmt.Errorf("%w: the HTTP header of this %s record is longer than %d bytes", ErrTooLarge, rec.Type, MaxHTTPHeaderBytes)
+			return nil, cr.n, fmt.Errorf("%w: the HTTP header of this %s record is longer than %d bytes", ErrTooLarge, rec.Type, MaxHTTPHeaderBytes)
 		case perr != nil:
 			sb.warnings = append(sb.warnings, "block is not an HTTP message: "+perr.Error())
 		default:
@@ -76,7 +132,7 @@ func (r *Reader) streamBlock(rec *Record, cl int64, httpType bool) (*streamedBlo
 			sb.msg = msg
 			sb.warnings = append(sb.warnings, warns...)
 			sinks = append(sinks, r.spool)
-			spooled = true
+			spooled, sb.spooled = true, true
 		}
 	}
 
@@ -100,21 +156,20 @@ func (r *Reader) streamBlock(rec *Record, cl int64, httpType bool) (*streamedBlo
 		dst = io.MultiWriter(sinks...)
 	}
 	_, err := io.Copy(dst, br)
-	r.pos += cr.n
 	if err != nil {
 		if spooled {
 			r.spool.truncate(mark)
 		}
 		if errors.Is(err, errSpoolFull) {
-			return nil, fmt.Errorf("the HTTP records read so far hold more than %d bytes", r.spool.limit)
+			return nil, cr.n, fmt.Errorf("the HTTP records read so far hold more than %d bytes", r.spool.limit)
 		}
-		return nil, blockReadErr(err, cl, cr.n)
+		return nil, cr.n, blockReadErr(err, cl, cr.n)
 	}
 	if cr.n < cl {
 		if spooled {
 			r.spool.truncate(mark)
 		}
-		return nil, blockReadErr(io.ErrUnexpectedEOF, cl, cr.n)
+		return nil, cr.n, blockReadErr(io.ErrUnexpectedEOF, cl, cr.n)
 	}
 	if spooled {
 		sb.body = r.spool.since(mark)
@@ -128,7 +183,7 @@ func (r *Reader) streamBlock(rec *Record, cl int64, httpType bool) (*streamedBlo
 		payloadWarns = append(payloadWarns, fmt.Sprintf("WARC-Payload-Digest %s does not match the payload", rec.Header.Get("WARC-Payload-Digest")))
 	}
 	sb.warnings = append(append(sb.warnings, blockWarns...), payloadWarns...)
-	return sb, nil
+	return sb, cr.n, nil
 }
 
 // readHTTPHead reads an HTTP head from br: the first line, then lines up to and including
@@ -155,7 +210,7 @@ func readHTTPHead(br *bufio.Reader, max int) (head []byte, tooLarge bool, err er
 		default:
 			return nil, false, err
 		}
-		empty := lineStart && (len(piece) == 1 || (len(piece) == 2 && piece[0] == '\r'))
+		empty := lineStart && len(piece) <= 3 && len(bytes.TrimLeft(piece, "\r")) == 1 // LF, CRLF or CR CR LF
 		if empty && !first {
 			return head, false, nil
 		}

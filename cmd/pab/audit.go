@@ -12,7 +12,8 @@ import (
 )
 
 func newAuditCmd(g *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	var strict bool
+	cmd := &cobra.Command{
 		Use:   "audit TARGET",
 		Short: "Check a recording for leaked credentials and damage before it is shared",
 		Long: fmt.Sprintf(`Check a recording and list every problem, one line each ("FILE: entry e000012: ...").
@@ -26,19 +27,29 @@ that is not a "Name: value" field (older recorders joined repeated fields with
 newlines); an entries.jsonl line that does not match its WARC records (record type,
 offsets, lengths, RR-Exchange-Id, URL, status, payload size and sha256 recomputed,
 request body); a damaged WARC; a record no entry points at; a published format other
-than %d. Exit status 1 when there is any problem.`, warc.RecordingFormat),
+than %d. Exit status 1 when there is any problem.
+
+TARGET may also be a WARC file (.warc or .warc.gz, before import): it is read as an
+import reads it. A record whose WARC Content-Length is wrong is read on at the real
+end of the record and listed as a warning; with --strict it is a problem.`, warc.RecordingFormat),
 		Example: `  pab audit books-sapiens-price
-  pab audit ./recorded-bundle`,
+  pab audit ./recorded-bundle
+  pab audit --strict crawl.warc.gz`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			repo, err := g.findRepo()
-			if err != nil {
-				return err
-			}
 			arg := args[0]
-			var probs []warc.Problem
+			var probs, warns []warc.Problem
 			target := arg
+			var repo *task.Repo
+			var err error
+			if !isRegularFile(arg) {
+				if repo, err = g.findRepo(); err != nil {
+					return err
+				}
+			}
 			switch {
+			case isRegularFile(arg):
+				probs, warns = warc.AuditWARCFile(arg, strict)
 			case isRecordingDir(arg):
 				probs, err = auditRecording(repo, arg)
 			case isRegularFile(filepath.Join(arg, warc.ManifestFile)):
@@ -58,6 +69,9 @@ than %d. Exit status 1 when there is any problem.`, warc.RecordingFormat),
 				return err
 			}
 			out := cmd.OutOrStdout()
+			for _, w := range warns {
+				fmt.Fprintf(out, "warning: %s\n", w)
+			}
 			for _, p := range probs {
 				fmt.Fprintln(out, p)
 			}
@@ -68,6 +82,8 @@ than %d. Exit status 1 when there is any problem.`, warc.RecordingFormat),
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&strict, "strict", false, "for a WARC file: a wrong WARC Content-Length is a problem (exit status 1), not a warning")
+	return cmd
 }
 
 // auditRecording audits a published recording, unpacking it into a temporary directory
