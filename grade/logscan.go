@@ -6,10 +6,11 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
+
+	"github.com/pab-dev/pab/internal/textcut"
 )
 
 // Bounds of what grading keeps from a replay log, so that pab grade runs in memory
@@ -215,16 +216,7 @@ func globMayExtend(pattern, prefix string) bool {
 }
 
 // cutResult cuts s to at most n bytes at a character boundary, ending in "…" when cut.
-func cutResult(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	n -= len("…")
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
+func cutResult(s string, n int) string { return textcut.Fit(s, n, "…") }
 
 // pagesAcc builds Pages one log line at a time, within MaxPagesOpened and MaxPagesNotFound.
 type pagesAcc struct {

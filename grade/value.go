@@ -21,6 +21,8 @@ import (
 
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/pab-dev/pab/internal/textcut"
 )
 
 // MaxValueInput is the largest input, in bytes, that ParseMoney, ParseNumber
@@ -259,15 +261,7 @@ func mvErr(fn, s, format string, args ...any) error {
 
 // mvCut cuts s to about 80 bytes, on a rune boundary, for error messages.
 func mvCut(s string) string {
-	const limit = 80
-	if len(s) <= limit {
-		return s
-	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
+	return textcut.Cut(s, 80, "...")
 }
 
 // mvToken is one number found in text.

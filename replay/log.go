@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pab-dev/pab/internal/textcut"
 )
 
 // Sources: how a request was answered (the log's "source" field).
@@ -324,15 +326,7 @@ func ParseLogLine(data []byte) (*LogLine, string) {
 }
 
 // shortText cuts s to n bytes at a character boundary, adding "..." when it cut.
-func shortText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
-}
+func shortText(s string, n int) string { return textcut.Cut(s, n, "...") }
 
 // logTime formats t as LogLine.Time.
 func logTime(t time.Time) string { return t.UTC().Format(LogTimeFormat) }

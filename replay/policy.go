@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pab-dev/pab/internal/textcut"
 )
 
 // policy.go: the matching policy, "prefer a miss to a wrong answer" (docs/replay.md,
@@ -225,11 +227,7 @@ func showValues(vs []string) string {
 func showText(s string) string {
 	cut := false
 	if len(s) > maxShown {
-		i := maxShown
-		for i > 0 && !utf8.RuneStart(s[i]) {
-			i--
-		}
-		s, cut = s[:i], true
+		s, cut = textcut.Prefix(s, maxShown), true
 	}
 	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || r == utf8.RuneError }) {
 		s = fmt.Sprintf("%q", s)

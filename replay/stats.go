@@ -7,9 +7,10 @@ import (
 	"io"
 	"sort"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/pab-dev/pab/warc"
+
+	"github.com/pab-dev/pab/internal/textcut"
 )
 
 // Counts are request counts by source and by type, as served by http://rr.control/stats:
@@ -230,16 +231,7 @@ func boundedLabel(m map[string]int, v string) string {
 }
 
 // cutText cuts s to at most n bytes at a character boundary, ending in "…" when cut.
-func cutText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	n -= len("…")
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
+func cutText(s string, n int) string { return textcut.Fit(s, n, "…") }
 
 // textID is a string that stands for s in a map, in at most maxStatsText+1 bytes: "k" and s
 // when s is short, else "h" and the hex SHA-256 of s.

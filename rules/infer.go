@@ -23,12 +23,13 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 	"golang.org/x/net/publicsuffix"
 	"gopkg.in/yaml.v3"
+
+	"github.com/pab-dev/pab/internal/textcut"
 )
 
 // Sample is one recorded exchange as rule inference sees it.
@@ -1352,16 +1353,7 @@ func (st *siteRules) file() *InferredFile {
 func short(v string) string { return cut(v, 32) }
 
 // cut shortens s to about n bytes, marking the cut with "...".
-func cut(v string, n int) string {
-	if len(v) <= n {
-		return v
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(v[i]) {
-		i--
-	}
-	return v[:i] + "..."
-}
+func cut(v string, n int) string { return textcut.Cut(v, n, "...") }
 
 // evidence makes s a one-line comment: valid UTF-8, no control characters, at most
 // maxEvidence bytes.
