@@ -2,11 +2,12 @@ package grade
 
 import (
 	"bytes"
-	"net"
 	"net/url"
 	"strings"
 
 	"golang.org/x/net/html"
+
+	"github.com/pab-dev/pab/replay"
 )
 
 // MaxFrameSources bounds how many frame URLs FrameSources returns for one document.
@@ -75,34 +76,10 @@ func FrameSources(body []byte, base string) []string {
 // normalLogURL returns u as replay writes URLs in its log (see FrameSources), or "" when u
 // is not an absolute http(s) URL.
 func normalLogURL(u *url.URL) string {
-	c := *u
-	c.Scheme = strings.ToLower(c.Scheme)
-	if (c.Scheme != "http" && c.Scheme != "https") || c.Host == "" {
+	if s := strings.ToLower(u.Scheme); (s != "http" && s != "https") || u.Host == "" {
 		return ""
 	}
-	host, port := c.Host, ""
-	if h, p, err := net.SplitHostPort(c.Host); err == nil {
-		host, port = h, p
-	} else {
-		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	}
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	if (c.Scheme == "https" && port == "443") || (c.Scheme == "http" && port == "80") {
-		port = ""
-	}
-	switch {
-	case port != "":
-		c.Host = net.JoinHostPort(host, port)
-	case strings.Contains(host, ":"):
-		c.Host = "[" + host + "]"
-	default:
-		c.Host = host
-	}
-	if c.Path == "" && c.Opaque == "" {
-		c.Path, c.RawPath = "/", ""
-	}
-	c.Fragment, c.RawFragment = "", ""
-	return c.String()
+	return replay.NormalizeURL(u).String()
 }
 
 // logURLKey is the form of a logged URL that FrameSources' URLs are compared in.

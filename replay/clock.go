@@ -25,7 +25,9 @@ const MaxClockDocument = 32 << 20
 // that shifts Date to the recording's time (manifest captured_from) and lets it run on from
 // there. Date.now(), new Date() and Date() give captured_from plus the time since the page
 // started; new Date(x) with arguments, Date.parse, Date.UTC and Date.prototype are
-// unchanged; performance.now and performance.timeOrigin are left alone. With
+// unchanged; performance.now and performance.timeOrigin are left alone. Cookie expiry dates
+// a page writes (document.cookie, cookieStore.set) are moved back by the same offset, so a
+// cookie lives as long as it did on the recorded day (see cookieShift). With
 // deterministic random, Math.random and crypto.getRandomValues also give the same numbers
 // on every load of a page (a mulberry32 generator seeded from the page URL).
 //
@@ -48,6 +50,7 @@ func NewClock(capturedFrom time.Time, deterministicRandom bool) *Clock {
 		`P.prototype=D.prototype;P.now=function now(){return D.now()+off;};P.parse=D.parse;P.UTC=D.UTC;` +
 		`Object.defineProperty(D.prototype,"constructor",{value:P,writable:true,configurable:true});` +
 		`window.Date=P;`)
+	sb.WriteString(cookieShift)
 	if deterministicRandom {
 		sb.WriteString(`var h=2166136261,u=String(location.href);` +
 			`for(var k=0;k<u.length;k++){h=Math.imul(h^u.charCodeAt(k),16777619);}` +
@@ -63,6 +66,24 @@ func NewClock(capturedFrom time.Time, deterministicRandom bool) *Clock {
 	sum := sha256.Sum256([]byte(sb.String()))
 	return &Clock{script: sb.String(), hash: "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"}
 }
+
+// cookieShift is the part of the clock script that keeps cookies alive as long as on the
+// recorded day. A page that sets a cookie to expire a year after its (shifted) today would
+// otherwise set an expiry in the browser's real past, and the cookie would vanish at once.
+// So an expires attribute written through document.cookie, and the expires member (ms since
+// the epoch) of an object given to cookieStore.set, is moved by the clock's offset: from
+// the recorded day to the real one. A date that Date.parse cannot read is left as written;
+// max-age is relative and left alone. It runs inside the clock's function, where D is the
+// real Date and off is captured_from minus the real time when the page started.
+const cookieShift = `var Dp=D.parse,cd=Object.getOwnPropertyDescriptor(Document.prototype,"cookie");` +
+	`if(cd&&cd.set&&cd.configurable){Object.defineProperty(Document.prototype,"cookie",{get:cd.get,` +
+	`set:function cookie(v){return cd.set.call(this,String(v).replace(/(;[ \t]*expires[ \t]*=[ \t]*)([^;]*)/gi,` +
+	`function(a,p,d){var t=Dp(d);return t===t?p+new D(t-off).toUTCString():a;}));},` +
+	`enumerable:cd.enumerable,configurable:true});}` +
+	`if(window.CookieStore&&CookieStore.prototype.set){var cs=CookieStore.prototype.set;` +
+	`CookieStore.prototype.set=function set(a,b){` +
+	`if(a!==null&&typeof a==="object"&&typeof a.expires==="number"){a=Object.assign({},a,{expires:a.expires-off});}` +
+	`return arguments.length>1?cs.call(this,a,b):cs.call(this,a);};}`
 
 // Script returns the clock's JavaScript (the text between <script> and </script>).
 func (c *Clock) Script() string { return c.script }

@@ -290,7 +290,7 @@ func (ix *Index) redirectOf(e *warc.Entry, u *url.URL, method string) *redirectL
 	if (abs.Scheme != "http" && abs.Scheme != "https") || abs.Host == "" {
 		return nil
 	}
-	abs = normalizeURL(abs)
+	abs = NormalizeURL(abs)
 	k := ix.rs.Key(rules.Request{Method: method, URL: abs})
 	return &redirectLoc{url: abs.String(), key: k.String(), https: abs.Scheme == "https"}
 }
@@ -323,20 +323,23 @@ func parseTargetURL(raw string) (*url.URL, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("url %q: not an absolute http(s) URL", raw)
 	}
-	return normalizeURL(u), nil
+	return NormalizeURL(u), nil
 }
 
-// normalizeURL returns a copy of u with the scheme and host in lower case, an
+// NormalizeURL returns a copy of u as replay logs and keys it: the scheme and host in lower case, an
 // internationalized host name in its A-label form (rules.ASCIIHost), a trailing dot
 // dropped from the host name, and the scheme's default port (80 for http, 443 for https)
 // removed; other ports stay, so https://site:8443/ and https://site/ are different hosts.
-// An empty path becomes "/".
-func normalizeURL(u *url.URL) *url.URL {
+// An empty path becomes "/" and the fragment is dropped. The log's url field is
+// NormalizeURL(request URL).String().
+func NormalizeURL(u *url.URL) *url.URL {
 	c := *u
 	c.Scheme = strings.ToLower(c.Scheme)
 	host, port := c.Host, ""
 	if h, p, err := net.SplitHostPort(c.Host); err == nil {
 		host, port = h, p
+	} else {
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]") // [::1] without a port
 	}
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	if strings.ContainsFunc(host, func(r rune) bool { return r >= 0x80 }) {
@@ -358,6 +361,19 @@ func normalizeURL(u *url.URL) *url.URL {
 	}
 	c.Fragment, c.RawFragment = "", ""
 	return &c
+}
+
+// CanonicalURL parses raw and returns it as NormalizeURL writes it, or "" when raw is not
+// an absolute http(s) URL.
+func CanonicalURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	if s := strings.ToLower(u.Scheme); (s != "http" && s != "https") || u.Host == "" {
+		return ""
+	}
+	return NormalizeURL(u).String()
 }
 
 // bodyPair is the prefix of the pseudo name=value pair that stands for a request body in
@@ -439,7 +455,7 @@ func (ix *Index) Lookup(r rules.Request) Result {
 // lookup is Lookup, recording its steps when explain is set.
 func (ix *Index) lookup(r rules.Request, explain bool) (Result, *lookup) {
 	if r.URL != nil {
-		r.URL = normalizeURL(r.URL)
+		r.URL = NormalizeURL(r.URL)
 	}
 	return ix.lookupNormalized(r, explain)
 }
@@ -692,12 +708,12 @@ func (ix *Index) exactDetail(l *lookup, k rules.Key, sp exactSpan, hit, fallback
 
 // staticType reports the request types whose fuzzy_min defaults to 0: images, fonts,
 // style sheets and scripts.
-func staticType(t string) bool {
+func StaticType(t string) bool {
 	return t == TypeImage || t == TypeFont || t == TypeStyle || t == TypeScript
 }
 
 // staticMime reports a recorded Content-Type (without parameters) of a static file.
-func staticMime(mt string) bool { return staticType(typeFromAccept(mt)) }
+func staticMime(mt string) bool { return StaticType(typeFromAccept(mt)) }
 
 // defaultFuzzyMin is fuzzy_min when the endpoint sets none and the file is not static.
 const defaultFuzzyMin = 0.5
@@ -728,7 +744,7 @@ func (ix *Index) fuzzyStep(l *lookup) bool {
 		l.step(StepFuzzy, OutcomeOff, "%s", why)
 		return false
 	}
-	reqStatic := staticType(typeFromPath(l.req.URL.Path))
+	reqStatic := StaticType(typeFromPath(l.req.URL.Path))
 	minFor := func(ie *indexed) float64 {
 		switch {
 		case ep != nil && ep.FuzzyMin != nil:

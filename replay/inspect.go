@@ -110,7 +110,7 @@ func (ix *Index) Explain(r rules.Request) Explanation {
 	ex := Explanation{Method: strings.ToUpper(r.Method), Key: res.Key.String(), Source: res.Source,
 		Rule: res.Rule, Steps: l.steps, Note: res.Note, Refused: l.refused, RefusedMore: l.refusedMore}
 	if r.URL != nil {
-		ex.URL = normalizeURL(r.URL).String()
+		ex.URL = NormalizeURL(r.URL).String()
 	}
 	if l.ep != nil {
 		ex.Endpoint = &EndpointRef{Name: l.ep.Name, Kind: l.ep.Kind, Match: l.ep.Match, Rule: ix.endpointLabel(l.ep)}

@@ -321,7 +321,7 @@ func (s *Server) answerFor(r *http.Request) *answer {
 	defer rb.close()
 	total := rb.total
 	typ := RequestType(r)
-	u := normalizeURL(r.URL)
+	u := NormalizeURL(r.URL)
 	urlStr := u.String()
 	switch {
 	case bodyErr != nil:
@@ -772,7 +772,7 @@ func (s *Server) finish(r *http.Request, a *answer, start time.Time) {
 	s.counts.add(a.source, a.typ)
 	u := a.url
 	if u == "" {
-		u = normalizeURL(r.URL).String()
+		u = NormalizeURL(r.URL).String()
 	}
 	line := LogLine{
 		Time:     logTime(start),

@@ -116,7 +116,8 @@ Chrome DevTools Protocol at the ws:// address printed on stderr.
 With TARGET (a task id, task directory, bundle directory or WARC file) pab serves
 the recording itself on a free loopback port, uses the recording's time zone and
 language and page clock (--clock, --deterministic-random, as for 'pab replay'),
-and opens the first recorded page. With --proxy, Chromium goes through
+and opens the first recorded page that replay answers with a 2xx HTML document
+(following recorded redirects). With --proxy, Chromium goes through
 an already running 'pab replay' or 'pab record' of this repository's cache.
 
 Headless unless --headed. Runs until Ctrl-C or until Chromium exits. See
@@ -148,33 +149,17 @@ docs/browser.md.`,
 
 			var served chan error
 			if len(args) == 1 {
-				s, err := openSession(g, args[0], errOut)
+				s, ca, err := openServing(cmd.Context(), g, args[0], errOut)
 				if err != nil {
 					return err
 				}
 				defer s.bundle.Close()
-				ca, err := replay.LoadOrCreateCA(filepath.Join(s.repo.CacheDir(), "ca"))
-				if err != nil {
+				setup.spki = ca.SPKIHash()
+				if setup.locale, setup.timezone, err = recordingLocale(s); err != nil {
 					return err
 				}
-				setup.spki = ca.SPKIHash()
-				setup.locale, setup.timezone = s.bundle.Manifest.Locale, s.bundle.Manifest.Timezone
-				if t := s.target.Task; t != nil && (setup.locale == "" || setup.timezone == "") {
-					card, err := t.Card()
-					if err != nil {
-						return err
-					}
-					if c := card.Capture; c != nil {
-						if setup.locale == "" {
-							setup.locale = c.Locale
-						}
-						if setup.timezone == "" {
-							setup.timezone = c.Timezone
-						}
-					}
-				}
-				if setup.url == "" && len(s.bundle.Pages) > 0 {
-					setup.url = s.bundle.Pages[0].URL
+				if setup.url == "" {
+					setup.url = startPage(s.index, s.bundle)
 				}
 				clockOn, err := clockSetting(clock, cmd.Flags().Changed("clock"), os.Getenv("RR_CLOCK"))
 				if err != nil {
@@ -242,10 +227,32 @@ docs/browser.md.`,
 	return cmd
 }
 
-// runChromium starts Chromium in its own process group, prints its CDP endpoint on
-// errOut, and waits until ctx ends, Chromium exits or the replay stops (served receives
-// its Serve result and is nil with --proxy); then it stops the whole process group.
-func runChromium(ctx context.Context, b browserSetup, served chan error, errOut io.Writer) error {
+// recordingLocale returns the language and time zone a browser gets for the replay of s:
+// the manifest's locale and timezone, else the task's capture section in task.yaml.
+func recordingLocale(s *session) (locale, timezone string, err error) {
+	locale, timezone = s.bundle.Manifest.Locale, s.bundle.Manifest.Timezone
+	if t := s.target.Task; t != nil && (locale == "" || timezone == "") {
+		card, err := t.Card()
+		if err != nil {
+			return "", "", err
+		}
+		if c := card.Capture; c != nil {
+			if locale == "" {
+				locale = c.Locale
+			}
+			if timezone == "" {
+				timezone = c.Timezone
+			}
+		}
+	}
+	return locale, timezone, nil
+}
+
+// startChromium starts Chromium with b's arguments (browserSetup.args) and time zone in its
+// own process group, and waits for its DevTools address (at most chromiumStartTimeout). It
+// returns the running child, which the caller stops, and the ws:// address. Errors name
+// the executable; an interrupt (ctx ended) is exit status 130.
+func startChromium(ctx context.Context, b browserSetup) (*watchedChild, string, error) {
 	c := exec.Command(b.chrome, b.args()...)
 	c.Env = os.Environ()
 	if b.timezone != "" {
@@ -255,21 +262,33 @@ func runChromium(ctx context.Context, b browserSetup, served chan error, errOut 
 	// stderr through a pipe of its own (startWatched).
 	w, err := startWatched(c, "", 0, devToolsLine)
 	if err != nil {
-		return fmt.Errorf("browser: start %s: %w", b.chrome, err)
+		return nil, "", fmt.Errorf("browser: start %s: %w", b.chrome, err)
 	}
-	defer w.stop()
 	ws, err := w.wait(ctx, chromiumStartTimeout)
+	if err == nil {
+		return w, ws, nil
+	}
+	w.stop()
 	var ee *childExitedError
 	switch {
-	case err == nil:
-		fmt.Fprintf(errOut, "pab browser: CDP %s\n", ws)
 	case errors.As(err, &ee):
-		return fmt.Errorf("browser: %s exited (%s) before opening its debugging port: %q", b.chrome, ee.status, ee.tail)
+		return nil, "", fmt.Errorf("browser: %s exited (%s) before opening its debugging port: %q", b.chrome, ee.status, ee.tail)
 	case errors.Is(err, errNoAddress):
-		return fmt.Errorf("browser: %s printed no DevTools address within %s", b.chrome, chromiumStartTimeout)
-	default:
-		return exitError{code: 130, msg: "interrupted"}
+		return nil, "", fmt.Errorf("browser: %s printed no DevTools address within %s", b.chrome, chromiumStartTimeout)
 	}
+	return nil, "", exitError{code: 130, msg: "interrupted"}
+}
+
+// runChromium starts Chromium (startChromium), prints its CDP endpoint on errOut, and
+// waits until ctx ends, Chromium exits or the replay stops (served receives its Serve
+// result and is nil with --proxy); then it stops the whole process group.
+func runChromium(ctx context.Context, b browserSetup, served chan error, errOut io.Writer) error {
+	w, ws, err := startChromium(ctx, b)
+	if err != nil {
+		return err
+	}
+	defer w.stop()
+	fmt.Fprintf(errOut, "pab browser: CDP %s\n", ws)
 	exited := w.exited
 	fmt.Fprintln(errOut, "pab browser: press Ctrl-C to stop")
 	select {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -30,6 +31,26 @@ type session struct {
 // builds the index from the rules in effect. An unpacked copy in the cache that cannot be
 // opened (cut short by a crash or a full disk, edited by hand) is removed and made again,
 // with a note on errOut.
+// openServing opens a target to serve, as openSession does, and loads pab's CA from the
+// repository's cache. When ctx ended while the target was being opened (Ctrl-C during an
+// unpack), it closes the bundle and returns exitError 130. The caller closes s.bundle.
+func openServing(ctx context.Context, g *globalFlags, arg string, errOut io.Writer) (*session, *replay.CA, error) {
+	s, err := openSession(g, arg, errOut)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ctx.Err() != nil {
+		s.bundle.Close()
+		return nil, nil, exitError{code: 130, msg: "interrupted"}
+	}
+	ca, err := replay.LoadOrCreateCA(filepath.Join(s.repo.CacheDir(), "ca"))
+	if err != nil {
+		s.bundle.Close()
+		return nil, nil, err
+	}
+	return s, ca, nil
+}
+
 func openSession(g *globalFlags, arg string, errOut io.Writer) (*session, error) {
 	repo, err := g.findRepo()
 	if err != nil {
@@ -105,18 +126,11 @@ prints hit rates and exits.`,
 			// before the proxy starts, leaving nothing half-written.
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			s, err := openSession(g, args[0], cmd.ErrOrStderr())
+			s, ca, err := openServing(ctx, g, args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			defer s.bundle.Close()
-			if ctx.Err() != nil {
-				return exitError{code: 130, msg: "interrupted"}
-			}
-			ca, err := replay.LoadOrCreateCA(filepath.Join(s.repo.CacheDir(), "ca"))
-			if err != nil {
-				return err
-			}
 			if check && !cmd.Flags().Changed("listen") {
 				listen = "127.0.0.1:0" // a check needs no fixed port
 			}

@@ -34,6 +34,7 @@ current directory. Unpacked recordings and pab's CA live in $PAB_CACHE
 	root.PersistentFlags().StringVar(&g.repo, "repo", "", "task repository holding sites/ and tasks/ (default $PAB_REPO, else the current directory)")
 	root.AddCommand(
 		newReplayCmd(g),
+		newCheckCmd(g),
 		newImportCmd(g),
 		newInspectCmd(g),
 		newStatsCmd(g),

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pab-dev/pab/crawl"
+	"github.com/pab-dev/pab/replay"
+)
+
+// checkJSON is what pab check --crawl --json prints.
+type checkJSON struct {
+	Target       string `json:"target"`
+	CapturedFrom string `json:"captured_from,omitempty"`
+	*crawl.Report
+}
+
+func newCheckCmd(g *globalFlags) *cobra.Command {
+	var (
+		doCrawl bool
+		pages   int
+		links   int
+		timeout time.Duration
+		jsonOut bool
+		chrome  string
+		logPath string
+		clock   string
+		detRand bool
+	)
+	cmd := &cobra.Command{
+		Use:   "check TARGET [--crawl]",
+		Short: "Check that a recording replays as recorded (with --crawl, in Chromium)",
+		Long: `Start a replay of TARGET (a task id, task directory, bundle directory or WARC file)
+on a free loopback port and check it.
+
+Without --crawl this is 'pab replay TARGET --check': a Go client requests every
+recorded page and exchange once and pab prints the hit rates.
+
+With --crawl, headless Chromium (Debian's chromium, started with the flags of
+'pab browser') opens every recorded page, then follows same-site links breadth
+first, up to --pages pages and --links links a page, each page bounded by
+--timeout. For each page it prints a verdict:
+
+  ok             answered exactly, with the payload recorded for that URL
+  fuzzy, search  answered by a heuristic rule with the recording of another URL
+  mismatch       answered exactly by key with a payload not recorded for that URL
+  miss           the recording has no answer (a link to a page never recorded)
+  broken         the browser rejected something the recording holds (a font the
+                 sanitizer refused, a recorded resource that failed to load, a
+                 script answered by a heuristic that threw), or the page did not load
+  redirect-loop  the page's redirects never end
+
+Rows marked "!" are wrong-looking answers: fuzzy, search or promo with another
+URL, mismatch, broken and redirect-loop. pab check exits 1 when there is one, so
+run it before trusting a recording as a benchmark. --json prints the report as
+JSON. See docs/replay.md, "pab check TARGET --crawl".`,
+		Example: `  pab check books-sapiens-price --crawl
+  pab check archive-org-jobs --crawl --pages 50 --json > crawl.json
+  pab check crawl.warc.gz --crawl --links 0     # only the recorded pages
+  pab check lil-former-projects                 # the Go client check, as pab replay --check`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !doCrawl {
+				for _, name := range []string{"pages", "links", "timeout", "chrome"} {
+					if cmd.Flags().Changed(name) {
+						return fmt.Errorf("check: --%s needs --crawl", name)
+					}
+				}
+			}
+			switch {
+			case pages < 1:
+				return fmt.Errorf("check: --pages %d: want at least 1", pages)
+			case links < 0:
+				return fmt.Errorf("check: --links %d: want 0 or more", links)
+			case timeout < time.Second:
+				return fmt.Errorf("check: --timeout %s: want at least 1s", timeout)
+			}
+			clockOn, err := clockSetting(clock, cmd.Flags().Changed("clock"), os.Getenv("RR_CLOCK"))
+			if err != nil {
+				return err
+			}
+			var exe string
+			if doCrawl {
+				if exe, err = findChromium(chrome); err != nil {
+					return err
+				}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			errOut := cmd.ErrOrStderr()
+			s, ca, err := openServing(ctx, g, args[0], errOut)
+			if err != nil {
+				return err
+			}
+			defer s.bundle.Close()
+			tap := crawl.NewTap()
+			var logW io.Writer = tap
+			if logPath != "" {
+				f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+				if err != nil {
+					return fmt.Errorf("open log: %w", err)
+				}
+				defer f.Close()
+				logW = io.MultiWriter(tap, f)
+			}
+			srv, err := replay.New(replay.Options{Bundle: s.bundle, Index: s.index, Rules: s.rules, CA: ca,
+				Clock: clockOn, DeterministicRandom: detRand, Log: logW})
+			if err != nil {
+				return err
+			}
+			ln, err := srv.Listen("127.0.0.1:0")
+			if err != nil {
+				return err
+			}
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve(ln) }()
+			defer func() {
+				srv.Close()
+				<-served
+			}()
+			addr := ln.Addr().String()
+			fmt.Fprintf(errOut, "pab check: replaying %s (%d exchanges, captured %s) on http://%s\n",
+				s.target.Name, len(s.bundle.Entries), s.bundle.Manifest.CapturedFrom, addr)
+
+			if !doCrawl {
+				rep, err := replay.Check(ctx, addr, ca, s.bundle)
+				if err != nil {
+					return err
+				}
+				if jsonOut {
+					return writeJSON(cmd.OutOrStdout(), rep)
+				}
+				rep.Print(cmd.OutOrStdout())
+				return nil
+			}
+
+			setup := browserSetup{chrome: exe, proxy: addr, spki: ca.SPKIHash(), url: "about:blank"}
+			if setup.locale, setup.timezone, err = recordingLocale(s); err != nil {
+				return err
+			}
+			profile, err := os.MkdirTemp("", "pab-check-")
+			if err != nil {
+				return fmt.Errorf("check: make profile directory: %w", err)
+			}
+			defer removeProfile(profile)
+			setup.profile = profile
+			w, ws, err := startChromium(ctx, setup)
+			if err != nil {
+				return err
+			}
+			defer w.stop()
+			maxLinks := links
+			if maxLinks == 0 {
+				maxLinks = -1 // crawl.Options: follow no link
+			}
+			rep, err := crawl.Run(ctx, crawl.Options{CDP: ws, Bundle: s.bundle, Tap: tap,
+				MaxPages: pages, MaxLinks: maxLinks, PageTimeout: timeout,
+				Progress: func(done, queued int, p crawl.PageResult) {
+					fmt.Fprintf(errOut, "pab check: %d/%d %s %s\n", done, min(done+queued, pages), p.Verdict, p.URL)
+				}})
+			if err != nil {
+				if rep != nil && errors.Is(err, ctx.Err()) {
+					rep.Print(cmd.OutOrStdout())
+					return exitError{code: 130, msg: "interrupted"}
+				}
+				return err
+			}
+			if jsonOut {
+				if err := writeJSON(cmd.OutOrStdout(), checkJSON{Target: s.target.Name, CapturedFrom: s.bundle.Manifest.CapturedFrom, Report: rep}); err != nil {
+					return err
+				}
+			} else {
+				rep.Print(cmd.OutOrStdout())
+			}
+			if rep.Wrong > 0 {
+				return exitError{code: 1, msg: fmt.Sprintf("check: %d of %d pages got a wrong-looking answer", rep.Wrong, len(rep.Pages))}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&doCrawl, "crawl", false, "drive headless Chromium through the replay: recorded pages, then same-site links")
+	cmd.Flags().IntVar(&pages, "pages", crawl.DefaultMaxPages, "with --crawl: open at most this many pages, recorded ones included")
+	cmd.Flags().IntVar(&links, "links", crawl.DefaultMaxLinks, "with --crawl: follow at most this many same-site links of each page (0: none)")
+	cmd.Flags().DurationVar(&timeout, "timeout", crawl.DefaultPageTimeout, "with --crawl: time limit for each page")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON")
+	cmd.Flags().StringVar(&chrome, "chrome", "", "with --crawl: the Chromium executable (default: chromium on PATH)")
+	cmd.Flags().StringVar(&logPath, "log", "", "write replay's log (one JSON line per request) to this file")
+	cmd.Flags().StringVar(&clock, "clock", "on", "page clock on or off, as for pab replay (env RR_CLOCK=off)")
+	cmd.Flags().BoolVar(&detRand, "deterministic-random", false, "also make Math.random and crypto.getRandomValues repeatable per page")
+	return cmd
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

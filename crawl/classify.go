@@ -1,0 +1,376 @@
+package crawl
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	cdplog "github.com/chromedp/cdproto/log"
+
+	"github.com/pab-dev/pab/replay"
+	"github.com/pab-dev/pab/warc"
+)
+
+// hitSource reports whether a log source is an answer from the recording.
+func hitSource(s string) bool {
+	switch s {
+	case replay.SourceExact, replay.SourceSearch, replay.SourcePromo, replay.SourceFuzzy:
+		return true
+	}
+	return false
+}
+
+// heuristicSource reports whether a log source is a heuristic match (another URL's answer).
+func heuristicSource(s string) bool {
+	return s == replay.SourceSearch || s == replay.SourcePromo || s == replay.SourceFuzzy
+}
+
+// logIndex hands out a visit's log lines to the requests' hops, by method and URL, each
+// line once, in log order.
+type logIndex struct {
+	lines []replay.LogLine
+	byKey map[string][]int
+}
+
+func newLogIndex(lines []replay.LogLine) *logIndex {
+	ix := &logIndex{lines: lines, byKey: map[string][]int{}}
+	for i := range lines {
+		k := lines[i].Method + " " + canonLog(lines[i].URL)
+		ix.byKey[k] = append(ix.byKey[k], i)
+	}
+	return ix
+}
+
+// take returns the next unused line for method and url, or nil.
+func (ix *logIndex) take(method, url string) *replay.LogLine {
+	k := method + " " + url
+	q := ix.byKey[k]
+	if len(q) == 0 {
+		return nil
+	}
+	ix.byKey[k] = q[1:]
+	return &ix.lines[q[0]]
+}
+
+// answered is a request with the log lines of its hops.
+type answered struct {
+	r     *request
+	lines []*replay.LogLine // one per hop, nil where replay logged none
+}
+
+// final is the log line of the request's last hop, or nil.
+func (a *answered) final() *replay.LogLine { return a.lines[len(a.lines)-1] }
+
+// quotedURL finds the first quoted http(s) URL in a console message.
+var quotedURL = regexp.MustCompile(`['"](https?://[^'"\s]+)['"]`)
+
+// classify turns what the browser reported during a visit, and replay's log lines of it,
+// into the page's result.
+func classify(v *visit, q queued, rec *recorded) PageResult {
+	pr := PageResult{URL: q.url, Depth: q.depth, From: q.from}
+	ix := newLogIndex(v.lines)
+	var all []*answered
+	byURL := map[string]*answered{} // last request of each URL
+	for _, r := range v.order {
+		a := &answered{r: r}
+		for _, h := range r.hops {
+			a.lines = append(a.lines, ix.take(h.method, h.url))
+		}
+		all = append(all, a)
+		byURL[r.last().url] = a
+		pr.Requests += len(r.hops)
+	}
+	docs := v.mainDocs()
+	var doc *answered
+	if len(docs) > 0 {
+		for _, a := range all {
+			if a.r == docs[0] {
+				doc = a
+			}
+		}
+	}
+	var notes []string
+	wrongDoc := false
+	switch {
+	case doc == nil:
+		pr.Verdict, wrongDoc = VerdictBroken, true
+		switch {
+		case v.timedOut:
+			notes = append(notes, "the browser sent no request for the page in time")
+		case v.navErr != "":
+			notes = append(notes, "the browser did not open the page: "+shorten(v.navErr, 160))
+		default:
+			notes = append(notes, "the browser sent no request for the page")
+		}
+	default:
+		pr.Verdict, wrongDoc, notes = docVerdict(doc, v, rec, &pr)
+	}
+
+	// a page that keeps navigating by itself (script, meta refresh)
+	if len(docs) > 1 {
+		last := docs[len(docs)-1]
+		pr.WentOn = last.hops[0].url
+		if len(docs) > maxNavigations {
+			pr.Verdict, wrongDoc = VerdictRedirectLoop, true
+			notes = append(notes, fmt.Sprintf("the page keeps navigating by itself (script or meta refresh): %s", chain(docURLs(docs))))
+		} else {
+			notes = append(notes, "then went on by itself to "+pr.WentOn)
+		}
+	}
+
+	// the page's resources
+	broken := map[string]bool{}
+	addBroken := func(p Problem) {
+		if broken[p.URL] {
+			return
+		}
+		broken[p.URL] = true
+		if len(pr.Broken) < maxProblems {
+			pr.Broken = append(pr.Broken, p)
+		}
+	}
+	for _, a := range all {
+		if a == doc {
+			continue
+		}
+		r, fl := a.r, a.final()
+		u := r.last().url
+		if fl != nil {
+			switch {
+			case fl.Source == replay.SourceMiss:
+				pr.Misses++
+				if len(pr.FirstMisses) < maxNamed {
+					pr.FirstMisses = append(pr.FirstMisses, u)
+				}
+			case heuristicSource(fl.Source):
+				pr.Heuristic++
+			}
+		}
+		if !r.failed || r.canceled || r.errText == "net::ERR_ABORTED" {
+			continue
+		}
+		why := r.errText
+		if r.blocked != "" {
+			why += " (blocked: " + r.blocked + ")"
+		}
+		if r.cors != "" {
+			why += " (CORS: " + r.cors + ")"
+		}
+		switch {
+		case fl != nil && hitSource(fl.Source):
+			addBroken(Problem{URL: u, Type: string(r.typ), Reason: why + "; replay answered it " + answerOf(fl, rec.b)})
+		case fl == nil && rec.has(u):
+			addBroken(Problem{URL: u, Type: string(r.typ), Reason: why + "; it never reached replay, and the recording has it"})
+		}
+	}
+	// console messages of the browser (not of page scripts): fonts the sanitizer refused,
+	// resources refused by policy
+	lastFont := -1 // index in pr.Broken of the font refused by the message before
+	for _, e := range v.logs {
+		text := e.Text
+		switch {
+		case strings.HasPrefix(text, "Failed to decode downloaded font:"):
+			u := canon(strings.TrimSpace(strings.TrimPrefix(text, "Failed to decode downloaded font:")))
+			lastFont = -1
+			if a := byURL[u]; a != nil && a.final() != nil && hitSource(a.final().Source) && !broken[u] {
+				addBroken(Problem{URL: u, Type: "Font", Reason: "Chromium's font sanitizer refused it; replay answered it " + answerOf(a.final(), rec.b)})
+				if n := len(pr.Broken); n > 0 && pr.Broken[n-1].URL == u {
+					lastFont = n - 1
+				}
+			}
+			continue
+		case strings.Contains(text, "OTS parsing error"):
+			if lastFont >= 0 {
+				p := &pr.Broken[lastFont]
+				p.Reason = strings.Replace(p.Reason, "refused it", "refused it ("+shorten(text, 120)+")", 1)
+				lastFont = -1
+			}
+			continue
+		}
+		if e.Level != cdplog.EntryLevelError || e.Source == cdplog.EntrySourceNetwork {
+			continue
+		}
+		if m := quotedURL.FindStringSubmatch(text); m != nil {
+			u := canon(m[1])
+			if a := byURL[u]; a != nil && a.final() != nil && hitSource(a.final().Source) {
+				if !broken[u] {
+					addBroken(Problem{URL: u, Type: string(a.r.typ), Reason: shorten(text, 160) + "; replay answered it " + answerOf(a.final(), rec.b)})
+				}
+				continue
+			}
+		}
+		pr.ScriptErrors++
+		if pr.FirstScriptError == "" {
+			pr.FirstScriptError = shorten(text, 160)
+		}
+	}
+	// uncaught exceptions: put down to replay when the script that threw was answered by a
+	// heuristic match (another URL's recording)
+	for _, x := range v.exceptions {
+		text := x.Text
+		if x.Exception != nil && x.Exception.Description != "" {
+			text += " " + x.Exception.Description
+		}
+		u := x.URL
+		if x.StackTrace != nil && len(x.StackTrace.CallFrames) > 0 && x.StackTrace.CallFrames[0].URL != "" {
+			u = x.StackTrace.CallFrames[0].URL
+		}
+		if a := byURL[canon(u)]; a != nil && a != doc && a.final() != nil && heuristicSource(a.final().Source) {
+			addBroken(Problem{URL: a.r.last().url, Type: "Script", Reason: "threw " + shorten(text, 120) + "; replay answered it " + answerOf(a.final(), rec.b)})
+			continue
+		}
+		pr.ScriptErrors++
+		if pr.FirstScriptError == "" {
+			pr.FirstScriptError = shorten(text, 160)
+		}
+	}
+	pr.ScriptErrors += v.moreExc
+
+	if len(broken) > 0 {
+		if pr.Verdict == VerdictOK || pr.Verdict == VerdictMiss {
+			pr.Verdict = VerdictBroken
+		}
+		wrongDoc = true
+		var names []string
+		for i, p := range pr.Broken {
+			if i == 2 {
+				names = append(names, fmt.Sprintf("and %d more", len(broken)-2))
+				break
+			}
+			names = append(names, fmt.Sprintf("%s %s: %s", strings.ToLower(p.Type), p.URL, p.Reason))
+		}
+		notes = append(notes, fmt.Sprintf("%d broken: %s", len(broken), strings.Join(names, "; ")))
+	}
+	if pr.Misses > 0 {
+		notes = append(notes, fmt.Sprintf("%d requests missed (first: %s)", pr.Misses, pr.FirstMisses[0]))
+	}
+	if pr.Heuristic > 0 {
+		notes = append(notes, fmt.Sprintf("%d requests answered by fuzzy, search or promo", pr.Heuristic))
+	}
+	if pr.ScriptErrors > 0 {
+		notes = append(notes, fmt.Sprintf("%d script errors (first: %s)", pr.ScriptErrors, pr.FirstScriptError))
+	}
+	pr.Wrong = wrongDoc
+	pr.Detail = strings.Join(notes, "; ")
+	return pr
+}
+
+// docVerdict judges the page's own document: its redirects and the answer its last hop got.
+func docVerdict(doc *answered, v *visit, rec *recorded, pr *PageResult) (verdict string, wrong bool, notes []string) {
+	hops := doc.r.hops
+	urls := make([]string, len(hops))
+	for i, h := range hops {
+		urls[i] = h.url
+	}
+	repeat := false
+	at := map[string]bool{}
+	for _, u := range urls {
+		if at[u] {
+			repeat = true
+		}
+		at[u] = true
+	}
+	if strings.Contains(doc.r.errText, "ERR_TOO_MANY_REDIRECTS") || strings.Contains(v.navErr, "ERR_TOO_MANY_REDIRECTS") || repeat {
+		return VerdictRedirectLoop, true, []string{fmt.Sprintf("%d redirects: %s", len(hops)-1, chain(urls))}
+	}
+	last := doc.r.last()
+	if last.url != pr.URL {
+		pr.FinalURL = last.url
+		notes = append(notes, "redirected to "+last.url)
+	}
+	pr.Status = int(last.status)
+	fl := doc.final()
+	if fl == nil {
+		switch {
+		case doc.r.failed:
+			return VerdictBroken, true, append(notes, "the browser got no answer from replay: "+shorten(doc.r.errText, 160))
+		case v.timedOut:
+			return VerdictBroken, true, append(notes, "no answer in time")
+		}
+		return VerdictBroken, true, append(notes, "replay logged no answer for the page")
+	}
+	pr.Source, pr.Entry, pr.Rule = fl.Source, fl.Entry, fl.Rule
+	if pr.Status == 0 {
+		pr.Status = fl.Status
+	}
+	if v.download {
+		notes = append(notes, "a download, not shown")
+	}
+	var e *warc.Entry
+	if fl.Entry != "" {
+		e = rec.b.ByID(fl.Entry)
+	}
+	if e != nil {
+		pr.Served = e.URL
+	}
+	switch {
+	case fl.Source == replay.SourceExact && e != nil:
+		same := rec.byURL[schemeless(last.url)]
+		if len(same) == 0 {
+			return VerdictOK, false, append(notes, "recorded as "+e.URL+" (the same key)")
+		}
+		for _, s := range same {
+			if s == e || (e.Digest != "" && s.Digest == e.Digest) {
+				if fl.Status >= 400 {
+					notes = append(notes, fmt.Sprintf("recorded status %d", fl.Status))
+				}
+				return VerdictOK, false, notes
+			}
+		}
+		return VerdictMismatch, true, append(notes, "answered with "+e.URL+" (the same key), whose payload differs from the one recorded for this URL")
+	case heuristicSource(fl.Source) && e != nil:
+		n := "answered with " + e.URL
+		if fl.Rule != "" {
+			n += " (rule " + fl.Rule + ")"
+		}
+		other := schemeless(canon(e.URL)) != schemeless(last.url)
+		if other && fl.Source == replay.SourceFuzzy && replay.StaticType(e.ResourceType) {
+			// the policy's lenient rule for static files (a cache-busting parameter), even
+			// when the browser opened the file as a page: shown, not counted as wrong-looking
+			return fl.Source, false, append(notes, n+"; a static file ("+e.ResourceType+"), the matching policy's lenient rule")
+		}
+		return fl.Source, other, append(notes, n)
+	case fl.Source == replay.SourceBlocked:
+		n := "blocked"
+		if fl.Rule != "" {
+			n += " by " + fl.Rule
+		}
+		return VerdictMiss, false, append(notes, n)
+	}
+	n := fmt.Sprintf("status %d: not in the recording", fl.Status)
+	if fl.Note != "" {
+		n += " (" + shorten(fl.Note, 120) + ")"
+	}
+	return VerdictMiss, false, append(notes, n)
+}
+
+// answerOf describes replay's answer in a log line: "exact (e000012)", "fuzzy with URL (e000012)".
+func answerOf(l *replay.LogLine, b *warc.Bundle) string {
+	s := l.Source
+	if heuristicSource(l.Source) && l.Entry != "" {
+		if e := b.ByID(l.Entry); e != nil {
+			s += " with " + e.URL
+		}
+	}
+	if l.Entry != "" {
+		s += " (" + l.Entry + ")"
+	}
+	return s
+}
+
+// docURLs are the first URLs of documents.
+func docURLs(docs []*request) []string {
+	out := make([]string, len(docs))
+	for i, d := range docs {
+		out[i] = d.hops[0].url
+	}
+	return out
+}
+
+// chain writes URLs as "a → b → a → …", at most four of them.
+func chain(urls []string) string {
+	if len(urls) > 4 {
+		return strings.Join(urls[:4], " → ") + " → …"
+	}
+	return strings.Join(urls, " → ")
+}
