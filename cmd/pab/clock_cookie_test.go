@@ -61,34 +61,6 @@ window.stored = cookieStore.set({name: "s", value: "1", expires: Date.now() + 36
 	return dir
 }
 
-// cookieChrome starts headless Chromium through the proxy at addr, trusting pab's CA (by
-// its SPKI hash, as pab browser does) so that the https page is a secure context.
-func cookieChrome(t *testing.T, addr string) context.Context {
-	t.Helper()
-	spki := strings.TrimSpace(run(t, pabCmd("ca", "--spki")))
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath(t)),
-		chromedp.ProxyServer("http://"+addr),
-		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("ignore-certificate-errors-spki-list", spki),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-features", chromiumFeaturesOff),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancel)
-	if err := chromedp.Do(ctx); err != nil { // start the browser without a deadline
-		t.Fatalf("start chromium: %v", err)
-	}
-	nctx, ncancel := context.WithTimeout(ctx, 60*time.Second)
-	t.Cleanup(ncancel)
-	return nctx
-}
-
 // cookieExpiry returns the expiry (Unix seconds) of the browser's cookie name for rawURL,
 // and whether there is one.
 func cookieExpiry(t *testing.T, ctx context.Context, rawURL, name string) (float64, bool) {
@@ -117,7 +89,7 @@ func near(got float64, want time.Time) bool {
 func TestPageClockCookies(t *testing.T) {
 	chromiumPath(t)
 	p := startReplay(t, writeCookieBundle(t))
-	ctx := cookieChrome(t, p.addr)
+	ctx := replayChrome(t, p.addr)
 
 	const pageURL = "http://cookie.test/"
 	resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(pageURL))

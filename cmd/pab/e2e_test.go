@@ -7,7 +7,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -322,7 +321,7 @@ func chromiumPath(t *testing.T) string {
 // TestChromiumThroughReplay loads replayed pages in headless Chromium through pab replay and
 // checks document.title and that the page and its subresources came from the recording.
 func TestChromiumThroughReplay(t *testing.T) {
-	chrome := chromiumPath(t)
+	chromiumPath(t)
 	cases := []struct {
 		task, url, title string
 	}{
@@ -332,27 +331,7 @@ func TestChromiumThroughReplay(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.task, func(t *testing.T) {
 			p := startReplay(t, tc.task)
-			spki := strings.TrimSpace(run(t, pabCmd("ca", "--spki")))
-			opts := append(chromedp.DefaultExecAllocatorOptions[:],
-				chromedp.ExecPath(chrome),
-				chromedp.ProxyServer("http://"+p.addr),
-				chromedp.Flag("proxy-bypass-list", "<-loopback>"),
-				chromedp.Flag("disable-quic", true),
-				chromedp.Flag("ignore-certificate-errors-spki-list", spki),
-				chromedp.Flag("disable-background-networking", true),
-				chromedp.Flag("disable-component-update", true),
-				chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,HttpsUpgrades,NetworkTimeServiceQuerying,OptimizationHints,MediaRouter"),
-				chromedp.UserDataDir(t.TempDir()),
-			)
-			allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-			t.Cleanup(cancelAlloc)
-			ctx, cancel := chromedp.NewContext(allocCtx)
-			t.Cleanup(cancel)
-			if err := chromedp.Do(ctx); err != nil { // start the browser without a deadline
-				t.Fatalf("start chromium: %v", err)
-			}
-			nctx, ncancel := context.WithTimeout(ctx, 60*time.Second)
-			defer ncancel()
+			nctx := replayChrome(t, p.addr)
 			resp, err := chromedp.RunResponse(nctx, chromedp.Navigate(tc.url))
 			if err != nil {
 				t.Fatalf("navigate %s: %v", tc.url, err)
@@ -373,8 +352,7 @@ func TestChromiumThroughReplay(t *testing.T) {
 			if title != tc.title {
 				t.Errorf("document.title = %q, want %q", title, tc.title)
 			}
-			cancel()
-			cancelAlloc()
+			chromedp.Cancel(nctx) // Chromium closes before the replay stops, so the log is whole
 			p.stop(t)
 			lines := p.readLog(t)
 			var page bool

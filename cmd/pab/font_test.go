@@ -34,6 +34,27 @@ func chromedpOptions(chrome string, b browserSetup) []chromedp.ExecAllocatorOpti
 	return opts
 }
 
+// replayChrome starts headless Chromium through the replay proxy at addr with pab
+// browser's own arguments (trusting pab's CA by its SPKI hash), plus extra allocator
+// options, and returns a context with a 60 s deadline for the test's actions. Chromium is
+// stopped when the test ends.
+func replayChrome(t *testing.T, addr string, extra ...chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
+	chrome := chromiumPath(t) // fails instead of skipping when CI=true
+	spki := strings.TrimSpace(run(t, pabCmd("ca", "--spki")))
+	opts := chromedpOptions(chrome, browserSetup{chrome: chrome, proxy: addr, spki: spki, profile: t.TempDir()})
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(opts, extra...)...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil { // start the browser without a deadline
+		t.Fatalf("start chromium: %v", err)
+	}
+	nctx, ncancel := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(ncancel)
+	return nctx
+}
+
 // TestChromiumWebFontLoads opens the replayed books.toscrape.com home page in headless
 // Chromium and checks, over CDP, that after document.fonts.ready the page's FontAwesome
 // @font-face has status "loaded" and that no font face failed. Before issue 13 the WOFF was
@@ -42,26 +63,14 @@ func chromedpOptions(chrome string, b browserSetup) []chromedp.ExecAllocatorOpti
 // status does not depend on the fonts installed on the machine; Chromium still runs with
 // a fontconfig that knows only DejaVu, so a system FontAwesome cannot stand in for it.
 func TestChromiumWebFontLoads(t *testing.T) {
-	chrome := chromiumPath(t) // fails instead of skipping when CI=true
 	p := startReplay(t, "books-sapiens-price")
-	spki := strings.TrimSpace(run(t, pabCmd("ca", "--spki")))
 	fc := filepath.Join(t.TempDir(), "fonts.conf")
 	conf := `<?xml version="1.0"?><!DOCTYPE fontconfig SYSTEM "fonts.dtd"><fontconfig>` +
 		`<dir>/usr/share/fonts/truetype/dejavu</dir><cachedir>` + filepath.Join(t.TempDir(), "fc-cache") + `</cachedir></fontconfig>`
 	if err := os.WriteFile(fc, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	opts := chromedpOptions(chrome, browserSetup{chrome: chrome, proxy: p.addr, spki: spki, profile: t.TempDir()})
-	opts = append(opts, chromedp.Env("FONTCONFIG_FILE="+fc))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancel)
-	if err := chromedp.Do(ctx); err != nil { // start the browser without a deadline
-		t.Fatalf("start chromium: %v", err)
-	}
-	nctx, ncancel := context.WithTimeout(ctx, 60*time.Second)
-	defer ncancel()
+	nctx := replayChrome(t, p.addr, chromedp.Env("FONTCONFIG_FILE="+fc))
 	const page = "http://books.toscrape.com/"
 	if resp, err := chromedp.RunResponse(nctx, chromedp.Navigate(page)); err != nil || resp.Status != 200 {
 		t.Fatalf("navigate %s: %v %v", page, resp, err)
@@ -92,8 +101,7 @@ func TestChromiumWebFontLoads(t *testing.T) {
 	if !fa {
 		t.Errorf("document.fonts has no FontAwesome face: %+v", faces)
 	}
-	cancel()
-	cancelAlloc()
+	chromedp.Cancel(nctx) // Chromium closes before the replay stops, so the log is whole
 	p.stop(t)
 	for _, l := range p.readLog(t) {
 		if strings.Contains(l.URL, "fontawesome-webfont.woff") && (l.Source != "exact" || l.Status != 200) {
