@@ -374,6 +374,7 @@ func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportRep
 	rd.spool = sp
 	rd.MaxBlockSize = MaxImportBlockSize
 	var reqs, resps []*inRec
+	said := map[string]bool{} // record warnings given, so a file warning does not repeat one
 	for idx := 0; ; idx++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("import %s: %w", path, err)
@@ -387,6 +388,7 @@ func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportRep
 		}
 		rep.Records++
 		for _, w := range rec.Warnings {
+			said[w] = true
 			warn(fmt.Sprintf("%s at %s: %s", path, rec.Where(), w))
 		}
 		target := strings.ToLower(rec.TargetURI)
@@ -416,6 +418,9 @@ func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportRep
 		}
 	}
 	for _, w := range rd.Warnings() {
+		if said[w.Msg] {
+			continue // a record's warning already said it (a resynchronised record)
+		}
 		warn(fmt.Sprintf("%s at %s: %s", path, w.Where, w.Msg))
 	}
 	if err := trimFramingExcess(path, resps, sp, warn); err != nil {
