@@ -117,7 +117,9 @@ url=sys.argv[1]
 for t in json.load(sys.stdin):
     if t.get("type")=="page" and t.get("url")==url and t.get("title") not in ("", url):
         print(t["title"]); break' "$url") || true
-	[ -n "$title" ] && break
+	# while the page loads, Chromium shows its URL without the scheme as the title: wait
+	# for the page's own title (or the time limit) instead of taking the first one seen
+	[ "$title" = "$want_title" ] && break
 	sleep 0.2
 done
 say "  title: $title"
