@@ -19,23 +19,13 @@ import (
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/warc"
+
+	"github.com/pab-dev/pab/internal/testtool"
 )
 
 // chromium finds Debian's chromium; in CI (CI=true) its absence fails the test, as the
 // browser tests of cmd/pab do.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium not found on PATH; scripts/test.sh installs it")
-	}
-	t.Skip("chromium not found on PATH (scripts/test.sh installs it)")
-	return ""
-}
+func chromium(t *testing.T) string { return testtool.Chromium(t) }
 
 var devTools = regexp.MustCompile(`DevTools listening on (ws://\S+)`)
 

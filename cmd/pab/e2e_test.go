@@ -29,6 +29,8 @@ import (
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/warc"
+
+	"github.com/pab-dev/pab/internal/testtool"
 )
 
 var (
@@ -305,18 +307,7 @@ func TestReplayMissAnswers(t *testing.T) {
 }
 
 // chromiumPath finds Debian's chromium; in CI (CI=true) its absence fails the test.
-func chromiumPath(t *testing.T) string {
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium not found on PATH; scripts/test.sh installs it")
-	}
-	t.Skip("chromium not found on PATH (scripts/test.sh installs it)")
-	return ""
-}
+func chromiumPath(t *testing.T) string { return testtool.Chromium(t) }
 
 // TestChromiumThroughReplay loads replayed pages in headless Chromium through pab replay and
 // checks document.title and that the page and its subresources came from the recording.
