@@ -18,6 +18,7 @@ import (
 
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
+	"github.com/pab-dev/pab/tlsca"
 	"github.com/pab-dev/pab/warc"
 
 	"github.com/pab-dev/pab/internal/testtool"
@@ -31,7 +32,7 @@ var devTools = regexp.MustCompile(`DevTools listening on (ws://\S+)`)
 
 // startBrowser starts headless Chromium through the proxy at addr, trusting ca, and
 // returns its DevTools address; the browser is stopped when the test ends.
-func startBrowser(t *testing.T, addr string, ca *replay.CA) string {
+func startBrowser(t *testing.T, addr string, ca *tlsca.CA) string {
 	t.Helper()
 	args := []string{"--headless", "--proxy-server=http://" + addr, "--proxy-bypass-list=<-loopback>",
 		"--disable-quic", "--ignore-certificate-errors-spki-list=" + ca.SPKIHash(), "--user-data-dir=" + t.TempDir(),
@@ -112,7 +113,7 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, err := replay.LoadOrCreateCA(filepath.Join(t.TempDir(), "ca"))
+	ca, err := tlsca.LoadOrCreate(filepath.Join(t.TempDir(), "ca"))
 	if err != nil {
 		t.Fatal(err)
 	}

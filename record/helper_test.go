@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pab-dev/pab/replay"
+	"github.com/pab-dev/pab/tlsca"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -20,7 +20,7 @@ import (
 type rig struct {
 	t     *testing.T
 	rec   *Recorder
-	ca    *replay.CA
+	ca    *tlsca.CA
 	work  string
 	addr  string
 	serve chan error
@@ -28,7 +28,7 @@ type rig struct {
 
 func newRig(t *testing.T, opts Options) *rig {
 	t.Helper()
-	ca, err := replay.LoadOrCreateCA(filepath.Join(t.TempDir(), "ca"))
+	ca, err := tlsca.LoadOrCreate(filepath.Join(t.TempDir(), "ca"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
-// Package record is pab's record mode: an HTTP/HTTPS proxy (goproxy, intercepting HTTPS
-// with pab's CA like the replay proxy) that forwards every request to the real site,
-// returns its answer to the client unchanged, and appends each exchange to a journal
-// (a WARC file, see journal.go) as it completes. Build turns the journal into a bundle.
+// Package record is pab's record mode: an HTTP/HTTPS proxy (the MITM shell of
+// internal/mitm, intercepting HTTPS with pab's CA like the replay proxy) that forwards
+// every request to the real site, returns its answer to the client unchanged, and appends
+// each exchange to a journal (a WARC file, see journal.go) as it completes. Build turns
+// the journal into a bundle. Recorder is an http.Handler, the twin of replay.Server.
 package record
 
 import (
@@ -15,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"net/http"
 	"net/url"
@@ -24,13 +24,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/elazarl/goproxy"
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/pab-dev/pab/internal/mitm"
 	"github.com/pab-dev/pab/replay"
+	"github.com/pab-dev/pab/tlsca"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -53,7 +53,13 @@ type Options struct {
 	// A journal left there by a killed recorder is recovered and appended to.
 	WorkDir string
 	// CA signs the per-host certificates of the HTTPS interception (required).
-	CA *replay.CA
+	CA *tlsca.CA
+	// DisableHTTP2 turns HTTP/2 off inside tunnels (h2-only clients are answered 505);
+	// by default clients may speak h2 to the recorder. Upstream requests are HTTP/1.1.
+	DisableHTTP2 bool
+	// IdleTimeout, ReadHeaderTimeout and HandshakeTimeout bound client connections and
+	// tunnels as in mitm.Config (0: the mitm defaults).
+	IdleTimeout, ReadHeaderTimeout, HandshakeTimeout time.Duration
 	// Resolve maps "host:port" to the "addr:port" dialed instead (see ParseResolve).
 	Resolve map[string]string
 	// RootCAs verifies upstream TLS certificates; nil means the system roots.
@@ -69,7 +75,8 @@ type Options struct {
 	// number of exchanges the journal holds. From then on every request gets a 503 (see
 	// Recorder.StoreError). It runs on the goroutine that met the error and must not block.
 	OnStoreError func(err error, stored int)
-	// Debug receives goproxy's and net/http's warnings; nil discards them.
+	// Debug receives the proxy shell's, goproxy's and net/http's warnings; nil discards
+	// them.
 	Debug io.Writer
 }
 
@@ -113,15 +120,13 @@ type Recorder struct {
 	logf    *os.File
 	logMu   sync.Mutex
 	tr      *http.Transport
-	proxy   *goproxy.ProxyHttpServer
-	server  *http.Server
+	shell   *mitm.Server
 
 	inflight sync.WaitGroup
 	stopping atomic.Bool
 	probed   sync.Map // host -> struct{}
 
-	mu    sync.Mutex
-	conns map[*trackedConn]struct{}
+	mu sync.Mutex
 
 	stored, notStored, upErr, refused atomic.Int64
 	storeErr                          atomic.Pointer[error] // the journal's first write or sync error
@@ -163,17 +168,13 @@ func New(opts Options) (*Recorder, RecoverReport, error) {
 		j.close()
 		return nil, rep, fmt.Errorf("record: open log: %w", err)
 	}
-	r := &Recorder{opts: opts, journal: j, logf: lf, conns: map[*trackedConn]struct{}{},
+	r := &Recorder{opts: opts, journal: j, logf: lf,
 		stopSync: make(chan struct{}), syncDone: make(chan struct{})}
 	r.hardCtx, r.hardCancel = context.WithCancel(context.Background())
 	j.onFail = r.fail
 	if rep.Cut > 0 {
 		r.log(LogLine{Time: warc.FormatTime(time.Now()), Event: "recovered",
 			Note: fmt.Sprintf("journal cut at offset %d (%d bytes removed: %s); %d whole exchanges kept", rep.Size, rep.Cut, rep.Reason, rep.Exchanges)})
-	}
-	debug := opts.Debug
-	if debug == nil {
-		debug = io.Discard
 	}
 	roots := opts.RootCAs
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
@@ -193,31 +194,24 @@ func New(opts Options) (*Recorder, RecoverReport, error) {
 		TLSHandshakeTimeout:   30 * time.Second,
 		ResponseHeaderTimeout: 2 * time.Minute,
 	}
-	p := goproxy.NewProxyHttpServer()
-	p.Logger = log.New(debug, "goproxy: ", log.LstdFlags)
-	p.KeepAcceptEncoding = true
-	p.KeepDestinationHeaders = true
-	p.Tr = r.tr
-	p.NonproxyHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "pab record is a proxy: send requests through it", http.StatusBadRequest)
+	shell, err := mitm.New(mitm.Config{
+		Handler: r,
+		Direct: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "pab record is a proxy: send requests through it", http.StatusBadRequest)
+		}),
+		CA:                opts.CA,
+		HTTP2:             !opts.DisableHTTP2,
+		IdleTimeout:       opts.IdleTimeout,
+		ReadHeaderTimeout: opts.ReadHeaderTimeout,
+		HandshakeTimeout:  opts.HandshakeTimeout,
+		ErrorLog:          opts.Debug,
 	})
-	tlsConf := replay.MITMTLSConfig(opts.CA)
-	p.OnRequest().HandleConnectFunc(func(host string, _ *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
-		return &goproxy.ConnectAction{Action: goproxy.ConnectMitm, TLSConfig: tlsConf}, host
-	})
-	p.OnRequest().DoFunc(r.handle)
-	r.proxy = p
-	r.server = &http.Server{
-		Handler:           p,
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          log.New(debug, "http: ", log.LstdFlags),
-		ConnState: func(c net.Conn, st http.ConnState) {
-			if tc, ok := c.(*trackedConn); ok && st == http.StateHijacked {
-				tc.hijacked.Store(true)
-			}
-		},
+	if err != nil {
+		j.close()
+		lf.Close()
+		return nil, rep, fmt.Errorf("record: %w", err)
 	}
+	r.shell = shell
 	go r.syncLoop()
 	return r, rep, nil
 }
@@ -273,16 +267,7 @@ func (r *Recorder) syncLoop() {
 
 // Listen opens the proxy's listening socket; a port in use gives
 // "listen ADDR: address already in use".
-func Listen(addr string) (net.Listener, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return nil, fmt.Errorf("listen %s: address already in use", addr)
-		}
-		return nil, fmt.Errorf("listen %s: %w", addr, err)
-	}
-	return ln, nil
-}
+func Listen(addr string) (net.Listener, error) { return mitm.Listen(addr) }
 
 // Serve answers proxy connections on ln until Shutdown; it then returns nil.
 func (r *Recorder) Serve(ln net.Listener) error {
@@ -294,8 +279,8 @@ func (r *Recorder) Serve(ln net.Listener) error {
 	}
 	r.mu.Unlock()
 	r.log(LogLine{Time: warc.FormatTime(time.Now()), Event: "started", Note: "listening on " + ln.Addr().String()})
-	err := r.server.Serve(&trackedListener{Listener: ln, r: r})
-	if errors.Is(err, http.ErrServerClosed) || r.stopping.Load() {
+	err := r.shell.Serve(ln)
+	if r.stopping.Load() {
 		return nil
 	}
 	return err
@@ -303,14 +288,11 @@ func (r *Recorder) Serve(ln net.Listener) error {
 
 // Shutdown stops the recording and drains it, within Options.ShutdownWait:
 //
-//  1. it stops accepting connections; a request that arrives on an open connection
-//     gets a 503;
-//  2. plain-HTTP requests in flight finish as http.Server.Shutdown lets them: their
-//     connections are closed once their answers are written;
-//  3. it waits for the exchanges in flight in HTTPS tunnels (and not-found probes), then
-//     closes each tunnel's reading side, so that the answer being written is finished
-//     before goproxy closes the tunnel;
-//  4. when the wait is over, upstream requests still running are cancelled (logged as
+//  1. it stops accepting connections; a request that still arrives gets a 503;
+//  2. it waits until every request in flight, plain HTTP or inside a tunnel, over
+//     HTTP/1.1 or HTTP/2, has been answered (its exchange stored or logged as not
+//     stored), and for the not-found probes; connections close once idle;
+//  3. when the wait is over, upstream requests still running are cancelled (logged as
 //     not stored) and every client connection is closed.
 //
 // It then fsyncs and closes the journal and the log. It returns an error when the
@@ -325,33 +307,19 @@ func (r *Recorder) Shutdown() error {
 		r.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), r.opts.ShutdownWait)
 		defer cancel()
-		// http.Server.Shutdown: closes the listener and idle connections, waits for the
-		// active (non-hijacked) ones to finish their request
-		served := make(chan struct{})
-		go func() { _ = r.server.Shutdown(ctx); close(served) }()
+		drained := r.shell.Shutdown(ctx) == nil
 		done := make(chan struct{})
 		go func() { r.inflight.Wait(); close(done) }()
-		timedOut := false
-		select {
-		case <-done:
-		case <-ctx.Done():
-			timedOut = true
-		}
-		if !timedOut {
-			// the exchanges are over; tunnels still write their last answers: stop
-			// reading them, and goproxy closes each once its answer is written
-			for _, c := range r.trackedConns() {
-				if c.hijacked.Load() {
-					c.closeRead()
-				}
+		timedOut := !drained
+		if drained {
+			select {
+			case <-done:
+			case <-ctx.Done():
+				timedOut = true
 			}
-			timedOut = !r.waitConns(ctx, served)
 		}
 		r.hardCancel() // ends upstream requests still running, probes included
-		r.server.Close()
-		for _, c := range r.trackedConns() {
-			c.Close()
-		}
+		r.shell.Close()
 		if timedOut {
 			// Cancelled requests and closed connections end the exchanges still running;
 			// give them a moment to be logged as not stored.
@@ -376,41 +344,6 @@ func (r *Recorder) Shutdown() error {
 	return r.shutdownErr
 }
 
-// trackedConns is a copy of the open client connections.
-func (r *Recorder) trackedConns() []*trackedConn {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	conns := make([]*trackedConn, 0, len(r.conns))
-	for c := range r.conns {
-		conns = append(conns, c)
-	}
-	return conns
-}
-
-// waitConns waits until every client connection is closed and served is closed (the
-// http.Server drained), or ctx is done; it reports whether they were.
-func (r *Recorder) waitConns(ctx context.Context, served <-chan struct{}) bool {
-	t := time.NewTicker(5 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-served:
-			r.mu.Lock()
-			n := len(r.conns)
-			r.mu.Unlock()
-			if n == 0 {
-				return true
-			}
-		default:
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-		}
-	}
-}
-
 func (r *Recorder) log(l LogLine) {
 	b, _ := json.Marshal(l)
 	b = append(b, '\n')
@@ -418,11 +351,6 @@ func (r *Recorder) log(l LogLine) {
 	defer r.logMu.Unlock()
 	_, _ = r.logf.Write(b)
 }
-
-// hopFields are request fields never forwarded (RFC 9110 section 7.6.1), with Expect:
-// the whole body is read before forwarding.
-var hopFields = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authorization",
-	"Proxy-Authenticate", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Expect"}
 
 // pending is an exchange whose response body is being forwarded.
 type pending struct {
@@ -472,20 +400,71 @@ func (r *Recorder) refuse(req *http.Request, start time.Time, err error) *http.R
 		fmt.Sprintf("pab record: cannot store exchanges: %v; stop with Ctrl-C, %d exchanges were stored\n", err, r.journal.stored()))
 }
 
-// handle forwards one request (plain HTTP or intercepted HTTPS) and returns the upstream
-// answer with a body that records the exchange once it has been read to the end.
-func (r *Recorder) handle(req *http.Request, _ *goproxy.ProxyCtx) (*http.Request, *http.Response) {
+// ServeHTTP forwards one proxied request (plain HTTP, or HTTPS inside a tunnel, over
+// HTTP/1.1 or HTTP/2; r.URL absolute) upstream and writes the answer back unchanged but
+// for its hop-by-hop fields; the exchange is stored once the answer's body has been
+// read to its end.
+func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	resp := r.handle(req)
+	defer resp.Body.Close()
+	h := w.Header()
+	for k, vs := range resp.Header {
+		h[k] = vs
+	}
+	mitm.RemoveHopByHop(h)
+	for _, f := range []string{"Date", "Content-Type"} { // as upstream sent them, or absent
+		if _, ok := resp.Header[f]; !ok {
+			h[f] = nil
+		}
+	}
+	delete(h, "Content-Length")
+	if resp.ContentLength >= 0 && bodyAllowed(req.Method, resp.StatusCode) {
+		h["Content-Length"] = []string{strconv.FormatInt(resp.ContentLength, 10)}
+	}
+	w.WriteHeader(resp.StatusCode)
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	if resp.ContentLength >= 0 && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		_, _ = io.CopyBuffer(writerOnly{w}, resp.Body, *bp)
+		return
+	}
+	// A streamed body (chunked, server-sent events) is passed on as it comes, as
+	// httputil.ReverseProxy does: every read is flushed to the client.
+	rc := http.NewResponseController(w)
+	for {
+		n, err := resp.Body.Read(*bp)
+		if n > 0 {
+			if _, werr := w.Write((*bp)[:n]); werr != nil {
+				return
+			}
+			_ = rc.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// copyBufs are the buffers answers are copied through, reused across requests.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// writerOnly hides a ResponseWriter's ReadFrom, so that copies use the pooled buffer.
+type writerOnly struct{ io.Writer }
+
+// handle forwards one request and returns the upstream answer (or the recorder's own)
+// with a body that records the exchange once it has been read to the end.
+func (r *Recorder) handle(req *http.Request) *http.Response {
 	start := time.Now()
 	// stopping is checked and the exchange counted under mu, so that no Add can start
 	// after Shutdown's Wait
 	r.mu.Lock()
 	if r.stopping.Load() {
 		r.mu.Unlock()
-		return req, textResponse(req, http.StatusServiceUnavailable, "pab record is stopping\n")
+		return textResponse(req, http.StatusServiceUnavailable, "pab record is stopping\n")
 	}
 	if err := r.StoreError(); err != nil {
 		r.mu.Unlock()
-		return req, r.refuse(req, start, err)
+		return r.refuse(req, start, err)
 	}
 	r.inflight.Add(1)
 	r.mu.Unlock()
@@ -500,12 +479,17 @@ func (r *Recorder) handle(req *http.Request, _ *goproxy.ProxyCtx) (*http.Request
 	if isUpgrade(req) {
 		p.skip = "protocol upgrade (WebSocket) is not recorded"
 		p.done(0, "")
-		return req, textResponse(req, http.StatusNotImplemented, "pab record does not record WebSocket or other upgrades\n")
+		return textResponse(req, http.StatusNotImplemented, "pab record does not record WebSocket or other upgrades\n")
+	}
+	if req.ProtoMajor >= 2 && r.opts.DisableHTTP2 {
+		p.skip = "HTTP/2 request: HTTP/2 is turned off"
+		p.done(0, "")
+		return textResponse(req, http.StatusHTTPVersionNotSupported, "pab record: HTTP/2 is turned off\n")
 	}
 	out, err := p.outbound(req)
 	if err != nil {
 		p.upstreamError(err)
-		return req, textResponse(req, http.StatusBadRequest, "pab record: cannot read the request body\n")
+		return textResponse(req, http.StatusBadRequest, "pab record: cannot read the request body\n")
 	}
 	// the upstream request ends with the client's, or when Shutdown's wait is over
 	ctx, cancel := context.WithCancel(out.Context())
@@ -514,7 +498,7 @@ func (r *Recorder) handle(req *http.Request, _ *goproxy.ProxyCtx) (*http.Request
 	resp, err := r.tr.RoundTrip(out.WithContext(ctx))
 	if err != nil {
 		p.upstreamError(err)
-		return req, textResponse(req, http.StatusBadGateway, "pab record: upstream error: "+err.Error()+"\n")
+		return textResponse(req, http.StatusBadGateway, "pab record: upstream error: "+err.Error()+"\n")
 	}
 	p.resp = resp
 	dest := strings.ToLower(req.Header.Get("Sec-Fetch-Dest"))
@@ -531,10 +515,10 @@ func (r *Recorder) handle(req *http.Request, _ *goproxy.ProxyCtx) (*http.Request
 		}
 		resp.Body = http.NoBody
 		p.finish(nil, nil)
-		return req, resp
+		return resp
 	}
 	resp.Body = &captureBody{rc: resp.Body, p: p, max: r.opts.MaxBody}
-	return req, resp
+	return resp
 }
 
 // outbound reads the request body (up to MaxBody is kept for the journal; a longer one
@@ -542,16 +526,10 @@ func (r *Recorder) handle(req *http.Request, _ *goproxy.ProxyCtx) (*http.Request
 func (p *pending) outbound(req *http.Request) (*http.Request, error) {
 	out := req.Clone(req.Context())
 	out.RequestURI = ""
-	for _, v := range req.Header.Values("Connection") {
-		for _, f := range strings.Split(v, ",") {
-			if f = strings.TrimSpace(f); f != "" {
-				out.Header.Del(f)
-			}
-		}
-	}
-	for _, f := range hopFields {
-		out.Header.Del(f)
-	}
+	// hop-by-hop fields are never forwarded, nor Expect: the whole body is read before
+	// forwarding
+	mitm.RemoveHopByHop(out.Header)
+	out.Header.Del("Expect")
 	if req.Body != nil && req.Body != http.NoBody {
 		max := p.r.opts.MaxBody
 		buf, err := io.ReadAll(io.LimitReader(req.Body, max+1))
@@ -784,6 +762,9 @@ func bodyAllowed(method string, status int) bool {
 }
 
 func isUpgrade(req *http.Request) bool {
+	if req.Method == http.MethodConnect && req.ProtoMajor >= 2 {
+		return true // extended CONNECT (RFC 8441): WebSocket over HTTP/2
+	}
 	for _, v := range req.Header.Values("Connection") {
 		for _, f := range strings.Split(v, ",") {
 			if strings.EqualFold(strings.TrimSpace(f), "upgrade") {
@@ -849,58 +830,4 @@ func ParseResolve(s string) (from, to string, err error) {
 		return "", "", fmt.Errorf("--resolve %q: %q is not an IP address", s, addr)
 	}
 	return from, net.JoinHostPort(ip, port), nil
-}
-
-// trackedListener registers accepted connections so Shutdown can close hijacked ones
-// (goproxy's MITM tunnels outlive net/http's knowledge of them).
-type trackedListener struct {
-	net.Listener
-	r *Recorder
-}
-
-func (l *trackedListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	tc := &trackedConn{Conn: c, r: l.r}
-	l.r.mu.Lock()
-	stopping := l.r.stopping.Load()
-	if !stopping {
-		l.r.conns[tc] = struct{}{}
-	}
-	l.r.mu.Unlock()
-	if stopping {
-		c.Close()
-		return nil, net.ErrClosed
-	}
-	return tc, nil
-}
-
-// trackedConn is a client connection; hijacked is set once net/http hands it to goproxy
-// (a CONNECT tunnel).
-type trackedConn struct {
-	net.Conn
-	r        *Recorder
-	hijacked atomic.Bool
-	once     sync.Once
-}
-
-// closeRead shuts the reading side of the connection: the tunnel's next request read
-// ends (EOF), while the answer being written goes on.
-func (c *trackedConn) closeRead() {
-	if cr, ok := c.Conn.(interface{ CloseRead() error }); ok {
-		_ = cr.CloseRead()
-		return
-	}
-	_ = c.Close()
-}
-
-func (c *trackedConn) Close() error {
-	c.once.Do(func() {
-		c.r.mu.Lock()
-		delete(c.r.conns, c)
-		c.r.mu.Unlock()
-	})
-	return c.Conn.Close()
 }

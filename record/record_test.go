@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/pab-dev/pab/replay"
+	"github.com/pab-dev/pab/tlsca"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -22,9 +23,9 @@ const ssn = "123-45-6789"
 
 // shopSite is a TLS test site for shop.test, with a certificate from its own CA (the
 // --upstream-ca of a recording). It returns the server and the CA.
-func shopSite(t *testing.T) (*httptest.Server, *replay.CA) {
+func shopSite(t *testing.T) (*httptest.Server, *tlsca.CA) {
 	t.Helper()
-	siteCA, err := replay.LoadOrCreateCA(filepath.Join(t.TempDir(), "site-ca"))
+	siteCA, err := tlsca.LoadOrCreate(filepath.Join(t.TempDir(), "site-ca"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pab-dev/pab/replay"
+	"github.com/pab-dev/pab/tlsca"
 )
 
 // storeErrors collects the Options.OnStoreError calls of a recorder.
@@ -148,7 +148,7 @@ func TestRecordJournalErrorsInjected(t *testing.T) {
 // by Shutdown (and once by OnStoreError).
 func TestRecordCloseErrorReturned(t *testing.T) {
 	var se storeErrors
-	ca, err := replay.LoadOrCreateCA(filepath.Join(t.TempDir(), "ca"))
+	ca, err := tlsca.LoadOrCreate(filepath.Join(t.TempDir(), "ca"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestShutdownDrainsInFlight(t *testing.T) {
 	})
 	plain := httptest.NewServer(slow)
 	t.Cleanup(plain.Close)
-	siteCA, err := replay.LoadOrCreateCA(filepath.Join(t.TempDir(), "site-ca"))
+	siteCA, err := tlsca.LoadOrCreate(filepath.Join(t.TempDir(), "site-ca"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pab-dev/pab/tlsca"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -110,7 +111,7 @@ type checkRequest struct {
 // recorded exchange once in recording order (see CheckReport for what is counted). It
 // returns an error only when the proxy cannot be asked for its counts or ctx ends;
 // requests that fail are counted in the report.
-func Check(ctx context.Context, proxyAddr string, ca *CA, b *warc.Bundle) (*CheckReport, error) {
+func Check(ctx context.Context, proxyAddr string, ca *tlsca.CA, b *warc.Bundle) (*CheckReport, error) {
 	proxyURL := &url.URL{Scheme: "http", Host: proxyAddr}
 	tr := &http.Transport{
 		Proxy:                 http.ProxyURL(proxyURL),

@@ -335,12 +335,7 @@ func parseTargetURL(raw string) (*url.URL, error) {
 func NormalizeURL(u *url.URL) *url.URL {
 	c := *u
 	c.Scheme = strings.ToLower(c.Scheme)
-	host, port := c.Host, ""
-	if h, p, err := net.SplitHostPort(c.Host); err == nil {
-		host, port = h, p
-	} else {
-		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]") // [::1] without a port
-	}
+	host, port := splitHostPort(c.Host)
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	if strings.ContainsFunc(host, func(r rune) bool { return r >= 0x80 }) {
 		host = strings.TrimSuffix(rules.ASCIIHost(host), ".") // the A-label form browsers send

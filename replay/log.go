@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -67,7 +69,7 @@ type LogLine struct {
 	// URL is the absolute request URL with its scheme ("https://host/path?q").
 	URL string `json:"url"`
 	// Key is the normalized matching key (rules.Key.String); empty for requests that were
-	// never looked up (HTTP/2, WebSocket).
+	// never looked up (HTTP/2 when turned off, h2c, WebSocket).
 	Key string `json:"key"`
 	// Type is the request type: document, image, font, style, script, api, media, other,
 	// or tracker when a block rule matched.
@@ -375,14 +377,130 @@ func encodeLogLine(line LogLine) []byte {
 	return b
 }
 
+// marshalLogLine encodes line as encoding/json would with SetEscapeHTML(false), newline
+// included, without reflection: it runs once per request (TestMarshalLogLine and
+// FuzzMarshalLogLine compare the two).
 func marshalLogLine(line LogLine) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if enc.Encode(line) != nil {
-		return nil
+	b := make([]byte, 0, 256+len(line.URL)+len(line.Key)+len(line.Note))
+	b = append(b, `{"time":`...)
+	b = appendJSONString(b, line.Time)
+	b = append(b, `,"method":`...)
+	b = appendJSONString(b, line.Method)
+	b = append(b, `,"url":`...)
+	b = appendJSONString(b, line.URL)
+	b = append(b, `,"key":`...)
+	b = appendJSONString(b, line.Key)
+	b = append(b, `,"type":`...)
+	b = appendJSONString(b, line.Type)
+	b = appendOmitString(b, `,"dest":`, line.Dest)
+	b = append(b, `,"source":`...)
+	b = appendJSONString(b, line.Source)
+	b = appendOmitString(b, `,"rule":`, line.Rule)
+	b = appendOmitString(b, `,"endpoint":`, line.Endpoint)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(line.Status), 10)
+	b = appendOmitString(b, `,"entry":`, line.Entry)
+	b = appendOmitString(b, `,"record":`, line.Record)
+	b = append(b, `,"ms":`...)
+	b = appendJSONFloat(b, line.MS)
+	b = appendOmitString(b, `,"note":`, line.Note)
+	if line.Truncated {
+		b = append(b, `,"truncated":true`...)
 	}
-	return buf.Bytes()
+	if line.URLSize != 0 {
+		b = strconv.AppendInt(append(b, `,"url_size":`...), int64(line.URLSize), 10)
+	}
+	if line.KeySize != 0 {
+		b = strconv.AppendInt(append(b, `,"key_size":`...), int64(line.KeySize), 10)
+	}
+	if line.BodySize != 0 {
+		b = strconv.AppendInt(append(b, `,"body_size":`...), line.BodySize, 10)
+	}
+	return append(b, "}\n"...)
+}
+
+func appendOmitString(b []byte, name, v string) []byte {
+	if v == "" {
+		return b
+	}
+	return appendJSONString(append(b, name...), v)
+}
+
+// appendJSONString appends v as a JSON string (RFC 8259 section 7) the way encoding/json
+// writes it without HTML escaping: '"', '\\' and control characters escaped (\b \f \n
+// \r \t, else \u00XX), U+2028 and U+2029 escaped, invalid UTF-8 replaced by U+FFFD.
+func appendJSONString(b []byte, v string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(v); {
+		c := v[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			b = append(b, v[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(v[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, v[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, v[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, v[start:]...)
+	return append(b, '"')
+}
+
+// appendJSONFloat appends f as encoding/json writes a float64: the shortest decimal that
+// reads back as f, in exponent form below 1e-6 and from 1e21.
+func appendJSONFloat(b []byte, f float64) []byte {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return append(b, '0') // never produced: durations are finite
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9, as encoding/json does
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
 
 // boundLogLine cuts the fields of l to their bounds divided by div, recording the original

@@ -13,7 +13,8 @@ import (
 // Notes written in the log's "note" field.
 const (
 	noteUnresolved = "revisit original not in recording"
-	noteHTTP2      = "HTTP/2 request: replay speaks HTTP/1.1 only"
+	noteHTTP2      = "HTTP/2 request: HTTP/2 is turned off (--http2=false)"
+	noteH2C        = "HTTP/2 without TLS (h2c prior knowledge) to the proxy itself: send requests through the proxy over HTTP/1.1, or CONNECT"
 	noteWebSocket  = "WebSocket upgrade: WebSockets are not replayed"
 	noteExcluded   = "excluded by rules"
 )
@@ -179,14 +180,28 @@ func acceptsJSON(accept string) bool {
 
 // hostname is host without its port and brackets.
 func hostname(host string) string {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		return h
+	h, _ := splitHostPort(host)
+	return h
+}
+
+// splitHostPort splits a URL host into host name and port ("" when none), brackets of an
+// IPv6 literal removed. Unlike net.SplitHostPort it takes a host without a port, and
+// does not allocate for one.
+func splitHostPort(hostport string) (host, port string) {
+	if !strings.Contains(hostport, ":") {
+		return hostport, ""
 	}
-	return strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if h, p, err := net.SplitHostPort(hostport); err == nil {
+		return h, p
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]"), ""
 }
 
 // isWebSocketUpgrade reports a WebSocket opening handshake (RFC 6455 section 4.1).
 func isWebSocketUpgrade(r *http.Request) bool {
+	if r.Method == http.MethodConnect && r.ProtoMajor >= 2 && r.Header.Get(":protocol") != "" {
+		return true // extended CONNECT (RFC 8441), WebSocket over HTTP/2
+	}
 	return headerHasToken(r.Header, "Connection", "upgrade") && headerHasToken(r.Header, "Upgrade", "websocket")
 }
 

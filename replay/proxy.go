@@ -2,29 +2,27 @@ package replay
 
 import (
 	"bytes"
+	"cmp"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"math"
 	"net"
 	"net/http"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/elazarl/goproxy"
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/pab-dev/pab/internal/mitm"
 	"github.com/pab-dev/pab/rules"
+	"github.com/pab-dev/pab/tlsca"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -63,8 +61,12 @@ const DefaultBodyMemory int64 = 64 << 20
 // files, all requests together.
 const DefaultBodySpill int64 = 1 << 30
 
-// DefaultIdleTimeout closes client connections idle for this long.
-const DefaultIdleTimeout = 2 * time.Minute
+// DefaultIdleTimeout closes client connections and tunnels idle for this long.
+const DefaultIdleTimeout = mitm.DefaultIdleTimeout
+
+// DefaultShutdownWait bounds how long ListenAndServe waits, once its context ends, for the
+// requests in flight to be answered before it closes every connection.
+const DefaultShutdownWait = 10 * time.Second
 
 // Options configure a Server.
 type Options struct {
@@ -77,13 +79,25 @@ type Options struct {
 	// RuleRoot is IndexOptions.RuleRoot for the index New builds (unused with Index).
 	RuleRoot string
 	// CA signs the per-host certificates of the HTTPS interception (required).
-	CA *CA
+	CA *tlsca.CA
 	// Log, when set, receives one JSON line (LogLine) per proxied request.
 	Log io.Writer
 	// Listen is the address ListenAndServe listens on (default DefaultListen).
 	Listen string
-	// IdleTimeout closes a client connection idle this long (default DefaultIdleTimeout).
+	// IdleTimeout closes a client connection or tunnel on which no request has been
+	// active this long (default DefaultIdleTimeout).
 	IdleTimeout time.Duration
+	// ReadHeaderTimeout bounds reading a request header (default
+	// mitm.DefaultReadHeaderTimeout); HandshakeTimeout bounds a tunnel's TLS handshake
+	// (default mitm.DefaultHandshakeTimeout).
+	ReadHeaderTimeout, HandshakeTimeout time.Duration
+	// DisableHTTP2 turns HTTP/2 off inside tunnels: clients are offered http/1.1 only by
+	// ALPN, and a client that speaks only h2 is answered 505. By default h2 is offered
+	// and preferred (RFC 9113).
+	DisableHTTP2 bool
+	// ShutdownWait bounds ListenAndServe's drain of requests in flight once its context
+	// ends (default DefaultShutdownWait).
+	ShutdownWait time.Duration
 	// BodyMemory bounds the request body bytes held in memory by all requests at once
 	// (default DefaultBodyMemory). Replay reads every body before answering, and keeps up
 	// to 32 MiB of it for the key: a body of at most 8 MiB is kept in memory while it
@@ -98,8 +112,8 @@ type Options struct {
 	// SpillDir is where request bodies are spilled ("" is os.TempDir()). The files are
 	// removed as soon as they are created, so nothing is left behind.
 	SpillDir string
-	// Debug, when set, receives goproxy's and net/http's warnings (TLS handshake errors,
-	// malformed requests). Nil discards them.
+	// Debug, when set, receives the proxy shell's, goproxy's and net/http's warnings (TLS
+	// handshake errors, malformed requests, HTTP/2 protocol errors). Nil discards them.
 	Debug io.Writer
 	// Clock turns on the page clock (see Clock): every recorded 2xx text/html answer whose
 	// body is HTML gets a script that sets Date to the manifest's captured_from. A bundle
@@ -114,29 +128,29 @@ type Options struct {
 	LogTail int
 }
 
-// Server is the replay proxy: an HTTP proxy (goproxy) that answers plain HTTP requests
-// and intercepts every CONNECT with pab's CA (MITM), answering every request only from
-// the recording. It never opens an outbound connection: its transport and CONNECT dialer
-// refuse, and every request is answered by the replay handler.
+// Server is the replay proxy. Its ServeHTTP answers every request only from the recording
+// (or with a miss); Serve runs it behind pab's MITM shell (internal/mitm), which answers
+// plain-HTTP proxy requests and intercepts every CONNECT with pab's CA, over HTTP/1.1 and
+// HTTP/2. It never opens an outbound connection: it has no transport and no dialer.
 //
 // Responses carry the recorded status and header fields, except hop-by-hop fields
 // (Connection and the fields it names, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding,
 // Upgrade), Alt-Svc (it advertises upstream endpoints that do not exist offline) and
-// Content-Length, which is set to the payload size. Content-Encoding is sent as stored: the
-// bundle writer removes it from every payload it decoded, so a stored Content-Encoding
-// means the payload could not be decoded and is served as the encoded bytes it is
-// (bundle-format.md, rule F4). The payload is streamed from the WARC file, except for HTML documents that
-// get the page clock (Options.Clock): those are read whole, rewritten by Clock.Inject, and
-// their Content-Length is the rewritten size. HEAD answers carry no body;
-// neither do 204 and 304 answers. Answers are always HTTP/1.1.
+// Content-Length, which is set to the payload size. No field is added: net/http's
+// automatic Date and sniffed Content-Type are suppressed. Content-Encoding is sent as
+// stored: the bundle writer removes it from every payload it decoded, so a stored
+// Content-Encoding means the payload could not be decoded and is served as the encoded
+// bytes it is (bundle-format.md, rule F4). The payload is streamed from the WARC file by
+// offset, except for HTML documents that get the page clock (Options.Clock): those are
+// read whole, rewritten by Clock.Inject, and their Content-Length is the rewritten size.
+// HEAD answers carry no body; neither do 204 and 304 answers.
 type Server struct {
 	b    *warc.Bundle
 	ix   *Index
-	ca   *CA
+	ca   *tlsca.CA
 	opts Options
 
-	proxy  *goproxy.ProxyHttpServer
-	server *http.Server
+	shell  *mitm.Server
 	logw   *logWriter
 	tail   *logRing
 	counts counter
@@ -149,14 +163,8 @@ type Server struct {
 	bodyMem, bodyDisk byteBudget
 	spillMu           sync.Mutex
 
-	mu        sync.Mutex
-	conns     map[*trackedConn]struct{}
-	closed    bool
-	closeErr  error
 	closeOnce sync.Once
-
-	dials    atomic.Int64 // outbound dials attempted (always refused)
-	accepted atomic.Int64 // client connections accepted
+	closeErr  error
 }
 
 // New makes a Server; it does not listen yet (see Listen, Serve, ListenAndServe).
@@ -183,13 +191,16 @@ func New(opts Options) (*Server, error) {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
+	if opts.ShutdownWait <= 0 {
+		opts.ShutdownWait = DefaultShutdownWait
+	}
 	if opts.BodyMemory <= 0 {
 		opts.BodyMemory = DefaultBodyMemory
 	}
 	if opts.BodySpill == 0 {
 		opts.BodySpill = DefaultBodySpill
 	}
-	s := &Server{b: opts.Bundle, ix: ix, ca: opts.CA, opts: opts, conns: map[*trackedConn]struct{}{}}
+	s := &Server{b: opts.Bundle, ix: ix, ca: opts.CA, opts: opts}
 	s.bodyMem.max, s.bodyDisk.max = opts.BodyMemory, max(opts.BodySpill, 0)
 	s.counts.c = newCounts()
 	if opts.LogTail <= 0 {
@@ -207,42 +218,20 @@ func New(opts Options) (*Server, error) {
 	if opts.Log != nil {
 		s.logw = newLogWriter(opts.Log)
 	}
-	debug := opts.Debug
-	if debug == nil {
-		debug = io.Discard
-	}
-
-	p := goproxy.NewProxyHttpServer()
-	p.Logger = log.New(debug, "goproxy: ", log.LstdFlags)
-	// Never dial: every request is answered by s.handle, and these refuse if anything tries.
-	p.Tr = &http.Transport{Proxy: nil, DialContext: s.refuseDial, DialTLSContext: s.refuseDial}
-	p.ConnectDial = nil
-	p.ConnectDialWithReq = func(_ *http.Request, network, addr string) (net.Conn, error) {
-		return s.refuseDial(context.Background(), network, addr)
-	}
-	// HTTP/2 is accepted only to answer it with a clear 505 (see tlsConfig): clients that
-	// can speak HTTP/1.1 are always given HTTP/1.1 by ALPN.
-	p.AllowHTTP2 = true
-	p.NonproxyHandler = http.HandlerFunc(s.serveDirect)
-	p.OnRequest().HandleConnectFunc(func(host string, _ *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
-		return &goproxy.ConnectAction{Action: goproxy.ConnectMitm, TLSConfig: s.tlsConfig}, host
-	})
-	p.OnRequest().DoFunc(s.handle)
-	s.proxy = p
-
-	// HTTP/2 without TLS (prior knowledge) is accepted on the listener only to answer it
-	// with a clear 505, properly framed.
-	var protos http.Protocols
-	protos.SetHTTP1(true)
-	protos.SetUnencryptedHTTP2(true)
-	s.server = &http.Server{
-		Protocols:         &protos,
-		Handler:           p,
-		ReadHeaderTimeout: 30 * time.Second,
+	shell, err := mitm.New(mitm.Config{
+		Handler:           s,
+		Direct:            http.HandlerFunc(s.serveDirect),
+		CA:                opts.CA,
+		HTTP2:             !opts.DisableHTTP2,
+		ReadHeaderTimeout: opts.ReadHeaderTimeout,
+		HandshakeTimeout:  opts.HandshakeTimeout,
 		IdleTimeout:       opts.IdleTimeout,
-		ErrorLog:          log.New(debug, "http: ", log.LstdFlags),
-		ConnState:         s.connState,
+		ErrorLog:          opts.Debug,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
 	}
+	s.shell = shell
 	return s, nil
 }
 
@@ -252,43 +241,15 @@ func (s *Server) Index() *Index { return s.ix }
 // Counts returns the request counts so far (what http://rr.control/stats serves).
 func (s *Server) Counts() Counts { return s.counts.snapshot() }
 
-func (s *Server) refuseDial(_ context.Context, network, addr string) (net.Conn, error) {
-	s.dials.Add(1)
-	return nil, fmt.Errorf("pab replay never connects out (refused %s dial to %s)", network, addr)
-}
-
-// tlsConfig is the MITM TLS configuration for a CONNECT to host. The leaf certificate is
-// chosen per handshake from the client's SNI (else the CONNECT host) and cached by the CA.
-// ALPN offers only http/1.1, except to a client that offers h2 and not http/1.1: that one
-// gets h2, so that its requests reach the handler and are answered 505 with a log line
-// instead of failing the handshake.
-func (s *Server) tlsConfig(host string, _ *goproxy.ProxyCtx) (*tls.Config, error) {
-	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-			name := hello.ServerName
-			if name == "" {
-				name = host
-			}
-			cert, err := s.ca.LeafFor(name)
-			if err != nil {
-				return nil, err
-			}
-			protos := []string{"http/1.1"}
-			if slices.Contains(hello.SupportedProtos, "h2") && !slices.Contains(hello.SupportedProtos, "http/1.1") {
-				protos = []string{"h2"}
-			}
-			return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{*cert}, NextProtos: protos}, nil
-		},
-	}, nil
-}
+// Accepted is the number of client connections the proxy has accepted.
+func (s *Server) Accepted() int64 { return s.shell.Accepted() }
 
 // answer is what the proxy sends for one request, with the fields of its log line.
 type answer struct {
 	status int
-	header http.Header
-	body   io.Reader // nil for no body
-	size   int64     // payload bytes of body
+	header http.Header // may be a recorded head's fields, shared: never edited in place
+	body   io.Reader   // nil for no body
+	size   int64       // payload bytes of body
 
 	source   string
 	typ      string
@@ -296,23 +257,25 @@ type answer struct {
 	entry    *warc.Entry
 	record   string
 	note     string
-	rule     string // LogLine.Rule
-	endpoint string // LogLine.Endpoint
-	url      string // LogLine.URL (the normalized request URL) when already computed, else ""
-	bodySize int64  // LogLine.BodySize: the request body's length
+	rule     string        // LogLine.Rule
+	endpoint string        // LogLine.Endpoint
+	url      string        // LogLine.URL (the normalized request URL) when already computed, else ""
+	bodySize int64         // LogLine.BodySize: the request body's length
+	ready    time.Duration // LogLine.MS: from the request's arrival to the answer decided (0: until finish)
 }
 
-// handle is the goproxy request handler: every request (plain HTTP, MITM HTTPS, HTTP/2)
-// ends here and gets an answer from the recording; nothing is forwarded.
-func (s *Server) handle(r *http.Request, _ *goproxy.ProxyCtx) (*http.Request, *http.Response) {
+// ServeHTTP answers one proxied request (plain HTTP, or HTTPS inside a tunnel, over
+// HTTP/1.1 or HTTP/2) from the recording; nothing is forwarded. r.URL must be absolute.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	if IsControlHost(r.URL.Host) {
-		return r, s.controlResponse(r)
+		s.control(w, r)
+		return
 	}
 	a := s.answerFor(r)
-	resp := a.response(r)
+	a.ready = time.Since(start) // the log's ms: writing the answer is not counted
+	a.write(w, r)
 	s.finish(r, a, start)
-	return r, resp
 }
 
 // answerFor reads the request body in full and decides the answer.
@@ -332,7 +295,7 @@ func (s *Server) answerFor(r *http.Request) *answer {
 		a := textAnswer(http.StatusRequestEntityTooLarge, "text/plain; charset=utf-8", "pab replay: "+rb.refused+"\n")
 		a.typ, a.note = typ, rb.refused+"; answered 413"
 		return a
-	case r.ProtoMajor >= 2:
+	case r.ProtoMajor >= 2 && s.opts.DisableHTTP2:
 		a := unsupportedAnswer(http.StatusHTTPVersionNotSupported, noteHTTP2, r.Method, urlStr)
 		a.typ = typ
 		return a
@@ -612,7 +575,7 @@ func (s *Server) recordedAnswer(e *warc.Entry, r *http.Request) (*answer, error)
 	}
 	a := &answer{
 		status: h.status,
-		header: h.header.Clone(),
+		header: h.header, // shared and read-only: cloned below before the clock edits it
 		body:   h.body(),
 		size:   h.size,
 		entry:  e,
@@ -629,6 +592,7 @@ func (s *Server) recordedAnswer(e *warc.Entry, r *http.Request) (*answer, error)
 		case !ok:
 			a.note = fmt.Sprintf("clock: document of %d bytes is over %d, served without the clock", a.size, s.clockMax)
 		default:
+			a.header = a.header.Clone()
 			body, a.note = s.clock.Inject(a.header, body)
 			a.body, a.size = bytes.NewReader(body), int64(len(body))
 		}
@@ -700,64 +664,91 @@ func (c *headCache) get(b *warc.Bundle, e *warc.Entry) (*responseHead, error) {
 	return h, nil
 }
 
-// dropFields are recorded response fields never replayed (see Server).
-var dropFields = map[string]bool{
-	"Connection": true, "Keep-Alive": true, "Te": true, "Trailer": true, "Transfer-Encoding": true,
-	"Upgrade": true, "Content-Length": true, "Alt-Svc": true,
-}
-
-// replayHeader copies the recorded header without hop-by-hop and length fields (a stored
-// Content-Encoding is kept: it describes a payload that could not be decoded),
-// and without fields whose name or value HTTP/1.1 does not allow (RFC 9110 section 5).
+// replayHeader copies the recorded header without hop-by-hop fields (mitm.RemoveHopByHop),
+// Proxy-* fields, Content-Length (set to the payload size when answering) and Alt-Svc (see
+// Server), and without fields whose name or value HTTP/1.1 does not allow (RFC 9110
+// section 5). A stored Content-Encoding is kept: it describes a payload that could not be
+// decoded.
 func replayHeader(rec http.Header) http.Header {
-	drop := map[string]bool{}
-	for _, v := range rec.Values("Connection") {
-		for _, f := range strings.Split(v, ",") {
-			if f = strings.TrimSpace(f); f != "" {
-				drop[http.CanonicalHeaderKey(f)] = true
-			}
-		}
-	}
 	h := make(http.Header, len(rec))
 	for name, vs := range rec {
-		cn := http.CanonicalHeaderKey(name)
-		if dropFields[cn] || drop[cn] || strings.HasPrefix(cn, "Proxy-") || !httpguts.ValidHeaderFieldName(name) {
+		if !httpguts.ValidHeaderFieldName(name) {
 			continue
 		}
+		cn := http.CanonicalHeaderKey(name)
 		for _, v := range vs {
 			if httpguts.ValidHeaderFieldValue(v) {
 				h[cn] = append(h[cn], v)
 			}
 		}
 	}
+	mitm.RemoveHopByHop(h)
+	for name := range h {
+		if strings.HasPrefix(name, "Proxy-") {
+			delete(h, name)
+		}
+	}
+	delete(h, "Content-Length")
+	delete(h, "Alt-Svc")
 	return h
 }
 
-// response turns the answer into the *http.Response goproxy writes: HTTP/1.1, an explicit
-// Content-Length (the payload size), no body for HEAD, 1xx, 204 and 304.
-func (a *answer) response(r *http.Request) *http.Response {
-	resp := &http.Response{
-		StatusCode: a.status,
-		Status:     statusLine(a.status),
-		Proto:      "HTTP/1.1",
-		ProtoMajor: 1,
-		ProtoMinor: 1,
-		Header:     a.header,
-		Request:    r,
-		Body:       http.NoBody,
+// copyBufs are the buffers payloads are copied through (32 KiB, one TLS record's worth
+// twice over), reused across requests.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// write sends the answer: the recorded fields as they are (no Date or Content-Type added
+// by net/http), an explicit Content-Length (the payload size), no body for HEAD, 1xx,
+// 204 and 304. A payload that fits the copy buffer is read whole and written at once, so
+// that head and body leave together; a larger one is copied through the buffer.
+func (a *answer) write(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	for k, vs := range a.header {
+		h[k] = vs
+	}
+	if _, ok := a.header["Date"]; !ok {
+		h["Date"] = nil
+	}
+	if _, ok := a.header["Content-Type"]; !ok {
+		h["Content-Type"] = nil
 	}
 	if a.status == http.StatusNoContent || a.status == http.StatusNotModified || a.status < 200 {
-		resp.Header.Del("Content-Length")
-		return resp
+		delete(h, "Content-Length")
+		w.WriteHeader(a.status)
+		return
 	}
-	resp.Header.Set("Content-Length", strconv.FormatInt(a.size, 10))
-	resp.ContentLength = a.size
+	h["Content-Length"] = []string{strconv.FormatInt(a.size, 10)}
 	if r.Method == http.MethodHead || a.body == nil || a.size == 0 {
-		return resp
+		w.WriteHeader(a.status)
+		return
 	}
-	resp.Body = io.NopCloser(io.LimitReader(a.body, a.size))
-	return resp
+	w.WriteHeader(a.status)
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	if a.size <= int64(len(buf)) {
+		n, err := io.ReadFull(a.body, buf[:a.size])
+		if n > 0 {
+			w.Write(buf[:n])
+		}
+		if err != nil {
+			// fewer bytes than the Content-Length sent: net/http closes the connection
+			// (HTTP/1.1) or the client sees the stream end short (HTTP/2)
+			a.note = joinNote(a.note, fmt.Sprintf("payload cut short after %d of %d bytes: %v", n, a.size, err))
+		}
+		return
+	}
+	n, err := io.CopyBuffer(writerOnly{w}, io.LimitReader(a.body, a.size), buf)
+	if err == nil && n < a.size {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		a.note = joinNote(a.note, fmt.Sprintf("payload cut short after %d of %d bytes: %v", n, a.size, err))
+	}
 }
+
+// writerOnly hides a ResponseWriter's ReadFrom, so that copies use the pooled buffer.
+type writerOnly struct{ io.Writer }
 
 func statusLine(code int) string {
 	text := http.StatusText(code)
@@ -786,7 +777,7 @@ func (s *Server) finish(r *http.Request, a *answer, start time.Time) {
 		Endpoint: a.endpoint,
 		Status:   a.status,
 		Record:   a.record,
-		MS:       math.Round(float64(time.Since(start).Microseconds())) / 1000,
+		MS:       math.Round(float64(cmp.Or(a.ready, time.Since(start)).Microseconds())) / 1000,
 		Note:     a.note,
 		BodySize: a.bodySize,
 	}
@@ -819,9 +810,9 @@ func logDest(v string) string {
 	return v
 }
 
-// controlResponse answers http(s)://rr.control/...: /stats (JSON Counts), /log?tail=N
-// (JSON Lines), /health ("ok").
-func (s *Server) controlResponse(r *http.Request) *http.Response {
+// control answers http(s)://rr.control/...: /stats (JSON Counts), /log?tail=N (JSON
+// Lines), /health ("ok").
+func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 	var a *answer
 	switch r.URL.Path {
 	case "/stats":
@@ -845,66 +836,38 @@ func (s *Server) controlResponse(r *http.Request) *http.Response {
 	if r.Body != nil {
 		io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
 	}
-	return a.response(r)
+	a.write(w, r)
 }
 
 // serveDirect answers requests made to the proxy itself rather than through it
-// (GET http://PROXY-ADDR/stats): the control endpoints, and a 505 for an HTTP/2 preface.
+// (GET http://PROXY-ADDR/stats): the control endpoints, and a 505 with a log line for
+// HTTP/2 with prior knowledge (h2c), which a proxy does not serve.
 func (s *Server) serveDirect(w http.ResponseWriter, r *http.Request) {
-	var resp *http.Response
-	if r.Method == "PRI" || r.ProtoMajor >= 2 {
-		a := unsupportedAnswer(http.StatusHTTPVersionNotSupported, noteHTTP2, r.Method, r.RequestURI)
+	if r.ProtoMajor >= 2 {
+		a := unsupportedAnswer(http.StatusHTTPVersionNotSupported, noteH2C, r.Method, r.RequestURI)
 		a.typ = TypeOther
+		a.write(w, r)
 		s.finish(r, a, time.Now())
-		resp = a.response(r)
-	} else {
-		resp = s.controlResponse(r)
+		return
 	}
-	for k, vs := range resp.Header {
-		w.Header()[k] = vs
-	}
-	w.WriteHeader(resp.StatusCode)
-	io.Copy(w, resp.Body)
+	s.control(w, r)
 }
 
-// Listen opens the proxy's listening socket. A port in use gives the one-line error
-// "listen ADDR: address already in use".
+// Listen opens the proxy's listening socket (Options.Listen when addr is ""). A port in
+// use gives the one-line error "listen ADDR: address already in use".
 func (s *Server) Listen(addr string) (net.Listener, error) {
 	if addr == "" {
 		addr = s.opts.Listen
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return nil, fmt.Errorf("listen %s: address already in use", addr)
-		}
-		var oe *net.OpError
-		if errors.As(err, &oe) && oe.Err != nil {
-			return nil, fmt.Errorf("listen %s: %w", addr, oe.Err)
-		}
-		return nil, fmt.Errorf("listen %s: %w", addr, err)
-	}
-	return ln, nil
+	return mitm.Listen(addr)
 }
 
-// Serve answers proxy connections on l until Close; it returns nil after Close.
-func (s *Server) Serve(l net.Listener) error {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		l.Close()
-		return nil
-	}
-	err := s.server.Serve(&trackedListener{Listener: l, s: s})
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return err
-}
+// Serve answers proxy connections on l until Shutdown or Close; it then returns nil.
+func (s *Server) Serve(l net.Listener) error { return s.shell.Serve(l) }
 
 // ListenAndServe listens on Options.Listen and serves until ctx is done or Close is
-// called, then closes the server.
+// called; when ctx is done it drains the requests in flight (Shutdown, at most
+// Options.ShutdownWait) and closes the server.
 func (s *Server) ListenAndServe(ctx context.Context) error {
 	ln, err := s.Listen(s.opts.Listen)
 	if err != nil {
@@ -914,7 +877,9 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 	go func() { done <- s.Serve(ln) }()
 	select {
 	case <-ctx.Done():
-		err = s.Close()
+		sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownWait)
+		defer cancel()
+		err = s.Shutdown(sctx)
 		<-done
 		return err
 	case err := <-done:
@@ -934,93 +899,23 @@ func (s *Server) SetLog(w io.Writer) {
 	}
 }
 
-// Close stops listening, closes every client connection (MITM tunnels included) and
-// flushes the log. It returns the first log write error. Safe to call more than once.
+// Shutdown stops accepting connections and waits until every request in flight (plain
+// HTTP and inside tunnels, HTTP/1.1 and HTTP/2) has been answered and logged, or ctx
+// ends; then it closes every connection and flushes the log (see Close). It returns the
+// first log write error.
+func (s *Server) Shutdown(ctx context.Context) error {
+	_ = s.shell.Shutdown(ctx) // on ctx's end it has closed every connection
+	return s.Close()
+}
+
+// Close stops listening, closes every client connection (tunnels included) and flushes
+// the log. It returns the first log write error. Safe to call more than once.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		s.mu.Unlock()
-		s.server.Close()
-		s.mu.Lock()
-		conns := make([]*trackedConn, 0, len(s.conns))
-		for c := range s.conns {
-			conns = append(conns, c)
-		}
-		s.mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
+		s.shell.Close()
 		if s.logw != nil {
 			s.closeErr = s.logw.close()
 		}
 	})
 	return s.closeErr
-}
-
-// trackedListener registers every accepted connection so Close can close hijacked ones
-// (goproxy's MITM tunnels outlive net/http's knowledge of them).
-type trackedListener struct {
-	net.Listener
-	s *Server
-}
-
-func (l *trackedListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	l.s.accepted.Add(1)
-	tc := &trackedConn{Conn: c, s: l.s, idle: l.s.opts.IdleTimeout}
-	l.s.mu.Lock()
-	closed := l.s.closed
-	if !closed {
-		l.s.conns[tc] = struct{}{}
-	}
-	l.s.mu.Unlock()
-	if closed {
-		c.Close()
-		return nil, net.ErrClosed
-	}
-	return tc, nil
-}
-
-// trackedConn is a client connection. Once net/http has handed it to goproxy (hijacked,
-// for CONNECT), every read and write pushes its deadline idle ahead, so a tunnel nobody
-// uses is closed after the idle timeout; before that, net/http's own timeouts apply.
-type trackedConn struct {
-	net.Conn
-	s        *Server
-	idle     time.Duration
-	hijacked atomic.Bool
-	once     sync.Once
-}
-
-func (c *trackedConn) Read(p []byte) (int, error) {
-	if c.hijacked.Load() {
-		c.Conn.SetReadDeadline(time.Now().Add(c.idle))
-	}
-	return c.Conn.Read(p)
-}
-
-func (c *trackedConn) Write(p []byte) (int, error) {
-	if c.hijacked.Load() {
-		c.Conn.SetWriteDeadline(time.Now().Add(c.idle))
-	}
-	return c.Conn.Write(p)
-}
-
-func (c *trackedConn) Close() error {
-	c.once.Do(func() {
-		c.s.mu.Lock()
-		delete(c.s.conns, c)
-		c.s.mu.Unlock()
-	})
-	return c.Conn.Close()
-}
-
-func (s *Server) connState(c net.Conn, st http.ConnState) {
-	if tc, ok := c.(*trackedConn); ok && st == http.StateHijacked {
-		tc.hijacked.Store(true)
-	}
 }

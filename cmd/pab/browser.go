@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pab-dev/pab/replay"
+	"github.com/pab-dev/pab/tlsca"
 )
 
 // chromiumMissing is the one-line error when no Chromium can be started.
@@ -104,6 +105,7 @@ func newBrowserCmd(g *globalFlags) *cobra.Command {
 		logPath  string
 		clock    string
 		detRand  bool
+		http2On  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "browser TARGET | --proxy ADDR",
@@ -166,7 +168,7 @@ docs/browser.md.`,
 					return err
 				}
 				srv, err := replay.New(replay.Options{Bundle: s.bundle, Index: s.index, Rules: s.rules, CA: ca,
-					Clock: clockOn, DeterministicRandom: detRand})
+					Clock: clockOn, DeterministicRandom: detRand, DisableHTTP2: !http2On})
 				if err != nil {
 					return err
 				}
@@ -197,7 +199,7 @@ docs/browser.md.`,
 				if err != nil {
 					return err
 				}
-				ca, err := replay.LoadOrCreateCA(filepath.Join(repo.CacheDir(), "ca"))
+				ca, err := tlsca.LoadOrCreate(filepath.Join(repo.CacheDir(), "ca"))
 				if err != nil {
 					return err
 				}
@@ -224,6 +226,7 @@ docs/browser.md.`,
 	cmd.Flags().StringVar(&logPath, "log", "", "with TARGET: write one JSON line per request to this file (see docs/replay.md)")
 	cmd.Flags().StringVar(&clock, "clock", "on", "with TARGET: page clock on or off, as for pab replay (env RR_CLOCK=off)")
 	cmd.Flags().BoolVar(&detRand, "deterministic-random", false, "with TARGET: also make Math.random and crypto.getRandomValues repeatable per page")
+	cmd.Flags().BoolVar(&http2On, "http2", true, "with TARGET: offer HTTP/2 inside HTTPS tunnels; --http2=false gives the browser HTTP/1.1 only")
 	return cmd
 }
 

@@ -20,7 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
 
-	"github.com/pab-dev/pab/replay"
+	"github.com/pab-dev/pab/tlsca"
 )
 
 var (
@@ -153,7 +153,7 @@ func TestBrowserCommand(t *testing.T) {
 		t.Errorf("page's clock says year %d, want the recording's 2023", year)
 	}
 
-	ca, err := replay.LoadOrCreateCA(filepath.Join(cacheDir, "ca"))
+	ca, err := tlsca.LoadOrCreate(filepath.Join(cacheDir, "ca"))
 	if err != nil {
 		t.Fatal(err)
 	}

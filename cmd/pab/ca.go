@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pab-dev/pab/replay"
+	"github.com/pab-dev/pab/tlsca"
 )
 
 func newCACmd(g *globalFlags) *cobra.Command {
@@ -27,7 +27,7 @@ or give Chromium its SPKI hash (--spki).`,
 			if err != nil {
 				return err
 			}
-			ca, err := replay.LoadOrCreateCA(filepath.Join(repo.CacheDir(), "ca"))
+			ca, err := tlsca.LoadOrCreate(filepath.Join(repo.CacheDir(), "ca"))
 			if err != nil {
 				return err
 			}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/pab-dev/pab/guard"
 	"github.com/pab-dev/pab/internal/atomicfile"
-	"github.com/pab-dev/pab/replay"
+	"github.com/pab-dev/pab/tlsca"
 )
 
 // playwrightMCPCLI is @playwright/mcp's entry point under a directory holding
@@ -275,7 +275,7 @@ func defaultBrowserMCP(g *globalFlags, proxy, chrome, tmp, lockToken string) ([]
 		if err != nil {
 			return nil, err
 		}
-		ca, err := replay.LoadOrCreateCA(filepath.Join(repo.CacheDir(), "ca"))
+		ca, err := tlsca.LoadOrCreate(filepath.Join(repo.CacheDir(), "ca"))
 		if err != nil {
 			return nil, err
 		}

@@ -27,7 +27,7 @@ import (
 
 	"github.com/pab-dev/pab/grade"
 	"github.com/pab-dev/pab/guard"
-	"github.com/pab-dev/pab/replay"
+	"github.com/pab-dev/pab/tlsca"
 )
 
 const acme = "https://careers.acme-robotics.test"
@@ -347,7 +347,7 @@ var caOnce sync.Once
 // requireBrowserStack skips (locally) or fails (CI) without Chromium, node and @playwright/mcp.
 func requireBrowserStack(t *testing.T) {
 	caOnce.Do(func() {
-		if _, err := replay.LoadOrCreateCA(filepath.Join(cacheDir, "ca")); err != nil {
+		if _, err := tlsca.LoadOrCreate(filepath.Join(cacheDir, "ca")); err != nil {
 			t.Fatalf("pab's CA: %v", err)
 		}
 	})

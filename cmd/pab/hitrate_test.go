@@ -26,6 +26,7 @@ import (
 
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
+	"github.com/pab-dev/pab/tlsca"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -47,7 +48,7 @@ var shopProducts = []struct{ id, slug, name string }{
 // replay answered with the right recording. It returns the server and its CA's PEM path.
 func shopSite(t *testing.T) (*httptest.Server, string) {
 	t.Helper()
-	siteCA, err := replay.LoadOrCreateCA(filepath.Join(t.TempDir(), "site-ca"))
+	siteCA, err := tlsca.LoadOrCreate(filepath.Join(t.TempDir(), "site-ca"))
 	if err != nil {
 		t.Fatal(err)
 	}

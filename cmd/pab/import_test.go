@@ -22,6 +22,7 @@ import (
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/task"
+	"github.com/pab-dev/pab/tlsca"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -112,7 +113,7 @@ func replayTitles(t *testing.T, root, id string, paths ...string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, err := replay.LoadOrCreateCA(filepath.Join(root, ".cache", "ca"))
+	ca, err := tlsca.LoadOrCreate(filepath.Join(root, ".cache", "ca"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/pab-dev/pab/record"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/task"
+	"github.com/pab-dev/pab/tlsca"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -28,7 +29,7 @@ func newRecordCmd(g *globalFlags) *cobra.Command {
 	var (
 		id, listen, out, upstreamCA string
 		redact, resolve             []string
-		finish                      bool
+		finish, http2On, debug      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "record --task ID",
@@ -104,7 +105,7 @@ stored and what was not and why. See docs/record.md.`,
 				}
 				return finishRecording(cmd, repo, id, work, out)
 			}
-			ca, err := replay.LoadOrCreateCA(filepath.Join(repo.CacheDir(), "ca"))
+			ca, err := tlsca.LoadOrCreate(filepath.Join(repo.CacheDir(), "ca"))
 			if err != nil {
 				return err
 			}
@@ -117,7 +118,7 @@ stored and what was not and why. See docs/record.md.`,
 				fmt.Fprintf(errOut, "pab record: cannot store exchanges: %v; %d exchanges were stored; later requests get 503, stop with Ctrl-C to write them\n", err, stored)
 			}
 			rec, rrep, err := record.New(record.Options{WorkDir: work, CA: ca, Resolve: resolveMap, RootCAs: roots, Redact: red,
-				OnStoreError: onStoreError})
+				OnStoreError: onStoreError, DisableHTTP2: !http2On, Debug: debugWriter(debug, errOut)})
 			if err != nil {
 				return err
 			}
@@ -169,6 +170,8 @@ stored and what was not and why. See docs/record.md.`,
 	cmd.Flags().StringArrayVar(&redact, "redact", nil, "replace this value, or regular expression written re:EXPR, by REDACTED in what is stored (repeatable)")
 	cmd.Flags().StringArrayVar(&resolve, "resolve", nil, "HOST:PORT:ADDR[:PORT2] connect to ADDR (port PORT, or PORT2) for HOST:PORT, as curl's --resolve (repeatable)")
 	cmd.Flags().StringVar(&upstreamCA, "upstream-ca", "", "PEM file of CA certificates trusted for upstream sites, besides the system roots")
+	cmd.Flags().BoolVar(&debug, "debug", false, "print the proxy's connection-level warnings to stderr: failed TLS handshakes, malformed requests, HTTP/2 protocol errors")
+	cmd.Flags().BoolVar(&http2On, "http2", true, "let clients speak HTTP/2 inside HTTPS tunnels (upstream requests are HTTP/1.1); --http2=false offers HTTP/1.1 only")
 	cmd.Flags().BoolVar(&finish, "finish", false, "do not record: write the bundle from the journal an interrupted recording left")
 	cmd.Flags().Bool("no-wait", false, "at the end, fail at once instead of waiting when another pab is writing the task (the bundle is kept)")
 	return cmd
@@ -286,4 +289,12 @@ func printWarnings(cmd *cobra.Command, rep *record.BuildReport) {
 	for _, w := range rep.Warnings {
 		fmt.Fprintln(cmd.ErrOrStderr(), "pab record: warning:", w)
 	}
+}
+
+// debugWriter is w when --debug is on, else nil (warnings discarded).
+func debugWriter(on bool, w io.Writer) io.Writer {
+	if on {
+		return w
+	}
+	return nil
 }

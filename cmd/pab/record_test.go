@@ -28,7 +28,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/pab-dev/pab/replay"
+	"github.com/pab-dev/pab/tlsca"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -37,7 +37,7 @@ import (
 // page, a slow endpoint and a 404 page. It returns the server and its CA's PEM path.
 func testShop(t *testing.T) (*httptest.Server, string) {
 	t.Helper()
-	siteCA, err := replay.LoadOrCreateCA(filepath.Join(t.TempDir(), "site-ca"))
+	siteCA, err := tlsca.LoadOrCreate(filepath.Join(t.TempDir(), "site-ca"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func (p *recordProc) stop(t *testing.T) {
 }
 
 func (p *recordProc) client(t *testing.T) *http.Client {
-	rp := &replayProc{addr: p.addr, caPath: filepath.Join(cacheDir, "ca", replay.CACertFile)}
+	rp := &replayProc{addr: p.addr, caPath: filepath.Join(cacheDir, "ca", tlsca.CertFile)}
 	return rp.client(t)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/task"
+	"github.com/pab-dev/pab/tlsca"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -144,7 +145,7 @@ func selfCheck(ctx context.Context, out io.Writer, repo *task.Repo, bundleDir st
 		return err
 	}
 	defer b.Close()
-	ca, err := replay.LoadOrCreateCA(filepath.Join(repo.CacheDir(), "ca"))
+	ca, err := tlsca.LoadOrCreate(filepath.Join(repo.CacheDir(), "ca"))
 	if err != nil {
 		return err
 	}
@@ -167,7 +168,7 @@ func selfCheck(ctx context.Context, out io.Writer, repo *task.Repo, bundleDir st
 }
 
 // checkOnce serves b with rs on a free loopback port and runs replay.Check against it.
-func checkOnce(ctx context.Context, b *warc.Bundle, rs *rules.Set, ca *replay.CA, ruleRoot string) (*replay.CheckReport, error) {
+func checkOnce(ctx context.Context, b *warc.Bundle, rs *rules.Set, ca *tlsca.CA, ruleRoot string) (*replay.CheckReport, error) {
 	srv, err := replay.New(replay.Options{Bundle: b, Rules: rs, CA: ca, RuleRoot: ruleRoot})
 	if err != nil {
 		return nil, err

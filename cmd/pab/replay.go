@@ -15,6 +15,7 @@ import (
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/task"
+	"github.com/pab-dev/pab/tlsca"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -34,7 +35,7 @@ type session struct {
 // openServing opens a target to serve, as openSession does, and loads pab's CA from the
 // repository's cache. When ctx ended while the target was being opened (Ctrl-C during an
 // unpack), it closes the bundle and returns exitError 130. The caller closes s.bundle.
-func openServing(ctx context.Context, g *globalFlags, arg string, errOut io.Writer) (*session, *replay.CA, error) {
+func openServing(ctx context.Context, g *globalFlags, arg string, errOut io.Writer) (*session, *tlsca.CA, error) {
 	s, err := openSession(g, arg, errOut)
 	if err != nil {
 		return nil, nil, err
@@ -43,7 +44,7 @@ func openServing(ctx context.Context, g *globalFlags, arg string, errOut io.Writ
 		s.bundle.Close()
 		return nil, nil, exitError{code: 130, msg: "interrupted"}
 	}
-	ca, err := replay.LoadOrCreateCA(filepath.Join(s.repo.CacheDir(), "ca"))
+	ca, err := tlsca.LoadOrCreate(filepath.Join(s.repo.CacheDir(), "ca"))
 	if err != nil {
 		s.bundle.Close()
 		return nil, nil, err
@@ -92,6 +93,8 @@ func newReplayCmd(g *globalFlags) *cobra.Command {
 		check   bool
 		clock   string
 		detRand bool
+		http2On bool
+		debug   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "replay TARGET",
@@ -139,7 +142,8 @@ prints hit rates and exits.`,
 				return err
 			}
 			opts := replay.Options{Bundle: s.bundle, Index: s.index, Rules: s.rules, CA: ca,
-				Clock: clockOn, DeterministicRandom: detRand}
+				Clock: clockOn, DeterministicRandom: detRand, DisableHTTP2: !http2On,
+				Debug: debugWriter(debug, cmd.ErrOrStderr())}
 			srv, err := replay.New(opts)
 			if err != nil {
 				return err
@@ -181,11 +185,18 @@ prints hit rates and exits.`,
 			case <-ctx.Done():
 			case err := <-served:
 				if err != nil {
+					srv.Close()
 					return err
 				}
 			}
-			srv.Close()
+			// requests in flight are answered and logged before the proxy closes
+			sctx, cancel := context.WithTimeout(context.Background(), replay.DefaultShutdownWait)
+			defer cancel()
+			err = srv.Shutdown(sctx)
 			<-served
+			if err != nil {
+				return fmt.Errorf("log: %w", err)
+			}
 			return nil
 		},
 	}
@@ -194,6 +205,8 @@ prints hit rates and exits.`,
 	cmd.Flags().BoolVar(&check, "check", false, "replay every recorded page once through the proxy, print hit rates and exit")
 	cmd.Flags().StringVar(&clock, "clock", "on", "page clock: on sets Date in every HTML page to the recording's time, off leaves pages alone (env RR_CLOCK=off)")
 	cmd.Flags().BoolVar(&detRand, "deterministic-random", false, "with the page clock, also make Math.random and crypto.getRandomValues repeatable per page")
+	cmd.Flags().BoolVar(&debug, "debug", false, "print the proxy's connection-level warnings to stderr: failed TLS handshakes, malformed requests, HTTP/2 protocol errors")
+	cmd.Flags().BoolVar(&http2On, "http2", true, "offer HTTP/2 inside HTTPS tunnels (ALPN h2); --http2=false answers over HTTP/1.1 only")
 	return cmd
 }
 

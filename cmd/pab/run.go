@@ -21,6 +21,7 @@ import (
 	"github.com/pab-dev/pab/replay"
 	batch "github.com/pab-dev/pab/run"
 	"github.com/pab-dev/pab/task"
+	"github.com/pab-dev/pab/tlsca"
 )
 
 // guardStartTimeout bounds the wait for pab guard's "serving MCP on" line.
@@ -219,7 +220,7 @@ type runHarness struct {
 	guardApp, guardMCP, pabExe string
 
 	caOnce sync.Once
-	ca     *replay.CA
+	ca     *tlsca.CA
 	caErr  error
 
 	judgeMu  sync.Mutex
@@ -228,8 +229,8 @@ type runHarness struct {
 	judged   bool
 }
 
-func (h *runHarness) loadCA() (*replay.CA, error) {
-	h.caOnce.Do(func() { h.ca, h.caErr = replay.LoadOrCreateCA(filepath.Join(h.repo.CacheDir(), "ca")) })
+func (h *runHarness) loadCA() (*tlsca.CA, error) {
+	h.caOnce.Do(func() { h.ca, h.caErr = tlsca.LoadOrCreate(filepath.Join(h.repo.CacheDir(), "ca")) })
 	return h.ca, h.caErr
 }
 

@@ -1,4 +1,4 @@
-package replay
+package tlsca
 
 import (
 	"bytes"
@@ -20,15 +20,15 @@ import (
 
 func TestCACreateAndReload(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ca")
-	ca, err := LoadOrCreateCA(dir)
+	ca, err := LoadOrCreate(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fi, err := os.Stat(filepath.Join(dir, CAKeyFile))
+	fi, err := os.Stat(filepath.Join(dir, KeyFile))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("key file: %v %v", fi.Mode(), err)
 	}
-	if ca.CertPath() != filepath.Join(dir, CACertFile) {
+	if ca.CertPath() != filepath.Join(dir, CertFile) {
 		t.Errorf("CertPath = %s", ca.CertPath())
 	}
 	cert := ca.Certificate()
@@ -39,7 +39,7 @@ func TestCACreateAndReload(t *testing.T) {
 	if ca.SPKIHash() != base64.StdEncoding.EncodeToString(sum[:]) || len(ca.SPKIHash()) != 44 {
 		t.Errorf("SPKIHash = %s", ca.SPKIHash())
 	}
-	again, err := LoadOrCreateCA(dir)
+	again, err := LoadOrCreate(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,14 +54,14 @@ func TestCACreateAndReload(t *testing.T) {
 
 func TestCABadFiles(t *testing.T) {
 	good := t.TempDir()
-	if _, err := LoadOrCreateCA(good); err != nil {
+	if _, err := LoadOrCreate(good); err != nil {
 		t.Fatal(err)
 	}
-	certPEM, _ := os.ReadFile(filepath.Join(good, CACertFile))
-	keyPEM, _ := os.ReadFile(filepath.Join(good, CAKeyFile))
+	certPEM, _ := os.ReadFile(filepath.Join(good, CertFile))
+	keyPEM, _ := os.ReadFile(filepath.Join(good, KeyFile))
 	other := t.TempDir()
-	LoadOrCreateCA(other)
-	otherKey, _ := os.ReadFile(filepath.Join(other, CAKeyFile))
+	LoadOrCreate(other)
+	otherKey, _ := os.ReadFile(filepath.Join(other, KeyFile))
 
 	cases := []struct {
 		name      string
@@ -70,20 +70,20 @@ func TestCABadFiles(t *testing.T) {
 		want      string // in the error; also the file it must name
 		file      string
 	}{
-		{"corrupt cert", []byte("not pem"), keyPEM, false, "no PEM CERTIFICATE block", CACertFile},
-		{"truncated cert", certPEM[:len(certPEM)/2], keyPEM, false, "", CACertFile},
-		{"corrupt key", certPEM, []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"), false, "", CAKeyFile},
-		{"other key", certPEM, otherKey, false, "does not match", CAKeyFile},
-		{"only cert", certPEM, nil, false, "is missing", CAKeyFile},
-		{"only key", nil, keyPEM, false, "is missing", CACertFile},
-		{"key is not PEM", certPEM, []byte{0, 1, 2}, false, "no PEM block", CAKeyFile},
-		{"cert is a symlink", certPEM, keyPEM, true, "not a regular file", CACertFile},
+		{"corrupt cert", []byte("not pem"), keyPEM, false, "no PEM CERTIFICATE block", CertFile},
+		{"truncated cert", certPEM[:len(certPEM)/2], keyPEM, false, "", CertFile},
+		{"corrupt key", certPEM, []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"), false, "", KeyFile},
+		{"other key", certPEM, otherKey, false, "does not match", KeyFile},
+		{"only cert", certPEM, nil, false, "is missing", KeyFile},
+		{"only key", nil, keyPEM, false, "is missing", CertFile},
+		{"key is not PEM", certPEM, []byte{0, 1, 2}, false, "no PEM block", KeyFile},
+		{"cert is a symlink", certPEM, keyPEM, true, "not a regular file", CertFile},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			if c.cert != nil {
-				p := filepath.Join(dir, CACertFile)
+				p := filepath.Join(dir, CertFile)
 				if c.symlink {
 					real := filepath.Join(t.TempDir(), "real.pem")
 					os.WriteFile(real, c.cert, 0o644)
@@ -93,9 +93,9 @@ func TestCABadFiles(t *testing.T) {
 				}
 			}
 			if c.key != nil {
-				os.WriteFile(filepath.Join(dir, CAKeyFile), c.key, 0o600)
+				os.WriteFile(filepath.Join(dir, KeyFile), c.key, 0o600)
 			}
-			_, err := LoadOrCreateCA(dir)
+			_, err := LoadOrCreate(dir)
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -105,7 +105,7 @@ func TestCABadFiles(t *testing.T) {
 			}
 			// Nothing was overwritten.
 			if c.cert != nil && !c.symlink {
-				if got, _ := os.ReadFile(filepath.Join(dir, CACertFile)); string(got) != string(c.cert) {
+				if got, _ := os.ReadFile(filepath.Join(dir, CertFile)); string(got) != string(c.cert) {
 					t.Error("cert file was replaced")
 				}
 			}
@@ -114,7 +114,10 @@ func TestCABadFiles(t *testing.T) {
 }
 
 func TestLeafCertificates(t *testing.T) {
-	ca := sharedCA(t)
+	ca, err := LoadOrCreate(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	pool := ca.CertPool()
 	for _, c := range []struct{ host, verifyName string }{
 		{"site.test", "site.test"},
@@ -151,7 +154,10 @@ func TestLeafCertificates(t *testing.T) {
 // that the cache stays bounded.
 func TestLeafCacheSingleflight(t *testing.T) {
 	c := newLeafCache(3)
-	ca := sharedCA(t)
+	ca, err := LoadOrCreate(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	var mu sync.Mutex
 	signs := map[string]int{}
 	gen := func(name string) func() (*tls.Certificate, error) {
@@ -200,11 +206,11 @@ func TestLeafCacheSingleflight(t *testing.T) {
 // valid certificate): loading must fail with one line naming a file, or succeed.
 func FuzzLoadCA(f *testing.F) {
 	good := f.TempDir()
-	if _, err := LoadOrCreateCA(good); err != nil {
+	if _, err := LoadOrCreate(good); err != nil {
 		f.Fatal(err)
 	}
-	certPEM, _ := os.ReadFile(filepath.Join(good, CACertFile))
-	keyPEM, _ := os.ReadFile(filepath.Join(good, CAKeyFile))
+	certPEM, _ := os.ReadFile(filepath.Join(good, CertFile))
+	keyPEM, _ := os.ReadFile(filepath.Join(good, KeyFile))
 	f.Add(certPEM, true)
 	f.Add(keyPEM, false)
 	f.Add([]byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"), true)
@@ -217,9 +223,9 @@ func FuzzLoadCA(f *testing.F) {
 		} else {
 			key = data
 		}
-		os.WriteFile(filepath.Join(dir, CACertFile), cert, 0o644)
-		os.WriteFile(filepath.Join(dir, CAKeyFile), key, 0o600)
-		ca, err := LoadOrCreateCA(dir)
+		os.WriteFile(filepath.Join(dir, CertFile), cert, 0o644)
+		os.WriteFile(filepath.Join(dir, KeyFile), key, 0o600)
+		ca, err := LoadOrCreate(dir)
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), dir) {
 				t.Errorf("error %q: want one line naming the file", err)
@@ -243,7 +249,7 @@ func TestLoadOrCreateCAConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ca, err := LoadOrCreateCA(dir)
+			ca, err := LoadOrCreate(dir)
 			errs[i] = err
 			if err == nil {
 				spki[i] = ca.SPKIHash()
@@ -313,7 +319,7 @@ func TestHelperCAProcess(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper process of TestLoadOrCreateCAProcesses")
 	}
-	ca, err := LoadOrCreateCA(dir)
+	ca, err := LoadOrCreate(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,13 +330,13 @@ func TestHelperCAProcess(t *testing.T) {
 // and never advises removing both (which, during another process's creation, would lose it).
 func TestCAHalfWrittenMessage(t *testing.T) {
 	good := t.TempDir()
-	if _, err := LoadOrCreateCA(good); err != nil {
+	if _, err := LoadOrCreate(good); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	key, _ := os.ReadFile(filepath.Join(good, CAKeyFile))
-	os.WriteFile(filepath.Join(dir, CAKeyFile), key, 0o600)
-	_, err := LoadOrCreateCA(dir)
+	key, _ := os.ReadFile(filepath.Join(good, KeyFile))
+	os.WriteFile(filepath.Join(dir, KeyFile), key, 0o600)
+	_, err := LoadOrCreate(dir)
 	if err == nil || !strings.Contains(err.Error(), "damaged") || strings.Contains(err.Error(), "remove both") {
 		t.Fatalf("error %v: want a damaged-directory message without 'remove both'", err)
 	}

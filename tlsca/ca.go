@@ -1,4 +1,4 @@
-package replay
+package tlsca
 
 import (
 	"container/list"
@@ -29,8 +29,8 @@ import (
 
 // File names of the CA inside its directory ($PAB_CACHE/ca).
 const (
-	CACertFile = "ca.pem"     // the CA certificate, PEM "CERTIFICATE"
-	CAKeyFile  = "ca-key.pem" // the CA private key, PEM "PRIVATE KEY" (PKCS #8), mode 0600
+	CertFile = "ca.pem"     // the CA certificate, PEM "CERTIFICATE"
+	KeyFile  = "ca-key.pem" // the CA private key, PEM "PRIVATE KEY" (PKCS #8), mode 0600
 )
 
 // maxCAFileSize bounds how much of a CA file is read: a PEM certificate or key is a few KB.
@@ -51,7 +51,7 @@ type CA struct {
 	leaves *leafCache
 }
 
-// LoadOrCreateCA loads the CA kept in dir (ca.pem and ca-key.pem). When dir holds neither
+// LoadOrCreate loads the CA kept in dir (ca.pem and ca-key.pem). When dir holds neither
 // file it makes a new CA, correctly under any concurrency of goroutines and processes: the
 // creation runs under an exclusive flock(2) on dir+".lock" (beside dir, which holds only the
 // CA), the files are checked again after the lock is taken, and both are written into a
@@ -63,7 +63,7 @@ type CA struct {
 // that does not match, expired) is an error naming the file; so is a directory that holds
 // only one of the two files once the lock is held, which only a crash of an older pab or a
 // hand edit can leave. Clients trust the CA, so it is never silently replaced.
-func LoadOrCreateCA(dir string) (*CA, error) {
+func LoadOrCreate(dir string) (*CA, error) {
 	// Fast path, no lock: a complete CA is never rewritten, so reading it needs no lock.
 	if ca, err, done := loadIfComplete(dir); done {
 		return ca, err
@@ -81,8 +81,8 @@ func LoadOrCreateCA(dir string) (*CA, error) {
 	if ca, err, done := loadIfComplete(dir); done {
 		return ca, err
 	}
-	certPath := filepath.Join(dir, CACertFile)
-	keyPath := filepath.Join(dir, CAKeyFile)
+	certPath := filepath.Join(dir, CertFile)
+	keyPath := filepath.Join(dir, KeyFile)
 	certExists, err := regularFileExists(certPath)
 	if err != nil {
 		return nil, err
@@ -103,11 +103,11 @@ func LoadOrCreateCA(dir string) (*CA, error) {
 // loadIfComplete loads the CA when both files exist (done is true, with the CA or the error
 // of loading it), and reports done false when either is missing.
 func loadIfComplete(dir string) (ca *CA, err error, done bool) {
-	certExists, err := regularFileExists(filepath.Join(dir, CACertFile))
+	certExists, err := regularFileExists(filepath.Join(dir, CertFile))
 	if err != nil {
 		return nil, err, true
 	}
-	keyExists, err := regularFileExists(filepath.Join(dir, CAKeyFile))
+	keyExists, err := regularFileExists(filepath.Join(dir, KeyFile))
 	if err != nil {
 		return nil, err, true
 	}
@@ -155,8 +155,8 @@ func readBounded(path string) ([]byte, error) {
 }
 
 func loadCA(dir string) (*CA, error) {
-	certPath := filepath.Join(dir, CACertFile)
-	keyPath := filepath.Join(dir, CAKeyFile)
+	certPath := filepath.Join(dir, CertFile)
+	keyPath := filepath.Join(dir, KeyFile)
 	certPEM, err := readBounded(certPath)
 	if err != nil {
 		return nil, err
@@ -247,8 +247,8 @@ func createCA(dir string) (*CA, error) {
 		return nil, fmt.Errorf("create CA: %w", err)
 	}
 	if err := publishCADir(dir, map[string]caFile{
-		CAKeyFile:  {pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600},
-		CACertFile: {pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644},
+		KeyFile:  {pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600},
+		CertFile: {pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644},
 	}); err != nil {
 		return nil, fmt.Errorf("create CA: %w", err)
 	}
@@ -352,7 +352,7 @@ func randomSerial() (*big.Int, error) {
 
 // CertPath is the absolute or dir-relative path of the CA certificate (PEM), for
 // curl --cacert, NODE_EXTRA_CA_CERTS or an NSS database.
-func (ca *CA) CertPath() string { return filepath.Join(ca.dir, CACertFile) }
+func (ca *CA) CertPath() string { return filepath.Join(ca.dir, CertFile) }
 
 // CertPEM is the CA certificate in PEM form.
 func (ca *CA) CertPEM() []byte {
