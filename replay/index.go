@@ -63,6 +63,42 @@ type Index struct {
 
 	routeMu sync.RWMutex
 	routes  map[routeKey]*route // what the rules decide per method, host and path (route)
+
+	resultMu sync.RWMutex
+	results  map[resultKey]Result // lookups of bodiless requests (lookupServed)
+}
+
+// resultKey identifies a bodiless request for the memo of lookup results: the lookup is
+// a pure function of the method, the normalized URL and the content type.
+type resultKey struct{ method, url, contentType string }
+
+// maxResults bounds the memo of lookup results; when full it starts again empty.
+const maxResults = 1 << 14
+
+// lookupServed is the lookup of a request the proxy serves (no explanation): r.URL is
+// already normalized (NormalizeURL) and url is its String(). The results of bodiless
+// requests are kept (up to maxResults), so a request served again costs one map lookup
+// instead of its key, route and exact step.
+func (ix *Index) lookupServed(r rules.Request, url string) Result {
+	if len(r.Body) != 0 || r.URL == nil {
+		res, _ := ix.lookupNormalized(r, false)
+		return res
+	}
+	k := resultKey{r.Method, url, r.ContentType}
+	ix.resultMu.RLock()
+	res, ok := ix.results[k]
+	ix.resultMu.RUnlock()
+	if ok {
+		return res
+	}
+	res, _ = ix.lookupNormalized(r, false)
+	ix.resultMu.Lock()
+	if ix.results == nil || len(ix.results) >= maxResults {
+		ix.results = make(map[resultKey]Result)
+	}
+	ix.results[k] = res
+	ix.resultMu.Unlock()
+	return res
 }
 
 // IndexOptions are the optional settings of NewIndex.

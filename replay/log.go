@@ -112,63 +112,104 @@ type LogLine struct {
 	BodySize int64 `json:"body_size,omitempty"`
 }
 
-// logWriter writes LogLines as JSON Lines from one goroutine. Send never blocks on the
-// file: lines queue in a channel (the sender waits only when the queue is full).
+// logWriter writes LogLines as JSON Lines from one goroutine, in batches: a sender
+// appends its line to a shared buffer and returns, and the writer takes what gathered
+// at most logBatchDelay after the first line of a batch, in one write. So a busy proxy
+// writes the log a few dozen times a second, not once per request, and an idle one never
+// wakes. The file is current within logBatchDelay. Senders wait only when maxLogPending
+// bytes are queued (a disk slower than the proxy).
 type logWriter struct {
-	mu     sync.RWMutex // held for reading by senders, for writing by close
+	mu     sync.Mutex
+	space  *sync.Cond // signalled when the writer took the buffer
+	buf    []byte     // lines not yet taken by the writer
 	closed bool
-	ch     chan []byte
+	kick   chan struct{} // capacity 1: a batch was started, or close was called
 	done   chan struct{}
 	err    error // first write error, read after done
 }
 
+// logBatchDelay is how long the log writer gathers lines before it writes them.
+const logBatchDelay = 20 * time.Millisecond
+
+// maxLogPending bounds the bytes of log lines queued for the writer.
+const maxLogPending = 8 << 20
+
 func newLogWriter(w io.Writer) *logWriter {
-	lw := &logWriter{ch: make(chan []byte, 4096), done: make(chan struct{})}
+	lw := &logWriter{kick: make(chan struct{}, 1), done: make(chan struct{})}
+	lw.space = sync.NewCond(&lw.mu)
 	go lw.run(w)
 	return lw
 }
 
 func (lw *logWriter) run(w io.Writer) {
 	defer close(lw.done)
-	bw := bufio.NewWriterSize(w, 64<<10)
-	for line := range lw.ch {
-		if lw.err != nil {
-			continue
+	var spare []byte
+	for {
+		<-lw.kick
+		lw.mu.Lock()
+		closed := lw.closed
+		lw.mu.Unlock()
+		if !closed {
+			time.Sleep(logBatchDelay) // let the batch gather
 		}
-		if _, err := bw.Write(line); err != nil {
-			lw.err = err
-			continue
-		}
-		// Flush when the queue is drained, so the file is current whenever the proxy idles.
-		if len(lw.ch) == 0 {
-			if err := bw.Flush(); err != nil {
+		lw.mu.Lock()
+		b := lw.buf
+		lw.buf = spare[:0]
+		closed = lw.closed
+		lw.space.Broadcast()
+		lw.mu.Unlock()
+		if len(b) > 0 && lw.err == nil {
+			if _, err := w.Write(b); err != nil {
 				lw.err = err
 			}
 		}
-	}
-	if lw.err == nil {
-		lw.err = bw.Flush()
+		spare = b
+		if closed {
+			lw.mu.Lock()
+			rest := lw.buf
+			lw.buf = nil
+			lw.mu.Unlock()
+			if len(rest) > 0 && lw.err == nil {
+				if _, err := w.Write(rest); err != nil {
+					lw.err = err
+				}
+			}
+			return
+		}
 	}
 }
 
 // send queues line (one encoded JSON line, see encodeLogLine); after close it is dropped.
 func (lw *logWriter) send(line []byte) {
-	lw.mu.RLock()
-	defer lw.mu.RUnlock()
+	lw.mu.Lock()
+	for len(lw.buf) >= maxLogPending && !lw.closed {
+		lw.space.Wait()
+	}
 	if lw.closed {
+		lw.mu.Unlock()
 		return
 	}
-	lw.ch <- line
+	first := len(lw.buf) == 0
+	lw.buf = append(lw.buf, line...)
+	lw.mu.Unlock()
+	if first {
+		select {
+		case lw.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
-// close writes the queued lines, flushes and returns the first write error.
+// close writes the queued lines and returns the first write error.
 func (lw *logWriter) close() error {
 	lw.mu.Lock()
-	if !lw.closed {
-		lw.closed = true
-		close(lw.ch)
-	}
+	lw.closed = true
+	lw.space.Broadcast()
 	lw.mu.Unlock()
+	select {
+	case lw.kick <- struct{}{}:
+	default:
+	}
 	<-lw.done
 	if lw.err != nil {
 		return fmt.Errorf("write replay log: %w", lw.err)

@@ -188,9 +188,6 @@ func New(opts Options) (*Server, error) {
 	if opts.Listen == "" {
 		opts.Listen = DefaultListen
 	}
-	if opts.IdleTimeout <= 0 {
-		opts.IdleTimeout = DefaultIdleTimeout
-	}
 	if opts.ShutdownWait <= 0 {
 		opts.ShutdownWait = DefaultShutdownWait
 	}
@@ -249,7 +246,8 @@ type answer struct {
 	status int
 	header http.Header // may be a recorded head's fields, shared: never edited in place
 	body   io.Reader   // nil for no body
-	size   int64       // payload bytes of body
+	data   []byte      // the payload in memory, shared and read-only (instead of body), or nil
+	size   int64       // payload bytes of body or data
 
 	source   string
 	typ      string
@@ -310,7 +308,7 @@ func (s *Server) answerFor(r *http.Request) *answer {
 		a.typ, a.note = typ, "request body not kept: "+err.Error()+"; answered 413"
 		return a
 	}
-	res, _ := s.ix.lookupNormalized(rules.Request{Method: r.Method, URL: u, Body: body, ContentType: r.Header.Get("Content-Type")}, false)
+	res := s.ix.lookupServed(rules.Request{Method: r.Method, URL: u, Body: body, ContentType: r.Header.Get("Content-Type")}, urlStr)
 	body = nil
 	done()
 	var a *answer
@@ -576,7 +574,6 @@ func (s *Server) recordedAnswer(e *warc.Entry, r *http.Request) (*answer, error)
 	a := &answer{
 		status: h.status,
 		header: h.header, // shared and read-only: cloned below before the clock edits it
-		body:   h.body(),
 		size:   h.size,
 		entry:  e,
 		record: h.recordID,
@@ -584,7 +581,14 @@ func (s *Server) recordedAnswer(e *warc.Entry, r *http.Request) (*answer, error)
 	if revalidate(r, a) { // the client's cached copy is current: 304 (revalidate.go)
 		return a, nil
 	}
-	if s.clock != nil && h.clock {
+	if s.clock == nil || !h.clock {
+		if a.data = s.heads.smallBody(h); a.data == nil {
+			a.body = h.body()
+		}
+		return a, nil
+	}
+	a.body = h.body()
+	{
 		body, ok, err := readClockBody(a.body, a.size, s.clockMax)
 		switch {
 		case err != nil:
@@ -625,10 +629,51 @@ func (h *responseHead) body() io.Reader {
 	return h.reader
 }
 
-// headCache keeps the parsed response heads of the entries served; safe for concurrent use.
+// headCache keeps the parsed response heads of the entries served, and the payloads of
+// the small ones (smallBody); safe for concurrent use.
 type headCache struct {
 	mu sync.RWMutex
 	m  map[*warc.Entry]*responseHead
+
+	bodyMu    sync.RWMutex
+	bodies    map[*responseHead][]byte
+	bodyBytes int64
+}
+
+// Bounds of the payloads kept in memory: each at most maxCachedBody bytes, all together
+// at most maxCachedBodies (when full, the cache starts again empty). Serving a small
+// payload again costs no read of the WARC file.
+const (
+	maxCachedBody   = 64 << 10
+	maxCachedBodies = 16 << 20
+)
+
+// smallBody returns h's payload from memory, reading it once from the WARC, when it is
+// at most maxCachedBody bytes and a section of the file; else nil (the caller streams it).
+func (c *headCache) smallBody(h *responseHead) []byte {
+	if h.ra == nil || h.size <= 0 || h.size > maxCachedBody {
+		return nil
+	}
+	c.bodyMu.RLock()
+	data, ok := c.bodies[h]
+	c.bodyMu.RUnlock()
+	if ok {
+		return data
+	}
+	data = make([]byte, h.size)
+	if _, err := h.ra.ReadAt(data, h.off); err != nil {
+		return nil // streamed instead, and the read error reported there
+	}
+	c.bodyMu.Lock()
+	if c.bodies == nil || c.bodyBytes+h.size > maxCachedBodies {
+		c.bodies, c.bodyBytes = make(map[*responseHead][]byte), 0
+	}
+	if _, ok := c.bodies[h]; !ok {
+		c.bodies[h] = data
+		c.bodyBytes += h.size
+	}
+	c.bodyMu.Unlock()
+	return data
 }
 
 // get returns e's response head from the cache, or reads it from b (warc.Bundle.Response)
@@ -718,11 +763,15 @@ func (a *answer) write(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h["Content-Length"] = []string{strconv.FormatInt(a.size, 10)}
-	if r.Method == http.MethodHead || a.body == nil || a.size == 0 {
+	if r.Method == http.MethodHead || (a.body == nil && a.data == nil) || a.size == 0 {
 		w.WriteHeader(a.status)
 		return
 	}
 	w.WriteHeader(a.status)
+	if a.data != nil {
+		w.Write(a.data)
+		return
+	}
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	buf := *bp

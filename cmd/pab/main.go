@@ -6,11 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
 )
 
 func main() {
+	stopProfile := startProfile()
 	root := newRootCmd()
-	if err := root.Execute(); err != nil {
+	err := root.Execute()
+	stopProfile()
+	if err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {
 			if ee.msg != "" {
@@ -30,3 +34,26 @@ type exitError struct {
 }
 
 func (e exitError) Error() string { return e.msg }
+
+// startProfile writes a CPU profile of the whole run to $PAB_CPUPROFILE when it is set (a
+// developer's knob: bench/README.md "Profiles"); the returned function stops it.
+func startProfile() func() {
+	path := os.Getenv("PAB_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pab: PAB_CPUPROFILE:", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "pab: PAB_CPUPROFILE:", err)
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+}
