@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# pab's benchmark suite against whistle and mitmproxy: one command runs it all and writes
-# docs/performance.md. See bench/README.md.
+# pab's benchmark suite against whistle, mitmproxy and a minimal Go MITM proxy (the
+# baseline): one command runs it all and writes docs/performance.md. See bench/README.md.
 #
-#   bench/run.sh                 full run (about 20 minutes on 2 cores)
+#   bench/run.sh                 full run (about 30 minutes on 2 cores)
 #   BENCH_QUICK=1 bench/run.sh   quick run (a few minutes): 75 MB only, 1 and 16 connections, one repeat
 #
 # Environment: BENCH_DIR (scratch directory, default /tmp/pab-bench; the recordings are
 # written there, never into the repository), BENCH_OUT (default docs/performance.md),
-# BENCH_REPS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNS, BENCH_RATES (override the mode's
-# settings), BENCH_PAB (use this pab binary instead of building ./cmd/pab).
+# BENCH_REPS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNS, BENCH_RATES, BENCH_PAGELOADS
+# (override the mode's settings), BENCH_PAB (use this pab binary instead of building ./cmd/pab).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -18,13 +18,15 @@ S=${BENCH_DIR:-/tmp/pab-bench}
 OUT=${BENCH_OUT:-$ROOT/docs/performance.md}
 if [ "$QUICK" = 1 ]; then
   REPS=${BENCH_REPS:-1}; DUR=${BENCH_DURATION:-5s}; WARM=${BENCH_WARMUP:-1s}; CONNS=${BENCH_CONNS:-"1 16"}
-  SIZES="75MB"; NEED_MB=900; MODE="quick (BENCH_QUICK=1)"; RATES=${BENCH_RATES:-"1000"}
+  SIZES="75MB"; NEED_MB=900; MODE="quick (BENCH_QUICK=1)"; RATES=${BENCH_RATES:-"1000"}; PAGELOADS=${BENCH_PAGELOADS:-5}
 else
   REPS=${BENCH_REPS:-2}; DUR=${BENCH_DURATION:-10s}; WARM=${BENCH_WARMUP:-2s}; CONNS=${BENCH_CONNS:-"1 16 64"}
-  SIZES="75MB 500MB"; NEED_MB=3500; MODE="full"; RATES=${BENCH_RATES:-"200 1000"}
+  SIZES="75MB 500MB"; NEED_MB=3500; MODE="full"; RATES=${BENCH_RATES:-"200 1000"}; PAGELOADS=${BENCH_PAGELOADS:-20}
 fi
 EXCHANGES=20000
 CYCLE=500
+PAGE_SUBS=60                # subresources of the page-load page (bench/gen -page)
+H2_HOST=static.bench.test   # the h2 cells keep only this host's URLs: one tunnel per worker
 
 log() { echo "bench: $*" >&2; }
 
@@ -34,7 +36,7 @@ if [ "$avail" -lt "$NEED_MB" ]; then
   echo "bench: $S has ${avail} MB free; this run needs about ${NEED_MB} MB (set BENCH_DIR)" >&2
   exit 1
 fi
-rm -rf "$S/results.jsonl" "$S/gobench.txt" "$S/machine.txt" "$S/config.txt"
+rm -rf "$S/results.jsonl" "$S/gobench.txt" "$S/machine.txt" "$S/config.txt" "$S/pageload.log" "$S/pprof.md"
 BIN=$S/bin
 mkdir -p "$BIN"
 
@@ -58,21 +60,26 @@ if [ -n "${BENCH_PAB:-}" ]; then
 else
   (cd "$ROOT" && go build -o "$BIN/pab" ./cmd/pab)
 fi
-(cd "$ROOT" && go build -o "$BIN/load" ./bench/load && go build -o "$BIN/gen" ./bench/gen && go build -o "$BIN/report" ./bench/report)
+(cd "$ROOT" && for t in load gen report baseline pageload; do go build -o "$BIN/$t" ./bench/$t; done)
+# pab replay's --http2 (h2 offered by ALPN inside the tunnel; default on): older pab has none
+if "$BIN/pab" replay --help 2>&1 | grep -q -- '--http2'; then PAB_HTTP2=yes; else PAB_HTTP2=no; fi
 
 # ---- recordings -----------------------------------------------------------------------
 for size in $SIZES; do
-  if [ ! -f "$S/r$size/done" ] || [ "$(cat "$S/r$size/done")" != "$EXCHANGES $size $CYCLE" ]; then
-    log "generating the $size recording ($EXCHANGES exchanges)"
+  if [ ! -f "$S/r$size/done" ] || [ "$(cat "$S/r$size/done")" != "$EXCHANGES $size $CYCLE page $PAGE_SUBS" ]; then
+    log "generating the $size recording ($EXCHANGES exchanges and a page of $PAGE_SUBS subresources)"
     rm -rf "$S/r$size"
-    "$BIN/gen" -out "$S/r$size" -n "$EXCHANGES" -size "$size" -cycle "$CYCLE" >&2
-    echo "$EXCHANGES $size $CYCLE" >"$S/r$size/done"
+    "$BIN/gen" -out "$S/r$size" -n "$EXCHANGES" -size "$size" -cycle "$CYCLE" -page "$PAGE_SUBS" >&2
+    echo "$EXCHANGES $size $CYCLE page $PAGE_SUBS" >"$S/r$size/done"
   fi
 done
 R=$S/r75MB
 CYC=$R/cycle/cycle.tsv
 FIRST_URL=$(head -1 "$CYC" | cut -f1)
 FIRST_SHA=$(head -1 "$CYC" | cut -f5)
+PAGE=$R/page/page.tsv
+PAGE_URL=$(head -1 "$PAGE" | cut -f1)
+PAGE_N=$(wc -l <"$PAGE")
 
 # pab's CA (ECDSA P-256), shared with mitmproxy so both sign the same kind of leaf.
 rm -rf "$S/ca-cache"
@@ -92,13 +99,21 @@ fresh_cache() { # fresh_cache DIR: an empty pab cache holding only the CA
 }
 
 # ---- peer start/stop -------------------------------------------------------------------
-PAB_PORT=18080; MITM_PORT=18081; WHISTLE_PORT=18082
+PAB_PORT=18080; MITM_PORT=18081; WHISTLE_PORT=18082; BASE_PORT=18083
+PAB_EXTRA=()  # more pab replay flags (--http2=false)
+BASE_EXTRA=() # more baseline flags (-h2)
 
 start_pab() { # start_pab REPO CACHE
   PAB_CACHE=$2 "${WRAP[@]}" "$BIN/pab" --repo "$1" replay bench --listen 127.0.0.1:$PAB_PORT --clock off \
-    --log "$S/pab-replay.log" 2>"$S/pab.err" &
+    --log "$S/pab-replay.log" ${PAB_EXTRA[@]+"${PAB_EXTRA[@]}"} 2>"$S/pab.err" &
   PEER_PID=$!
   wait_port $PAB_PORT
+}
+BASE_ARGS=(-listen 127.0.0.1:$BASE_PORT -ca-dir "$S/ca-cache/ca" -cycle "$CYC" -cycle "$PAGE")
+start_baseline() {
+  "${WRAP[@]}" "$BIN/baseline" "${BASE_ARGS[@]}" ${BASE_EXTRA[@]+"${BASE_EXTRA[@]}"} 2>"$S/baseline.err" &
+  PEER_PID=$!
+  wait_port $BASE_PORT
 }
 MITM_ARGS=(-q --listen-host 127.0.0.1 --listen-port $MITM_PORT --set confdir="$S/mitm-conf"
   --server-replay "$S/bench.flows" --set server_replay_nopop=true --set server_replay_kill_extra=true
@@ -164,11 +179,13 @@ start_whistle
 stop_peer
 [ -n "$WHISTLE_CA" ] || { echo "bench: whistle made no root CA" >&2; exit 1; }
 
-ca_of() { case $1 in pab | mitmproxy) echo "$CA" ;; whistle) echo "$WHISTLE_CA" ;; esac; }
-port_of() { case $1 in pab) echo $PAB_PORT ;; mitmproxy) echo $MITM_PORT ;; whistle) echo $WHISTLE_PORT ;; esac; }
+ca_of() { case $1 in pab | baseline | mitmproxy) echo "$CA" ;; whistle) echo "$WHISTLE_CA" ;; esac; }
+port_of() { case $1 in pab) echo $PAB_PORT ;; baseline) echo $BASE_PORT ;; mitmproxy) echo $MITM_PORT ;; whistle) echo $WHISTLE_PORT ;; esac; }
+PEERS="pab baseline mitmproxy whistle"
 start_peer() {
   case $1 in
     pab) start_pab "$R/repo" "$S/cache-warm" ;;
+    baseline) start_baseline ;;
     mitmproxy) start_mitm ;;
     whistle) start_whistle ;;
   esac
@@ -186,6 +203,7 @@ start_peer() {
   echo "mitmproxy: $(mitmdump --version 2>/dev/null | awk '/^Mitmproxy/ {print $2}')"
   echo "whistle: $("$W2" -V 2>/dev/null | tail -1)"
   echo "node: $(node --version)"
+  echo "chromium: $(chromium --version 2>/dev/null | awk '{print $2}')"
   echo "load_before: $(uptime | sed 's/.*load average: //')"
 } >"$S/machine.txt"
 {
@@ -197,6 +215,11 @@ start_peer() {
   echo "duration: $DUR"
   echo "warmup: $WARM"
   echo "reps: $REPS"
+  echo "pab_http2: $PAB_HTTP2"
+  echo "h2_host: $H2_HOST"
+  echo "h2_urls: $(grep -c "^https://$H2_HOST/" "$CYC")"
+  echo "page: $PAGE_URL, $((PAGE_N - 1)) subresources on the same host, $(awk -F'\t' '{s+=$6} END {printf "%d", s/1024}' "$PAGE") KB in all"
+  echo "pageloads: $PAGELOADS"
 } >"$S/config.txt"
 
 # ---- start time --------------------------------------------------------------------------
@@ -215,6 +238,8 @@ for rep in $(seq "$REPS"); do
   log "start time: peers (run $rep)"
   "$BIN/load" -mode start -label "mitmproxy ($(wc -l <"$CYC") exchanges × 2 schemes)" -rep "$rep" -ca "$CA" -proxy 127.0.0.1:$MITM_PORT \
     -url "$FIRST_URL" -sha256 "$FIRST_SHA" -- mitmdump "${MITM_ARGS[@]}" >>"$S/results.jsonl"
+  "$BIN/load" -mode start -label "baseline ($(wc -l <"$CYC") exchanges and the page, in memory)" -rep "$rep" -ca "$CA" -proxy 127.0.0.1:$BASE_PORT \
+    -url "$FIRST_URL" -sha256 "$FIRST_SHA" -- "$BIN/baseline" "${BASE_ARGS[@]}" >>"$S/results.jsonl"
   "$BIN/load" -mode start -label "whistle ($(wc -l <"$CYC") exchanges, file rules)" -rep "$rep" -proxy 127.0.0.1:$WHISTLE_PORT \
     -ca "$WHISTLE_CA" -url "$FIRST_URL" -sha256 "$FIRST_SHA" -- env HOME="$S/whistle-home" "$W2" run -H 127.0.0.1 -p $WHISTLE_PORT \
     -M capture -D "$S/whistle-home/w" -r "$(whistle_rules)" >>"$S/results.jsonl"
@@ -227,7 +252,7 @@ stop_peer
 for rep in $(seq "$REPS"); do
   for conns in $CONNS; do
     for scheme in https http; do
-      for peer in pab mitmproxy whistle; do
+      for peer in $PEERS; do
         log "load: $peer $scheme $conns connections (run $rep)"
         start_peer $peer
         "$BIN/load" -label $peer -rep "$rep" -proxy 127.0.0.1:"$(port_of $peer)" -ca "$(ca_of $peer)" -cycle "$CYC" \
@@ -244,7 +269,7 @@ done
 # ---- latency at a fixed rate (16 connections, https), interleaved ---------------------------
 for rep in $(seq "$REPS"); do
   for rate in $RATES; do
-    for peer in pab mitmproxy whistle; do
+    for peer in $PEERS; do
       log "paced load: $peer https 16 connections at $rate requests/s (run $rep)"
       start_peer $peer
       "$BIN/load" -label $peer -rep "$rep" -proxy 127.0.0.1:"$(port_of $peer)" -ca "$(ca_of $peer)" -cycle "$CYC" \
@@ -253,6 +278,49 @@ for rep in $(seq "$REPS"); do
       if [ $peer = pab ]; then
         /usr/bin/python3 "$HERE/logstats.py" "$S/pab-replay.log" "https, 16 connections, paced at $rate requests/s" "$rep" >>"$S/results.jsonl"
       fi
+    done
+  done
+done
+
+# ---- HTTP/2 against HTTP/1.1 (https, one host's URLs), pab and the baseline, interleaved ----
+# h1: 16 workers, one request in flight each (16 connections); h2: 1 worker whose one
+# connection carries 16 streams at once. Only $H2_HOST's URLs, so a worker has one tunnel.
+for rep in $(seq "$REPS"); do
+  for proto in h1 h2; do
+    for peer in pab baseline; do
+      if [ $proto = h2 ]; then
+        flags=(-proto h2 -c 1 -streams 16); BASE_EXTRA=(-h2)
+      else
+        flags=(-proto h1 -c 16); BASE_EXTRA=()
+      fi
+      log "h2 cell: $peer https $proto ${flags[*]} (run $rep)"
+      start_peer $peer
+      "$BIN/load" -label $peer -rep "$rep" -proxy 127.0.0.1:"$(port_of $peer)" -ca "$CA" -cycle "$CYC" -host "$H2_HOST" \
+        -scheme https "${flags[@]}" -d "$DUR" -warmup "$WARM" -watch "$PEER_PID" >>"$S/results.jsonl"
+      stop_peer
+      BASE_EXTRA=()
+    done
+  done
+done
+
+# ---- Chromium page load over h2 and h1 (pab replay --http2=true/false; the baseline) ----
+# Only against the loopback proxies started here.
+for rep in $(seq "$REPS"); do
+  for proto in h2 h1; do
+    for peer in pab baseline; do
+      PAB_EXTRA=(); BASE_EXTRA=()
+      if [ $proto = h2 ]; then BASE_EXTRA=(-h2); fi
+      if [ $PAB_HTTP2 = yes ]; then
+        if [ $proto = h2 ]; then PAB_EXTRA=(--http2=true); else PAB_EXTRA=(--http2=false); fi
+      fi
+      log "page load: $peer $proto, $PAGELOADS loads of $PAGE_URL (run $rep)"
+      start_peer $peer
+      "$BIN/pageload" -label $peer -proto $proto -rep "$rep" -proxy 127.0.0.1:"$(port_of $peer)" -ca "$CA" -url "$PAGE_URL" \
+        -n "$PAGELOADS" -warmup 2 -expect "$PAGE_N" -watch "$PEER_PID" >>"$S/results.jsonl" 2>>"$S/pageload.log" ||
+        log "page load: $peer $proto failed (see $S/pageload.log)"
+      log "$(tail -1 "$S/pageload.log")"
+      stop_peer
+      PAB_EXTRA=(); BASE_EXTRA=()
     done
   done
 done
@@ -278,7 +346,7 @@ for size in $SIZES; do
 done
 
 # ---- no peer dials out -------------------------------------------------------------------
-for peer in pab mitmproxy whistle; do
+for peer in $PEERS; do
   log "dial check: $peer under strace"
   WRAP=(strace -f -qq -e trace=connect -o "$S/strace.$peer")
   start_peer $peer
@@ -297,6 +365,16 @@ for peer in pab mitmproxy whistle; do
   bad=$(cat "$S"/dial.$peer.*.json | grep -o '"mismatches":[0-9]*' | cut -d: -f2 | awk '{s+=$1} END {print s+0}')
   echo "{\"kind\":\"dialcheck\",\"label\":\"$peer\",\"connects\":$connects,\"outbound\":$outbound,\"detail\":\"$bad wrong answers among every body checked; $dns to port 53\"}" >>"$S/results.jsonl"
 done
+
+# ---- Profile: where pab's CPU per request goes (PAB_CPUPROFILE, bench/pprofsum.py) ----------
+log "profile: pab https 16 connections"
+rm -f "$S/pab.cpu"
+PAB_CPUPROFILE="$S/pab.cpu" start_pab "$R/repo" "$S/cache-warm"
+"$BIN/load" -label pab-profile -rep 1 -proxy 127.0.0.1:$PAB_PORT -ca "$CA" -cycle "$CYC" \
+  -scheme https -c 16 -d "$DUR" -warmup 0s -watch "$PEER_PID" >"$S/profile-load.json"
+stop_peer
+reqs=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["requests"])' "$S/profile-load.json")
+go tool pprof -traces "$BIN/pab" "$S/pab.cpu" 2>/dev/null | /usr/bin/python3 "$HERE/pprofsum.py" "$reqs" >"$S/pprof.md"
 
 # ---- Go benchmarks -------------------------------------------------------------------------
 log "go test -bench"

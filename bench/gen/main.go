@@ -3,7 +3,7 @@
 // warc.BundleWriter and published with warc.Pack, plus the files the peers (whistle,
 // mitmproxy) and the load generator need to serve and check the same exchanges.
 //
-//	gen -out DIR -n 20000 -size 75MB [-cycle 500] [-seed 1]
+//	gen -out DIR -n 20000 -size 75MB [-cycle 500] [-page 60] [-seed 1]
 //
 // DIR receives:
 //
@@ -15,6 +15,14 @@
 //	cycle/files/HOST/PATH               the body of each cycle exchange (whistle serves these)
 //	lookups.tsv                         requests for the lookup mix: kind (exact, fuzzy,
 //	                                    search), url
+//	page/page.tsv, page/files/HOST/PATH the page-load page (bench/pageload): one HTML page,
+//	                                    https://www.bench.test/pl/index.html, first line,
+//	                                    then its -page subresources, same format as cycle.tsv
+//
+// The page-load page references -page subresources on its own host (a third scripts, a
+// fifth style sheets, the rest real PNG images), all recorded after the -n exchanges of the
+// mix and drawn from their own random stream, so the mix and the URL cycle are the same
+// with or without it.
 //
 // The mix is realistic in kind and size: HTML pages (with tracking and fuzzy query
 // parameters), scripts and style sheets, images (incompressible bytes), JSON API answers
@@ -48,6 +56,7 @@ func main() {
 	n := flag.Int("n", 20000, "number of exchanges")
 	size := flag.String("size", "75MB", "approximate size of archive/data.warc (e.g. 75MB, 500MB)")
 	cycle := flag.Int("cycle", 500, "number of exchanges in the load test's URL cycle")
+	page := flag.Int("page", 60, "number of subresources of the page-load page (0: no page)")
 	seed := flag.Uint64("seed", 1, "random seed")
 	flag.Parse()
 	if *out == "" {
@@ -60,7 +69,10 @@ func main() {
 	if *n < 100 || *n > 5_000_000 {
 		fail(fmt.Errorf("gen: -n %d: want 100 to 5000000 exchanges", *n))
 	}
-	if err := generate(*out, *n, target, *cycle, *seed); err != nil {
+	if *page < 0 || *page > 1000 {
+		fail(fmt.Errorf("gen: -page %d: want 0 to 1000 subresources", *page))
+	}
+	if err := generate(*out, *n, target, *cycle, *page, *seed); err != nil {
 		fail(err)
 	}
 }
@@ -223,7 +235,7 @@ func (g *gen) exchange(i int, mean float64) (k kind, rawURL string, body []byte,
 	return k, rawURL, body, cyclable
 }
 
-func generate(out string, n int, target int64, cycleN int, seed uint64) error {
+func generate(out string, n int, target int64, cycleN, pageN int, seed uint64) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -298,13 +310,19 @@ func generate(out string, n int, target int64, cycleN int, seed uint64) error {
 		}
 		if cyclable && i%every == 0 && inCycle < cycleN {
 			inCycle++
-			if err := writeCycle(out, cycle, rawURL, k.ctype, body); err != nil {
+			if err := writeCycle(filepath.Join(out, "cycle"), cycle, rawURL, k.ctype, body); err != nil {
 				w.Abort()
 				return err
 			}
 		}
 		if i%97 == 0 {
 			writeLookups(lookups, k.name, rawURL)
+		}
+	}
+	if pageN > 0 {
+		if err := writePage(out, w, pageN, seed, start.Add(time.Duration(n+1)*50*time.Millisecond)); err != nil {
+			w.Abort()
+			return err
 		}
 	}
 	if err := w.Close(); err != nil {
@@ -320,18 +338,19 @@ func generate(out string, n int, target int64, cycleN int, seed uint64) error {
 	if err := os.RemoveAll(bundleDir); err != nil {
 		return err
 	}
-	fmt.Printf("gen: %d exchanges, data.warc %d bytes, %d in the URL cycle, task %s\n", n, fi.Size(), inCycle, taskDir)
+	fmt.Printf("gen: %d exchanges (and a page of %d subresources), data.warc %d bytes, %d in the URL cycle, task %s\n", n, pageN, fi.Size(), inCycle, taskDir)
 	return nil
 }
 
-// writeCycle adds one exchange to the URL cycle: its body file and its cycle.tsv line.
-func writeCycle(out string, cycle *os.File, rawURL, ctype string, body []byte) error {
+// writeCycle adds one exchange to a cycle file in dir (cycle/ or page/): its body file
+// under dir/files and its line.
+func writeCycle(dir string, cycle *os.File, rawURL, ctype string, body []byte) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return err
 	}
 	rel := filepath.Join("files", u.Host, filepath.FromSlash(strings.TrimPrefix(u.Path, "/")))
-	p := filepath.Join(out, "cycle", rel)
+	p := filepath.Join(dir, rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}

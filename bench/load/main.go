@@ -11,7 +11,16 @@
 //	load -proxy 127.0.0.1:8899 -ca ca.pem -cycle cycle.tsv -c 16 -d 10s [-scheme http] [-watch PID]
 //
 // HTTPS is forced to HTTP/1.1 inside the tunnel and to TLS 1.3 with X25519 only, so every
-// proxy negotiates the same protocol, cipher and key exchange. Every answer's status and
+// proxy negotiates the same protocol, cipher and key exchange. With -proto h2, each worker
+// offers h2 (and http/1.1) by ALPN instead and runs -streams requests at once over its one
+// connection to a host (one CONNECT tunnel; the transport never opens a second one while
+// the server allows that many streams); -host keeps only the cycle's URLs of one host, so
+// that a worker has exactly one connection:
+//
+//	load -proxy 127.0.0.1:8899 -ca ca.pem -cycle cycle.tsv -host static.bench.test -proto h2 -c 1 -streams 16
+//
+// The protocol of every timed answer is counted (Result.ProtoSeen), so an h2 run that the
+// proxy answered over HTTP/1.1 shows as such. Every answer's status and
 // length are checked, and the SHA-256 of every -verify-every'th body, so a proxy that
 // answers wrong is counted (Result.Mismatches) rather than measured. With -watch PID, the
 // CPU time and peak RSS of that process and all its descendants are measured over the
@@ -62,11 +71,18 @@ type target struct {
 // Result is the printed outcome of a load run. Latencies are in milliseconds, measured
 // from sending the request to reading the last byte of the body.
 type Result struct {
-	Kind       string  `json:"kind"` // "load"
-	Label      string  `json:"label"`
-	Rep        int     `json:"rep"`
-	Scheme     string  `json:"scheme"`
-	Conns      int     `json:"conns"`
+	Kind   string `json:"kind"` // "load"
+	Label  string `json:"label"`
+	Rep    int    `json:"rep"`
+	Scheme string `json:"scheme"`
+	Conns  int    `json:"conns"`
+	// Proto is the protocol asked for inside the tunnel: h1 or h2; Streams the requests
+	// in flight per worker (1 for h1); Host the one host kept with -host (empty: all).
+	Proto   string `json:"proto"`
+	Streams int    `json:"streams"`
+	Host    string `json:"host,omitempty"`
+	// ProtoSeen is the protocol of the timed answers: "h2", "http/1.1", or both with counts.
+	ProtoSeen  string  `json:"proto_seen"`
 	Seconds    float64 `json:"seconds"`
 	Rate       float64 `json:"rate,omitempty"` // the paced rate asked for (-rate), 0 when unpaced
 	Requests   int64   `json:"requests"`
@@ -103,6 +119,9 @@ func main() {
 	rep := flag.Int("rep", 0, "repetition number copied into the result")
 	watch := flag.Int("watch", 0, "PID whose process tree's CPU and RSS are measured")
 	rate := flag.Float64("rate", 0, "load mode: total requests per second, paced evenly over the workers (0: as fast as answered)")
+	proto := flag.String("proto", "h1", "load mode: protocol inside the tunnel, h1 (HTTP/1.1 only) or h2 (h2 offered by ALPN, streams multiplexed)")
+	streams := flag.Int("streams", 1, "load mode with -proto h2: requests in flight at once per worker, sharing its one connection")
+	host := flag.String("host", "", "load mode: keep only the cycle's URLs of this host (one connection per worker)")
 	startURL := flag.String("url", "", "start mode: the URL to request")
 	startSHA := flag.String("sha256", "", "start mode: the expected body SHA-256 (hex)")
 	timeout := flag.Duration("timeout", 60*time.Second, "start mode: give up after this long")
@@ -110,7 +129,9 @@ func main() {
 	var err error
 	switch *mode {
 	case "load":
-		err = runLoad(*proxy, *caFile, *cycleFile, *scheme, *conns, *dur, *warm, *verifyEvery, *label, *rep, *watch, *rate)
+		err = runLoad(loadSpec{proxy: *proxy, caFile: *caFile, cycleFile: *cycleFile, scheme: *scheme, conns: *conns, dur: *dur,
+			warm: *warm, verifyEvery: *verifyEvery, label: *label, rep: *rep, watch: *watch, rate: *rate, proto: *proto,
+			streams: *streams, host: *host})
 	case "start":
 		err = runStart(*proxy, *caFile, *startURL, *startSHA, *label, *rep, *timeout, flag.Args())
 	default:
@@ -122,7 +143,7 @@ func main() {
 	}
 }
 
-func readCycle(path, scheme string) ([]target, error) {
+func readCycle(path, scheme, host string) ([]target, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -138,19 +159,31 @@ func readCycle(path, scheme string) ([]target, error) {
 			return nil, fmt.Errorf("%s line %d: size %q", path, i+1, f[5])
 		}
 		u := f[0]
+		if host != "" {
+			pu, err := url.Parse(u)
+			if err != nil || pu.Host != host {
+				continue
+			}
+		}
 		if scheme == "http" {
 			u = "http://" + strings.TrimPrefix(u, "https://")
 		}
 		out = append(out, target{url: u, size: size, sha256: f[4]})
 	}
 	if len(out) == 0 {
+		if host != "" {
+			return nil, fmt.Errorf("%s: no URLs of host %s", path, host)
+		}
 		return nil, fmt.Errorf("%s: no URLs", path)
 	}
 	return out, nil
 }
 
-// newTransport is one worker's client: HTTP/1.1, TLS 1.3 with X25519 only, keep-alive.
-func newTransport(proxy, caFile string, opened *atomic.Int64) (*http.Transport, error) {
+// newTransport is one worker's client: TLS 1.3 with X25519 only, keep-alive; HTTP/1.1 for
+// proto h1; for h2, h2 offered first by ALPN and up to streams requests multiplexed over one
+// connection per host (StrictMaxConcurrentRequests: never a second connection while the
+// server allows that many streams).
+func newTransport(proxy, caFile string, opened *atomic.Int64, proto string, streams int) (*http.Transport, error) {
 	pu, err := url.Parse("http://" + proxy)
 	if err != nil {
 		return nil, err
@@ -166,7 +199,7 @@ func newTransport(proxy, caFile string, opened *atomic.Int64) (*http.Transport, 
 		}
 	}
 	dialer := &netDialer{opened: opened}
-	return &http.Transport{
+	tr := &http.Transport{
 		Proxy:       http.ProxyURL(pu),
 		DialContext: dialer.DialContext,
 		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13, MaxVersion: tls.VersionTLS13,
@@ -176,10 +209,36 @@ func newTransport(proxy, caFile string, opened *atomic.Int64) (*http.Transport, 
 		MaxIdleConnsPerHost: 1,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
-	}, nil
+	}
+	if proto == "h2" {
+		tr.TLSClientConfig.NextProtos = []string{"h2", "http/1.1"}
+		tr.ForceAttemptHTTP2 = true
+		tr.TLSNextProto = nil
+		tr.HTTP2 = &http.HTTP2Config{StrictMaxConcurrentRequests: true}
+		// A proxy that answers http/1.1 to the offer gets keep-alive connections, one per
+		// stream, rather than a new connection per request.
+		tr.MaxIdleConnsPerHost = streams
+	}
+	return tr, nil
 }
 
-func runLoad(proxy, caFile, cycleFile, scheme string, conns int, dur, warm time.Duration, verifyEvery int, label string, rep, watch int, rate float64) error {
+// loadSpec is what a load run is asked to do (the flags of load mode).
+type loadSpec struct {
+	proxy, caFile, cycleFile, scheme string
+	conns                            int
+	dur, warm                        time.Duration
+	verifyEvery                      int
+	label                            string
+	rep, watch                       int
+	rate                             float64
+	proto                            string
+	streams                          int
+	host                             string
+}
+
+func runLoad(sp loadSpec) error {
+	proxy, caFile, cycleFile, scheme, conns, dur, warm := sp.proxy, sp.caFile, sp.cycleFile, sp.scheme, sp.conns, sp.dur, sp.warm
+	verifyEvery, label, rep, watch, rate, proto, streams := sp.verifyEvery, sp.label, sp.rep, sp.watch, sp.rate, sp.proto, sp.streams
 	if proxy == "" || cycleFile == "" {
 		return errors.New("-proxy and -cycle are required")
 	}
@@ -189,7 +248,17 @@ func runLoad(proxy, caFile, cycleFile, scheme string, conns int, dur, warm time.
 	if conns < 1 || conns > 4096 {
 		return fmt.Errorf("-c %d: want 1 to 4096", conns)
 	}
-	targets, err := readCycle(cycleFile, scheme)
+	switch {
+	case proto != "h1" && proto != "h2":
+		return fmt.Errorf("-proto %q: want h1 or h2", proto)
+	case proto == "h2" && scheme != "https":
+		return errors.New("-proto h2 needs -scheme https (h2 is negotiated inside the TLS tunnel)")
+	case streams < 1 || streams > 1000:
+		return fmt.Errorf("-streams %d: want 1 to 1000", streams)
+	case streams > 1 && proto != "h2":
+		return errors.New("-streams above 1 needs -proto h2 (an HTTP/1.1 connection carries one request at a time)")
+	}
+	targets, err := readCycle(cycleFile, scheme, sp.host)
 	if err != nil {
 		return err
 	}
@@ -201,6 +270,8 @@ func runLoad(proxy, caFile, cycleFile, scheme string, conns int, dur, warm time.
 		mismatches atomic.Int64
 		verified   atomic.Int64
 		opened     atomic.Int64
+		h2Seen     atomic.Int64
+		h1Seen     atomic.Int64
 		firstErr   sync.Once
 		firstMsg   string
 		mu         sync.Mutex
@@ -211,25 +282,52 @@ func runLoad(proxy, caFile, cycleFile, scheme string, conns int, dur, warm time.
 		errs.Add(1)
 		firstErr.Do(func() { firstMsg = err.Error() })
 	}
-	for w := 0; w < conns; w++ {
-		tr, err := newTransport(proxy, caFile, &opened)
+	// Each worker has its own transport (its connections); with h2 its streams goroutines
+	// share it. An h2 worker first sends one request per host alone, so that its one
+	// connection to the host exists before its streams start.
+	var hosts []string
+	for _, t := range targets {
+		if u, err := url.Parse(t.url); err == nil && !slices.Contains(hosts, u.Host) {
+			hosts = append(hosts, u.Host)
+		}
+	}
+	clients := make([]*http.Client, conns)
+	for w := range clients {
+		tr, err := newTransport(proxy, caFile, &opened, proto, streams)
 		if err != nil {
 			return err
 		}
-		client := &http.Client{Transport: tr, Timeout: 30 * time.Second,
+		defer tr.CloseIdleConnections()
+		clients[w] = &http.Client{Transport: tr, Timeout: 30 * time.Second,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		if proto == "h2" {
+			for _, h := range hosts {
+				for _, t := range targets {
+					if strings.Contains(t.url, "://"+h+"/") {
+						if resp, err := clients[w].Get(t.url); err == nil {
+							io.Copy(io.Discard, resp.Body)
+							resp.Body.Close()
+						}
+						break
+					}
+				}
+			}
+		}
+	}
+	goroutines := conns * streams
+	for w := 0; w < goroutines; w++ {
+		client := clients[w/streams]
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			defer tr.CloseIdleConnections()
 			local := make([]time.Duration, 0, 1<<14)
 			h := sha256.New()
 			buf := make([]byte, 64<<10)
 			var interval time.Duration
 			next := time.Now()
 			if rate > 0 {
-				interval = time.Duration(float64(conns) / rate * float64(time.Second))
-				next = next.Add(interval * time.Duration(w) / time.Duration(conns))
+				interval = time.Duration(float64(goroutines) / rate * float64(time.Second))
+				next = next.Add(interval * time.Duration(w) / time.Duration(goroutines))
 			}
 			for i := w * 7919; !stop.Load(); i++ {
 				t := targets[i%len(targets)]
@@ -277,6 +375,11 @@ func runLoad(proxy, caFile, cycleFile, scheme string, conns int, dur, warm time.
 						mismatches.Add(1)
 						firstErr.Do(func() { firstMsg = t.url + ": body differs from the recording" })
 					}
+				}
+				if resp.ProtoMajor == 2 {
+					h2Seen.Add(1)
+				} else {
+					h1Seen.Add(1)
 				}
 				requests.Add(1)
 				local = append(local, d)
@@ -326,8 +429,17 @@ func runLoad(proxy, caFile, cycleFile, scheme string, conns int, dur, warm time.
 	stop.Store(true)
 	wg.Wait()
 	slices.Sort(lat)
-	r := Result{Kind: "load", Rate: rate, Label: label, Rep: rep, Scheme: scheme, Conns: conns, Seconds: elapsed.Seconds(), Requests: requests.Load(),
+	r := Result{Kind: "load", Rate: rate, Label: label, Rep: rep, Scheme: scheme, Conns: conns, Proto: proto, Streams: streams, Host: sp.host,
+		Seconds: elapsed.Seconds(), Requests: requests.Load(),
 		Errors: errs.Load(), Mismatches: mismatches.Load(), Verified: verified.Load(), FirstError: firstMsg, NewConns: newConns}
+	switch n2, n1 := h2Seen.Load(), h1Seen.Load(); {
+	case n2 > 0 && n1 > 0:
+		r.ProtoSeen = fmt.Sprintf("mixed: h2 %d, http/1.1 %d", n2, n1)
+	case n2 > 0:
+		r.ProtoSeen = "h2"
+	case n1 > 0:
+		r.ProtoSeen = "http/1.1"
+	}
 	r.RPS = float64(r.Requests) / elapsed.Seconds()
 	r.P50, r.P99, r.P999 = pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999)
 	if len(lat) > 0 {
@@ -465,7 +577,7 @@ func runStart(proxy, caFile, rawURL, wantSHA, label string, rep int, timeout tim
 		if ctx.Err() != nil {
 			return fmt.Errorf("no correct answer from %s within %s", proxy, timeout)
 		}
-		tr, err := newTransport(proxy, caFile, &opened)
+		tr, err := newTransport(proxy, caFile, &opened, "h1", 1)
 		if err != nil {
 			return err
 		}

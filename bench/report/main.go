@@ -1,9 +1,11 @@
 // Command report turns the raw results of bench/run.sh into docs/performance.md.
+// The peers are pab, the baseline (bench/baseline, a minimal Go MITM proxy: the speed
+// limit of the machine), mitmproxy and whistle.
 //
 //	report -dir SCRATCH -out docs/performance.md
 //
 // It reads, from SCRATCH: results.jsonl (one JSON object a line: "kind" load, start, rss
-// or dialcheck; see bench/load), gobench.txt (the output of go test -bench), machine.txt
+// dialcheck or pageload; see bench/load and bench/pageload), gobench.txt (the output of go test -bench), machine.txt
 // ("name: value" lines) and config.txt (the same, the run's settings); -notes appends a
 // hand-written Markdown file. Numbers of repeated
 // runs are shown as ranges (min–max); ratios compare pab's mean to the peer's mean.
@@ -48,9 +50,25 @@ type rec struct {
 	Connects   int     `json:"connects"`
 	Detail     string  `json:"detail"`
 	FirstError string  `json:"first_error"`
+	// load: the protocol asked for inside the tunnel (h1, h2; empty in older results:
+	// h1), streams per worker, the one host kept, the protocol the answers came over.
+	// pageload: Proto is what the proxy was set to offer.
+	Proto     string `json:"proto"`
+	Streams   int    `json:"streams"`
+	Host      string `json:"host"`
+	ProtoSeen string `json:"proto_seen"`
+	// pageload
+	Loads      int       `json:"loads"`
+	Failed     int       `json:"failed"`
+	Median     float64   `json:"median_ms"`
+	P90        float64   `json:"p90_ms"`
+	Samples    []float64 `json:"samples_ms"`
+	Protocols  string    `json:"protocols"`
+	Responses  int       `json:"responses"`
+	CPUPerLoad float64   `json:"cpu_ms_per_load"`
 }
 
-var peers = []string{"pab", "mitmproxy", "whistle"}
+var peers = []string{"pab", "baseline", "mitmproxy", "whistle"}
 
 func main() {
 	dir := flag.String("dir", "", "the scratch directory of bench/run.sh")
@@ -110,32 +128,31 @@ func run(dir, out, notes string) error {
 
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
-	w("# Performance: pab replay against whistle and mitmproxy\n\n")
+	w("# Performance: pab replay against whistle, mitmproxy and a minimal Go MITM baseline\n\n")
 	w("Written by `bench/run.sh` (see bench/README.md); do not edit by hand, run it again.\n\n")
 	w("- **Date:** %s\n", m["date"])
 	w("- **Machine:** %s, %s cores, %s RAM, kernel %s\n", m["cpu"], m["cores"], m["ram"], m["kernel"])
-	w("- **Software:** %s; pab %s; mitmproxy %s (Debian); whistle %s (npm, pinned in bench/peers/package-lock.json); Node.js %s\n",
-		m["go"], m["pab"], m["mitmproxy"], m["whistle"], m["node"])
+	w("- **Software:** %s; pab %s; the baseline `bench/baseline` (Go standard library, built with the same Go); mitmproxy %s (Debian); whistle %s (npm, pinned in bench/peers/package-lock.json); Node.js %s; Chromium %s (Debian)\n",
+		m["go"], m["pab"], m["mitmproxy"], m["whistle"], m["node"], m["chromium"])
 	w("- **Load on the machine:** %s at the start, %s at the end (`uptime`: load average over 1, 5, 15 minutes). The machine is shared with other jobs, so every number below is noisy: runs are interleaved and repeated, and shown as ranges.\n", m["load_before"], m["load_after"])
 	w("- **Run:** %s\n\n", cfg["mode"])
 
-	var loads, paced []rec
+	var loads, paced, h2runs []rec
 	for _, r := range filter(recs, "load") {
-		if r.Rate > 0 {
+		if r.Host != "" || r.Proto == "h2" {
+			h2runs = append(h2runs, r)
+		} else if r.Rate > 0 {
 			paced = append(paced, r)
 		} else {
 			loads = append(loads, r)
 		}
 	}
 	w("## Throughput and latency through the proxy\n\n")
-	w("%s. Each peer serves the same %s exchanges byte for byte (the URL cycle, a realistic mix of HTML, scripts, style sheets, images; mean body %s bytes); pab serves them from the whole %s recording. Each of N workers keeps one request in flight over its own keep-alive connections; %s timed after %s warmup per run, %s runs per cell, interleaved (pab, mitmproxy, whistle, then the next cell). Latency is the client's: from sending the request to the last byte of the body (there is no upstream, so all of it is added by the proxy). CPU is the whole process tree's (user+system), per request. Every answer's status and length are checked and every 10th body's SHA-256; a wrong answer would show in the *bad* column.\n\n",
+	w("%s. Each peer serves the same %s exchanges byte for byte (the URL cycle, a realistic mix of HTML, scripts, style sheets, images; mean body %s bytes); pab serves them from the whole %s recording. Each of N workers keeps one request in flight over its own keep-alive connections; %s timed after %s warmup per run, %s runs per cell, interleaved (pab, baseline, mitmproxy, whistle, then the next cell). Latency is the client's: from sending the request to the last byte of the body (there is no upstream, so all of it is added by the proxy). CPU is the whole process tree's (user+system), per request. Every answer's status and length are checked and every 10th body's SHA-256; a wrong answer would show in the *bad* column.\n\n",
 		cfg["client"], cfg["cycle_n"], cfg["cycle_mean"], cfg["recording"], cfg["duration"], cfg["warmup"], cfg["reps"])
-	w("| scheme | conns | pab rps | mitmproxy rps | whistle rps | pab ÷ mitmproxy | pab ÷ whistle | pab p50 / p99 / p99.9 ms | mitmproxy p50 / p99 / p99.9 ms | whistle p50 / p99 / p99.9 ms |\n")
-	w("|---|---|---|---|---|---|---|---|---|---|\n")
-	type cell struct {
-		scheme string
-		conns  int
-	}
+	w("The *baseline* is `bench/baseline`: a minimal MITM proxy written for this comparison with Go's standard library (CONNECT, `tls.Server` with one ECDSA P-256 leaf signed by pab's CA for every host, `net/http` serving HTTP/1.1 keep-alive inside the tunnel, answers from an in-memory map of the same bodies; no rules, no lookup index, no log, no recording on disk). It is the speed limit of this machine for a Go MITM proxy, not a usable replay: *pab ÷ baseline* below 1× in rps, and above 1× in CPU per request, is what pab's own work costs.\n\n")
+	w("| scheme | conns | pab rps | baseline rps | mitmproxy rps | whistle rps | pab ÷ baseline (rps) | pab ÷ baseline (CPU/request) | pab ÷ mitmproxy | pab ÷ whistle | pab p50 / p99 / p99.9 ms | baseline p50 / p99 / p99.9 ms | mitmproxy p50 / p99 / p99.9 ms | whistle p50 / p99 / p99.9 ms |\n")
+	w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	var cells []cell
 	for _, r := range loads {
 		c := cell{r.Scheme, r.Conns}
@@ -173,10 +190,11 @@ func run(dir, out, notes string) error {
 		return fmt.Sprintf(" (+%d run stalled: no answer in %s)", n, cfg["duration"])
 	}
 	for _, c := range cells {
-		p, mi, wh := pick("pab", c), pick("mitmproxy", c), pick("whistle", c)
-		w("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.scheme, c.conns,
-			rng(p, rpsOf, 0)+stalled("pab", c), rng(mi, rpsOf, 0)+stalled("mitmproxy", c), rng(wh, rpsOf, 0)+stalled("whistle", c),
-			ratio(p, mi), ratio(p, wh), lat(p), lat(mi), lat(wh))
+		p, bl, mi, wh := pick("pab", c), pick("baseline", c), pick("mitmproxy", c), pick("whistle", c)
+		w("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.scheme, c.conns,
+			rng(p, rpsOf, 0)+stalled("pab", c), rng(bl, rpsOf, 0)+stalled("baseline", c),
+			rng(mi, rpsOf, 0)+stalled("mitmproxy", c), rng(wh, rpsOf, 0)+stalled("whistle", c),
+			ratioOf(p, bl, rpsOf, 2), ratioOf(p, bl, cpuOf, 2), ratio(p, mi), ratio(p, wh), lat(p), lat(bl), lat(mi), lat(wh))
 	}
 	w("\nPer run, CPU and connections:\n\n")
 	w("| peer | scheme | conns | rep | rps | p50 ms | p99 ms | p99.9 ms | CPU ms/request | cores used | peak RSS MB (tree) | new TCP connections per request | errors | bad | verified bodies |\n")
@@ -233,6 +251,10 @@ func run(dir, out, notes string) error {
 		}
 	}
 
+	if len(h2runs) > 0 {
+		writeH2(w, h2runs, cfg)
+	}
+
 	if hs := filter(recs, "handler"); len(hs) > 0 {
 		w("\n### Time inside pab's handler\n\n")
 		w("From pab's own log (`ms` of every line, warmup included): from the request reaching the handler to its answer being ready, i.e. reading the request, the lookup and opening the recorded response; TLS, parsing and sending are not in it. Unlike the client's latencies above, it is not inflated by the client waiting for a core.\n\n")
@@ -255,9 +277,13 @@ func run(dir, out, notes string) error {
 		}
 	}
 
+	if pls := filter(recs, "pageload"); len(pls) > 0 {
+		writePageLoads(w, pls, cfg)
+	}
+
 	starts := filter(recs, "start")
 	w("\n## Start time\n\n")
-	w("From launching the command to the first correct answer (an HTTPS request through the proxy whose body matches the recording), measured by `bench/load -mode start`. *Cold*: the task's published recording (`warc.tar.gz` parts) is unpacked into an empty cache (`PAB_CACHE`), then indexed; *warm*: the cache holds the unpacked bundle from an earlier start, so only the index is built. The peers load only the URL cycle (mitmproxy its flow file, whistle its rules), so their times are a floor, not a like-for-like comparison.\n\n")
+	w("From launching the command to the first correct answer (an HTTPS request through the proxy whose body matches the recording), measured by `bench/load -mode start`. *Cold*: the task's published recording (`warc.tar.gz` parts) is unpacked into an empty cache (`PAB_CACHE`), then indexed; *warm*: the cache holds the unpacked bundle from an earlier start, so only the index is built. The peers load only the URL cycle (mitmproxy its flow file, whistle its rules, the baseline its bodies into memory and signs its one leaf), so their times are a floor, not a like-for-like comparison.\n\n")
 	w("| what | seconds |\n|---|---|\n")
 	var labels []string
 	for _, r := range starts {
@@ -420,6 +446,12 @@ func run(dir, out, notes string) error {
 			}
 		}
 	}
+	writeShellGoals(w, pick, h2runs)
+	if prof, err := os.ReadFile(filepath.Join(dir, "pprof.md")); err == nil && len(prof) > 0 {
+		w("\n## Where pab's CPU per request goes\n\n")
+		w("A CPU profile of `pab replay` (`PAB_CPUPROFILE`) through one more HTTPS run with 16 connections, no warmup, summarized by `bench/pprofsum.py`: each sample goes to the first category that a frame of its stack matches (TLS, the replay's own steps, GC), the rest to the innermost frame of pab's code or of net/http. The baseline pays the TLS, net/http and runtime rows too; pab's own rows are the lookup, the log line, the payload read and the rest of the handler.\n\n")
+		b.Write(prof)
+	}
 	if notes != "" {
 		data, err := os.ReadFile(notes)
 		if err != nil {
@@ -439,6 +471,141 @@ func verdict(ok bool, miss string) string {
 }
 
 func rpsOf(r rec) float64 { return r.RPS }
+
+func cpuOf(r rec) float64 { return r.CPUPerReq }
+
+// ratioOf is mean f over p divided by mean f over q, with prec decimals.
+func ratioOf(p, q []rec, f func(rec) float64, prec int) string {
+	if len(p) == 0 || len(q) == 0 || mean(q, f) == 0 {
+		return "—"
+	}
+	return "**" + strconv.FormatFloat(mean(p, f)/mean(q, f), 'f', prec, 64) + "×**"
+}
+
+// writeH2 writes the HTTP/2 against HTTP/1.1 section: pab and the baseline, one host's
+// URLs, 16 HTTP/1.1 connections against one h2 connection with 16 streams.
+func writeH2(w func(string, ...any), runs []rec, cfg map[string]string) {
+	w("\n### HTTP/2 against HTTP/1.1 inside the tunnel\n\n")
+	w("HTTPS through CONNECT, only the %s URLs of the cycle on `%s`, so that a worker has exactly one tunnel. *h1*: 16 workers, each with one HTTP/1.1 keep-alive connection and one request in flight (the same client as above). *h2*: one worker whose one connection offers h2 by ALPN and carries 16 requests at once (`bench/load -proto h2 -c 1 -streams 16`; Go's HTTP/2 transport, never a second connection while the server allows 16 streams). pab runs with its defaults (`--http2` on%s); the baseline with `-h2` for the h2 runs. *negotiated* is the protocol the timed answers came over. Same duration, warmup and checks as above; runs interleaved (pab, baseline; h1, then h2).\n\n",
+		cfg["h2_urls"], cfg["h2_host"], map[string]string{"yes": "", "no": "; this pab has no --http2 flag"}[cfg["pab_http2"]])
+	type key struct {
+		peer, proto string
+	}
+	by := map[key][]rec{}
+	for _, r := range runs {
+		if r.Requests == 0 {
+			continue
+		}
+		p := r.Proto
+		if p == "" {
+			p = "h1"
+		}
+		by[key{r.Label, p}] = append(by[key{r.Label, p}], r)
+	}
+	seen := func(rs []rec) string {
+		var out []string
+		for _, r := range rs {
+			if r.ProtoSeen != "" && !slices.Contains(out, r.ProtoSeen) {
+				out = append(out, r.ProtoSeen)
+			}
+		}
+		return strings.Join(out, "; ")
+	}
+	cell := func(peer, proto string, f func(rec) float64, prec int) string {
+		return rng(by[key{peer, proto}], f, prec)
+	}
+	w("| | h1, 16 connections | h2, 1 connection × 16 streams | h2 ÷ h1 |\n|---|---|---|---|\n")
+	for _, peer := range []string{"pab", "baseline"} {
+		w("| %s rps | %s | %s | %s |\n", peer, cell(peer, "h1", rpsOf, 0), cell(peer, "h2", rpsOf, 0), ratioOf(by[key{peer, "h2"}], by[key{peer, "h1"}], rpsOf, 2))
+	}
+	w("| pab ÷ baseline (rps) | %s | %s | |\n", ratioOf(by[key{"pab", "h1"}], by[key{"baseline", "h1"}], rpsOf, 2), ratioOf(by[key{"pab", "h2"}], by[key{"baseline", "h2"}], rpsOf, 2))
+	for _, peer := range []string{"pab", "baseline"} {
+		w("| %s CPU ms/request | %s | %s | %s |\n", peer, cell(peer, "h1", cpuOf, 3), cell(peer, "h2", cpuOf, 3), ratioOf(by[key{peer, "h2"}], by[key{peer, "h1"}], cpuOf, 2))
+	}
+	w("| pab ÷ baseline (CPU/request) | %s | %s | |\n", ratioOf(by[key{"pab", "h1"}], by[key{"baseline", "h1"}], cpuOf, 2), ratioOf(by[key{"pab", "h2"}], by[key{"baseline", "h2"}], cpuOf, 2))
+	for _, peer := range []string{"pab", "baseline"} {
+		w("| %s p50 / p99 / p99.9 ms | %s | %s | |\n", peer, lat(by[key{peer, "h1"}]), lat(by[key{peer, "h2"}]))
+	}
+	for _, peer := range []string{"pab", "baseline"} {
+		w("| %s negotiated | %s | %s | |\n", peer, seen(by[key{peer, "h1"}]), seen(by[key{peer, "h2"}]))
+	}
+	w("\nPer run:\n\n| peer | proto | workers × streams | rep | negotiated | rps | p50 ms | p99 ms | CPU ms/request | cores used | peak RSS MB | new TCP connections | errors | bad |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, proto := range []string{"h1", "h2"} {
+		for _, peer := range peers {
+			for _, r := range runs {
+				p := r.Proto
+				if p == "" {
+					p = "h1"
+				}
+				if r.Label != peer || p != proto {
+					continue
+				}
+				w("| %s | %s | %d × %d | %d | %s | %.0f | %.2f | %.2f | %.3f | %.2f | %.0f | %d | %d | %d |\n", peer, p, r.Conns, max(r.Streams, 1), r.Rep, r.ProtoSeen,
+					r.RPS, r.P50, r.P99, r.CPUPerReq, r.Cores, r.PeakRSSMB, r.NewConns, r.Errors, r.Mismatches)
+			}
+		}
+	}
+}
+
+// writePageLoads writes the Chromium page-load section: median and p90 load time per
+// peer and protocol, over the samples of every run.
+func writePageLoads(w func(string, ...any), pls []rec, cfg map[string]string) {
+	w("\n## Chromium page load\n\n")
+	w("Debian's Chromium, headless, through the proxy (`bench/pageload`, with chromedp): the page %s. Each load is in a new tab of a new browser context (so it opens its tunnels again) with the cache disabled (`Network.setCacheDisabled`); %s timed loads after 2 untimed ones per run, %s runs. Load time is the page's Navigation Timing `loadEventStart`: from navigation start to the load event. *Protocol* is `Response.protocol` of CDP's `Network.responseReceived` for every response of the timed loads. pab is run with `--http2=true` and `--http2=false`%s, the baseline with and without `-h2`. With HTTP/1.1 Chromium opens up to 6 tunnels to the host; with h2, one. *Proxy CPU* is the proxy's process tree's CPU time per load.\n\n",
+		cfg["page"], cfg["pageloads"], cfg["reps"], map[string]string{"yes": "", "no": " (this pab has no --http2 flag: both runs used its default)"}[cfg["pab_http2"]])
+	w("| peer | proxy offers | protocol (responses) | loads (failed) | median ms | p90 ms | min–max ms | proxy CPU ms per load |\n|---|---|---|---|---|---|---|---|\n")
+	type key struct{ peer, proto string }
+	var keys []key
+	for _, r := range pls {
+		k := key{r.Label, r.Proto}
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	medians := map[key]float64{}
+	for _, k := range keys {
+		var samples []float64
+		var protos []string
+		loads, failed := 0, 0
+		var rs []rec
+		for _, r := range pls {
+			if r.Label == k.peer && r.Proto == k.proto {
+				rs = append(rs, r)
+				samples = append(samples, r.Samples...)
+				loads += r.Loads
+				failed += r.Failed
+				if r.Protocols != "" {
+					protos = append(protos, r.Protocols)
+				}
+			}
+		}
+		slices.Sort(samples)
+		if len(samples) == 0 {
+			w("| %s | %s | %s | %d (%d) | — | — | — | — |\n", k.peer, k.proto, strings.Join(protos, "; "), loads, failed)
+			continue
+		}
+		medians[k] = quantile(samples, 0.5)
+		w("| %s | %s | %s | %d (%d) | %.1f | %.1f | %.1f–%.1f | %s |\n", k.peer, k.proto, strings.Join(protos, "; "), loads, failed,
+			quantile(samples, 0.5), quantile(samples, 0.9), samples[0], samples[len(samples)-1], rng(rs, func(r rec) float64 { return r.CPUPerLoad }, 1))
+	}
+	for _, peer := range []string{"pab", "baseline"} {
+		if a, b := medians[key{peer, "h1"}], medians[key{peer, "h2"}]; a > 0 && b > 0 {
+			w("\n%s: median load over h2 is %.2f× that over HTTP/1.1.", peer, b/a)
+		}
+	}
+	for _, proto := range []string{"h1", "h2"} {
+		if a, b := medians[key{"pab", proto}], medians[key{"baseline", proto}]; a > 0 && b > 0 {
+			w("\npab ÷ baseline, median load over %s: %.2f×.", proto, a/b)
+		}
+	}
+	w("\n")
+}
+
+// quantile is the q-quantile of sorted samples (nearest rank).
+func quantile(s []float64, q float64) float64 {
+	i := int(q*float64(len(s))+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
 
 func filter(rs []rec, kind string) []rec {
 	var out []rec
@@ -552,4 +719,59 @@ func parseGoBench(s string) []goBench {
 		}
 	}
 	return out
+}
+
+type cell struct {
+	scheme string
+	conns  int
+}
+
+// writeShellGoals writes the goals of issue 14 (the MITM shell): pab's CPU per request and
+// throughput against the baseline at HTTPS 16 and 64 connections, its ratios to mitmproxy
+// and whistle, and h2 with 16 streams on one connection against HTTP/1.1 on 16.
+func writeShellGoals(w func(string, ...any), pick func(string, cell) []rec, h2runs []rec) {
+	w("\n## Goals (issue 14: the MITM shell)\n\n")
+	w("| goal | measured | verdict |\n|---|---|---|\n")
+	for _, conns := range []int{16, 64} {
+		c := cell{"https", conns}
+		p, b := pick("pab", c), pick("baseline", c)
+		if len(p) == 0 || len(b) == 0 {
+			w("| HTTPS keep-alive, %d conns: CPU per request ≤ 1.15× the baseline; rps ≥ 0.95× | not measured in this run | — |\n", conns)
+			continue
+		}
+		cpu := mean(p, cpuOf) / mean(b, cpuOf)
+		rps := mean(p, rpsOf) / mean(b, rpsOf)
+		w("| HTTPS keep-alive, %d conns: CPU per request ≤ 1.15× the baseline | %.2f× (mean of runs) | %s |\n", conns, cpu, verdict(cpu <= 1.15, fmt.Sprintf("%.0f%% over", 100*(cpu/1.15-1))))
+		w("| HTTPS keep-alive, %d conns: throughput ≥ 0.95× the baseline | %.2f× | %s |\n", conns, rps, verdict(rps >= 0.95, fmt.Sprintf("short by %.0f%%", 100*(1-rps/0.95))))
+	}
+	c16 := cell{"https", 16}
+	for _, g := range []struct {
+		peer string
+		min  float64
+	}{{"mitmproxy", 20}, {"whistle", 60}} {
+		p, q := pick("pab", c16), pick(g.peer, c16)
+		if len(p) == 0 || len(q) == 0 {
+			w("| HTTPS 16 conns: ≥ %.0f× %s | not measured | — |\n", g.min, g.peer)
+			continue
+		}
+		x := mean(p, rpsOf) / mean(q, rpsOf)
+		w("| HTTPS 16 conns: ≥ %.0f× %s | %.1f× | %s |\n", g.min, g.peer, x, verdict(x >= g.min, fmt.Sprintf("short by %.0f%%", 100*(1-x/g.min))))
+	}
+	var h1, h2 []rec
+	for _, r := range h2runs {
+		if r.Label != "pab" || r.Requests == 0 {
+			continue
+		}
+		if r.Proto == "h2" {
+			h2 = append(h2, r)
+		} else {
+			h1 = append(h1, r)
+		}
+	}
+	if len(h1) == 0 || len(h2) == 0 {
+		w("| pab over h2, 16 streams on 1 connection ≥ pab over HTTP/1.1, 16 connections | not measured | — |\n")
+		return
+	}
+	x := mean(h2, rpsOf) / mean(h1, rpsOf)
+	w("| pab over h2, 16 streams on 1 connection ≥ pab over HTTP/1.1, 16 connections (rps) | %.2f× | %s |\n", x, verdict(x >= 1, fmt.Sprintf("short by %.0f%%", 100*(1-x))))
 }
