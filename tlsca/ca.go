@@ -39,6 +39,39 @@ const maxCAFileSize = 64 << 10
 // leafCacheSize bounds the number of per-host leaf certificates kept in memory.
 const leafCacheSize = 1024
 
+// DefaultDir is the directory of the CA that pab uses when nothing else is said, one per
+// user so that every task repository and every directory share it (as mitmproxy keeps
+// ~/.mitmproxy): $PAB_CA_DIR when set; else $PAB_CACHE/ca when $PAB_CACHE is set (pods
+// and tests keep their CA with their cache); else $XDG_DATA_HOME/pab/ca, with
+// XDG_DATA_HOME defaulting to ~/.local/share (XDG Base Directory Specification). It
+// returns an error when none of these can be found (no home directory).
+func DefaultDir() (string, error) {
+	if d := os.Getenv("PAB_CA_DIR"); d != "" {
+		return filepath.Abs(d)
+	}
+	if c := os.Getenv("PAB_CACHE"); c != "" {
+		return filepath.Abs(filepath.Join(c, "ca"))
+	}
+	data := os.Getenv("XDG_DATA_HOME")
+	if data == "" || !filepath.IsAbs(data) { // the spec: a relative value is ignored
+		home, err := os.UserHomeDir()
+		if err != nil || home == "" {
+			return "", errors.New("no directory for pab's CA: set PAB_CA_DIR (or HOME)")
+		}
+		data = filepath.Join(home, ".local", "share")
+	}
+	return filepath.Join(data, "pab", "ca"), nil
+}
+
+// LoadDefault is LoadOrCreate(DefaultDir()).
+func LoadDefault() (*CA, error) {
+	dir, err := DefaultDir()
+	if err != nil {
+		return nil, err
+	}
+	return LoadOrCreate(dir)
+}
+
 // CA is pab's own certificate authority: an ECDSA P-256 key and a self-signed certificate,
 // made once per cache directory. The replay proxy signs one leaf certificate per host
 // with it to answer HTTPS (MITM); clients trust ca.pem, or Chromium is given SPKIHash.

@@ -344,3 +344,39 @@ func TestCAHalfWrittenMessage(t *testing.T) {
 		t.Fatalf("the half-written directory was changed: %d entries", len(ents))
 	}
 }
+
+// TestDefaultDir checks where pab keeps its CA when nothing else is said: $PAB_CA_DIR,
+// else $PAB_CACHE/ca, else $XDG_DATA_HOME/pab/ca (a relative XDG_DATA_HOME ignored), else
+// ~/.local/share/pab/ca; the same directory whatever the current directory.
+func TestDefaultDir(t *testing.T) {
+	home := t.TempDir()
+	for _, c := range []struct {
+		caDir, cache, xdg, want string
+	}{
+		{caDir: "/srv/ca", cache: "/c", xdg: "/x", want: "/srv/ca"},
+		{cache: "/c", xdg: "/x", want: "/c/ca"},
+		{xdg: "/x", want: "/x/pab/ca"},
+		{xdg: "relative", want: filepath.Join(home, ".local/share/pab/ca")},
+		{want: filepath.Join(home, ".local/share/pab/ca")},
+	} {
+		t.Setenv("PAB_CA_DIR", c.caDir)
+		t.Setenv("PAB_CACHE", c.cache)
+		t.Setenv("XDG_DATA_HOME", c.xdg)
+		t.Setenv("HOME", home)
+		got, err := DefaultDir()
+		if err != nil || got != c.want {
+			t.Errorf("%+v: DefaultDir() = %q, %v", c, got, err)
+		}
+		prev, _ := os.Getwd()
+		os.Chdir(t.TempDir())
+		again, _ := DefaultDir()
+		os.Chdir(prev)
+		if again != got {
+			t.Errorf("%+v: DefaultDir() depends on the current directory: %q, then %q", c, got, again)
+		}
+	}
+	t.Setenv("HOME", "")
+	if _, err := DefaultDir(); err == nil || !strings.Contains(err.Error(), "PAB_CA_DIR") {
+		t.Errorf("no home: %v", err)
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"syscall"
@@ -195,11 +194,7 @@ docs/browser.md.`,
 				fmt.Fprintf(errOut, "pab browser: replaying %s (%d exchanges, captured %s) on http://%s\n",
 					s.target.Name, len(s.bundle.Entries), s.bundle.Manifest.CapturedFrom, setup.proxy)
 			} else {
-				repo, err := g.findRepo()
-				if err != nil {
-					return err
-				}
-				ca, err := tlsca.LoadOrCreate(filepath.Join(repo.CacheDir(), "ca"))
+				ca, err := tlsca.LoadDefault()
 				if err != nil {
 					return err
 				}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -15,19 +14,17 @@ func newCACmd(g *globalFlags) *cobra.Command {
 		Use:   "ca",
 		Short: "Print the path of pab's CA certificate (PEM), creating the CA on first use",
 		Long: `Print the path of the certificate (PEM) of the CA that pab's replay proxy signs
-its HTTPS certificates with. The CA is an ECDSA P-256 key made once and kept in
-$PAB_CACHE/ca/ (default .cache/ca in the repository). Give the certificate to the
+its HTTPS certificates with. The CA is an ECDSA P-256 key made once per user and shared by every
+repository and directory: it is kept in $PAB_CA_DIR when set, else in
+$PAB_CACHE/ca when PAB_CACHE is set (pods, tests), else in
+$XDG_DATA_HOME/pab/ca (default ~/.local/share/pab/ca). Give the certificate to the
 client that goes through the proxy (curl --cacert, an NSS database, NODE_EXTRA_CA_CERTS),
 or give Chromium its SPKI hash (--spki).`,
 		Example: `  curl --proxy http://127.0.0.1:8899 --cacert "$(pab ca)" https://lil.law.harvard.edu/projects/
   chromium --ignore-certificate-errors-spki-list="$(pab ca --spki)" ...`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			repo, err := g.findRepo()
-			if err != nil {
-				return err
-			}
-			ca, err := tlsca.LoadOrCreate(filepath.Join(repo.CacheDir(), "ca"))
+			ca, err := tlsca.LoadDefault()
 			if err != nil {
 				return err
 			}

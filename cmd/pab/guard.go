@@ -60,8 +60,8 @@ Without --listen it speaks MCP over stdin/stdout (the agent CLI starts it); with
 --listen 127.0.0.1:PORT it serves streamable HTTP at http://ADDR/mcp. Nothing else is
 written to stdout.
 
-With --proxy HOST:PORT (a running 'pab replay' or 'pab record' of this repository's
-cache) Chromium sends every request there and trusts pab's CA, by its public key
+With --proxy HOST:PORT (a running 'pab replay' or 'pab record' with the same CA, see
+'pab ca') Chromium sends every request there and trusts pab's CA, by its public key
 (--ignore-certificate-errors-spki-list), and no other certificate. Without --proxy it
 browses the internet directly.
 
@@ -271,11 +271,7 @@ func defaultBrowserMCP(g *globalFlags, proxy, chrome, tmp, lockToken string) ([]
 	}
 	chromeArgs := append([]string(nil), guardChromiumArgs...)
 	if proxy != "" {
-		repo, err := g.findRepo()
-		if err != nil {
-			return nil, err
-		}
-		ca, err := tlsca.LoadOrCreate(filepath.Join(repo.CacheDir(), "ca"))
+		ca, err := tlsca.LoadDefault()
 		if err != nil {
 			return nil, err
 		}

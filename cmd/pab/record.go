@@ -105,7 +105,7 @@ stored and what was not and why. See docs/record.md.`,
 				}
 				return finishRecording(cmd, repo, id, work, out)
 			}
-			ca, err := tlsca.LoadOrCreate(filepath.Join(repo.CacheDir(), "ca"))
+			ca, err := tlsca.LoadDefault()
 			if err != nil {
 				return err
 			}

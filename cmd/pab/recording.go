@@ -21,6 +21,8 @@ func newRecordingCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "recording",
 		Short: "Maintain tasks' published recordings",
+		Example: `  pab recording migrate books-sapiens-price   # rewrite one task's recording in the current format
+  pab recording migrate tasks/*               # every task of the repository`,
 	}
 	cmd.AddCommand(newMigrateCmd(g))
 	return cmd
@@ -145,7 +147,7 @@ func selfCheck(ctx context.Context, out io.Writer, repo *task.Repo, bundleDir st
 		return err
 	}
 	defer b.Close()
-	ca, err := tlsca.LoadOrCreate(filepath.Join(repo.CacheDir(), "ca"))
+	ca, err := tlsca.LoadDefault()
 	if err != nil {
 		return err
 	}

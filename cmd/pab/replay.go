@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -44,7 +43,7 @@ func openServing(ctx context.Context, g *globalFlags, arg string, errOut io.Writ
 		s.bundle.Close()
 		return nil, nil, exitError{code: 130, msg: "interrupted"}
 	}
-	ca, err := tlsca.LoadOrCreate(filepath.Join(s.repo.CacheDir(), "ca"))
+	ca, err := tlsca.LoadDefault()
 	if err != nil {
 		s.bundle.Close()
 		return nil, nil, err
@@ -103,8 +102,8 @@ func newReplayCmd(g *globalFlags) *cobra.Command {
 recording and never opens an outbound connection. HTTPS is intercepted with pab's
 own CA (see 'pab ca'); point a browser or client at the proxy and trust that CA.
 
-TARGET is a task id, a task directory, a bundle directory (with manifest.json) or a
-WARC file. Requests are matched by key (method, host, normalized path, kept query
+TARGET is a task id, a task directory, a bundle directory (with manifest.json), a
+WARC file or a WACZ package (imported into the cache once). Requests are matched by key (method, host, normalized path, kept query
 parameters, normalized body; see docs/rules.md) in this order: blocked (204), exact
 (earliest copy; the last for latest pages), search (most similar recorded search text),
 promo (the code's recording, or invalid_code's), fuzzy (same method, host and path,

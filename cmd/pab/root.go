@@ -22,11 +22,13 @@ without the internet. Every request and how it was answered goes to a JSONL log.
 
 The task repository holds sites/ (shared matching rules) and tasks/<id>/
 (task.yaml, recording/, rules/). It is --repo, else $PAB_REPO, else the
-current directory. Unpacked recordings and pab's CA live in $PAB_CACHE
-(default .cache/ in the repository).`,
+current directory. Unpacked recordings live in $PAB_CACHE (default .cache/ in
+the repository). pab's CA is one per user, the same from any directory:
+$PAB_CA_DIR, else $PAB_CACHE/ca when PAB_CACHE is set, else
+~/.local/share/pab/ca ($XDG_DATA_HOME/pab/ca); 'pab ca' prints where.`,
 		Example: `  pab tasks
   pab replay books-sapiens-price --check
-  pab replay books-sapiens-price --listen 127.0.0.1:8899 --log replay.jsonl
+  pab replay lil-former-projects --listen 127.0.0.1:8899 --log replay.jsonl
   curl --proxy http://127.0.0.1:8899 --cacert "$(pab ca)" https://lil.law.harvard.edu/projects/`,
 		SilenceUsage:  true,
 		SilenceErrors: true,

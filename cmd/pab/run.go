@@ -230,7 +230,7 @@ type runHarness struct {
 }
 
 func (h *runHarness) loadCA() (*tlsca.CA, error) {
-	h.caOnce.Do(func() { h.ca, h.caErr = tlsca.LoadOrCreate(filepath.Join(h.repo.CacheDir(), "ca")) })
+	h.caOnce.Do(func() { h.ca, h.caErr = tlsca.LoadDefault() })
 	return h.ca, h.caErr
 }
 
