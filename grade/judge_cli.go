@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -37,6 +38,9 @@ func newCLIJudge(cfg JudgeConfig) (*cliJudge, error) {
 	model := strings.TrimSpace(cfg.Model)
 	command := strings.TrimSpace(cfg.Command)
 	if command == "" {
+		if !onPath("claude", cfg.Env("PATH")) {
+			return nil, errors.New(`judge: no judge to ask: the default judge runs "claude -p" (Claude Code's CLI), which is not on PATH, and neither ANTHROPIC_API_KEY nor ANTHROPIC_AUTH_TOKEN is set; set one of them (the API judge), install Claude Code, or give --judge cli --judge-cmd CMD`)
+		}
 		command = DefaultJudgeCommand
 		if model != "" {
 			command += " --model " + judgeShellQuote(model)
@@ -186,4 +190,18 @@ func (t *judgeTail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return strings.ToValidUTF8(string(t.buf), "�")
+}
+
+// onPath reports whether an executable file name is in one of the directories of path
+// (a $PATH value), as exec.LookPath finds it.
+func onPath(name, path string) bool {
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -2,12 +2,18 @@ package grade
 
 import (
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
 
 func TestNewJudgeSelectsKind(t *testing.T) {
+	bin := t.TempDir() // a stand-in claude on PATH for the default CLI judge
+	if err := os.WriteFile(filepath.Join(bin, "claude"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name     string
 		cfg      JudgeConfig
@@ -31,7 +37,11 @@ func TestNewJudgeSelectsKind(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.cfg.Env = judgeEnv(tc.env)
+			env := map[string]string{"PATH": bin}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			tc.cfg.Env = judgeEnv(env)
 			j, err := NewJudge(tc.cfg)
 			if err != nil {
 				t.Fatalf("NewJudge: %v", err)
@@ -51,6 +61,8 @@ func TestNewJudgeErrors(t *testing.T) {
 		want []string
 	}{
 		{"unknown kind", JudgeConfig{Kind: "gemini"}, nil, []string{`unknown kind "gemini"`, "api", "openai", "cli"}},
+		{"default cli judge without claude on PATH", JudgeConfig{}, map[string]string{"PATH": "/nonexistent"},
+			[]string{`"claude -p"`, "not on PATH", "ANTHROPIC_API_KEY", "--judge-cmd"}},
 		{"api without key", JudgeConfig{Kind: "api"}, nil, []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "anthropic/claude-opus-5-5"}},
 		{"openai without model", JudgeConfig{Kind: "openai"}, map[string]string{"OPENAI_API_KEY": "k"}, []string{"no model", "OPENAI_MODEL"}},
 		{"openai hosted without key", JudgeConfig{Kind: "openai", Model: "gpt-5"}, nil, []string{"OPENAI_API_KEY", "openai/gpt-5"}},

@@ -45,7 +45,8 @@ const staleTempAge = 24 * time.Hour
 //   - a task directory (it holds task.yaml), or its recording/ directory: its recording is unpacked into the cache (see
 //     Task.BundleDir); its rules are the sites/ of its own repository when it sits in a
 //     tasks/ directory next to a sites/ directory, else repo's sites/, then its rules/;
-//   - a WARC file (a path ending in .warc or .warc.gz): imported with warc.ImportWARCs
+//   - a WARC file or a WACZ package (a path ending in .warc, .warc.gz or .wacz): imported
+//     with warc.ImportWARCs
 //     into <cache>/bundles/warc-<first 16 hex digits of the file's sha256>, once per file
 //     content, with repo's sites/ as rules;
 //   - else a task id of repo.
@@ -79,7 +80,7 @@ func Resolve(arg string, repo *Repo) (*Target, error) {
 		}
 		return (&Task{Repo: owner, ID: id, Dir: abs}).Target()
 	}
-	if lower := strings.ToLower(arg); strings.HasSuffix(lower, ".warc") || strings.HasSuffix(lower, ".warc.gz") {
+	if lower := strings.ToLower(arg); strings.HasSuffix(lower, ".warc") || strings.HasSuffix(lower, ".warc.gz") || strings.HasSuffix(lower, ".wacz") {
 		fi, err := os.Stat(abs)
 		if errors.Is(err, os.ErrNotExist) && ValidID(arg) == nil && isRegular(filepath.Join(repo.TasksDir(), arg, CardFile)) {
 			return repo.taskTarget(arg) // a task whose id ends in .warc
@@ -97,7 +98,7 @@ func Resolve(arg string, repo *Repo) (*Target, error) {
 		return &Target{Name: filepath.Base(abs), BundleDir: dir, RulesDirs: []string{repo.SitesDir()}}, nil
 	}
 	if ValidID(arg) != nil {
-		return nil, fmt.Errorf("target %s is not a bundle directory (with manifest.json), a task directory (with task.yaml), a .warc or .warc.gz file, or a task id", arg)
+		return nil, fmt.Errorf("target %s is not a bundle directory (with manifest.json), a task directory (with task.yaml), a .warc, .warc.gz or .wacz file, or a task id", arg)
 	}
 	return repo.taskTarget(arg)
 }

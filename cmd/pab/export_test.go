@@ -36,6 +36,11 @@ func TestExportWACZImportReplay(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "exact          30  100.0%") {
 		t.Errorf("replay of the imported WACZ: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
+	// the WACZ itself as a replay target, as import and export take it
+	stdout, stderr, code = runPab(t, "--repo", other, "replay", wacz, "--check")
+	if code != 0 || !strings.Contains(stdout, "exact          30  100.0%") || !strings.Contains(stdout, "check: 30 requests (1 page, 29 other recorded exchanges)") {
+		t.Errorf("replay of the WACZ file: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
 
 	var outs [][]byte
 	for _, name := range []string{"a", "b"} {

@@ -15,6 +15,10 @@ func newK8sCmd(g *globalFlags) *cobra.Command {
 		Use:   "k8s",
 		Short: "Kubernetes manifests for batches of runs",
 		Long:  "Kubernetes manifests for batches of runs (docs/deploy.md).",
+		Example: `  deploy/build-images.sh --images-file images.txt   # builds the images (podman)
+  pab k8s render --images images.txt --agent-image my-agent:1 --repeat 3 \
+    books-sapiens-price > batch.yaml
+  kubectl apply -f batch.yaml`,
 	}
 	cmd.AddCommand(newK8sRenderCmd(g))
 	return cmd

@@ -17,6 +17,9 @@ func newRulesCmd(g *globalFlags) *cobra.Command {
 		Long: `Site rule files (YAML) decide how requests are matched to the recording:
 which parameters and body fields are ignored, which hosts are blocked, which pages
 answer with their last copy, and how endpoints are keyed. See docs/rules.md.`,
+		Example: `  pab rules check                              # sites/ and every task's rules/
+  pab rules check sites tasks/shop/rules       # just these directories
+  pab inspect shop "https://shop.example/search?q=lamp"   # how one request is matched`,
 	}
 	cmd.AddCommand(newRulesCheckCmd(g))
 	return cmd
