@@ -199,10 +199,11 @@ func (o *Options) defaults() error {
 	if o.Timeout < time.Second || o.Timeout > 48*time.Hour {
 		return fmt.Errorf("--timeout %s: want 1s to 48h", o.Timeout)
 	}
-	for flag, img := range map[string]string{"--agent-image": o.AgentImage, "--replay-image": o.ReplayImage} {
-		if img == "" {
-			return fmt.Errorf("%s is required", flag)
-		}
+	if o.AgentImage == "" {
+		return errors.New("--agent-image is required: the image of the agent to run")
+	}
+	if o.ReplayImage == "" {
+		return errors.New("--replay-image is required: give --images FILE, the image list deploy/build-images.sh --images-file FILE writes, or --replay-image and --task-image-prefix (docs/deploy.md)")
 	}
 	for _, c := range []struct{ flag, img string }{{"--agent-image", o.AgentImage}, {"--replay-image", o.ReplayImage}, {"--browser-image", o.BrowserImage}} {
 		if c.img != "" {

@@ -311,6 +311,7 @@ func TestK8sRenderBadInput(t *testing.T) {
 		{"bad agent image", func(o *Options) { o.AgentImage = "Registry.example.com/UPPER case" }, "--agent-image: bad image name"},
 		{"bad replay image", func(o *Options) { o.ReplayImage = "replay:tag:tag" }, "--replay-image: bad image name"},
 		{"no agent image", func(o *Options) { o.AgentImage = "" }, "--agent-image is required"},
+		{"no replay image", func(o *Options) { o.ReplayImage = "" }, "deploy/build-images.sh --images-file"},
 		{"bad task image", func(o *Options) { o.TaskImages["archive-org-jobs"] = "x@sha256:12" }, "task image of archive-org-jobs: bad image name"},
 		{"missing task image", func(o *Options) { delete(o.TaskImages, "archive-org-jobs") }, "no task image for archive-org-jobs"},
 		{"parallelism 0", func(o *Options) { o.Parallelism = 0 }, "--parallelism 0"},
