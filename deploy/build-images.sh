@@ -63,7 +63,10 @@ trap 'rm -rf "$work"' EXIT
 say() { printf 'build-images: %s\n' "$*" >&2; }
 
 say "building static pab and pab-pod"
-(cd "$root" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w -buildid=' -o "$work/bin/pab" ./cmd/pab)
+# The lite build (-tags pab_lite: replay, browser, ca, inspect, stats, audit, export,
+# rules, tasks) is all the images run: about 12 MB instead of 88 MB, without the judges'
+# SDKs, the MCP SDK, chromedp and the Kubernetes types.
+(cd "$root" && CGO_ENABLED=0 go build -tags pab_lite -trimpath -buildvcs=false -ldflags='-s -w -buildid=' -o "$work/bin/pab" ./cmd/pab)
 (cd "$root" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w -buildid=' -o "$work/bin/pab-pod" ./deploy/pod)
 
 # digest DIR: SHA-256 of a tar of DIR with names sorted and owners, times and group/other

@@ -1,3 +1,5 @@
+//go:build !pab_lite
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+//go:build !pab_lite
+
 package main
 
 import (
@@ -306,11 +308,6 @@ func auditedInput(dir, work string, errOut io.Writer) (string, error) {
 		return "", fmt.Errorf("import: %s fails the audit (%d problems, listed above); nothing was imported", dir, len(probs))
 	}
 	return bundle, nil
-}
-
-func isRegularFile(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular()
 }
 
 // firstPageTitle is the title of the bundle's first page that has one, or "".

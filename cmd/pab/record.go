@@ -1,3 +1,5 @@
+//go:build !pab_lite
+
 package main
 
 import (
@@ -289,12 +291,4 @@ func printWarnings(cmd *cobra.Command, rep *record.BuildReport) {
 	for _, w := range rep.Warnings {
 		fmt.Fprintln(cmd.ErrOrStderr(), "pab record: warning:", w)
 	}
-}
-
-// debugWriter is w when --debug is on, else nil (warnings discarded).
-func debugWriter(on bool, w io.Writer) io.Writer {
-	if on {
-		return w
-	}
-	return nil
 }

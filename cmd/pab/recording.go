@@ -1,3 +1,5 @@
+//go:build !pab_lite
+
 package main
 
 import (
@@ -112,25 +114,6 @@ func taskRecordingDir(repo *task.Repo, arg string) (string, error) {
 		return "", err
 	}
 	return t.RecordingDir(), nil
-}
-
-// cacheWorkDir makes a fresh temporary directory in the repository's cache.
-func cacheWorkDir(repo *task.Repo, prefix string) (string, error) {
-	if err := os.MkdirAll(repo.CacheDir(), 0o755); err != nil {
-		return "", err
-	}
-	return os.MkdirTemp(repo.CacheDir(), prefix)
-}
-
-// isRecordingDir reports whether dir holds a published recording's archive: warc.tar.gz
-// (format 2) or bundle.tar.gz (format 1), whole or in parts.
-func isRecordingDir(dir string) bool {
-	for _, name := range []string{warc.RecordingWARCFile, warc.RecordingWARCFile + ".000", warc.RecordingEntriesFile, warc.Format1File, warc.Format1File + ".000"} {
-		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
-			return true
-		}
-	}
-	return false
 }
 
 // ruleLayer is one rule set the self-check replays with.

@@ -36,23 +36,17 @@ $PAB_CA_DIR, else $PAB_CACHE/ca when PAB_CACHE is set, else
 	root.PersistentFlags().StringVar(&g.repo, "repo", "", "task repository holding sites/ and tasks/ (default $PAB_REPO, else the current directory)")
 	root.AddCommand(
 		newReplayCmd(g),
-		newCheckCmd(g),
-		newImportCmd(g),
 		newInspectCmd(g),
 		newStatsCmd(g),
-		newGradeCmd(g),
 		newTasksCmd(g),
 		newCACmd(g),
 		newRulesCmd(g),
-		newRecordCmd(g),
 		newExportCmd(g),
 		newAuditCmd(g),
-		newRecordingCmd(g),
 		newBrowserCmd(g),
-		newGuardCmd(g),
-		newRunCmd(g),
-		newK8sCmd(g),
 	)
+	// check, grade, guard, run, k8s, import, record, recording: not in the lite build
+	root.AddCommand(heavyCommands(g)...)
 	return root
 }
 

@@ -1,3 +1,5 @@
+//go:build !pab_lite
+
 package main
 
 import (
@@ -468,26 +470,4 @@ func (t *runTask) startGuard(ctx context.Context, proxy, dir string) (*runGuard,
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
-}
-
-// limitWriter passes the first n bytes to w and drops the rest.
-type limitWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (l *limitWriter) Write(p []byte) (int, error) {
-	if l.n <= 0 {
-		return len(p), nil
-	}
-	q := p
-	if int64(len(q)) > l.n {
-		q = q[:l.n]
-	}
-	n, err := l.w.Write(q)
-	l.n -= int64(n)
-	if err != nil {
-		return n, err
-	}
-	return len(p), nil
 }

@@ -2,9 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/pab-dev/pab/task"
+	"github.com/pab-dev/pab/warc"
 )
 
 func statSize(path string) (int64, error) {
@@ -43,4 +47,59 @@ func isInside(path, dir string) bool {
 	}
 	rel, err := filepath.Rel(d, p)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// limitWriter passes the first n bytes to w and drops the rest.
+type limitWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if l.n <= 0 {
+		return len(p), nil
+	}
+	q := p
+	if int64(len(q)) > l.n {
+		q = q[:l.n]
+	}
+	n, err := l.w.Write(q)
+	l.n -= int64(n)
+	if err != nil {
+		return n, err
+	}
+	return len(p), nil
+}
+
+// isRegularFile reports whether path is a regular file (links followed).
+func isRegularFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// cacheWorkDir makes a fresh temporary directory in the repository's cache.
+func cacheWorkDir(repo *task.Repo, prefix string) (string, error) {
+	if err := os.MkdirAll(repo.CacheDir(), 0o755); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(repo.CacheDir(), prefix)
+}
+
+// isRecordingDir reports whether dir holds a published recording's archive: warc.tar.gz
+// (format 2) or bundle.tar.gz (format 1), whole or in parts.
+func isRecordingDir(dir string) bool {
+	for _, name := range []string{warc.RecordingWARCFile, warc.RecordingWARCFile + ".000", warc.RecordingEntriesFile, warc.Format1File, warc.Format1File + ".000"} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// debugWriter is w when --debug is on, else nil (warnings discarded).
+func debugWriter(on bool, w io.Writer) io.Writer {
+	if on {
+		return w
+	}
+	return nil
 }
