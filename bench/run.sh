@@ -104,6 +104,7 @@ PAB_EXTRA=()  # more pab replay flags (--http2=false)
 BASE_EXTRA=() # more baseline flags (-h2)
 
 start_pab() { # start_pab REPO CACHE
+  port_free $PAB_PORT || return 1
   PAB_CACHE=$2 "${WRAP[@]}" "$BIN/pab" --repo "$1" replay bench --listen 127.0.0.1:$PAB_PORT --clock off \
     --log "$S/pab-replay.log" ${PAB_EXTRA[@]+"${PAB_EXTRA[@]}"} 2>"$S/pab.err" &
   PEER_PID=$!
@@ -111,6 +112,7 @@ start_pab() { # start_pab REPO CACHE
 }
 BASE_ARGS=(-listen 127.0.0.1:$BASE_PORT -ca-dir "$S/ca-cache/ca" -cycle "$CYC" -cycle "$PAGE")
 start_baseline() {
+  port_free $BASE_PORT || return 1
   "${WRAP[@]}" "$BIN/baseline" "${BASE_ARGS[@]}" ${BASE_EXTRA[@]+"${BASE_EXTRA[@]}"} 2>"$S/baseline.err" &
   PEER_PID=$!
   wait_port $BASE_PORT
@@ -119,6 +121,7 @@ MITM_ARGS=(-q --listen-host 127.0.0.1 --listen-port $MITM_PORT --set confdir="$S
   --server-replay "$S/bench.flows" --set server_replay_nopop=true --set server_replay_kill_extra=true
   --set server_replay_refresh=false --set connection_strategy=lazy --set upstream_cert=false)
 start_mitm() {
+  port_free $MITM_PORT || return 1
   "${WRAP[@]}" mitmdump "${MITM_ARGS[@]}" >"$S/mitm.log" 2>&1 &
   PEER_PID=$!
   wait_port $MITM_PORT
@@ -131,6 +134,7 @@ whistle_rules() {
   echo "/./ file://(not-recorded)" # answer anything else locally: never resolve or dial
 }
 start_whistle() {
+  port_free $WHISTLE_PORT || return 1
   HOME=$S/whistle-home "${WRAP[@]}" "$W2" run -H 127.0.0.1 -p $WHISTLE_PORT -M capture -D "$S/whistle-home/w" \
     -r "$(whistle_rules)" >"$S/whistle.log" 2>&1 &
   PEER_PID=$!
@@ -161,12 +165,13 @@ stop_peer() { # stop the peer started last and every process it started (whistle
   wait "$PEER_PID" 2>/dev/null || true
   PEER_PID=
 }
-wait_port() {
+port_free() { # port_free PORT: nothing listens there yet (a peer left over would be measured instead)
   if (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; then
     echo "bench: port $1 is already in use before the peer started" >&2
     return 1
   fi
-  sleep 0.05
+}
+wait_port() {
   for _ in $(seq 600); do
     if (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; then return 0; fi
     sleep 0.1
