@@ -475,7 +475,7 @@ func (b *Bridge) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 		t := &mcp.Tool{Name: name, Description: ct.Description, InputSchema: schemaOf(ps, schemaProps(ct.InputSchema))}
 		switch name {
 		case "browser_navigate":
-			t.Description = "Open an http(s) page of this application's sites: " + strings.Join(b.app.Sites, ", ") + "."
+			t.Description = "Navigate the browser to an http(s) page of this application's sites: " + strings.Join(b.app.Sites, ", ") + "."
 		case "browser_click":
 			t.Description = "Click a link, tab, pagination or form-step button (Next, Upload, Add), or answer a checkbox, radio or option (answers need source_quote). A control that submits the application is governed by the run's mode (" + b.app.Mode + ")."
 		case "browser_type":

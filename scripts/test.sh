@@ -27,6 +27,10 @@ npm ci --prefix tools/warcio --no-audit --no-fund --silent
 # that `pab guard` starts by default; cmd/pab/guard_test.go drives it with Debian's chromium.
 # It downloads no browser of its own.
 npm ci --prefix tools/playwright-mcp --no-audit --no-fund --silent
+# The agent CLIs that the scripts of agents/ run (Claude Code and Codex, pinned in
+# agents/package-lock.json, each with its native linux binary); cmd/pab/agents_test.go runs
+# them against a scripted model server, in a network namespace with only loopback.
+npm ci --prefix agents --no-audit --no-fund --silent
 
 go vet ./...
 go test -race -count=1 ./...
