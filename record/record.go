@@ -422,34 +422,10 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		h["Content-Length"] = []string{strconv.FormatInt(resp.ContentLength, 10)}
 	}
 	w.WriteHeader(resp.StatusCode)
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
-	if resp.ContentLength >= 0 && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		_, _ = io.CopyBuffer(writerOnly{w}, resp.Body, *bp)
-		return
-	}
-	// A streamed body (chunked, server-sent events) is passed on as it comes, as
-	// httputil.ReverseProxy does: every read is flushed to the client.
-	rc := http.NewResponseController(w)
-	for {
-		n, err := resp.Body.Read(*bp)
-		if n > 0 {
-			if _, werr := w.Write((*bp)[:n]); werr != nil {
-				return
-			}
-			_ = rc.Flush()
-		}
-		if err != nil {
-			return
-		}
-	}
+	// a streamed body (chunked, server-sent events) is passed on as it comes
+	streamed := resp.ContentLength < 0 || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	_, _ = mitm.Copy(w, resp.Body, streamed)
 }
-
-// copyBufs are the buffers answers are copied through, reused across requests.
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
-
-// writerOnly hides a ResponseWriter's ReadFrom, so that copies use the pooled buffer.
-type writerOnly struct{ io.Writer }
 
 // handle forwards one request and returns the upstream answer (or the recorder's own)
 // with a body that records the exchange once it has been read to the end.

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -598,7 +597,7 @@ func (s *Server) recordedAnswer(e *warc.Entry, r *http.Request) (*answer, error)
 		default:
 			a.header = a.header.Clone()
 			body, a.note = s.clock.Inject(a.header, body)
-			a.body, a.size = bytes.NewReader(body), int64(len(body))
+			a.body, a.data, a.size = nil, body, int64(len(body))
 		}
 	}
 	return a, nil
@@ -738,14 +737,10 @@ func replayHeader(rec http.Header) http.Header {
 	return h
 }
 
-// copyBufs are the buffers payloads are copied through (32 KiB, one TLS record's worth
-// twice over), reused across requests.
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
-
 // write sends the answer: the recorded fields as they are (no Date or Content-Type added
 // by net/http), an explicit Content-Length (the payload size), no body for HEAD, 1xx,
-// 204 and 304. A payload that fits the copy buffer is read whole and written at once, so
-// that head and body leave together; a larger one is copied through the buffer.
+// 204 and 304. A payload in memory (a.data) is written at once, so that head and body
+// leave together; a streamed one is copied through the shell's pooled buffer (mitm.Copy).
 func (a *answer) write(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	for k, vs := range a.header {
@@ -772,32 +767,16 @@ func (a *answer) write(w http.ResponseWriter, r *http.Request) {
 		w.Write(a.data)
 		return
 	}
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
-	buf := *bp
-	if a.size <= int64(len(buf)) {
-		n, err := io.ReadFull(a.body, buf[:a.size])
-		if n > 0 {
-			w.Write(buf[:n])
-		}
-		if err != nil {
-			// fewer bytes than the Content-Length sent: net/http closes the connection
-			// (HTTP/1.1) or the client sees the stream end short (HTTP/2)
-			a.note = joinNote(a.note, fmt.Sprintf("payload cut short after %d of %d bytes: %v", n, a.size, err))
-		}
-		return
-	}
-	n, err := io.CopyBuffer(writerOnly{w}, io.LimitReader(a.body, a.size), buf)
+	n, err := mitm.Copy(w, io.LimitReader(a.body, a.size), false)
 	if err == nil && n < a.size {
 		err = io.ErrUnexpectedEOF
 	}
 	if err != nil {
+		// fewer bytes than the Content-Length sent: net/http closes the connection
+		// (HTTP/1.1) or the client sees the stream end short (HTTP/2)
 		a.note = joinNote(a.note, fmt.Sprintf("payload cut short after %d of %d bytes: %v", n, a.size, err))
 	}
 }
-
-// writerOnly hides a ResponseWriter's ReadFrom, so that copies use the pooled buffer.
-type writerOnly struct{ io.Writer }
 
 func statusLine(code int) string {
 	text := http.StatusText(code)
