@@ -43,6 +43,11 @@ type Input struct {
 	// recording; when set, a log with no request for any of them gets a note (a log from
 	// another task). May be nil.
 	RecordedHosts map[string]bool
+	// Guard is what the run's pab guard wrote (ReadGuardRun), for a grading with a guard
+	// section; GuardError, when set, is why it could not be read (the run is then reported
+	// with status error: it cannot be shown safe without the guard's files).
+	Guard      *GuardRun
+	GuardError error
 }
 
 // Options configure grading.
@@ -99,7 +104,7 @@ func grade(ctx context.Context, in Input, sum *logSummary, opts Options) *Result
 		switch {
 		case in.Log.Bad > 0 && sum.requests == 0:
 			// Nothing to grade the agent's browsing on: not a pass of every must_not.
-			r.Status = StatusError
+			r.Status, r.ErrorKind = StatusError, ErrorLog
 			r.note("no line of the replay log %s could be read: is it the log pab replay --log wrote?", in.Log.File)
 			return r
 		case in.Log.Lines == 0:
@@ -115,7 +120,7 @@ func grade(ctx context.Context, in Input, sum *logSummary, opts Options) *Result
 	}
 	g := in.Grading
 	if in.GradingError != nil {
-		r.Status = StatusError
+		r.Status, r.ErrorKind = StatusError, ErrorGrading
 		r.note("grading.yaml could not be used: %v", in.GradingError)
 		return r
 	}
@@ -125,14 +130,49 @@ func grade(ctx context.Context, in Input, sum *logSummary, opts Options) *Result
 		return r
 	}
 	traceItems := evalTrace(g, in.Log, sum)
+	if gs := g.Guard; gs != nil {
+		switch {
+		case in.Guard == nil:
+			why := "they were not given"
+			if in.GuardError != nil {
+				why = in.GuardError.Error()
+			}
+			r.Status, r.ErrorKind = StatusError, ErrorGuard
+			r.note("grading.yaml grades the run's pab guard trace and result, which could not be read: %s (pab run --guard APP.yaml writes them into the run directory as %s and %s); the run is not scored", why, GuardTraceFile, GuardResultFile)
+			r.Items = append(r.Items, skippedJudgeItems(g, "not graded: no guard trace and result")...)
+			r.Items = append(r.Items, traceItems...)
+			return r
+		case in.Guard.Result != nil && in.Guard.Result.Mode != gs.Mode:
+			r.Guard = in.Guard
+			r.Status, r.ErrorKind = StatusError, ErrorGuard
+			r.note("the guard ran in %s mode, and grading.yaml grades %s runs (guard.mode): was pab run --guard given the right application file? The run is not scored", in.Guard.Result.Mode, gs.Mode)
+			r.Items = append(r.Items, skippedJudgeItems(g, "not graded: the guard's mode is not the grading's")...)
+			r.Items = append(r.Items, traceItems...)
+			return r
+		case in.Guard.Bad == 0 && in.Guard.Result != nil && in.Guard.Result.Filled != in.Guard.FilledTotal:
+			r.Guard = in.Guard
+			r.Status, r.ErrorKind = StatusError, ErrorGuard
+			r.note("the guard's trace has %d field.filled events and its result says %d fields were filled: the two files are not of the same run, or one was changed; the run is not scored", in.Guard.FilledTotal, in.Guard.Result.Filled)
+			r.Items = append(r.Items, skippedJudgeItems(g, "not graded: the guard's trace and result disagree")...)
+			r.Items = append(r.Items, traceItems...)
+			return r
+		}
+		r.Guard = in.Guard
+		traceItems = append(traceItems, evalGuard(gs, in.Guard)...)
+	}
 
 	// Fail closed: a log line that could not be read may be a request a must_not entry
-	// forbids. Such an entry is an error, and the run is not scored (nor the judge asked).
+	// forbids (a trace line, an event a guard forbid names). Such an entry is an error, and
+	// the run is not scored (nor the judge asked).
 	for _, it := range traceItems {
-		if it.Kind == KindTrace && it.Result == ResultError {
-			r.Status = StatusError
-			r.note("trace %s could not be decided: %s; the run is not scored", it.ID, it.Reason)
-			r.Items = append(r.Items, skippedJudgeItems(g, "not graded: the replay log could not be read whole")...)
+		if (it.Kind == KindTrace || it.Kind == KindGuard) && it.Result == ResultError {
+			r.Status, r.ErrorKind = StatusError, ErrorLog
+			what := "the replay log"
+			if it.Kind == KindGuard {
+				r.ErrorKind, what = ErrorGuard, "the guard's trace"
+			}
+			r.note("%s %s could not be decided: %s; the run is not scored", it.Kind, it.ID, it.Reason)
+			r.Items = append(r.Items, skippedJudgeItems(g, "not graded: "+what+" could not be read whole")...)
 			r.Items = append(r.Items, traceItems...)
 			return r
 		}
@@ -153,6 +193,13 @@ func grade(ctx context.Context, in Input, sum *logSummary, opts Options) *Result
 				return r
 			}
 		}
+	}
+	if in.Answer == nil && !usesAnswer(g) {
+		// Nothing of the grading reads the answer (a guard or trace grading).
+		r.Items = append(r.Items, traceItems...)
+		r.Status = StatusScored
+		r.score()
+		return r
 	}
 	if in.Answer == nil {
 		r.Status = StatusNotScored
@@ -239,7 +286,7 @@ func grade(ctx context.Context, in Input, sum *logSummary, opts Options) *Result
 	r.Items = append(r.Items, traceItems...)
 
 	if judgeErr != nil {
-		r.Status = StatusError
+		r.Status, r.ErrorKind = StatusError, ErrorJudge
 		r.note("judge failed: %v", judgeErr)
 		return r
 	}
@@ -247,6 +294,13 @@ func grade(ctx context.Context, in Input, sum *logSummary, opts Options) *Result
 	r.score()
 	return r
 }
+
+// usesAnswer reports whether grading g reads the agent's answer (require or checks).
+func usesAnswer(g *Grading) bool { return len(g.Require) > 0 || len(g.Checks) > 0 }
+
+// UsesAnswer reports whether grading g reads the agent's answer: it has require or checks
+// entries. A grading that only has trace or guard entries scores a run without one.
+func (g *Grading) UsesAnswer() bool { return g != nil && usesAnswer(g) }
 
 func (r *Result) note(format string, args ...any) {
 	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))

@@ -62,6 +62,18 @@ type reportView struct {
 	Log         *reportLog
 	Requests    []reportCount
 	RequestsSum int
+	Guard       *reportGuard
+}
+
+// reportGuard is what was read from the guard's files.
+type reportGuard struct {
+	TraceFile, ResultFile string
+	Lines, Bad            int
+	Outcome, Mode         string
+	Summary               string
+	Filled                []GuardEvent
+	FilledMore            int // field.filled events not listed
+	Uploaded              []string
 }
 
 type reportItem struct {
@@ -254,6 +266,18 @@ func newReportView(r *Result) *reportView {
 			rf.Agreement = "all samples"
 		}
 		v.Extracted = append(v.Extracted, rf)
+	}
+
+	if gr := r.Guard; gr != nil {
+		g := &reportGuard{TraceFile: gr.TraceFile, ResultFile: gr.ResultFile, Lines: gr.Lines, Bad: gr.Bad,
+			Filled: gr.Filled, FilledMore: gr.FilledTotal - len(gr.Filled)}
+		if res := gr.Result; res != nil {
+			g.Outcome, g.Mode, g.Summary = outcomeText(res), res.Mode, res.Summary
+		}
+		for _, e := range gr.Uploaded {
+			g.Uploaded = append(g.Uploaded, fmt.Sprintf("%s (trace line %d)", strings.ReplaceAll(e.Kind, "_", " "), e.Line))
+		}
+		v.Guard = g
 	}
 
 	if a := r.Answer; a != nil {

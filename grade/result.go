@@ -17,8 +17,8 @@ const ResultFormat = 1
 const (
 	// StatusScored: the run was graded; Score is set.
 	StatusScored = "scored"
-	// StatusNotScored: no answer was given to grade, or the task has no grading.yaml; the
-	// page list is still reported.
+	// StatusNotScored: no answer was given to a grading that reads it (require, checks),
+	// or the task has no grading.yaml; the page list is still reported.
 	StatusNotScored = "not_scored"
 	// StatusNotExecutable: the run met something the task cannot be done past (a
 	// not_executable entry of grading.yaml matched a request); it is not a score of 0.
@@ -27,6 +27,21 @@ const (
 	// could not be read, or a line of it that could not be read may be a request a must_not
 	// entry forbids); Notes say why.
 	StatusError = "error"
+)
+
+// What failed when Status is error (Result.ErrorKind).
+const (
+	// ErrorJudge: the judge failed (or none is configured).
+	ErrorJudge = "judge"
+	// ErrorGrading: grading.yaml (or task.yaml) could not be used.
+	ErrorGrading = "grading"
+	// ErrorLog: the replay log could not be read, or a line that could not be read may be
+	// a request a must_not entry forbids.
+	ErrorLog = "log"
+	// ErrorGuard: the guard's trace or result could not be read, do not belong to the
+	// grading's mode or to each other, or a trace line that could not be read may be an
+	// event a guard forbid names.
+	ErrorGuard = "guard"
 )
 
 // Item results (Item.Result).
@@ -57,6 +72,9 @@ type Result struct {
 	Score *float64 `json:"score"`
 	// Passed is true when Score is 1.
 	Passed bool `json:"passed"`
+	// ErrorKind says what failed when Status is error: ErrorJudge, ErrorGrading, ErrorLog
+	// or ErrorGuard.
+	ErrorKind string `json:"error_kind,omitempty"`
 	// Notes explain the status and anything unusual (an HTML answer, bad log lines).
 	Notes []string `json:"notes,omitempty"`
 	// Grading is the grading file used, relative to the task repository when inside it.
@@ -67,8 +85,8 @@ type Result struct {
 	Answer *AnswerInfo `json:"answer,omitempty"`
 	// Extracted are the fields the judge extracted, in extract order.
 	Extracted []Extracted `json:"extracted,omitempty"`
-	// Items are every require, check and trace entry in that order, and the not_executable
-	// entry that matched, if any.
+	// Items are every require, check and trace entry in that order, then the guard
+	// section's items (required fields, uploads, forbidden things, the end state).
 	Items []Item `json:"items"`
 	// Pages are the pages the agent opened.
 	Pages Pages `json:"pages"`
@@ -76,6 +94,9 @@ type Result struct {
 	Log *LogRead `json:"log,omitempty"`
 	// Requests counts the log's requests by how replay answered them (exact, fuzzy, miss...).
 	Requests map[string]int `json:"requests,omitempty"`
+	// Guard is what was read from the run's pab guard trace and result, for a grading with
+	// a guard section.
+	Guard *GuardRun `json:"guard,omitempty"`
 }
 
 // JudgeInfo names the judge and counts its calls.

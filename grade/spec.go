@@ -1,8 +1,9 @@
 // Package grade scores one agent run: the agent's text answer and the JSON Lines log that
 // pab replay wrote while the agent browsed. A task's tasks/<id>/grading.yaml says how (see
 // docs/grading.md): fields an LLM judge extracts from the answer and the program compares
-// (require), yes/no questions the judge answers (checks), and requests the agent must or
-// must not have made (trace). Grade writes a Result, saved as result.json and rendered as
+// (require), yes/no questions the judge answers (checks), requests the agent must or
+// must not have made (trace), and, for a run through pab guard, what the guard's trace and
+// result must show (guard). Grade writes a Result, saved as result.json and rendered as
 // report.html.
 package grade
 
@@ -50,6 +51,9 @@ type Grading struct {
 	// carried out as intended (a bot check the recording hit, a page that needs a sign-in):
 	// the run is reported with status not_executable instead of a score.
 	NotExecutable []*TraceRule
+	// Guard grades a run made through pab guard from the guard's trace and result; nil
+	// when the file has no guard section.
+	Guard *GuardSpec
 }
 
 // Field is one entry of extract.
@@ -148,7 +152,7 @@ func LoadGrading(path string) (*Grading, error) {
 
 // ParseGrading parses grading.yaml data; path names the file in errors, which read
 // "path:line: message". Unknown fields, wrong types, tests that do not fit a field's type,
-// duplicate ids and a grading with none of require, checks and trace are errors.
+// duplicate ids and a grading with none of require, checks, trace and guard are errors.
 func ParseGrading(path string, data []byte) (*Grading, error) {
 	if !utf8.Valid(data) {
 		line := 1 + bytes.Count(data[:firstInvalidUTF8(data)], []byte("\n"))
@@ -159,14 +163,15 @@ func ParseGrading(path string, data []byte) (*Grading, error) {
 		return nil, err
 	}
 	if doc == nil {
-		return nil, fmt.Errorf("%s: empty grading file: it needs at least one of require, checks or trace", path)
+		return nil, fmt.Errorf("%s: empty grading file: it needs at least one of require, checks, trace or guard", path)
 	}
 	p := &gparser{path: path, g: &Grading{Path: path}, ids: map[string]int{}}
 	root := doc
+	var pendingGuard *yaml.Node
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
 	}
-	err = yamlx.Fields(path, root, "grading", []string{"extract", "require", "checks", "trace", "not_executable"}, func(key string, v *yaml.Node) error {
+	err = yamlx.Fields(path, root, "grading", []string{"extract", "require", "checks", "trace", "not_executable", "guard"}, func(key string, v *yaml.Node) error {
 		switch key {
 		case "extract":
 			return p.extract(v)
@@ -178,15 +183,23 @@ func ParseGrading(path string, data []byte) (*Grading, error) {
 			return p.list(v, "trace", func(n *yaml.Node) error { return p.trace(n, false) })
 		case "not_executable":
 			return p.list(v, "not_executable", func(n *yaml.Node) error { return p.trace(n, true) })
+		case "guard":
+			pendingGuard = v
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	// The guard section names its items after every written id is known.
+	if pendingGuard != nil {
+		if err := p.guardSection(pendingGuard); err != nil {
+			return nil, err
+		}
+	}
 	g := p.g
-	if len(g.Require)+len(g.Checks)+len(g.Trace) == 0 {
-		return nil, fmt.Errorf("%s:%d: a grading needs at least one of require, checks or trace", path, root.Line)
+	if len(g.Require)+len(g.Checks)+len(g.Trace) == 0 && g.Guard == nil {
+		return nil, fmt.Errorf("%s:%d: a grading needs at least one of require, checks, trace or guard", path, root.Line)
 	}
 	// Requires may come before extract in the file: check their fields now.
 	for _, r := range p.pending {

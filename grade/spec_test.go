@@ -123,7 +123,7 @@ not_executable:
 func TestParseGradingErrors(t *testing.T) {
 	cases := []struct{ name, src, want string }{
 		{"empty", "", "g.yaml: empty grading file"},
-		{"nothing to score", "extract:\n  a: {type: text, description: x}\n", "g.yaml:1: a grading needs at least one of require, checks or trace"},
+		{"nothing to score", "extract:\n  a: {type: text, description: x}\n", "g.yaml:1: a grading needs at least one of require, checks, trace or guard"},
 		{"unknown top field", "checks: []\nscore: 1\n", `g.yaml:2: grading: unknown field "score"`},
 		{"unknown require field", "extract:\n  a: {type: text, description: x}\nrequire:\n  - field: a\n    equal: x\n", `g.yaml:5: require entry: unknown field "equal"`},
 		{"wrong type", "extract:\n  a: {type: number, description: x}\nrequire:\n  - field: a\n    equals: lots\n", "g.yaml:5: field equals: want a number, got a string"},
@@ -200,6 +200,7 @@ func FuzzParseGrading(f *testing.F) {
 	f.Add([]byte("checks:\n  - {id: a, question: q, weight: 2}\n"))
 	f.Add([]byte("extract:\n  a: {type: money, description: x}\nrequire:\n  - field: a\n    one_of: ['$1', 2]\n"))
 	f.Add([]byte("not_executable:\n  - {id: x, when: {url: '*'}}\ntrace:\n  - {id: t, must: {url: '*', hit: true, status: 200}}\n"))
+	f.Add([]byte("guard:\n  required_fields:\n    - {label: [a, 'b*'], source: [profile]}\n  uploads: [resume]\n  forbid: [submit]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g, err := ParseGrading("f.yaml", data)
 		if err != nil {
@@ -208,8 +209,11 @@ func FuzzParseGrading(f *testing.F) {
 			}
 			return
 		}
-		if len(g.Require)+len(g.Checks)+len(g.Trace) == 0 {
+		if len(g.Require)+len(g.Checks)+len(g.Trace) == 0 && g.Guard == nil {
 			t.Fatal("accepted a grading with nothing to score")
+		}
+		if gs := g.Guard; gs != nil && gs.EndStateID == "" {
+			t.Fatal("guard section without an end-state item")
 		}
 		for _, r := range g.Require {
 			if r.ID == "" {

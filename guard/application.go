@@ -97,6 +97,23 @@ func (a *Application) Sources() []string {
 	return append(s, a.Grounding.Materials...)
 }
 
+// GroundingSources is Sources with the kind of each text: the profile (SourceProfile), each
+// answer (SourceAnswer, as "question answer" and the answer alone) and each material
+// (SourceMaterial), in that order. The slice is new.
+func (a *Application) GroundingSources() []GroundingSource {
+	var s []GroundingSource
+	if a.Grounding.Profile != "" {
+		s = append(s, GroundingSource{SourceProfile, a.Grounding.Profile})
+	}
+	for _, x := range a.Grounding.Answers {
+		s = append(s, GroundingSource{SourceAnswer, x.Question + "\n" + x.Answer}, GroundingSource{SourceAnswer, x.Answer})
+	}
+	for _, m := range a.Grounding.Materials {
+		s = append(s, GroundingSource{SourceMaterial, m})
+	}
+	return s
+}
+
 // AllowsHost reports whether host is one of the application's sites.
 func (a *Application) AllowsHost(host string) bool { return HostAllowed(a.Sites, host) }
 

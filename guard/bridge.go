@@ -866,10 +866,16 @@ func (b *Bridge) pauseFor(ctx context.Context, p PauseRequest, recheck func() bo
 	return true
 }
 
-func (b *Bridge) sources() []string {
+// sources are the grounding sources of the run: the application's, then the owner's
+// answers given at pauses.
+func (b *Bridge) sources() []GroundingSource {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append(b.app.Sources(), b.extraSources...)
+	src := b.app.GroundingSources()
+	for _, a := range b.extraSources {
+		src = append(src, GroundingSource{Kind: SourceOwnerAnswer, Text: a})
+	}
+	return src
 }
 
 // Done reports whether the run is over (review ready, submit attempted, stopped by a guard,
@@ -1279,10 +1285,11 @@ func (b *Bridge) click(ctx context.Context, args map[string]any) *mcp.CallToolRe
 			}
 			return textResult("The owner handled that agreement in the browser. Do not click it yourself; take a browser_snapshot and continue.", false)
 		}
-		if r := GroundingRefusal(node.Name, argStr(args, "source_quote"), b.sources()); r != "" {
-			return b.refuse(tool, ClassFill, "ungrounded", r, "")
+		kind, r := Ground(node.Name, argStr(args, "source_quote"), b.sources())
+		if r != "" {
+			return b.refuseField(tool, "ungrounded", r, fieldLabel(node, f))
 		}
-		return b.fill(ctx, tool, node.Role, forward)
+		return b.fill(ctx, tool, node.Role, fieldLabel(node, f), kind, forward)
 	}
 	isNav := in(navRoles, node.Role) || (node.Role == "button" && IsPaginationLabel(node.Name))
 	stepGet := f.Submits && f.Method != "post" && IsStepLabel(firstNonEmpty(node.Name, f.Name))
@@ -1320,8 +1327,30 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
-// fill forwards an answer and counts it.
-func (b *Bridge) fill(ctx context.Context, tool, role string, forward map[string]any) *mcp.CallToolResult {
+// fieldLabel is the label a fill is traced under: the field's accessible name in the
+// snapshot, else the name the page gives it (the probe's); page text, never the agent's
+// words (its "element" argument may hold anything).
+func fieldLabel(node SnapNode, f *facts) string {
+	if strings.TrimSpace(node.Name) != "" || f == nil {
+		return node.Name
+	}
+	return f.Name
+}
+
+// refuseField traces a refused fill of the field labelled label (class fill) and returns
+// the refusal.
+func (b *Bridge) refuseField(tool, code, msg, label string) *mcp.CallToolResult {
+	d := map[string]any{"tool": tool, "class": ClassFill, "decision": "refused", "reason": code}
+	if label != "" {
+		d["field"] = label
+	}
+	b.emit(Event{Type: "policy.decision", Detail: d})
+	return textResult(msg, true)
+}
+
+// fill forwards an answer and counts it; the field.filled event names the field (label,
+// page text) and the kind of grounding source the value was quoted from (source).
+func (b *Bridge) fill(ctx context.Context, tool, role, label, source string, forward map[string]any) *mcp.CallToolResult {
 	res, msg, ok := b.callBrowser(ctx, tool, forward)
 	if !ok {
 		return textResult(msg, true)
@@ -1332,7 +1361,14 @@ func (b *Bridge) fill(ctx context.Context, tool, role string, forward map[string
 	b.mu.Lock()
 	b.filled++
 	b.mu.Unlock()
-	b.emit(Event{Type: "field.filled", Detail: map[string]any{"tool": tool, "class": ClassFill, "role": role}})
+	d := map[string]any{"tool": tool, "class": ClassFill, "role": role}
+	if label != "" {
+		d["field"] = label
+	}
+	if source != "" {
+		d["source"] = source
+	}
+	b.emit(Event{Type: "field.filled", Detail: d})
 	if tool == "browser_click" {
 		return b.afterClick(ctx, tool, res)
 	}
@@ -1363,11 +1399,12 @@ func (b *Bridge) typeText(ctx context.Context, args map[string]any) *mcp.CallToo
 		return textResult("The owner handled the sign-in. Take a browser_snapshot and continue.", false)
 	}
 	value := argStr(args, "text")
-	if r := GroundingRefusal(value, argStr(args, "source_quote"), b.sources()); r != "" {
-		return b.refuse(tool, ClassFill, "ungrounded", r, "")
+	kind, r := Ground(value, argStr(args, "source_quote"), b.sources())
+	if r != "" {
+		return b.refuseField(tool, "ungrounded", r, fieldLabel(node, f))
 	}
 	forward := map[string]any{"element": bound(firstNonEmpty(argStr(args, "element"), node.Name), 200), b.refName(tool): node.Ref, "text": value}
-	return b.fill(ctx, tool, node.Role, forward)
+	return b.fill(ctx, tool, node.Role, fieldLabel(node, f), kind, forward)
 }
 
 func (b *Bridge) selectOption(ctx context.Context, args map[string]any) *mcp.CallToolResult {
@@ -1383,10 +1420,13 @@ func (b *Bridge) selectOption(ctx context.Context, args map[string]any) *mcp.Cal
 	if len(values) == 0 {
 		return b.refuse(tool, ClassFill, "bad_arguments", "values needs at least one value.", "")
 	}
+	kind := ""
 	for _, v := range values {
-		if r := GroundingRefusal(v, argStr(args, "source_quote"), b.sources()); r != "" {
-			return b.refuse(tool, ClassFill, "ungrounded", r, "")
+		k, r := Ground(v, argStr(args, "source_quote"), b.sources())
+		if r != "" {
+			return b.refuseField(tool, "ungrounded", r, node.Name)
 		}
+		kind = k
 	}
 	f := b.probe(ctx, node.Ref, firstNonEmpty(argStr(args, "element"), node.Name))
 	if f == nil {
@@ -1396,7 +1436,7 @@ func (b *Bridge) selectOption(ctx context.Context, args map[string]any) *mcp.Cal
 		return b.refuse(tool, ClassSubmit, "auto_submit_control", "Changing that dropdown submits the form, so the run may not change it. Call request_answer so the owner sets it.", "")
 	}
 	forward := map[string]any{"element": bound(firstNonEmpty(argStr(args, "element"), node.Name), 200), b.refName(tool): node.Ref, "values": values}
-	res := b.fill(ctx, tool, node.Role, forward)
+	res := b.fill(ctx, tool, node.Role, fieldLabel(node, f), kind, forward)
 	if res.IsError {
 		return res
 	}

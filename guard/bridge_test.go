@@ -553,3 +553,51 @@ func TestBridgeRefArgName(t *testing.T) {
 		t.Fatal("probe did not use the ref argument name")
 	}
 }
+
+// TestBridgeTracesFieldAndSource: field.filled names the field by its label on the page and
+// the kind of source the value was quoted from; a refused ungrounded fill names the field;
+// neither holds the typed value, the quote or the agent's element text.
+func TestBridgeTracesFieldAndSource(t *testing.T) {
+	h := newGHarness(t, "fill_and_review", "")
+	h.open(t)
+	if r := h.call(t, "browser_type", map[string]any{"target": "e4", "element": "secret element text", "text": "Jane", "source_quote": "Jane Doe"}); r.IsError {
+		t.Fatalf("grounded fill refused: %s", textOf(r))
+	}
+	if got := h.events("field.filled", "field", "First Name*", "source", SourceProfile, "role", "textbox"); len(got) != 1 {
+		t.Errorf("field.filled of First Name from the profile: %s", h.trace)
+	}
+	if r := h.call(t, "browser_click", map[string]any{"target": "e10", "source_quote": "Do you need sponsorship? No"}); r.IsError {
+		t.Fatalf("grounded radio refused: %s", textOf(r))
+	}
+	if got := h.events("field.filled", "field", "No", "source", SourceAnswer, "role", "radio"); len(got) != 1 {
+		t.Errorf("field.filled of the radio from an answer: %s", h.trace)
+	}
+	if r := h.call(t, "browser_type", map[string]any{"target": "e4", "text": "Janet", "source_quote": "Janet"}); !r.IsError {
+		t.Fatal("ungrounded fill allowed")
+	}
+	if got := h.events("policy.decision", "reason", "ungrounded", "field", "First Name*"); len(got) != 1 {
+		t.Errorf("the ungrounded refusal does not name the field: %s", h.trace)
+	}
+	for _, leak := range []string{"Jane Doe", "Janet", "secret element text", "sponsorship"} {
+		if strings.Contains(h.trace.String(), leak) {
+			t.Errorf("the trace holds %q:\n%s", leak, h.trace)
+		}
+	}
+}
+
+// TestGroundKinds: Ground names the first source holding the quote.
+func TestGroundKinds(t *testing.T) {
+	src := []GroundingSource{{SourceProfile, "Jane Doe, London"}, {SourceAnswer, "Are you 18? Yes"}, {SourceOwnerAnswer, "I live in London"}}
+	for _, c := range []struct{ value, quote, kind string }{
+		{"London", "Jane Doe, London", SourceProfile},
+		{"Yes", "Yes", SourceAnswer},
+		{"London", "I live in London", SourceOwnerAnswer},
+		{"London", "London", SourceProfile},
+		{"Paris", "Paris", ""},
+	} {
+		kind, refusal := Ground(c.value, c.quote, src)
+		if kind != c.kind || (refusal == "") != (c.kind != "") {
+			t.Errorf("Ground(%q, %q) = %q, %q; want kind %q", c.value, c.quote, kind, refusal, c.kind)
+		}
+	}
+}

@@ -115,33 +115,61 @@ func lastRune(s string) (rune, bool) {
 	return rs[len(rs)-1], true
 }
 
+// Kinds of grounding source (GroundingSource.Kind), as field.filled events name them in
+// the trace (detail "source").
+const (
+	SourceProfile     = "profile"      // grounding.profile or profile_file
+	SourceAnswer      = "answer"       // one of grounding.answers (its question and answer, or the answer)
+	SourceMaterial    = "material"     // one of grounding.materials or material_files
+	SourceOwnerAnswer = "owner_answer" // an answer the owner gave at a pause (POST /resume)
+)
+
+// GroundingSource is one text a source_quote may come from, and its kind (SourceProfile,
+// SourceAnswer, SourceMaterial or SourceOwnerAnswer).
+type GroundingSource struct {
+	Kind string
+	Text string
+}
+
 // GroundingRefusal decides whether value is grounded in the owner's sources. quote must be
 // verbatim text of one source (after Normalize, as a whole phrase), at least 2 characters, and
 // value must appear in quote as a whole phrase. It returns "" when grounded, else the refusal
 // message for the agent (which never repeats the sources).
 func GroundingRefusal(value, quote string, sources []string) string {
+	src := make([]GroundingSource, len(sources))
+	for i, s := range sources {
+		src[i] = GroundingSource{Text: s}
+	}
+	_, r := Ground(value, quote, src)
+	return r
+}
+
+// Ground is GroundingRefusal over sources of known kinds: when value is grounded it returns
+// the kind of the first source (in the order given) that holds the quote, and refusal "";
+// else kind "" and the refusal message for the agent.
+func Ground(value, quote string, sources []GroundingSource) (kind, refusal string) {
 	q := Normalize(quote)
 	if len([]rune(q)) < 2 {
-		return "Every answer needs a source_quote: the exact words from the owner's profile, answers or materials that the value comes from."
+		return "", "Every answer needs a source_quote: the exact words from the owner's profile, answers or materials that the value comes from."
 	}
 	found := false
 	for _, s := range sources {
-		if ContainsPhrase(Normalize(s), q) {
-			found = true
+		if ContainsPhrase(Normalize(s.Text), q) {
+			found, kind = true, s.Kind
 			break
 		}
 	}
 	if !found {
-		return "The source_quote is not words from the owner's profile, answers or materials. Quote them exactly, or call request_answer."
+		return "", "The source_quote is not words from the owner's profile, answers or materials. Quote them exactly, or call request_answer."
 	}
 	v := Normalize(value)
 	if v == "" {
-		return "The value is empty."
+		return "", "The value is empty."
 	}
 	if !ContainsPhrase(q, v) {
-		return "The value does not appear, as written, in the source_quote. Use the owner's value exactly, or call request_answer."
+		return "", "The value does not appear, as written, in the source_quote. Use the owner's value exactly, or call request_answer."
 	}
-	return ""
+	return kind, ""
 }
 
 // CommitPhrase is one entry of the commit-label table. Strong phrases commit wherever they

@@ -37,8 +37,12 @@ var Modes = []string{"fill_and_review", "auto_submit"}
 var EngineAuths = []string{"machine-login", "subscription", "api-key", "missing_login", "unknown"}
 
 // DetailKeys is the whitelist of Event.Detail keys; any other key is dropped by the Tracer.
+// "field" is a field's label as the page shows it (field.filled, and a refused fill) and
+// "source" the kind of grounding source a filled value was quoted from (SourceProfile, ...):
+// neither is a typed value or grounding text.
 var DetailKeys = []string{"engine", "authMode", "engineAuth", "mode", "class", "tool", "decision",
-	"reason", "role", "kind", "path", "sha256", "bytes", "gateId", "exitCode", "count", "status", "basis"}
+	"reason", "role", "kind", "path", "sha256", "bytes", "gateId", "exitCode", "count", "status", "basis",
+	"field", "source"}
 
 // Result caps (seed 000).
 const (

@@ -148,7 +148,7 @@ func (b *batch) collectOne(ctx context.Context, j job) *Info {
 	}
 	t, err := b.task(ctx, j.task)
 	if err != nil {
-		in.Status, in.Finished = StatusError, true
+		in.Status, in.Finished, in.ErrorKind = StatusError, true, ErrorHarness
 		in.Error = fmt.Sprintf("open task %s: %v", j.task, err)
 		if werr := writeJSON(filepath.Join(dir, FileInfo), in); werr != nil {
 			in.Notes = append(in.Notes, werr.Error())

@@ -25,6 +25,18 @@ var indexTmpl = template.Must(template.New("index").Funcs(template.FuncMap{
 		}
 		return fmt.Sprintf("%.3g", *v)
 	},
+	"deref": func(p *int) int {
+		if p == nil {
+			return 0
+		}
+		return *p
+	},
+	"plural": func(n int, word string) string {
+		if n == 1 {
+			return fmt.Sprintf("%d %s", n, word)
+		}
+		return fmt.Sprintf("%d %ss", n, word)
+	},
 	"dur": func(ms int64) string {
 		d := time.Duration(ms) * time.Millisecond
 		if d < time.Minute {
@@ -36,7 +48,9 @@ var indexTmpl = template.Must(template.New("index").Funcs(template.FuncMap{
 
 type indexCell struct {
 	Run   *RunRow
-	Class string // pass, fail, other, error
+	Class string // pass, fail, other, nobrowse, error
+	// Flags are short notes shown in the cell: "no page opened", "judge error".
+	Flags []string
 }
 
 type indexRow struct {
@@ -49,17 +63,29 @@ type statusCount struct {
 	N    int
 }
 
+// indexFailure is one infrastructure failure as the page lists it.
+type indexFailure struct {
+	Failure
+	What string // "judge error"
+}
+
 type indexView struct {
 	*Summary
 	Repeats    []int
 	PassKs     []int
 	Rows       []indexRow
 	StatusList []statusCount
+	Failures   []indexFailure
+	// NotScored counts runs without a score that are neither errors nor unfinished (a task
+	// without grading, not executable, ...).
+	NotScored int
 }
 
-// RenderIndex renders index.html for the summary: a table of tasks × repeats with score,
-// status, duration, request shares and links, pass rate and pass@k per task and overall. It
-// has no script and prints readably.
+// RenderIndex renders index.html for the summary: the pass rate over all runs in large
+// type, a box naming every infrastructure failure and one naming the runs that opened no
+// page, then a table of tasks × repeats with score, status, flags, duration, request
+// shares and links, and pass rate and pass@k per task and overall. It has no script and
+// prints readably.
 func RenderIndex(s *Summary) ([]byte, error) {
 	v := indexView{Summary: s}
 	maxK := s.Repeat
@@ -76,6 +102,9 @@ func RenderIndex(s *Summary) ([]byte, error) {
 	for i := range s.Runs {
 		r := &s.Runs[i]
 		byKey[job{r.Task, r.Repeat}] = r
+		if r.Score == nil && r.Status != StatusError && r.Status != StatusInterrupted && r.Status != StatusRunning {
+			v.NotScored++
+		}
 	}
 	for _, t := range s.Tasks {
 		row := indexRow{Task: t}
@@ -84,10 +113,19 @@ func RenderIndex(s *Summary) ([]byte, error) {
 			c := indexCell{Run: r}
 			if r != nil {
 				c.Class = cellClass(r)
+				if r.Status == StatusError {
+					c.Flags = append(c.Flags, ErrorKindText(r.ErrorKind))
+				}
+				if r.NoBrowsing {
+					c.Flags = append(c.Flags, "no page opened")
+				}
 			}
 			row.Cells = append(row.Cells, c)
 		}
 		v.Rows = append(v.Rows, row)
+	}
+	for _, f := range s.Overall.Failures {
+		v.Failures = append(v.Failures, indexFailure{Failure: f, What: ErrorKindText(f.Kind)})
 	}
 	for _, name := range sortedKeys(s.Overall.Statuses) {
 		v.StatusList = append(v.StatusList, statusCount{name, s.Overall.Statuses[name]})
@@ -104,9 +142,11 @@ func cellClass(r *RunRow) string {
 	switch {
 	case r.Status == StatusError || r.Status == StatusInterrupted || r.Status == StatusRunning:
 		return "error"
-	case r.Counted && r.Passed:
+	case r.NoBrowsing:
+		return "nobrowse"
+	case r.Passed:
 		return "pass"
-	case r.Counted:
+	case r.Score != nil:
 		return "fail"
 	}
 	return "other"

@@ -22,6 +22,7 @@ import (
 const (
 	StatusGraded         = "graded"
 	StatusAgentFailed    = "agent_failed"
+	StatusNoBrowsing     = "no_browsing"
 	StatusNotScored      = "not_scored"
 	StatusNotExecutable  = "not_executable"
 	StatusNoAnswer       = "no_answer"
@@ -30,6 +31,15 @@ const (
 	StatusError          = "error"
 	StatusInterrupted    = "interrupted"
 	StatusRunning        = "running"
+)
+
+// What failed in a run with status error (Info.ErrorKind): pab's harness, or grading
+// (grade.ErrorJudge, grade.ErrorGrading, grade.ErrorLog, grade.ErrorGuard).
+const (
+	// ErrorHarness: pab itself failed around the agent: a replay, browser or guard did not
+	// start, a file could not be written (disk full), there is no replay.jsonl, the task
+	// could not be opened.
+	ErrorHarness = "harness"
 )
 
 // InfoFormat is the version of run.json's layout.
@@ -79,10 +89,19 @@ type Info struct {
 	Requests map[string]int `json:"requests,omitempty"`
 	// Score is the grade from 0 to 1; nil when not scored.
 	Score *float64 `json:"score"`
-	// Passed is true when Score is 1.
+	// Passed is true when Score is 1 and the agent opened a page (not NoBrowsing).
 	Passed bool `json:"passed"`
 	// GradeStatus is result.json's status (scored, not_scored, not_executable, error).
 	GradeStatus string `json:"grade_status,omitempty"`
+	// Pages is how many pages the agent opened (document requests of the replay log, as
+	// grading counts them); nil when unknown (no log was read).
+	Pages *int `json:"pages,omitempty"`
+	// NoBrowsing is true when the replay log was read and holds no page opened: the agent
+	// never used a browser. Such a run never passes, whatever its status.
+	NoBrowsing bool `json:"no_browsing,omitempty"`
+	// ErrorKind says what failed when Status is error: ErrorHarness, or what grading
+	// reported (judge, grading, log, guard).
+	ErrorKind string `json:"error_kind,omitempty"`
 	// AnswerBytes is the size of the answer file; -1 when there was none.
 	AnswerBytes int64 `json:"answer_bytes"`
 	// StdoutBytes and StderrBytes are what the agent wrote, dropped bytes included.

@@ -78,6 +78,9 @@ func (p *progress) end(j job, in *Info) {
 	if in.Score != nil {
 		line += fmt.Sprintf(", score %.3g", *in.Score)
 	}
+	if in.NoBrowsing && in.Status != StatusNoBrowsing {
+		line += ", no page opened"
+	}
 	line += fmt.Sprintf(" (%.1fs)", float64(in.DurationMS)/1000)
 	if in.Error != "" && (in.Status == StatusError || in.Status == StatusInterrupted) {
 		line += ": " + in.Error
@@ -119,7 +122,7 @@ func (p *progress) stop() {
 // not end with a graded answer.
 func isFailure(status string) bool {
 	switch status {
-	case StatusError, StatusAgentFailed, StatusTimeout, StatusNoAnswer, StatusAnswerTooLarge, StatusInterrupted:
+	case StatusError, StatusAgentFailed, StatusTimeout, StatusNoBrowsing, StatusNoAnswer, StatusAnswerTooLarge, StatusInterrupted:
 		return true
 	}
 	return false

@@ -337,7 +337,7 @@ func (b *batch) runOne(ctx context.Context, j job) *Info {
 	dir := runDir(b.cfg.Out, j)
 	in := &Info{Format: InfoFormat, Task: j.task, Repeat: j.repeat, Status: StatusRunning, AnswerBytes: -1}
 	fail := func(format string, a ...any) *Info {
-		in.Status, in.Finished = StatusError, true
+		in.Status, in.Finished, in.ErrorKind = StatusError, true, ErrorHarness
 		in.Error = fmt.Sprintf(format, a...)
 		if in.Started == "" {
 			in.Started = utc(time.Now())
@@ -437,6 +437,15 @@ func (b *batch) runOne(ctx context.Context, j job) *Info {
 // report.html and run.json. problems are pab's own failures so far (they make the status
 // error, but the run is graded all the same so that nothing is lost).
 func finishRun(ctx context.Context, t Task, dir string, in *Info, problems []string) {
+	if len(problems) > 0 {
+		in.ErrorKind = ErrorHarness
+	}
+	fail := func(kind, msg string) {
+		problems = append(problems, msg)
+		if in.ErrorKind == "" {
+			in.ErrorKind = kind
+		}
+	}
 	answerPath := filepath.Join(dir, FileAnswer)
 	answer, answerNote := readAnswer(answerPath)
 	if answerNote != "" {
@@ -449,14 +458,15 @@ func finishRun(ctx context.Context, t Task, dir string, in *Info, problems []str
 	logPath := filepath.Join(dir, FileLog)
 	var res *grade.Result
 	if _, err := os.Stat(logPath); err != nil {
-		problems = append(problems, "no "+FileLog+" in the run directory")
+		fail(ErrorHarness, "no "+FileLog+" in the run directory")
 	} else if res, err = t.Grade(ctx, logPath, answer); err != nil {
-		problems = append(problems, "grade: "+err.Error())
+		fail(ErrorHarness, "grade: "+err.Error())
 		res = nil
 	}
+	answerUsed := true
 	if res != nil {
 		if err := res.WriteFiles(dir); err != nil {
-			problems = append(problems, err.Error())
+			fail(ErrorHarness, err.Error())
 		}
 		in.GradeStatus = res.Status
 		in.Score, in.Passed = res.Score, res.Passed
@@ -468,8 +478,21 @@ func finishRun(ctx context.Context, t Task, dir string, in *Info, problems []str
 		}
 		in.Requests["total"] = total
 		if res.Status == grade.StatusError {
-			problems = append(problems, "grading failed: "+strings.Join(res.Notes, "; "))
+			kind := res.ErrorKind
+			if kind == "" {
+				kind = grade.ErrorGrading
+			}
+			fail(kind, "grading failed: "+strings.Join(res.Notes, "; "))
 		}
+		if lr := res.Log; lr == nil || lr.Lines == 0 || lr.Bad < lr.Lines {
+			pages := len(res.Pages.Opened) + res.Pages.OpenedOmitted
+			in.Pages = &pages
+			in.NoBrowsing = pages == 0
+		}
+		answerUsed = len(res.Items) == 0 || readsAnswer(res)
+	}
+	if in.NoBrowsing {
+		in.Passed = false
 	}
 	in.Finished = true
 	switch {
@@ -488,15 +511,20 @@ func finishRun(ctx context.Context, t Task, dir string, in *Info, problems []str
 		} else {
 			in.Error = fmt.Sprintf("the agent exited with status %d", *in.ExitCode)
 		}
-	case answer.Problem == grade.AnswerTooLarge:
+	case answerUsed && answer.Problem == grade.AnswerTooLarge:
 		in.Status = StatusAnswerTooLarge
 		in.Error = fmt.Sprintf("the answer is %d bytes, over the limit of %d", answer.Bytes, grade.MaxAnswerSize)
-	case answerNote != "" || answer.Text == "":
+	case answerUsed && (answerNote != "" || answer.Text == ""):
 		in.Status = StatusNoAnswer
 		if answerNote == "" {
 			answerNote = "the answer is empty"
 		}
 		in.Error = answerNote
+	case in.NoBrowsing:
+		// An answer (or a finished guard run) without a single page: it would otherwise
+		// look like a run that went normally.
+		in.Status = StatusNoBrowsing
+		in.Error = "the agent opened no page: the replay log has no document request (it never used a browser); the run does not pass"
 	case res.Status == grade.StatusNotExecutable:
 		in.Status = StatusNotExecutable
 	case res.Status == grade.StatusNotScored:
@@ -506,8 +534,23 @@ func finishRun(ctx context.Context, t Task, dir string, in *Info, problems []str
 	}
 	if err := writeJSON(filepath.Join(dir, FileInfo), in); err != nil {
 		in.Status = StatusError
+		if in.ErrorKind == "" {
+			in.ErrorKind = ErrorHarness
+		}
 		in.Error = strings.TrimPrefix(in.Error+"; "+err.Error(), "; ")
 	}
+}
+
+// readsAnswer reports whether grading read the answer: some item is a require or a check.
+// A result with items but none of those (a grading of the guard's trace alone) scored the
+// run without an answer, so a missing answer is no reason of its status.
+func readsAnswer(res *grade.Result) bool {
+	for _, it := range res.Items {
+		if it.Kind == grade.KindRequire || it.Kind == grade.KindCheck {
+			return true
+		}
+	}
+	return false
 }
 
 // readAnswer reads the answer file; when there is none (or it cannot be read) the answer is

@@ -21,9 +21,11 @@ import (
 	"github.com/pab-dev/pab/grade"
 )
 
-// fakeHarness stands in for pab's: Start writes one log line per run (logBytes more for
-// task "bigLog"), Grade scores 1 when the answer is "42", and a task named "nograde" is not
-// scored, as a task without grading.yaml.
+// fakeHarness stands in for pab's: Start writes one log line per run, a page opened (an
+// image instead for task "nobrowse"; logBytes more for task "bigLog"), Grade scores 1 when
+// the answer is "42" and lists the log's document lines as pages opened; a task named
+// "nograde" is not scored, as a task without grading.yaml, and "judgeerr" gets a judge
+// failure.
 type fakeHarness struct {
 	opened   atomic.Int32
 	closed   atomic.Int32
@@ -47,6 +49,9 @@ func (t *fakeTask) Prompt() string { return "What is the answer to " + t.id + "?
 
 func (t *fakeTask) Start(_ context.Context, s StartSpec) (*Services, error) {
 	line := `{"time":"2026-01-01T00:00:00.000Z","method":"GET","url":"http://example.org/","key":"GET example.org/","type":"document","dest":"document","source":"exact","status":200,"ms":0.1}` + "\n"
+	if t.id == "nobrowse" {
+		line = `{"time":"2026-01-01T00:00:00.000Z","method":"GET","url":"http://example.org/a.png","key":"GET example.org/a.png","type":"image","dest":"image","source":"exact","status":200,"ms":0.1}` + "\n"
+	}
 	if _, err := io.WriteString(s.Log, line); err != nil {
 		return nil, err
 	}
@@ -65,8 +70,16 @@ func (t *fakeTask) Grade(_ context.Context, logPath string, a *grade.AnswerInfo)
 	}
 	r := &grade.Result{Format: grade.ResultFormat, Task: t.id, Answer: a,
 		Requests: map[string]int{"exact": bytes.Count(data, []byte(`"source":"exact"`))}}
-	if t.id == "nograde" {
+	for range bytes.Count(data, []byte(`"type":"document"`)) {
+		r.Pages.Opened = append(r.Pages.Opened, grade.Page{URL: "http://example.org/"})
+	}
+	switch t.id {
+	case "nograde":
 		r.Status = grade.StatusNotScored
+		return r, nil
+	case "judgeerr":
+		r.Status, r.ErrorKind = grade.StatusError, grade.ErrorJudge
+		r.Notes = []string{"judge failed: cli judge: exit status 3"}
 		return r, nil
 	}
 	s := 0.0
@@ -86,7 +99,7 @@ func (t *fakeTask) Close() error {
 const agentScript = `
 env | grep -E '^(PAB_|HTTPS?_PROXY|NO_PROXY|NODE_EXTRA)' | sort > env.txt
 case "$PAB_TASK_ID" in
-  ok|nograde|bigLog) echo 42 > "$PAB_ANSWER_FILE" ;;
+  ok|ok2|nograde|bigLog|nobrowse|judgeerr) echo 42 > "$PAB_ANSWER_FILE" ;;
   wrong) echo 41 > "$PAB_ANSWER_FILE" ;;
   noanswer) echo "thinking..." ;;
   empty) : > "$PAB_ANSWER_FILE" ;;
@@ -158,16 +171,17 @@ func TestRunStatuses(t *testing.T) {
 			t.Errorf("%s: run.json status %s finished %v, want %s finished", task, in.Status, in.Finished, st)
 		}
 	}
-	if r := rows["ok/1"]; r.Score == nil || *r.Score != 1 || !r.Passed || !r.Counted || r.Exact == nil || *r.Exact != 1 || r.Report != "ok/1/report.html" {
+	if r := rows["ok/1"]; r.Score == nil || *r.Score != 1 || !r.Passed || r.NoBrowsing || r.Pages == nil || *r.Pages != 1 ||
+		r.Exact == nil || *r.Exact != 1 || r.Report != "ok/1/report.html" {
 		t.Errorf("ok run: %+v", r)
 	}
-	if r := rows["wrong/1"]; r.Score == nil || *r.Score != 0 || r.Passed || !r.Counted {
+	if r := rows["wrong/1"]; r.Score == nil || *r.Score != 0 || r.Passed {
 		t.Errorf("wrong run: %+v", r)
 	}
-	if r := rows["nograde/1"]; r.Counted || r.Score != nil {
-		t.Errorf("a not_scored run counts: %+v", r)
+	if r := rows["nograde/1"]; r.Passed || r.Score != nil {
+		t.Errorf("a not_scored run passes: %+v", r)
 	}
-	if r := rows["unknown/1"]; r.Counted || !strings.Contains(r.Error, "no such task") {
+	if r := rows["unknown/1"]; r.Passed || r.ErrorKind != ErrorHarness || !strings.Contains(r.Error, "no such task") {
 		t.Errorf("unknown task: %+v", r)
 	}
 	crash := readJSON[Info](t, filepath.Join(out, "crash", "1", FileInfo))
@@ -217,8 +231,8 @@ func TestRunStatuses(t *testing.T) {
 	if o, c := h.opened.Load(), h.closed.Load(); o != 11 || c != 11 {
 		t.Errorf("tasks opened %d, closed %d; want 11 each", o, c)
 	}
-	if sum.Overall.Counted != 10 || sum.Overall.Passed != 3 {
-		t.Errorf("overall counted %d passed %d; want 10 and 3 (ok, chatty, crash)", sum.Overall.Counted, sum.Overall.Passed)
+	if o := sum.Overall; o.Runs != 12 || o.Passed != 3 || o.InfraFailures != 1 || o.PassRate == nil || *o.PassRate != 0.25 {
+		t.Errorf("overall runs %d passed %d infra %d rate %v; want 12, 3 (ok, chatty, crash), 1 (unknown), 25%%", o.Runs, o.Passed, o.InfraFailures, o.PassRate)
 	}
 	if !strings.Contains(progress.String(), "[12/12]") {
 		t.Errorf("progress:\n%s", progress.String())
@@ -445,16 +459,25 @@ func TestPassAtK(t *testing.T) {
 	if v := s.Tasks[0].PassAtK[1].Value; v == nil || *v != 1 {
 		t.Errorf("a pass@2 = %v, want 1", v)
 	}
-	if v := s.Tasks[1].PassAtK[1].Value; v != nil {
-		t.Errorf("b pass@2 = %v, want none (one counted run)", *v)
+	if v := s.Tasks[1].PassAtK[1].Value; v == nil || *v != 0 {
+		t.Errorf("b pass@2 = %v, want 0 (its error run counts, and does not pass)", v)
 	}
 	if v := s.Overall.PassAtK[0].Value; v == nil || *v != 0.25 {
 		t.Errorf("overall pass@1 = %v, want (0.5 + 0) / 2", v)
 	}
-	if v := s.Overall.PassAtK[1]; v.Value == nil || *v.Value != 1 || v.Tasks != 1 {
-		t.Errorf("overall pass@2 = %+v, want 1 over 1 task", v)
+	if v := s.Overall.PassAtK[1]; v.Value == nil || *v.Value != 0.5 || v.Tasks != 2 {
+		t.Errorf("overall pass@2 = %+v, want (1 + 0) / 2 over 2 tasks", v)
 	}
-	if s.Overall.Counted != 3 || s.Overall.Passed != 1 {
+	// c has one run: no pass@2, and the overall value averages the tasks that have one.
+	infos[job{"c", 1}] = &Info{Task: "c", Repeat: 1, Status: StatusGraded, Finished: true, Score: sc(1), Passed: true}
+	s = summarize(t.TempDir(), "x", []string{"a", "b", "c"}, 2, infos)
+	if v := s.Tasks[2].PassAtK[1].Value; v != nil {
+		t.Errorf("c pass@2 = %v, want none (one run)", *v)
+	}
+	if v := s.Overall.PassAtK[1]; v.Value == nil || *v.Value != 0.5 || v.Tasks != 2 {
+		t.Errorf("overall pass@2 with c = %+v, want 0.5 over 2 tasks", v)
+	}
+	if s.Overall.Runs != 5 || s.Overall.Passed != 2 || s.Overall.InfraFailures != 1 {
 		t.Errorf("overall %+v", s.Overall)
 	}
 }
@@ -545,15 +568,16 @@ func TestBatchMistakes(t *testing.T) {
 func TestRenderIndex(t *testing.T) {
 	one := 1.0
 	s := &Summary{Agent: `<script>alert(1)</script>`, Repeat: 1, Planned: 1,
-		Runs:    []RunRow{{Task: "t", Repeat: 1, Status: StatusGraded, Score: &one, Passed: true, Counted: true, Dir: "t/1", Report: "t/1/report.html", Error: "<b>x</b>"}},
-		Tasks:   []TaskRow{{Task: "t", Runs: 1, Counted: 1, Passed: 1, PassRate: &one, PassAtK: []PassAt{{K: 1, Value: &one}}, Statuses: map[string]int{"graded": 1}}},
-		Overall: Overall{Runs: 1, Statuses: map[string]int{"graded": 1}, PassAtK: []PassAt{{K: 1, Value: &one}}}}
+		Runs:  []RunRow{{Task: "t", Repeat: 1, Status: StatusGraded, Score: &one, Passed: true, Dir: "t/1", Report: "t/1/report.html", Error: "<b>x</b>"}},
+		Tasks: []TaskRow{{Task: "t", Counts: Counts{Runs: 1, Passed: 1, PassRate: &one, PassAtK: []PassAt{{K: 1, Value: &one}}, Statuses: map[string]int{"graded": 1}}}},
+		Overall: Overall{Counts: Counts{Runs: 1, Statuses: map[string]int{"graded": 1}, PassAtK: []PassAt{{K: 1, Value: &one}}},
+			Failures: []Failure{{Dir: "t/1", Kind: "judge", Error: "<i>judge</i>"}}}}
 	html, err := RenderIndex(s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	page := string(html)
-	if strings.Contains(page, "<script>") || strings.Contains(page, "<b>x</b>") {
+	if strings.Contains(page, "<script>") || strings.Contains(page, "<b>x</b>") || strings.Contains(page, "<i>judge</i>") {
 		t.Error("index.html does not escape")
 	}
 	if !strings.Contains(page, `href="t/1/report.html"`) {
@@ -588,5 +612,74 @@ func TestProgressLive(t *testing.T) {
 	p.stop()
 	if strings.Contains(buf.String(), "\r") || !strings.Contains(buf.String(), "[1/1] a #1: error (0.0s): disk full\n") {
 		t.Errorf("plain progress:\n%q", buf.String())
+	}
+}
+
+// TestRunHonestSummary: every run counts in the pass rate. Of 2 good runs, 1 that never
+// opens a page (a right answer all the same) and 1 whose judge fails, 2 pass: 50%, with the
+// judge failure counted and named as an infrastructure failure and the run without a page
+// flagged no_browsing, in run.json, summary.json, the printed lines and index.html.
+func TestRunHonestSummary(t *testing.T) {
+	out := t.TempDir()
+	sum, err := Batch(context.Background(), Config{Harness: &fakeHarness{}, Tasks: []string{"ok", "ok2", "nobrowse", "judgeerr"},
+		Repeat: 1, Jobs: 2, Agent: agentScript, Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := readJSON[Summary](t, filepath.Join(out, FileSummary))
+	if s.Format != 2 {
+		t.Errorf("summary.json format %d, want 2", s.Format)
+	}
+	o := s.Overall
+	if o.Runs != 4 || o.Passed != 2 || o.PassRate == nil || *o.PassRate != 0.5 || o.InfraFailures != 1 || o.NoBrowsing != 1 || o.Scored != 3 {
+		t.Errorf("overall %+v", o)
+	}
+	if len(o.Failures) != 1 || o.Failures[0].Dir != "judgeerr/1" || o.Failures[0].Kind != "judge" || !strings.Contains(o.Failures[0].Error, "judge failed") {
+		t.Errorf("failures %+v", o.Failures)
+	}
+	if len(o.NoBrowsingRuns) != 1 || o.NoBrowsingRuns[0] != "nobrowse/1" {
+		t.Errorf("no_browsing_runs %v", o.NoBrowsingRuns)
+	}
+	if v := o.MeanScore; v == nil || *v != 0.5 {
+		t.Errorf("mean score %v, want 0.5 (the run without a page and the error count 0)", v)
+	}
+	rows := rowsByTask(s)
+	if r := rows["nobrowse/1"]; r.Status != StatusNoBrowsing || !r.NoBrowsing || r.Passed || r.Pages == nil || *r.Pages != 0 || r.Score == nil || *r.Score != 1 {
+		t.Errorf("nobrowse row %+v", r)
+	}
+	if r := rows["judgeerr/1"]; r.Status != StatusError || r.ErrorKind != "judge" || r.Passed {
+		t.Errorf("judgeerr row %+v", r)
+	}
+	in := readJSON[Info](t, filepath.Join(out, "nobrowse", "1", FileInfo))
+	if in.Status != StatusNoBrowsing || !in.NoBrowsing || in.Passed || in.Pages == nil || *in.Pages != 0 || !strings.Contains(in.Error, "opened no page") {
+		t.Errorf("nobrowse run.json %+v", in)
+	}
+	lines := strings.Join(sum.Lines(), "\n")
+	for _, want := range []string{"4 runs; pass rate 50% (2 of 4 runs), pass@1 50%",
+		"1 infrastructure failure (pab failed, not the agent; counted as not passed): judge error — see judgeerr/1",
+		"1 run opened no page (no_browsing: the agent never used a browser): nobrowse/1"} {
+		if !strings.Contains(lines, want) {
+			t.Errorf("printed summary lacks %q:\n%s", want, lines)
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(out, FileIndex))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"pass rate 50% (2 of 4 runs passed)", "1 infrastructure failure: pab failed, not the agent",
+		"<b>judge error</b> — see run <a href=\"judgeerr/1/\">judgeerr/1</a>", "1 run never opened a page (no_browsing)",
+		`<span class="flag">no page opened</span>`, `<span class="status">no_browsing</span>`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("index.html lacks %q", want)
+		}
+	}
+	// --resume keeps the no_browsing run (it finished) and runs the error again.
+	counter := filepath.Join(t.TempDir(), "count")
+	if _, err := Batch(context.Background(), Config{Harness: &fakeHarness{}, Tasks: []string{"ok", "ok2", "nobrowse", "judgeerr"},
+		Repeat: 1, Jobs: 2, Agent: "echo $PAB_TASK_ID >> " + counter + "; " + agentScript, Out: out, Resume: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(counter); string(got) != "judgeerr\n" {
+		t.Errorf("--resume ran %q, want only the judge error again", got)
 	}
 }

@@ -7,13 +7,19 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/pab-dev/pab/grade"
 	"github.com/pab-dev/pab/internal/atomicfile"
+	"github.com/pab-dev/pab/internal/textcut"
 )
 
-// SummaryFormat is the version of summary.json's layout.
-const SummaryFormat = 1
+// SummaryFormat is the version of summary.json's layout. Format 2 (issue 16) counts every
+// run: pass_rate is passed over all runs, and infrastructure failures, runs that opened no
+// page and unfinished runs are counted on their own; format 1 had "counted" runs (a score
+// and not error) and left the others out of the pass rate.
+const SummaryFormat = 2
 
 // Summary is summary.json: every run, every task and the whole batch.
 type Summary struct {
@@ -38,11 +44,17 @@ type RunRow struct {
 	Repeat int      `json:"repeat"`
 	Status string   `json:"status"`
 	Score  *float64 `json:"score"`
-	Passed bool     `json:"passed"`
-	// Counted is true when the run counts for the pass rate and pass@k: it has a score and
-	// did not fail because of pab (status error).
-	Counted    bool  `json:"counted"`
-	DurationMS int64 `json:"duration_ms"`
+	// Passed is true when the run passed: score 1, a page opened, and no failure of pab
+	// (status error) or interruption. Every other run counts against the pass rate.
+	Passed bool `json:"passed"`
+	// Pages is how many pages the agent opened; nil when unknown. NoBrowsing is true when
+	// it opened none (whatever the status: a timeout or an error can have it too).
+	Pages      *int `json:"pages"`
+	NoBrowsing bool `json:"no_browsing"`
+	// ErrorKind says what failed in a run with status error: harness, judge, grading, log
+	// or guard (an infrastructure failure).
+	ErrorKind  string `json:"error_kind,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
 	// Requests is the number of requests in the replay log; Exact, Fuzzy and Miss are the
 	// shares of them (0 to 1) answered that way; nil without requests.
 	Requests int      `json:"requests"`
@@ -56,46 +68,93 @@ type RunRow struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// PassAt is pass@k: the chance that at least one of k runs drawn from a task's n counted
-// runs passed, 1 - C(n-c, k) / C(n, k) for c passing runs.
+// PassAt is pass@k: the chance that at least one of k runs drawn from a task's n runs
+// passed, 1 - C(n-c, k) / C(n, k) for c passing runs.
 type PassAt struct {
 	K int `json:"k"`
-	// Value is nil when fewer than k runs are counted.
+	// Value is nil when the task has fewer than k runs.
 	Value *float64 `json:"value"`
 	// Tasks is how many tasks the overall value averages (overall only).
 	Tasks int `json:"tasks,omitempty"`
 }
 
-// TaskRow is one task in the summary.
-type TaskRow struct {
-	Task string `json:"task"`
-	// Runs have a run.json; Counted of them count; Passed of those passed.
-	Runs    int `json:"runs"`
-	Counted int `json:"counted"`
-	Passed  int `json:"passed"`
-	// PassRate is Passed / Counted; nil when nothing is counted.
+// Counts are the numbers of a task or of the batch. Every run counts in Runs, and the
+// pass rate is Passed over Runs: a run that did not pass counts against it, whatever the
+// reason. The other counts say why runs did not pass.
+type Counts struct {
+	// Runs have a run.json; Passed of them passed.
+	Runs   int `json:"runs"`
+	Passed int `json:"passed"`
+	// PassRate is Passed / Runs; nil without runs.
 	PassRate *float64 `json:"pass_rate"`
 	// PassAtK has k from 1 to the batch's repeat.
 	PassAtK []PassAt `json:"pass_at_k"`
-	// MeanScore is the mean score of the counted runs.
+	// MeanScore is the mean score over all runs; a run without a score, with status error
+	// or that opened no page counts 0.
 	MeanScore *float64 `json:"mean_score"`
+	// Scored counts the runs with a score (whatever their status).
+	Scored int `json:"scored"`
+	// InfraFailures counts the runs with status error: pab failed (its harness, the judge,
+	// the grading file, the replay log or the guard's files), not the agent.
+	InfraFailures int `json:"infra_failures"`
+	// NoBrowsing counts the runs that opened no page (the no_browsing flag, whatever their
+	// status).
+	NoBrowsing int `json:"no_browsing"`
+	// Unfinished counts the runs interrupted, or running when pab stopped (--resume runs
+	// them again).
+	Unfinished int `json:"unfinished"`
 	// Statuses counts runs by status.
 	Statuses map[string]int `json:"statuses"`
 }
 
-// Overall is the whole batch: pass rate over all counted runs, pass@k averaged over the
-// tasks with at least k counted runs.
+// TaskRow is one task in the summary.
+type TaskRow struct {
+	Task string `json:"task"`
+	Counts
+}
+
+// Failure is one infrastructure failure: a run with status error.
+type Failure struct {
+	// Dir is the run directory relative to the batch directory; Report its report.html,
+	// when there is one.
+	Dir    string `json:"dir"`
+	Report string `json:"report,omitempty"`
+	// Kind is what failed (harness, judge, grading, log, guard); Error says how (cut at
+	// 500 bytes).
+	Kind  string `json:"kind"`
+	Error string `json:"error"`
+}
+
+// Overall is the whole batch: the counts over all runs, pass@k averaged over the tasks
+// with at least k runs, every infrastructure failure and every run that opened no page.
 type Overall struct {
-	Tasks     int            `json:"tasks"`
-	Runs      int            `json:"runs"`
-	Counted   int            `json:"counted"`
-	Passed    int            `json:"passed"`
-	PassRate  *float64       `json:"pass_rate"`
-	PassAtK   []PassAt       `json:"pass_at_k"`
-	MeanScore *float64       `json:"mean_score"`
-	Statuses  map[string]int `json:"statuses"`
+	Tasks int `json:"tasks"`
+	Counts
 	// DurationMS is the sum of the runs' agent times.
 	DurationMS int64 `json:"duration_ms"`
+	// Failures are the runs with status error, in run order.
+	Failures []Failure `json:"failures"`
+	// NoBrowsingRuns are the directories of the runs that opened no page, in run order.
+	NoBrowsingRuns []string `json:"no_browsing_runs"`
+}
+
+// ErrorKindText names an error kind for a person ("judge error").
+func ErrorKindText(kind string) string {
+	switch kind {
+	case ErrorHarness:
+		return "harness error"
+	case grade.ErrorJudge:
+		return "judge error"
+	case grade.ErrorGrading:
+		return "grading file error"
+	case grade.ErrorLog:
+		return "replay log error"
+	case grade.ErrorGuard:
+		return "guard files error"
+	case "":
+		return "error"
+	}
+	return kind + " error"
 }
 
 // summarize builds the summary of a batch in out from the runs' Infos (keyed by task and
@@ -103,12 +162,13 @@ type Overall struct {
 func summarize(out, agent string, tasks []string, repeat int, infos map[job]*Info) *Summary {
 	s := &Summary{Format: SummaryFormat, Agent: agent, Created: utc(time.Now()), Repeat: repeat,
 		Planned: len(tasks) * repeat, Runs: []RunRow{}, Tasks: []TaskRow{}}
-	s.Overall.Statuses = map[string]int{}
+	o := &s.Overall
+	o.Statuses, o.PassAtK, o.Failures, o.NoBrowsingRuns = map[string]int{}, []PassAt{}, []Failure{}, []string{}
 	var scoreSum float64
 	passAtSum := make([]float64, repeat+1)
 	passAtN := make([]int, repeat+1)
 	for _, t := range tasks {
-		tr := TaskRow{Task: t, Statuses: map[string]int{}, PassAtK: []PassAt{}}
+		tr := TaskRow{Task: t, Counts: Counts{Statuses: map[string]int{}, PassAtK: []PassAt{}}}
 		var tScore float64
 		var ks []int
 		for j := range infos {
@@ -121,26 +181,26 @@ func summarize(out, agent string, tasks []string, repeat int, infos map[job]*Inf
 			in := infos[job{t, k}]
 			row := rowOf(out, in)
 			s.Runs = append(s.Runs, row)
-			tr.Runs++
-			tr.Statuses[row.Status]++
-			s.Overall.Statuses[row.Status]++
-			s.Overall.DurationMS += row.DurationMS
-			if row.Counted {
-				tr.Counted++
-				tScore += *row.Score
-				if row.Passed {
-					tr.Passed++
-				}
+			tr.add(&row)
+			o.add(&row)
+			o.DurationMS += row.DurationMS
+			tScore += effectiveScore(&row)
+			if row.Status == StatusError {
+				o.Failures = append(o.Failures, Failure{Dir: row.Dir, Report: row.Report, Kind: row.ErrorKind,
+					Error: textcut.Fit(row.Error, 500, "…")})
+			}
+			if row.NoBrowsing {
+				o.NoBrowsingRuns = append(o.NoBrowsingRuns, row.Dir)
 			}
 		}
-		if tr.Counted > 0 {
-			tr.PassRate = ptr(float64(tr.Passed) / float64(tr.Counted))
-			tr.MeanScore = ptr(tScore / float64(tr.Counted))
+		if tr.Runs > 0 {
+			tr.PassRate = ptr(float64(tr.Passed) / float64(tr.Runs))
+			tr.MeanScore = ptr(tScore / float64(tr.Runs))
 		}
 		for k := 1; k <= repeat; k++ {
 			pa := PassAt{K: k}
-			if tr.Counted >= k {
-				v := passAtK(tr.Counted, tr.Passed, k)
+			if tr.Runs >= k {
+				v := passAtK(tr.Runs, tr.Passed, k)
 				pa.Value = &v
 				passAtSum[k] += v
 				passAtN[k]++
@@ -148,34 +208,65 @@ func summarize(out, agent string, tasks []string, repeat int, infos map[job]*Inf
 			tr.PassAtK = append(tr.PassAtK, pa)
 		}
 		s.Tasks = append(s.Tasks, tr)
-		s.Overall.Tasks++
-		s.Overall.Runs += tr.Runs
-		s.Overall.Counted += tr.Counted
-		s.Overall.Passed += tr.Passed
+		o.Tasks++
 		scoreSum += tScore
 	}
-	if s.Overall.Counted > 0 {
-		s.Overall.PassRate = ptr(float64(s.Overall.Passed) / float64(s.Overall.Counted))
-		s.Overall.MeanScore = ptr(scoreSum / float64(s.Overall.Counted))
+	if o.Runs > 0 {
+		o.PassRate = ptr(float64(o.Passed) / float64(o.Runs))
+		o.MeanScore = ptr(scoreSum / float64(o.Runs))
 	}
-	s.Overall.PassAtK = []PassAt{}
 	for k := 1; k <= repeat; k++ {
 		pa := PassAt{K: k, Tasks: passAtN[k]}
 		if passAtN[k] > 0 {
 			pa.Value = ptr(passAtSum[k] / float64(passAtN[k]))
 		}
-		s.Overall.PassAtK = append(s.Overall.PassAtK, pa)
+		o.PassAtK = append(o.PassAtK, pa)
 	}
 	return s
+}
+
+// add counts one run (everything but the rates and pass@k).
+func (c *Counts) add(r *RunRow) {
+	c.Runs++
+	c.Statuses[r.Status]++
+	if r.Passed {
+		c.Passed++
+	}
+	if r.Score != nil {
+		c.Scored++
+	}
+	switch r.Status {
+	case StatusError:
+		c.InfraFailures++
+	case StatusInterrupted, StatusRunning:
+		c.Unfinished++
+	}
+	if r.NoBrowsing {
+		c.NoBrowsing++
+	}
+}
+
+// effectiveScore is a run's score for the mean: 0 without one, for an error, for a run
+// that did not finish and for a run that opened no page.
+func effectiveScore(r *RunRow) float64 {
+	if r.Score == nil || r.Status == StatusError || r.Status == StatusInterrupted || r.Status == StatusRunning || r.NoBrowsing {
+		return 0
+	}
+	return *r.Score
 }
 
 // rowOf makes the summary row of one run.
 func rowOf(out string, in *Info) RunRow {
 	dir := filepath.ToSlash(filepath.Join(in.Task, strconv.Itoa(in.Repeat)))
 	r := RunRow{Task: in.Task, Repeat: in.Repeat, Status: in.Status, Score: in.Score, Passed: in.Passed,
-		DurationMS: in.DurationMS, Dir: dir, Error: in.Error}
-	r.Counted = in.Finished && in.Score != nil && in.Status != StatusError
-	if !r.Counted {
+		Pages: in.Pages, NoBrowsing: in.NoBrowsing, DurationMS: in.DurationMS, Dir: dir, Error: in.Error}
+	if in.Status == StatusError {
+		r.ErrorKind = in.ErrorKind
+		if r.ErrorKind == "" {
+			r.ErrorKind = ErrorHarness
+		}
+	}
+	if !in.Finished || in.Score == nil || in.Status == StatusError || in.NoBrowsing {
 		r.Passed = false
 	}
 	if n := in.Requests["total"]; n > 0 {
@@ -220,4 +311,63 @@ func (s *Summary) Write(dir string) error {
 		return fmt.Errorf("render %s: %w", FileIndex, err)
 	}
 	return atomicfile.Write(filepath.Join(dir, FileIndex), html, 0o644)
+}
+
+// Lines are the summary as pab run prints it at the end: the pass rate over all runs and
+// pass@k, then, when there are any, the infrastructure failures, the runs that opened no
+// page and the unfinished runs, each naming runs to look at.
+func (s *Summary) Lines() []string {
+	o := &s.Overall
+	line := fmt.Sprintf("%d run%s; pass rate %s (%d of %d runs)", o.Runs, plural(o.Runs), pctText(o.PassRate), o.Passed, o.Runs)
+	for _, p := range o.PassAtK {
+		line += fmt.Sprintf(", pass@%d %s", p.K, pctText(p.Value))
+	}
+	lines := []string{line}
+	if n := len(o.Failures); n > 0 {
+		var parts []string
+		for i, f := range o.Failures {
+			if i == 5 {
+				parts = append(parts, fmt.Sprintf("and %d more", n-i))
+				break
+			}
+			parts = append(parts, ErrorKindText(f.Kind)+" — see "+f.Dir)
+		}
+		lines = append(lines, fmt.Sprintf("%d infrastructure failure%s (pab failed, not the agent; counted as not passed): %s",
+			n, plural(n), strings.Join(parts, "; ")))
+	}
+	if n := len(o.NoBrowsingRuns); n > 0 {
+		shown := o.NoBrowsingRuns
+		more := ""
+		if len(shown) > 5 {
+			shown, more = shown[:5], fmt.Sprintf(" and %d more", n-5)
+		}
+		lines = append(lines, fmt.Sprintf("%d run%s opened no page (no_browsing: the agent never used a browser): %s%s",
+			n, plural(n), strings.Join(shown, ", "), more))
+	}
+	if o.Unfinished > 0 {
+		lines = append(lines, fmt.Sprintf("%d run%s did not finish (interrupted): --resume runs %s again", o.Unfinished, plural(o.Unfinished), pronoun(o.Unfinished)))
+	}
+	return lines
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func pronoun(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
+}
+
+// pctText is a share as a whole percentage, "n/a" when there is none.
+func pctText(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f%%", *v*100)
 }

@@ -82,6 +82,7 @@ func (j *judgeFlags) open(repo *task.Repo) (*grade.Cache, error) {
 func newGradeCmd(g *globalFlags) *cobra.Command {
 	var (
 		logFile, answerFile, outDir string
+		guardTrace, guardResult     string
 		check                       bool
 		jf                          judgeFlags
 	)
@@ -95,9 +96,15 @@ answer and pab compares, yes/no checks the judge answers, and requests the agent
 must or must not have made.
 
 It writes result.json and report.html into --out (default: the log's directory),
-every time. Without --answer, or for a task without grading.yaml, nothing is
-scored but the pages the agent opened are listed. Judge replies are cached, so
+every time. Without --answer (when the grading reads the answer: require or
+checks), or for a task without grading.yaml, nothing is scored but the pages the
+agent opened are listed. Judge replies are cached, so
 grading the same run again is free and gives the same result.
+
+A grading with a guard section (the apply-* tasks) grades a run made through pab
+guard from the guard's trace and result envelope: --guard-trace and
+--guard-result, by default guard.trace.jsonl and guard.result.json in the log's
+directory (where pab run --guard writes them). No answer is needed for it.
 
 The log is read once, line by line, in bounded memory. A line that cannot be
 read fails closed: a must_not entry it could be is an error, and the run is not
@@ -125,13 +132,16 @@ source URL is recorded and its response holds the source text.`,
 			if outDir == "" {
 				outDir = filepath.Dir(logFile)
 			}
-			return runGrade(cmd, g, args[0], logFile, answerFile, outDir, &jf)
+			return runGrade(cmd, g, args[0], gradeFiles{log: logFile, answer: answerFile, out: outDir,
+				guardTrace: guardTrace, guardResult: guardResult}, &jf)
 		},
 	}
 	cmd.Flags().StringVar(&logFile, "log", "", "the replay log of the run (pab replay --log)")
 	cmd.Flags().StringVar(&answerFile, "answer", "", "the agent's answer (a text file)")
 	cmd.Flags().StringVar(&outDir, "out", "", "directory for result.json and report.html (default: the log's directory)")
 	cmd.Flags().BoolVar(&check, "check", false, "validate grading.yaml against the recording and exit")
+	cmd.Flags().StringVar(&guardTrace, "guard-trace", "", "pab guard's trace of the run, for a grading with a guard section (default: guard.trace.jsonl in the log's directory)")
+	cmd.Flags().StringVar(&guardResult, "guard-result", "", "pab guard's result envelope of the run (default: guard.result.json in the log's directory)")
 	jf.add(cmd)
 	cmd.AddCommand(newCalibrateCmd(g))
 	return cmd
@@ -156,7 +166,14 @@ func gradingOf(t *task.Task) (*grade.Grading, string, error) {
 	return gr, name, err
 }
 
-func runGrade(cmd *cobra.Command, g *globalFlags, target, logFile, answerFile, outDir string, jf *judgeFlags) error {
+// gradeFiles are the files pab grade reads and the directory it writes.
+type gradeFiles struct {
+	log, answer, out        string
+	guardTrace, guardResult string
+}
+
+func runGrade(cmd *cobra.Command, g *globalFlags, target string, files gradeFiles, jf *judgeFlags) error {
+	logFile, answerFile, outDir := files.log, files.answer, files.out
 	errOut := cmd.ErrOrStderr()
 	if err := jf.validate(); err != nil {
 		return err
@@ -179,6 +196,16 @@ func runGrade(cmd *cobra.Command, g *globalFlags, target, logFile, answerFile, o
 			return fmt.Errorf("grade: --%w", err)
 		}
 	}
+	for _, f := range []struct{ flag, path string }{{"guard-trace", files.guardTrace}, {"guard-result", files.guardResult}} {
+		if f.path == "" {
+			continue
+		}
+		if fi, err := os.Stat(f.path); err != nil {
+			return fmt.Errorf("grade: --%s: %w", f.flag, err)
+		} else if !fi.Mode().IsRegular() {
+			return fmt.Errorf("grade: --%s: %s is not a regular file", f.flag, f.path)
+		}
+	}
 	s, err := openSession(g, target, errOut)
 	if err != nil {
 		return fmt.Errorf("grade: %w", err)
@@ -199,6 +226,18 @@ func runGrade(cmd *cobra.Command, g *globalFlags, target, logFile, answerFile, o
 		}
 	}
 	in.GradingError = problem
+	if in.Grading != nil && in.Grading.Guard != nil {
+		tr, rs := files.guardTrace, files.guardResult
+		if tr == "" {
+			tr = filepath.Join(filepath.Dir(logFile), grade.GuardTraceFile)
+		}
+		if rs == "" {
+			rs = filepath.Join(filepath.Dir(logFile), grade.GuardResultFile)
+		}
+		in.Guard, in.GuardError = grade.ReadGuardRun(tr, rs)
+	} else if files.guardTrace != "" || files.guardResult != "" {
+		fmt.Fprintln(errOut, "pab grade: --guard-trace and --guard-result are not used: the task's grading has no guard section")
+	}
 	var judge *grade.Cache
 	if problem == nil && needsJudge(in.Grading, answer) {
 		// A judge that cannot be set up (no key, no model) is a mistake on the command
@@ -339,8 +378,13 @@ func reportSourceCheck(out, errOut io.Writer, gr *grade.Grading, name string, b 
 		}
 		return fmt.Errorf("%s: %d of %d sources are not backed by the recording", name, len(probs), n)
 	}
-	fmt.Fprintf(out, "%s: valid; %d require, %d checks, %d trace; %d of %d sources found in the recording\n",
-		name, len(gr.Require), len(gr.Checks), len(gr.Trace), n, n)
+	guardItems := ""
+	if gs := gr.Guard; gs != nil {
+		guardItems = fmt.Sprintf("; guard (%s, ends %s): %d required fields, %d uploads, %d forbidden", gs.Mode, gs.EndState,
+			len(gs.RequiredFields), len(gs.Uploads), len(gs.Forbid))
+	}
+	fmt.Fprintf(out, "%s: valid; %d require, %d checks, %d trace%s; %d of %d sources found in the recording\n",
+		name, len(gr.Require), len(gr.Checks), len(gr.Trace), guardItems, n, n)
 	return nil
 }
 

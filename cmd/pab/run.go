@@ -56,8 +56,10 @@ killed when it exits. Then the run is graded as pab grade does (same judge flags
 Output in --out (default runs/<UTC time>): <task>/<repeat>/ with replay.jsonl,
 answer.txt, prompt.txt, agent.stdout, agent.stderr, run.json, result.json and
 report.html; summary.json and index.html for the batch (pass rate and pass@k per task
-and overall). --resume finishes a batch in --out: finished runs are kept, the others
-run again. Ctrl-C stops cleanly: running agents are killed and marked interrupted, the
+and overall, over all runs: a run that did not pass counts against it; infrastructure
+failures (status error) and runs that opened no page (no_browsing) are counted and named
+apart). An apply task run with --guard is graded from the guard's trace and result.
+--resume finishes a batch in --out: finished runs are kept, the others run again. Ctrl-C stops cleanly: running agents are killed and marked interrupted, the
 summary is written, and pab exits with status 130.
 
 --collect DIR grades and summarizes run directories written elsewhere (the Kubernetes
@@ -178,24 +180,17 @@ runs, 130 when interrupted.`,
 // runOutcome prints where the batch is and maps the batch's end to pab's exit status.
 func runOutcome(cmd *cobra.Command, sum *batch.Summary, out string, err error) error {
 	if sum != nil {
-		o := sum.Overall
-		fmt.Fprintf(cmd.OutOrStdout(), "pab run: %d runs; pass rate %s (%d of %d counted)", o.Runs, pctOf(o.PassRate), o.Passed, o.Counted)
-		for _, p := range o.PassAtK {
-			fmt.Fprintf(cmd.OutOrStdout(), ", pass@%d %s", p.K, pctOf(p.Value))
+		// The pass rate over every run, then the infrastructure failures and the runs
+		// that opened no page, each naming runs to look at.
+		for _, l := range sum.Lines() {
+			fmt.Fprintln(cmd.OutOrStdout(), "pab run:", l)
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "\npab run: wrote %s and %s\n", filepath.Join(out, batch.FileSummary), filepath.Join(out, batch.FileIndex))
+		fmt.Fprintf(cmd.OutOrStdout(), "pab run: wrote %s and %s\n", filepath.Join(out, batch.FileSummary), filepath.Join(out, batch.FileIndex))
 	}
 	if errors.Is(err, batch.ErrInterrupted) {
 		return exitError{code: 130, msg: "interrupted; finished runs are kept (--resume " + "--out " + out + " runs the rest)"}
 	}
 	return err
-}
-
-func pctOf(v *float64) string {
-	if v == nil {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.0f%%", *v*100)
 }
 
 // stdoutIsTerminal reports whether w is a character device (a terminal).
@@ -364,6 +359,14 @@ func (t *runTask) Grade(ctx context.Context, logPath string, answer *grade.Answe
 	in := grade.Input{Task: t.s.target.Name, Title: t.title, Prompt: t.prompt, Answer: answer,
 		Rules: t.s.rules, Titles: t.titles, FramesOf: frameLookup(t.s.bundle), Grading: t.grading,
 		GradingFile: t.gradingFile, GradingError: t.problem}
+	if t.grading != nil && t.grading.Guard != nil {
+		// pab run --guard writes the guard's files next to the log (startGuard).
+		dir := filepath.Dir(logPath)
+		in.Guard, in.GuardError = grade.ReadGuardRun(filepath.Join(dir, grade.GuardTraceFile), filepath.Join(dir, grade.GuardResultFile))
+		if in.Guard != nil {
+			in.Guard.TraceFile, in.Guard.ResultFile = grade.GuardTraceFile, grade.GuardResultFile
+		}
+	}
 	var judge *grade.Cache
 	var judgeErr error
 	if t.problem == nil && needsJudge(t.grading, answer) {
@@ -436,7 +439,7 @@ type runGuard struct {
 // for the MCP address it prints.
 func (t *runTask) startGuard(ctx context.Context, proxy, dir string) (*runGuard, error) {
 	args := []string{"--repo", t.h.repo.Root, "guard", "--listen", "127.0.0.1:0", "--application", t.h.guardApp,
-		"--proxy", proxy, "--trace", filepath.Join(dir, "guard.trace.jsonl"), "--result", filepath.Join(dir, "guard.result.json")}
+		"--proxy", proxy, "--trace", filepath.Join(dir, grade.GuardTraceFile), "--result", filepath.Join(dir, grade.GuardResultFile)}
 	if t.h.chrome != "" {
 		args = append(args, "--chrome", t.h.chrome)
 	}

@@ -119,7 +119,8 @@ func TestRunEndToEnd(t *testing.T) {
 	if strings.Contains(stdout, "\r") {
 		t.Errorf("progress to a pipe has a live line:\n%q", stdout)
 	}
-	if !strings.Contains(stdout, "[6/6]") || !strings.Contains(stdout, "pass rate 100% (6 of 6 counted), pass@1 100%, pass@2 100%") {
+	if !strings.Contains(stdout, "[6/6]") || !strings.Contains(stdout, "pass rate 100% (6 of 6 runs), pass@1 100%, pass@2 100%") ||
+		strings.Contains(stdout, "infrastructure failure") || strings.Contains(stdout, "opened no page") {
 		t.Errorf("stdout:\n%s", stdout)
 	}
 	s := readSummary(t, out)
@@ -127,8 +128,8 @@ func TestRunEndToEnd(t *testing.T) {
 		t.Fatalf("summary: %d runs of %d planned", len(s.Runs), s.Planned)
 	}
 	for _, r := range s.Runs {
-		if r.Status != batch.StatusGraded || r.Score == nil || *r.Score != 1 || !r.Passed || !r.Counted {
-			t.Errorf("%s: status %s score %v (%s)", r.Dir, r.Status, r.Score, r.Error)
+		if r.Status != batch.StatusGraded || r.Score == nil || *r.Score != 1 || !r.Passed || r.NoBrowsing || r.Pages == nil || *r.Pages == 0 {
+			t.Errorf("%s: status %s score %v pages %v (%s)", r.Dir, r.Status, r.Score, r.Pages, r.Error)
 		}
 		if r.Requests == 0 || r.Exact == nil || *r.Exact != 1 || *r.Miss != 0 {
 			t.Errorf("%s: %d requests, exact %v", r.Dir, r.Requests, r.Exact)
@@ -249,8 +250,9 @@ esac
 exec REFAGENT --plans PLANS --mode $m`
 
 // TestRunMisbehavingAgents: the reference agent's misbehaviours, through real replays, each
-// end with their status; the orphan it leaves is killed; a task without grading is not
-// scored.
+// end with their status (flagged no_browsing when they opened no page); the orphan it
+// leaves is killed; an apply task run without --guard is an infrastructure failure (its
+// grading needs the guard's trace), not a score.
 func TestRunMisbehavingAgents(t *testing.T) {
 	ref := buildRefagent(t)
 	out := filepath.Join(t.TempDir(), "batch")
@@ -276,12 +278,24 @@ func TestRunMisbehavingAgents(t *testing.T) {
 		"books-sapiens-price/5": batch.StatusTimeout,
 	}
 	for k := 1; k <= 5; k++ {
-		want["apply-greenhouse-axon/"+strconv.Itoa(k)] = batch.StatusNotScored
+		want["apply-greenhouse-axon/"+strconv.Itoa(k)] = batch.StatusError
 	}
 	for dir, st := range want {
 		if got[dir] != st {
 			t.Errorf("%s: %s, want %s", dir, got[dir], st)
 		}
+	}
+	for _, r := range s.Runs {
+		// only the orphan run browsed (the others leave before the first page)
+		if browsed := r.Dir == "books-sapiens-price/4"; r.NoBrowsing == browsed {
+			t.Errorf("%s: no_browsing %v", r.Dir, r.NoBrowsing)
+		}
+		if r.Task == "apply-greenhouse-axon" && (r.ErrorKind != "guard" || !strings.Contains(r.Error, "guard.trace.jsonl")) {
+			t.Errorf("%s: error %s %q, want the guard's files named", r.Dir, r.ErrorKind, r.Error)
+		}
+	}
+	if o := s.Overall; o.Runs != 10 || o.Passed != 1 || o.InfraFailures != 5 || o.NoBrowsing != 9 {
+		t.Errorf("overall %+v", o)
 	}
 	data, err := os.ReadFile(filepath.Join(out, "books-sapiens-price", "4", "orphan.pid"))
 	if err != nil {
@@ -300,8 +314,8 @@ func TestRunMisbehavingAgents(t *testing.T) {
 		t.Errorf("the huge answer: %v", err)
 	}
 	for _, tr := range s.Tasks {
-		if tr.Task == "apply-greenhouse-axon" && (tr.Counted != 0 || tr.PassRate != nil) {
-			t.Errorf("a task without grading counts: %+v", tr)
+		if tr.Task == "apply-greenhouse-axon" && (tr.Runs != 5 || tr.InfraFailures != 5 || tr.PassRate == nil || *tr.PassRate != 0) {
+			t.Errorf("apply task: %+v", tr)
 		}
 	}
 }
@@ -440,7 +454,8 @@ func TestRunCtrlC(t *testing.T) {
 	if stdout, stderr, code := runPabDir(t, repoRoot, append(args, "--resume")...); code != 0 {
 		t.Fatalf("--resume: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	if s := readSummary(t, out); len(s.Runs) != 3 || s.Overall.Statuses[batch.StatusGraded] != 3 {
+	// (the agent copies the answer without opening a page: no_browsing, finished)
+	if s := readSummary(t, out); len(s.Runs) != 3 || s.Overall.Statuses[batch.StatusNoBrowsing] != 3 || s.Overall.Unfinished != 0 {
 		t.Errorf("after --resume: %+v", s.Overall)
 	}
 	if n := countLines(started); n != 5 {
@@ -453,4 +468,152 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// honestAgent is an agent for books-sapiens-price that behaves by repeat: 1 and 2 are the
+// reference agent (browse, right answer); 3 writes the right answer without opening a page;
+// 4 browses, then writes an answer the stand-in judge has no reply for.
+const honestAgent = `case "$PAB_REPEAT" in
+  3) cp "$RIGHT_ANSWER" "$PAB_ANSWER_FILE" ;;
+  4) REFAGENT --plans PLANS && echo "The price is JUDGE-MUST-FAIL." > "$PAB_ANSWER_FILE" ;;
+  *) exec REFAGENT --plans PLANS ;;
+esac`
+
+// failingJudge is a judge command in front of docs/examples/judge.sh that fails on a prompt
+// holding JUDGE-MUST-FAIL (as the stand-in judge does on any prompt it has no reply for,
+// without saving the prompt into the repository).
+const failingJudge = `#!/bin/sh
+tmp=$(mktemp)
+cat > "$tmp"
+if grep -q JUDGE-MUST-FAIL "$tmp"; then
+	rm -f "$tmp"
+	echo "failing judge: no reply written for this prompt" >&2
+	exit 3
+fi
+@JUDGE@ < "$tmp"
+rc=$?
+rm -f "$tmp"
+exit $rc
+`
+
+// textByID returns the visible text (white space collapsed) of the element with id in an
+// HTML file, "" when there is none.
+func textByID(t *testing.T, path, id string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := html.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text func(n *html.Node) string
+	text = func(n *html.Node) string {
+		if n.Type == html.TextNode {
+			return n.Data
+		}
+		var sb strings.Builder
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			sb.WriteString(text(c))
+		}
+		return sb.String()
+	}
+	var find func(n *html.Node) string
+	find = func(n *html.Node) string {
+		if n.Type == html.ElementNode {
+			for _, a := range n.Attr {
+				if a.Key == "id" && a.Val == id {
+					return strings.Join(strings.Fields(text(n)), " ")
+				}
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if s := find(c); s != "" {
+				return s
+			}
+		}
+		return ""
+	}
+	return find(doc)
+}
+
+// TestRunHonestBatch (issue 16): a batch of 4 runs of books-sapiens-price through real
+// replays, graded by the stand-in judge: 2 good, 1 that never opens a page (it copies the
+// right answer), 1 whose judge fails. The pass rate is over all 4 runs (50%); the judge
+// failure is counted and named as an infrastructure failure, the run without a page is
+// flagged no_browsing, in summary.json, in what pab run prints and in what index.html says.
+func TestRunHonestBatch(t *testing.T) {
+	ref := buildRefagent(t)
+	t.Setenv("RIGHT_ANSWER", filepath.Join(repoRoot, "docs", "examples", "books-sapiens-price", "right", "answer.txt"))
+	judge := filepath.Join(t.TempDir(), "judge.sh")
+	if err := os.WriteFile(judge, []byte(strings.Replace(failingJudge, "@JUDGE@", filepath.Join(repoRoot, exampleJudge), 1)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "batch")
+	agent := strings.NewReplacer("REFAGENT", ref, "PLANS", filepath.Join(repoRoot, "tasks")).Replace(honestAgent)
+	stdout, stderr, code := runPabDir(t, repoRoot, "run", "--out", out, "--jobs", "2", "--repeat", "4", "--timeout", "2m",
+		"--agent", agent, "--judge", "cli", "--judge-cmd", judge, "books-sapiens-price")
+	if code != 0 {
+		t.Fatalf("pab run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	s := readSummary(t, out)
+	if s.Format != batch.SummaryFormat {
+		t.Errorf("summary.json format %d", s.Format)
+	}
+	o := s.Overall
+	if o.Runs != 4 || o.Passed != 2 || o.PassRate == nil || *o.PassRate != 0.5 || o.InfraFailures != 1 || o.NoBrowsing != 1 {
+		t.Errorf("overall: runs %d passed %d rate %v infra %d no_browsing %d; want 4, 2, 50%%, 1, 1", o.Runs, o.Passed, o.PassRate, o.InfraFailures, o.NoBrowsing)
+	}
+	if p := o.PassAtK; len(p) != 4 || p[0].Value == nil || *p[0].Value != 0.5 || p[3].Value == nil || *p[3].Value != 1 {
+		t.Errorf("pass@k %+v", p)
+	}
+	if len(o.Failures) != 1 || o.Failures[0].Dir != "books-sapiens-price/4" || o.Failures[0].Kind != "judge" ||
+		!strings.Contains(o.Failures[0].Error, "no reply written for this prompt") {
+		t.Errorf("failures %+v", o.Failures)
+	}
+	if len(o.NoBrowsingRuns) != 1 || o.NoBrowsingRuns[0] != "books-sapiens-price/3" {
+		t.Errorf("no_browsing_runs %v", o.NoBrowsingRuns)
+	}
+	rows := map[string]batch.RunRow{}
+	for _, r := range s.Runs {
+		rows[r.Dir] = r
+	}
+	for _, d := range []string{"books-sapiens-price/1", "books-sapiens-price/2"} {
+		if r := rows[d]; r.Status != batch.StatusGraded || !r.Passed || r.NoBrowsing || r.Pages == nil || *r.Pages == 0 {
+			t.Errorf("%s: %+v", d, r)
+		}
+	}
+	// (its right answer scores 0 here: the task's trace entry read_the_site wants a page)
+	if r := rows["books-sapiens-price/3"]; r.Status != batch.StatusNoBrowsing || r.Passed || !r.NoBrowsing || r.Score == nil || *r.Score != 0 || r.Requests != 0 {
+		t.Errorf("the run without a page: %+v", r)
+	}
+	if r := rows["books-sapiens-price/4"]; r.Status != batch.StatusError || r.Passed || r.NoBrowsing || r.ErrorKind != "judge" {
+		t.Errorf("the judge failure: %+v", r)
+	}
+	for _, want := range []string{"pab run: 4 runs; pass rate 50% (2 of 4 runs), pass@1 50%",
+		"pab run: 1 infrastructure failure (pab failed, not the agent; counted as not passed): judge error — see books-sapiens-price/4",
+		"pab run: 1 run opened no page (no_browsing: the agent never used a browser): books-sapiens-price/3"} {
+		if !strings.Contains(stdout, want+"\n") && !strings.Contains(stdout, want+",") {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	// index.html as a person reads it.
+	index := filepath.Join(out, batch.FileIndex)
+	if got := textByID(t, index, "pass-rate"); !strings.HasPrefix(got, "50% pass rate 50% (2 of 4 runs passed) · pass@1 50% · pass@2 83% · pass@3 100% · pass@4 100%") {
+		t.Errorf("index.html pass rate: %q", got)
+	}
+	if got := textByID(t, index, "infra-failures"); !strings.HasPrefix(got, "1 infrastructure failure: pab failed, not the agent (counted as not passed) judge error — see run books-sapiens-price/4 (report): ") ||
+		!strings.Contains(got, "no reply written for this prompt") {
+		t.Errorf("index.html infrastructure failures: %q", got)
+	}
+	if got := textByID(t, index, "no-browsing"); !strings.HasPrefix(got, "1 run never opened a page (no_browsing): the agent never used a browser") ||
+		!strings.HasSuffix(got, "books-sapiens-price/3.") {
+		t.Errorf("index.html no_browsing: %q", got)
+	}
+	_, cells := indexLinks(t, index)
+	if len(cells) < 4 || !strings.Contains(cells[2], "no_browsing no page opened") || !strings.Contains(cells[3], "error judge error") {
+		t.Errorf("index.html cells: %q", cells)
+	}
 }
