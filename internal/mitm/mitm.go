@@ -301,11 +301,61 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		}
 		s.proxy.ServeHTTP(earlyBytesWriter{w}, r)
 	case r.URL.IsAbs() && r.URL.Host != "":
-		s.cfg.Handler.ServeHTTP(w, r)
+		serveFramed(s.cfg.Handler, w, r)
 	default:
-		s.cfg.Direct.ServeHTTP(w, r)
+		serveFramed(s.cfg.Direct, w, r)
 	}
 }
+
+// serveFramed calls h, closing an HTTP/1.x connection after the answer to a request
+// with a Transfer-Encoding. RFC 9112 section 6.3 wants a server that gets both
+// Transfer-Encoding and Content-Length to close the connection after answering (the
+// two framings may disagree about where the next request starts: request smuggling);
+// net/http drops the Content-Length and keeps the connection. As the Content-Length is
+// gone by now, the shell closes after every chunked HTTP/1.x request, which browsers do
+// not send.
+func serveFramed(h http.Handler, w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor != 1 || len(r.TransferEncoding) == 0 {
+		h.ServeHTTP(w, r)
+		return
+	}
+	cw := &closeWriter{ResponseWriter: w}
+	h.ServeHTTP(cw, r)
+	if !cw.wrote {
+		w.Header().Set("Connection", "close") // net/http writes the header now
+	}
+}
+
+// closeWriter sets "Connection: close" on the final answer, after whatever fields the
+// Handler set (a proxy Handler removes the Connection field it copies).
+type closeWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (w *closeWriter) WriteHeader(code int) {
+	if !w.wrote && code >= 200 {
+		w.wrote = true
+		w.ResponseWriter.Header().Set("Connection", "close")
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *closeWriter) Write(p []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *closeWriter) Flush() {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *closeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // checkAuthority checks a CONNECT request target: authority-form host:port (RFC 9110
 // section 9.3.6, RFC 9112 section 3.2.3), the port 1 to 5 decimal digits from 1 to 65535,
@@ -479,7 +529,7 @@ func (s *Server) serveTunnel(w http.ResponseWriter, r *http.Request) {
 	}
 	r.URL.Scheme = "https"
 	r.URL.Host = strings.TrimSuffix(host, ":443")
-	s.cfg.Handler.ServeHTTP(w, r)
+	serveFramed(s.cfg.Handler, w, r)
 }
 
 // tunnelListener is the inner server's listener: tunnels whose handshake is done.
