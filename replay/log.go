@@ -372,7 +372,38 @@ func ParseLogLine(data []byte) (*LogLine, string) {
 func shortText(s string, n int) string { return textcut.Cut(s, n, "...") }
 
 // logTime formats t as LogLine.Time.
-func logTime(t time.Time) string { return t.UTC().Format(LogTimeFormat) }
+func logTime(t time.Time) string {
+	t = t.UTC()
+	y, mo, d := t.Date()
+	if y < 0 || y > 9999 {
+		return t.Format(LogTimeFormat)
+	}
+	h, mi, sec := t.Clock()
+	// LogTimeFormat by hand: it runs once per request, and time.Format parses its layout
+	// every time (TestLogTime compares the two)
+	var b [24]byte
+	digits := func(at, n, v int) {
+		for i := at + n - 1; i >= at; i-- {
+			b[i] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	digits(0, 4, y)
+	b[4] = '-'
+	digits(5, 2, int(mo))
+	b[7] = '-'
+	digits(8, 2, d)
+	b[10] = 'T'
+	digits(11, 2, h)
+	b[13] = ':'
+	digits(14, 2, mi)
+	b[16] = ':'
+	digits(17, 2, sec)
+	b[19] = '.'
+	digits(20, 3, t.Nanosecond()/1e6)
+	b[23] = 'Z'
+	return string(b[:])
+}
 
 // DefaultLogTail is how many recent log lines the proxy keeps in memory for
 // http://rr.control/log?tail=N (Options.LogTail).

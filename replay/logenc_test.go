@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+	"time"
 )
 
 // jsonLogLine is what encoding/json writes for l (the reference marshalLogLine matches).
@@ -52,4 +53,22 @@ func FuzzMarshalLogLine(f *testing.F) {
 			t.Errorf("marshalLogLine:\n got %q\nwant %q", got, want)
 		}
 	})
+}
+
+// TestLogTime checks the hand-written log time against time.Format(LogTimeFormat).
+func TestLogTime(t *testing.T) {
+	loc := time.FixedZone("x", -8*3600)
+	for _, tm := range []time.Time{
+		time.Date(2026, 12, 1, 16, 30, 21, 616_999_999, time.UTC),
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(2008, 4, 30, 20, 48, 25, 5_000_000, loc),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Unix(0, 0),
+		time.Now(),
+	} {
+		if got, want := logTime(tm), tm.UTC().Format(LogTimeFormat); got != want {
+			t.Errorf("logTime(%v) = %q, want %q", tm, got, want)
+		}
+	}
 }
