@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +20,7 @@ import (
 
 	"golang.org/x/net/http2"
 
+	"github.com/pab-dev/pab/internal/testtool"
 	"github.com/pab-dev/pab/tlsca"
 )
 
@@ -124,7 +124,7 @@ func serverClosed(c net.Conn, d time.Duration) (time.Time, bool) {
 // requests (every 100 ms for 2 s, longer than the 1.5 s timeout) stay open and are
 // recorded, and once idle are closed by the server after IdleTimeout (not before it,
 // within it plus 2 s; HTTP/2 a second more). (Run again if it failed while the process
-// stalled: see retryStalled.)
+// stalled: see testtool.RetryStalled.)
 func TestRecordIdleTimeout(t *testing.T) {
 	t.Parallel()
 	const idle, every = 1500 * time.Millisecond, 100 * time.Millisecond
@@ -135,7 +135,7 @@ func TestRecordIdleTimeout(t *testing.T) {
 	// judge checks when an idle connection closed: the server's idle clock started
 	// between before and after (around the last request); extra is how much later it
 	// may close (HTTP/2 sends GOAWAY at IdleTimeout and closes a second later)
-	judge := func(t attemptTB, before, after, closedAt time.Time, closed bool, extra time.Duration) {
+	judge := func(t testtool.Attempt, before, after, closedAt time.Time, closed bool, extra time.Duration) {
 		switch {
 		case !closed:
 			t.Errorf("idle connection not closed")
@@ -145,7 +145,7 @@ func TestRecordIdleTimeout(t *testing.T) {
 			t.Errorf("closed after %v idle, IdleTimeout %v", closedAt.Sub(after), idle)
 		}
 	}
-	h1 := func(t attemptTB, c net.Conn, target func(i int) string, host string) {
+	h1 := func(t testtool.Attempt, c net.Conn, target func(i int) string, host string) {
 		br := bufio.NewReader(c)
 		var before, after time.Time
 		for i := range 21 {
@@ -161,12 +161,12 @@ func TestRecordIdleTimeout(t *testing.T) {
 		at, closed := serverClosed(c, idle+5*time.Second)
 		judge(t, before, after, at, closed, 0)
 	}
-	retryStalled(t, func(t attemptTB) {
+	testtool.RetryStalled(t, func(t testtool.Attempt) {
 		// the three at once, each on its own goroutine
 		var wg sync.WaitGroup
 		defer wg.Wait()
 		wg.Go(func() {
-			t := t.sub("plain")
+			t := t.Sub("plain")
 			c, err := net.Dial("tcp", g.addr)
 			if err != nil {
 				t.Fatal(err)
@@ -175,11 +175,11 @@ func TestRecordIdleTimeout(t *testing.T) {
 			h1(t, c, func(i int) string { return fmt.Sprintf("%s/plain/%d", plain.URL, i) }, plain.Listener.Addr().String())
 		})
 		wg.Go(func() {
-			t := t.sub("h1 tunnel")
+			t := t.Sub("h1 tunnel")
 			h1(t, g.tunnel(t, "shop.test:443", "http/1.1"), func(i int) string { return fmt.Sprintf("/search?q=h1-%d", i) }, "shop.test")
 		})
 		wg.Go(func() {
-			t := t.sub("h2 tunnel")
+			t := t.Sub("h2 tunnel")
 			h := g.h2Client(t)
 			var before, last time.Time
 			for i := range 21 {
@@ -336,120 +336,4 @@ func waitUntil(d time.Duration, cond func() bool) bool {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return true
-}
-
-// The machine the tests run on is shared: another job can keep this process off the
-// CPU for seconds, and a test that bounds timeouts from both sides then fails for no
-// fault of the code. retryStalled runs such a test again when, and only when, it failed
-// while the process was seen stalled; a failure on a machine that did not stall, or
-// three stalled failures in a row, is reported. (The same helper as internal/mitm's
-// stall_test.go: test files cannot share code across packages.)
-
-// stallLimit is the stall after which a failed attempt is run again: well under the
-// tests' 2 s slack, above the scheduling noise of a busy race-instrumented process.
-const stallLimit = 500 * time.Millisecond
-
-// stallMonitor measures the longest time a 10 ms ticker came late: how long the
-// process was not scheduled.
-type stallMonitor struct {
-	stop, done chan struct{}
-	max        atomic.Int64
-}
-
-func startStallMonitor() *stallMonitor {
-	m := &stallMonitor{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(m.done)
-		const tick = 10 * time.Millisecond
-		last := time.Now()
-		for {
-			select {
-			case <-m.stop:
-				return
-			case <-time.After(tick):
-			}
-			now := time.Now()
-			if late := now.Sub(last) - tick; late > time.Duration(m.max.Load()) {
-				m.max.Store(int64(late))
-			}
-			last = now
-		}
-	}()
-	return m
-}
-
-// end stops the monitor and returns the longest stall seen.
-func (m *stallMonitor) end() time.Duration {
-	close(m.stop)
-	<-m.done
-	return time.Duration(m.max.Load())
-}
-
-// attemptTB is the testing.TB of one attempt: it collects errors instead of failing
-// the test (Fatal ends the calling goroutine, as in a test); everything else, Logf,
-// Cleanup and TempDir included, goes to the test.
-type attemptTB struct {
-	testing.TB
-	prefix string
-	a      *attemptErrs
-}
-
-type attemptErrs struct {
-	mu   sync.Mutex
-	errs []string
-}
-
-func (t attemptTB) add(s string) {
-	t.a.mu.Lock()
-	t.a.errs = append(t.a.errs, t.prefix+s)
-	t.a.mu.Unlock()
-}
-
-func (t attemptTB) Helper()                      {}
-func (t attemptTB) Error(args ...any)            { t.add(fmt.Sprint(args...)) }
-func (t attemptTB) Errorf(f string, args ...any) { t.add(fmt.Sprintf(f, args...)) }
-func (t attemptTB) Fail()                        { t.add("failed") }
-func (t attemptTB) FailNow()                     { t.add("failed"); runtime.Goexit() }
-func (t attemptTB) Fatal(args ...any)            { t.add(fmt.Sprint(args...)); runtime.Goexit() }
-func (t attemptTB) Fatalf(f string, args ...any) { t.add(fmt.Sprintf(f, args...)); runtime.Goexit() }
-func (t attemptTB) Failed() bool {
-	t.a.mu.Lock()
-	defer t.a.mu.Unlock()
-	return len(t.a.errs) > 0
-}
-
-// sub is t with its errors prefixed by name (one of several scenarios of an attempt).
-func (t attemptTB) sub(name string) attemptTB {
-	return attemptTB{TB: t.TB, prefix: t.prefix + name + ": ", a: t.a}
-}
-
-// retryStalled runs attempt (on a goroutine of its own) up to three times, while it
-// fails and the process stalled longer than stallLimit meanwhile; the errors of the last
-// attempt are reported.
-func retryStalled(t *testing.T, attempt func(t attemptTB)) {
-	t.Helper()
-	for i := 1; ; i++ {
-		at := attemptTB{TB: t, a: &attemptErrs{}}
-		m := startStallMonitor()
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			attempt(at)
-		}()
-		<-done
-		stall := m.end()
-		if len(at.a.errs) == 0 {
-			return
-		}
-		if stall < stallLimit || i == 3 {
-			for _, e := range at.a.errs {
-				t.Error(e)
-			}
-			if stall >= stallLimit {
-				t.Logf("the process stalled up to %v in each of %d attempts", stall, i)
-			}
-			return
-		}
-		t.Logf("attempt %d failed while the process stalled for %v; again. Errors:\n%s", i, stall, strings.Join(at.a.errs, "\n"))
-	}
 }

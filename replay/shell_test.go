@@ -12,8 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
-	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -21,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"github.com/pab-dev/pab/internal/testtool"
 )
 
 // watchedConn reports when a read from the connection first fails: the server closed it.
@@ -78,7 +78,7 @@ func rawGet(c net.Conn, br *bufio.Reader, target, host string) (int, []byte, err
 // plain keep-alive connection, an HTTP/1.1 tunnel and an HTTP/2 tunnel that keep sending
 // requests (every 100 ms for 2 s, longer than the 1.5 s timeout) stay open, and once idle
 // are closed by the server after IdleTimeout (not before it, within it plus 2 s; HTTP/2 a
-// second more). (Run again if it failed while the process stalled: see retryStalled.)
+// second more). (Run again if it failed while the process stalled: see testtool.RetryStalled.)
 func TestReplayIdleTimeout(t *testing.T) {
 	t.Parallel()
 	const idle, every = 1500 * time.Millisecond, 100 * time.Millisecond
@@ -87,7 +87,7 @@ func TestReplayIdleTimeout(t *testing.T) {
 	// judge checks when an idle connection closed: the server's idle clock started
 	// between before and after (around the last request); extra is how much later it
 	// may close (HTTP/2 sends GOAWAY at IdleTimeout and closes a second later)
-	judge := func(t attemptTB, before, after, closedAt time.Time, closed bool, extra time.Duration) {
+	judge := func(t testtool.Attempt, before, after, closedAt time.Time, closed bool, extra time.Duration) {
 		switch {
 		case !closed:
 			t.Errorf("idle connection not closed")
@@ -97,7 +97,7 @@ func TestReplayIdleTimeout(t *testing.T) {
 			t.Errorf("closed after %v idle, IdleTimeout %v", closedAt.Sub(after), idle)
 		}
 	}
-	h1 := func(t attemptTB, c net.Conn, target string, want []byte) {
+	h1 := func(t testtool.Attempt, c net.Conn, target string, want []byte) {
 		br := bufio.NewReader(c)
 		for i := range 20 {
 			st, body, err := rawGet(c, br, target, "site.test")
@@ -114,12 +114,12 @@ func TestReplayIdleTimeout(t *testing.T) {
 		at, closed := idleClose(c, idle+5*time.Second)
 		judge(t, before, after, at, closed, 0)
 	}
-	retryStalled(t, func(t attemptTB) {
+	testtool.RetryStalled(t, func(t testtool.Attempt) {
 		// the three at once, each on its own goroutine
 		var wg sync.WaitGroup
 		defer wg.Wait()
 		wg.Go(func() {
-			t := t.sub("plain")
+			t := t.Sub("plain")
 			c, err := net.Dial("tcp", tp.addr)
 			if err != nil {
 				t.Fatal(err)
@@ -128,11 +128,11 @@ func TestReplayIdleTimeout(t *testing.T) {
 			h1(t, c, "http://plain.test/", []byte("plain http home"))
 		})
 		wg.Go(func() {
-			t := t.sub("h1 tunnel")
+			t := t.Sub("h1 tunnel")
 			h1(t, dialTunnel(t, tp, "site.test:443", []string{"http/1.1"}), "/style.css", []byte("h1{color:red}"))
 		})
 		wg.Go(func() {
-			t := t.sub("h2 tunnel")
+			t := t.Sub("h2 tunnel")
 			var dials atomic.Int32
 			var wc *watchedConn
 			tr := &http2.Transport{DialTLSContext: func(ctx context.Context, _, addr string, _ *tls.Config) (net.Conn, error) {
@@ -385,121 +385,5 @@ func TestReplayHTTP2Streams(t *testing.T) {
 	lines := tp.logLines(t)
 	if len(lines) != 32 {
 		t.Errorf("%d log lines, want 32", len(lines))
-	}
-}
-
-// The machine the tests run on is shared: another job can keep this process off the
-// CPU for seconds, and a test that bounds timeouts from both sides then fails for no
-// fault of the code. retryStalled runs such a test again when, and only when, it failed
-// while the process was seen stalled; a failure on a machine that did not stall, or
-// three stalled failures in a row, is reported. (The same helper as internal/mitm's
-// stall_test.go: test files cannot share code across packages.)
-
-// stallLimit is the stall after which a failed attempt is run again: well under the
-// tests' 2 s slack, above the scheduling noise of a busy race-instrumented process.
-const stallLimit = 500 * time.Millisecond
-
-// stallMonitor measures the longest time a 10 ms ticker came late: how long the
-// process was not scheduled.
-type stallMonitor struct {
-	stop, done chan struct{}
-	max        atomic.Int64
-}
-
-func startStallMonitor() *stallMonitor {
-	m := &stallMonitor{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(m.done)
-		const tick = 10 * time.Millisecond
-		last := time.Now()
-		for {
-			select {
-			case <-m.stop:
-				return
-			case <-time.After(tick):
-			}
-			now := time.Now()
-			if late := now.Sub(last) - tick; late > time.Duration(m.max.Load()) {
-				m.max.Store(int64(late))
-			}
-			last = now
-		}
-	}()
-	return m
-}
-
-// end stops the monitor and returns the longest stall seen.
-func (m *stallMonitor) end() time.Duration {
-	close(m.stop)
-	<-m.done
-	return time.Duration(m.max.Load())
-}
-
-// attemptTB is the testing.TB of one attempt: it collects errors instead of failing
-// the test (Fatal ends the calling goroutine, as in a test); everything else, Logf,
-// Cleanup and TempDir included, goes to the test.
-type attemptTB struct {
-	testing.TB
-	prefix string
-	a      *attemptErrs
-}
-
-type attemptErrs struct {
-	mu   sync.Mutex
-	errs []string
-}
-
-func (t attemptTB) add(s string) {
-	t.a.mu.Lock()
-	t.a.errs = append(t.a.errs, t.prefix+s)
-	t.a.mu.Unlock()
-}
-
-func (t attemptTB) Helper()                      {}
-func (t attemptTB) Error(args ...any)            { t.add(fmt.Sprint(args...)) }
-func (t attemptTB) Errorf(f string, args ...any) { t.add(fmt.Sprintf(f, args...)) }
-func (t attemptTB) Fail()                        { t.add("failed") }
-func (t attemptTB) FailNow()                     { t.add("failed"); runtime.Goexit() }
-func (t attemptTB) Fatal(args ...any)            { t.add(fmt.Sprint(args...)); runtime.Goexit() }
-func (t attemptTB) Fatalf(f string, args ...any) { t.add(fmt.Sprintf(f, args...)); runtime.Goexit() }
-func (t attemptTB) Failed() bool {
-	t.a.mu.Lock()
-	defer t.a.mu.Unlock()
-	return len(t.a.errs) > 0
-}
-
-// sub is t with its errors prefixed by name (one of several scenarios of an attempt).
-func (t attemptTB) sub(name string) attemptTB {
-	return attemptTB{TB: t.TB, prefix: t.prefix + name + ": ", a: t.a}
-}
-
-// retryStalled runs attempt (on a goroutine of its own) up to three times, while it
-// fails and the process stalled longer than stallLimit meanwhile; the errors of the last
-// attempt are reported.
-func retryStalled(t *testing.T, attempt func(t attemptTB)) {
-	t.Helper()
-	for i := 1; ; i++ {
-		at := attemptTB{TB: t, a: &attemptErrs{}}
-		m := startStallMonitor()
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			attempt(at)
-		}()
-		<-done
-		stall := m.end()
-		if len(at.a.errs) == 0 {
-			return
-		}
-		if stall < stallLimit || i == 3 {
-			for _, e := range at.a.errs {
-				t.Error(e)
-			}
-			if stall >= stallLimit {
-				t.Logf("the process stalled up to %v in each of %d attempts", stall, i)
-			}
-			return
-		}
-		t.Logf("attempt %d failed while the process stalled for %v; again. Errors:\n%s", i, stall, strings.Join(at.a.errs, "\n"))
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pab-dev/pab/internal/testtool"
 )
 
 // TestShutdownDrains proves Shutdown is graceful: requests in flight over plain HTTP,
@@ -168,14 +170,14 @@ func TestShutdownClosesHandshakes(t *testing.T) {
 // one, an HTTP/1.1 tunnel and an HTTP/2 tunnel are closed by the server once idle for
 // IdleTimeout (not before it, and within it plus 2 s; HTTP/2 a second more), while a
 // connection that keeps sending requests (every 100 ms for longer than IdleTimeout)
-// stays open. (Run again if it failed while the process stalled: see retryStalled.)
+// stays open. (Run again if it failed while the process stalled: see testtool.RetryStalled.)
 func TestIdleTimeoutShell(t *testing.T) {
 	t.Parallel()
 	const idle, every = 1500 * time.Millisecond, 100 * time.Millisecond
 	g := startShell(t, func(c *Config) { c.IdleTimeout = idle })
 	// extra is how much later than IdleTimeout the connection may close (HTTP/2 sends
 	// GOAWAY at IdleTimeout and closes a second later)
-	checkIdle := func(t attemptTB, c net.Conn, extra time.Duration, do func(i int) error) {
+	checkIdle := func(t testtool.Attempt, c net.Conn, extra time.Duration, do func(i int) error) {
 		// active: a request every 100 ms for 2 s (longer than IdleTimeout), on one connection
 		for i := range 20 {
 			if err := do(i); err != nil {
@@ -199,7 +201,7 @@ func TestIdleTimeoutShell(t *testing.T) {
 			t.Errorf("closed after %v idle, IdleTimeout %v", took, idle)
 		}
 	}
-	h1 := func(t attemptTB, c net.Conn, target string) func(int) error {
+	h1 := func(t testtool.Attempt, c net.Conn, target string) func(int) error {
 		br := bufio.NewReader(c)
 		return func(i int) error {
 			resp, body, err := h1Exchange(t, c, br, "GET "+target+"?i="+strconv.Itoa(i)+" HTTP/1.1\r\nHost: site.test\r\n\r\n")
@@ -209,12 +211,12 @@ func TestIdleTimeoutShell(t *testing.T) {
 			return err
 		}
 	}
-	retryStalled(t, func(t attemptTB) {
+	testtool.RetryStalled(t, func(t testtool.Attempt) {
 		// the three at once, each on its own goroutine
 		var wg sync.WaitGroup
 		defer wg.Wait()
 		wg.Go(func() {
-			t := t.sub("plain")
+			t := t.Sub("plain")
 			c, err := net.Dial("tcp", g.addr)
 			if err != nil {
 				t.Fatal(err)
@@ -223,13 +225,13 @@ func TestIdleTimeoutShell(t *testing.T) {
 			checkIdle(t, c, 0, h1(t, c, "http://site.test/idle"))
 		})
 		wg.Go(func() {
-			t := t.sub("h1 tunnel")
+			t := t.Sub("h1 tunnel")
 			tc := g.tunnel(t, "site.test:443", "http/1.1")
 			defer tc.NetConn().Close()
 			checkIdle(t, tc, 0, h1(t, tc, "/idle"))
 		})
 		wg.Go(func() {
-			t := t.sub("h2 tunnel")
+			t := t.Sub("h2 tunnel")
 			tc := g.tunnel(t, "site.test:443", "h2")
 			defer tc.NetConn().Close()
 			h := newH2Conn(t, tc)

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pab-dev/pab/internal/testtool"
 	"github.com/pab-dev/pab/tlsca"
 )
 
@@ -99,7 +100,7 @@ type slowResult struct {
 // dribbling at once, are each closed by the server no earlier than its timeout and no
 // later than it plus 2 s; meanwhile the proxy answers a normal request, and the child's
 // peak RSS (VmHWM) stays under 200 MB. (Run again if it failed while the process
-// stalled: see retryStalled.)
+// stalled: see testtool.RetryStalled.)
 func TestSlowClientsBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("hundreds of connections")
@@ -107,11 +108,11 @@ func TestSlowClientsBounded(t *testing.T) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skipf("no /proc to read the child's RSS from: %v", err)
 	}
-	retryStalled(t, slowClientsBounded)
+	testtool.RetryStalled(t, slowClientsBounded)
 }
 
 // slowClientsBounded is one attempt of TestSlowClientsBounded.
-func slowClientsBounded(t attemptTB) {
+func slowClientsBounded(t testtool.Attempt) {
 	n := 300
 	if raceEnabled {
 		n = 100 // the race-instrumented child is several times slower

@@ -1,4 +1,4 @@
-package mitm
+package testtool
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 
 // The machine the tests run on is shared: another job can keep this process off the
 // CPU for seconds, and a test that bounds timeouts from both sides then fails for no
-// fault of the code. retryStalled runs such a test again when, and only when, it failed
+// fault of the code. RetryStalled runs such a test again when, and only when, it failed
 // while the process was seen stalled; a failure on a machine that did not stall, or
 // three stalled failures in a row, is reported.
 
@@ -56,10 +56,10 @@ func (m *stallMonitor) end() time.Duration {
 	return time.Duration(m.max.Load())
 }
 
-// attemptTB is the testing.TB of one attempt: it collects errors instead of failing
+// Attempt is the testing.TB of one attempt: it collects errors instead of failing
 // the test (Fatal ends the calling goroutine, as in a test); everything else, Logf,
 // Cleanup and TempDir included, goes to the test.
-type attemptTB struct {
+type Attempt struct {
 	testing.TB
 	prefix string
 	a      *attemptErrs
@@ -70,37 +70,37 @@ type attemptErrs struct {
 	errs []string
 }
 
-func (t attemptTB) add(s string) {
+func (t Attempt) add(s string) {
 	t.a.mu.Lock()
 	t.a.errs = append(t.a.errs, t.prefix+s)
 	t.a.mu.Unlock()
 }
 
-func (t attemptTB) Helper()                      {}
-func (t attemptTB) Error(args ...any)            { t.add(fmt.Sprint(args...)) }
-func (t attemptTB) Errorf(f string, args ...any) { t.add(fmt.Sprintf(f, args...)) }
-func (t attemptTB) Fail()                        { t.add("failed") }
-func (t attemptTB) FailNow()                     { t.add("failed"); runtime.Goexit() }
-func (t attemptTB) Fatal(args ...any)            { t.add(fmt.Sprint(args...)); runtime.Goexit() }
-func (t attemptTB) Fatalf(f string, args ...any) { t.add(fmt.Sprintf(f, args...)); runtime.Goexit() }
-func (t attemptTB) Failed() bool {
+func (t Attempt) Helper()                      {}
+func (t Attempt) Error(args ...any)            { t.add(fmt.Sprint(args...)) }
+func (t Attempt) Errorf(f string, args ...any) { t.add(fmt.Sprintf(f, args...)) }
+func (t Attempt) Fail()                        { t.add("failed") }
+func (t Attempt) FailNow()                     { t.add("failed"); runtime.Goexit() }
+func (t Attempt) Fatal(args ...any)            { t.add(fmt.Sprint(args...)); runtime.Goexit() }
+func (t Attempt) Fatalf(f string, args ...any) { t.add(fmt.Sprintf(f, args...)); runtime.Goexit() }
+func (t Attempt) Failed() bool {
 	t.a.mu.Lock()
 	defer t.a.mu.Unlock()
 	return len(t.a.errs) > 0
 }
 
-// sub is t with its errors prefixed by name (one of several scenarios of an attempt).
-func (t attemptTB) sub(name string) attemptTB {
-	return attemptTB{TB: t.TB, prefix: t.prefix + name + ": ", a: t.a}
+// Sub is t with its errors prefixed by name (one of several scenarios of an attempt).
+func (t Attempt) Sub(name string) Attempt {
+	return Attempt{TB: t.TB, prefix: t.prefix + name + ": ", a: t.a}
 }
 
-// retryStalled runs attempt (on a goroutine of its own) up to three times, while it
+// RetryStalled runs attempt (on a goroutine of its own) up to three times, while it
 // fails and the process stalled longer than stallLimit meanwhile; the errors of the last
 // attempt are reported.
-func retryStalled(t *testing.T, attempt func(t attemptTB)) {
+func RetryStalled(t *testing.T, attempt func(t Attempt)) {
 	t.Helper()
 	for i := 1; ; i++ {
-		at := attemptTB{TB: t, a: &attemptErrs{}}
+		at := Attempt{TB: t, a: &attemptErrs{}}
 		m := startStallMonitor()
 		done := make(chan struct{})
 		go func() {
