@@ -1,3 +1,7 @@
+// Package tlsca is pab's certificate authority for HTTPS interception (MITM): an ECDSA
+// P-256 key and a self-signed CA certificate made once per user (DefaultDir) under a file
+// lock and published whole, and the per-host leaf certificates signed with it and cached
+// (LeafFor). Clients trust ca.pem, or Chromium is given the key's SPKI hash (SPKIHash).
 package tlsca
 
 import (
