@@ -4,7 +4,7 @@ import (
 	"net/url"
 	"slices"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // explain.go tells which file (and line) a location pattern or an xhr_not_found comes

@@ -31,7 +31,7 @@ import (
 	"text/template"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // maxPlan bounds a plan file; maxPage a fetched page.
