@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/pab-dev/pab/internal/atomicfile"
@@ -100,7 +101,6 @@ type File struct {
 }
 
 var (
-	dnsLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 	// imageRef is a container image reference: [host[:port]/]path[:tag][@sha256:hex].
 	imageRef = regexp.MustCompile(`^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*(?::[0-9]+)?/)?` +
 		`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
@@ -175,16 +175,16 @@ func (o *Options) defaults() error {
 	if o.Batch == "" {
 		o.Batch = "pab"
 	}
-	if len(o.Batch) > 20 || !dnsLabel.MatchString(o.Batch) {
+	if len(o.Batch) > 20 || len(validation.IsDNS1123Label(o.Batch)) > 0 {
 		return fmt.Errorf("bad --batch %q: want 1 to 20 lower-case letters, digits and '-', starting and ending with a letter or digit", o.Batch)
 	}
 	if o.ResultsClaim == "" {
 		o.ResultsClaim = "pab-results"
 	}
-	if len(o.ResultsClaim) > 253 || !regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`).MatchString(o.ResultsClaim) {
+	if len(validation.IsDNS1123Subdomain(o.ResultsClaim)) > 0 {
 		return fmt.Errorf("bad --results-claim %q: want a Kubernetes object name (lower-case letters, digits, '-' and '.')", o.ResultsClaim)
 	}
-	if o.Namespace != "" && (len(o.Namespace) > 63 || !dnsLabel.MatchString(o.Namespace)) {
+	if o.Namespace != "" && len(validation.IsDNS1123Label(o.Namespace)) > 0 {
 		return fmt.Errorf("bad --namespace %q: want a DNS-1123 label (lower-case letters, digits and '-', at most 63)", o.Namespace)
 	}
 	if o.Repeat < 1 || o.Repeat > MaxRepeat {

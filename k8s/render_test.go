@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/pab-dev/pab/task"
@@ -358,11 +359,11 @@ func TestK8sNameOf(t *testing.T) {
 		}
 	}
 	a, b := nameOf("My_Task.v2"), nameOf("my-task-v2")
-	if a == b || !dnsLabel.MatchString(a) || !strings.HasPrefix(a, "my-task-v2-") {
+	if a == b || len(validation.IsDNS1123Label(a)) > 0 || !strings.HasPrefix(a, "my-task-v2-") {
 		t.Errorf("nameOf: %s vs %s", a, b)
 	}
 	long := nameOf(strings.Repeat("a", 100))
-	if len(long) > 40 || !dnsLabel.MatchString(long) {
+	if len(long) > 40 || len(validation.IsDNS1123Label(long)) > 0 {
 		t.Errorf("long name %s", long)
 	}
 }
