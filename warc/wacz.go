@@ -384,8 +384,13 @@ func methodQuery(method, reqType string, body []byte) (string, string) {
 	if len(text) > maxPostQuery {
 		text = text[:maxPostQuery]
 	}
-	return "__wb_method=" + method + "&" + decodeURI(text), text
+	// a blank or line break would end the CDXJ key early (a hostile form body can hold
+	// them raw, or as %20 that decodeURI restores): they are percent-encoded again
+	return "__wb_method=" + method + "&" + keyBlanks.Replace(decodeURI(text)), text
 }
+
+// keyBlanks percent-encodes the characters that cannot stand in a CDXJ key.
+var keyBlanks = strings.NewReplacer(" ", "%20", "\t", "%09", "\n", "%0A", "\r", "%0D")
 
 // jsonQuery flattens a JSON request body into form text as warcio.js does for
 // application/json and text/plain bodies: every string, number, boolean or null value
