@@ -57,9 +57,11 @@ func (p Problem) String() string {
 	return p.File + ": " + p.Where + ": " + p.Msg
 }
 
-// manifestFields are the manifest.json fields pab writes; legacyManifestFields are older
-// fields the audit lets pass (docs/bundle-format.md): start_url was written by recorders
-// before format 2 and is dropped by the next import.
+// manifestFields are the manifest.json fields pab writes; legacyManifestFields are the
+// fields seed 003 or an earlier pab defined that pab no longer uses (docs/bundle-format.md):
+// every reader accepts and ignores them (manifestWithLegacy), the audit lets them pass, and
+// pab recording migrate and the next import drop them. start_url was written by recorders
+// before format 2. Every other field of seed 003's manifest is one of manifestFields.
 var (
 	manifestFields       = []string{"task_id", "captured_from", "captured_to", "not_found", "locale", "timezone", "format"}
 	legacyManifestFields = []string{"start_url"}

@@ -410,8 +410,19 @@ func openBundleFile(root *os.Root, dir, name string) (*os.File, error) {
 	return f, nil
 }
 
+// manifestWithLegacy is Manifest plus the legacy fields of legacyManifestFields, which a
+// reader accepts and ignores. Keep the two lists in step (TestReadManifestLegacyFields).
+type manifestWithLegacy struct {
+	Manifest
+	// StartURL is seed 003's start_url, written by recorders before format 2; replay opens
+	// the first recorded page instead.
+	StartURL *string `json:"start_url"`
+}
+
 // readManifest reads manifest.json from r (at most MaxManifestBytes); path names it in
-// errors. Unknown fields, trailing data and timestamps that are not RFC 3339 are errors.
+// errors. Unknown fields, trailing data and timestamps that are not RFC 3339 are errors;
+// the legacy fields (legacyManifestFields: start_url) are accepted, if of the right type,
+// and ignored.
 func readManifest(r io.Reader, path string) (Manifest, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxManifestBytes+1))
 	if err != nil {
@@ -420,10 +431,11 @@ func readManifest(r io.Reader, path string) (Manifest, error) {
 	if len(data) > MaxManifestBytes {
 		return Manifest{}, fmt.Errorf("read %s: larger than %d bytes", path, MaxManifestBytes)
 	}
-	m, err := decodeStrictJSON[Manifest](data)
+	lm, err := decodeStrictJSON[manifestWithLegacy](data)
 	if err != nil {
 		return Manifest{}, fmt.Errorf("read %s: %w", path, err)
 	}
+	m := &lm.Manifest
 	for _, f := range []struct{ name, v string }{{"captured_from", m.CapturedFrom}, {"captured_to", m.CapturedTo}} {
 		if f.v == "" {
 			continue

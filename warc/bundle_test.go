@@ -325,7 +325,8 @@ func TestOpenBundleRejects(t *testing.T) {
 		edit func(t *testing.T, dir string)
 		want string
 	}{
-		{"manifest unknown field", writeFile(ManifestFile, `{"task_id":"x","start_url":"https://a/"}`), `manifest.json: json: unknown field "start_url"`},
+		{"manifest unknown field", writeFile(ManifestFile, `{"task_id":"x","start_url":"https://a/","recorder":"me"}`), `manifest.json: json: unknown field "recorder"`},
+		{"manifest start_url not a string", writeFile(ManifestFile, `{"task_id":"x","start_url":1}`), `manifest.json: at byte`},
 		{"manifest trailing data", writeFile(ManifestFile, `{"task_id":"x"} {}`), "manifest.json: at byte 15: data after the JSON object"},
 		{"manifest syntax", writeFile(ManifestFile, `{"task_id":`), "manifest.json"},
 		{"manifest null", writeFile(ManifestFile, `null`), "manifest.json: not a JSON object"},

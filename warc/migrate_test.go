@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -44,7 +45,7 @@ func TestMigrateFormat1(t *testing.T) {
 		if probs := AuditRecording(rec, filepath.Join(t.TempDir(), "w")); len(probs) != 1 || !strings.Contains(probs[0].String(), "format 1 recording") {
 			t.Errorf("audit of a format 1 recording: %v", probs)
 		}
-		from, err := MigrateRecording(rec, filepath.Join(t.TempDir(), "work"))
+		from, _, err := MigrateRecording(rec, filepath.Join(t.TempDir(), "work"))
 		if from != 1 || err != nil {
 			t.Fatalf("MigrateRecording = %d, %v", from, err)
 		}
@@ -77,7 +78,7 @@ func TestMigrateFormat1(t *testing.T) {
 		}
 		// migrating again changes nothing
 		h1, _ := HashRecording(rec)
-		if from, err := MigrateRecording(rec, filepath.Join(t.TempDir(), "work")); from != 2 || err != nil {
+		if from, dropped, err := MigrateRecording(rec, filepath.Join(t.TempDir(), "work")); from != 2 || dropped != nil || err != nil {
 			t.Errorf("second migration: %d, %v", from, err)
 		}
 		if h2, _ := HashRecording(rec); h1 != h2 {
@@ -130,7 +131,7 @@ func TestMigrateRefusesBadTars(t *testing.T) {
 			os.MkdirAll(rec, 0o755)
 			gz := tc.gz()
 			os.WriteFile(filepath.Join(rec, Format1File), gz, 0o644)
-			_, err := MigrateRecording(rec, filepath.Join(t.TempDir(), "work"))
+			_, _, err := MigrateRecording(rec, filepath.Join(t.TempDir(), "work"))
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
@@ -223,4 +224,163 @@ func FuzzUnpackFormat1(f *testing.F) {
 		}
 		b.Close()
 	})
+}
+
+// TestMigrateFormat1ExtraFiles: a format 1 tar that also holds seed 003's
+// indexes/index.cdxj and datapackage.json migrates; both are skipped. Each may appear only
+// once and only as a regular file.
+func TestMigrateFormat1ExtraFiles(t *testing.T) {
+	bundle := cleanAuditBundle(t)
+	reg := func(name, body string) packTarEntry {
+		return packTarEntry{hdr: tar.Header{Typeflag: tar.TypeReg, Name: name}, body: []byte(body)}
+	}
+	cdxj := reg("indexes/index.cdxj", "test,shop)/ 20260301100000 {\"url\":\"https://shop.test/\"}\n")
+	dp := reg("./datapackage.json", `{"profile":"data-package","resources":[]}`)
+	rec := filepath.Join(t.TempDir(), "recording")
+	os.MkdirAll(rec, 0o755)
+	os.WriteFile(filepath.Join(rec, Format1File), packGzip(t, format1Tar(t, bundle, format1Manifest, cdxj, dp)), 0o644)
+	if from, _, err := MigrateRecording(rec, filepath.Join(t.TempDir(), "work")); from != 1 || err != nil {
+		t.Fatalf("MigrateRecording = %d, %v", from, err)
+	}
+	dest := filepath.Join(t.TempDir(), "unpacked")
+	if err := Unpack(rec, dest); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"indexes/index.cdxj", "datapackage.json"} {
+		if _, err := os.Stat(filepath.Join(dest, name)); err == nil {
+			t.Errorf("%s was kept", name)
+		}
+	}
+	if probs := AuditRecording(rec, filepath.Join(t.TempDir(), "w")); len(probs) != 0 {
+		t.Errorf("migrated recording fails the audit:\n%s", problemText(probs))
+	}
+
+	for _, tc := range []struct {
+		name  string
+		extra []packTarEntry
+		want  string
+	}{
+		{"cdxj twice", []packTarEntry{cdxj, cdxj}, "tar holds indexes/index.cdxj twice"},
+		{"datapackage twice", []packTarEntry{dp, reg("datapackage.json", "{}")}, "tar holds datapackage.json twice"},
+		{"cdxj as a symlink", []packTarEntry{{hdr: tarLink("indexes/index.cdxj", "/etc/passwd")}}, "is a link to"},
+		{"datapackage as a hard link", []packTarEntry{{hdr: tar.Header{Typeflag: tar.TypeLink, Name: "datapackage.json", Linkname: WARCFile}}}, "is a link to"},
+		{"datapackage as a directory", []packTarEntry{{hdr: tar.Header{Typeflag: tar.TypeDir, Name: "datapackage.json/"}}}, "a directory other than"},
+		{"other cdxj", []packTarEntry{reg("indexes/other.cdxj", "x")}, `tar entry "indexes/other.cdxj": only manifest.json`},
+		{"cdxj elsewhere", []packTarEntry{reg("archive/index.cdxj", "x")}, `tar entry "archive/index.cdxj"`},
+		{"traversal", []packTarEntry{reg("indexes/../datapackage.json", "{}")}, `tar entry "indexes/../datapackage.json"`},
+		{"datapackage too large", []packTarEntry{reg("datapackage.json", strings.Repeat(" ", MaxManifestBytes+1))}, "more than the limit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := filepath.Join(t.TempDir(), "recording")
+			os.MkdirAll(rec, 0o755)
+			gz := packGzip(t, format1Tar(t, bundle, format1Manifest, tc.extra...))
+			os.WriteFile(filepath.Join(rec, Format1File), gz, 0o644)
+			_, _, err := MigrateRecording(rec, filepath.Join(t.TempDir(), "work"))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+			if got := mustRead(t, filepath.Join(rec, Format1File)); !bytes.Equal(got, gz) {
+				t.Errorf("recording changed")
+			}
+		})
+	}
+}
+
+// TestMigrateDropsLegacyManifestFields: a format 2 recording whose manifest holds start_url
+// unpacks, audits clean, and migrate removes the field and nothing else: the other manifest
+// bytes and the other files stay as they were.
+func TestMigrateDropsLegacyManifestFields(t *testing.T) {
+	bundle := cleanAuditBundle(t)
+	for _, tc := range []struct{ name, in, want string }{
+		{"middle", "{\n  \"task_id\": \"shop\",\n  \"start_url\": \"https://shop.test/\",\n  \"format\": 2\n}\n",
+			"{\n  \"task_id\": \"shop\",\n  \"format\": 2\n}\n"},
+		{"first", `{"start_url":"https://shop.test/", "task_id":"shop","format":2}`, `{"task_id":"shop","format":2}`},
+		{"last", "{\"task_id\":\"shop\",\"format\":2 ,\n \"start_url\" : \"x\"\n}", "{\"task_id\":\"shop\",\"format\":2\n}"},
+		{"twice", `{"start_url":"a","format":2,"start_url":"b"}`, `{"format":2}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := filepath.Join(t.TempDir(), "tasks", "shop", "recording")
+			if err := Pack(bundle, rec); err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(rec, RecordingManifestFile), []byte(tc.in), 0o644)
+			before := map[string][]byte{}
+			files, _ := RecordingFiles(rec)
+			for _, f := range files {
+				before[filepath.Base(f)] = mustRead(t, f)
+			}
+			if err := Unpack(rec, filepath.Join(t.TempDir(), "u")); err != nil {
+				t.Fatalf("unpack with start_url: %v", err)
+			}
+			if probs := AuditRecording(rec, filepath.Join(t.TempDir(), "w")); len(probs) != 0 {
+				t.Errorf("audit with start_url:\n%s", problemText(probs))
+			}
+			from, dropped, err := MigrateRecording(rec, filepath.Join(t.TempDir(), "work"))
+			if from != RecordingFormat || len(dropped) == 0 || slices.ContainsFunc(dropped, func(k string) bool { return k != "start_url" }) || err != nil {
+				t.Fatalf("MigrateRecording = %d, %v, %v", from, dropped, err)
+			}
+			if got := string(mustRead(t, filepath.Join(rec, RecordingManifestFile))); got != tc.want {
+				t.Errorf("manifest = %q, want %q", got, tc.want)
+			}
+			for name, data := range before {
+				if name != RecordingManifestFile && !bytes.Equal(data, mustRead(t, filepath.Join(rec, name))) {
+					t.Errorf("%s changed", name)
+				}
+			}
+			des, _ := os.ReadDir(filepath.Dir(rec))
+			if len(des) != 1 {
+				t.Errorf("left beside the recording: %v", des)
+			}
+			if probs := AuditRecording(rec, filepath.Join(t.TempDir(), "w")); len(probs) != 0 {
+				t.Errorf("audit after migrate:\n%s", problemText(probs))
+			}
+			if _, dropped, err := MigrateRecording(rec, filepath.Join(t.TempDir(), "work")); dropped != nil || err != nil {
+				t.Errorf("second migrate: %v, %v", dropped, err)
+			}
+		})
+	}
+
+	// any other unknown field is still refused, and migrate leaves such a manifest alone
+	rec := filepath.Join(t.TempDir(), "recording")
+	if err := Pack(bundle, rec); err != nil {
+		t.Fatal(err)
+	}
+	bad := `{"task_id":"shop","start_url":"x","recorder":"me","format":2}`
+	os.WriteFile(filepath.Join(rec, RecordingManifestFile), []byte(bad), 0o644)
+	if err := Unpack(rec, filepath.Join(t.TempDir(), "u")); err == nil || !strings.Contains(err.Error(), `unknown field "recorder"`) {
+		t.Errorf("unpack: %v", err)
+	}
+	if _, _, err := MigrateRecording(rec, filepath.Join(t.TempDir(), "work")); err == nil || !strings.Contains(err.Error(), `unknown field "recorder"`) {
+		t.Errorf("migrate: %v", err)
+	}
+	if got := string(mustRead(t, filepath.Join(rec, RecordingManifestFile))); got != bad {
+		t.Errorf("manifest changed to %s", got)
+	}
+}
+
+// TestReadManifestLegacyFields: every legacy field the audit lets pass is accepted and
+// ignored by the bundle reader, with the type the audit wants; other fields are refused.
+func TestReadManifestLegacyFields(t *testing.T) {
+	for _, k := range legacyManifestFields {
+		m, err := readManifest(strings.NewReader(`{"task_id":"t","`+k+`":"https://shop.test/"}`), "manifest.json")
+		if err != nil || m.TaskID != "t" {
+			t.Errorf("%s: %+v, %v", k, m, err)
+		}
+		if _, err := readManifest(strings.NewReader(`{"`+k+`":5}`), "manifest.json"); err == nil {
+			t.Errorf("%s as a number was accepted", k)
+		}
+	}
+	if _, err := readManifest(strings.NewReader(`{"task_id":"t","recorder":"x"}`), "manifest.json"); err == nil || !strings.Contains(err.Error(), `unknown field "recorder"`) {
+		t.Errorf("unknown field: %v", err)
+	}
+	dir := cleanAuditBundle(t)
+	os.WriteFile(filepath.Join(dir, ManifestFile), []byte(`{"task_id":"shop","start_url":"https://shop.test/"}`), 0o644)
+	b, err := OpenBundle(dir)
+	if err != nil {
+		t.Fatalf("OpenBundle with start_url: %v", err)
+	}
+	b.Close()
+	if probs := Audit(dir); len(probs) != 0 {
+		t.Errorf("audit with start_url:\n%s", problemText(probs))
+	}
 }

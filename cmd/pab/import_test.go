@@ -297,10 +297,16 @@ func TestRecordingMigrateCommand(t *testing.T) {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(zw)
-	for _, name := range []string{warc.ManifestFile, warc.WARCFile, warc.EntriesFile, warc.PagesFile} {
+	// seed 003's bundles also held a CDXJ index and a datapackage.json: both are skipped
+	for _, name := range []string{warc.ManifestFile, warc.WARCFile, "indexes/index.cdxj", warc.EntriesFile, warc.PagesFile, "datapackage.json"} {
 		data, _ := os.ReadFile(filepath.Join(b, name))
-		if name == warc.ManifestFile {
+		switch name {
+		case warc.ManifestFile:
 			data = []byte(`{"task_id":"old","start_url":"https://shop.test/a","captured_from":"2026-05-01T09:00:00.000Z"}`)
+		case "indexes/index.cdxj":
+			data = []byte("test,shop)/a 20260501090000 {\"url\":\"https://shop.test/a\"}\n")
+		case "datapackage.json":
+			data = []byte(`{"profile":"data-package","wacz_version":"1.1.1","resources":[]}`)
 		}
 		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: int64(len(data))})
 		tw.Write(data)
@@ -341,5 +347,73 @@ func TestRecordingMigrateCommand(t *testing.T) {
 	_, stderr, code = runIn(t, root, "recording", "migrate", "nosuch")
 	if code != 1 || !strings.Contains(stderr, `no task "nosuch"`) {
 		t.Errorf("unknown task: exit %d %s", code, stderr)
+	}
+}
+
+// TestRecordingMigrateLegacyManifest: a format 2 recording whose manifest still has seed
+// 003's start_url replays (--check), inspects and audits as it is; migrate then drops the
+// field, keeps every other byte of the recording, and says so.
+func TestRecordingMigrateLegacyManifest(t *testing.T) {
+	root := newTestRepo(t)
+	t1 := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+	b := shopBundle(t, t1, "/a", "page a", "/b", "page b")
+	taskDir := filepath.Join(root, "tasks", "shop")
+	os.MkdirAll(taskDir, 0o755)
+	os.WriteFile(filepath.Join(taskDir, "task.yaml"), []byte("title: Shop\n"), 0o644)
+	rec := filepath.Join(taskDir, "recording")
+	if err := warc.Pack(b, rec); err != nil {
+		t.Fatal(err)
+	}
+	mpath := filepath.Join(rec, warc.RecordingManifestFile)
+	m, _ := os.ReadFile(mpath)
+	legacy := bytes.Replace(m, []byte("{\n"), []byte("{\n  \"start_url\": \"https://shop.test/a\",\n"), 1)
+	if bytes.Equal(legacy, m) {
+		t.Fatalf("manifest %s", m)
+	}
+	os.WriteFile(mpath, legacy, 0o644)
+	others := map[string][]byte{}
+	for _, name := range []string{warc.RecordingPagesFile, warc.RecordingEntriesFile, warc.RecordingWARCFile} {
+		others[name], _ = os.ReadFile(filepath.Join(rec, name))
+	}
+
+	if out, stderr, code := runIn(t, root, "replay", "shop", "--check"); code != 0 || strings.Contains(stderr, "start_url") {
+		t.Errorf("replay --check with start_url: exit %d\n%s%s", code, out, stderr)
+	}
+	if out, stderr, code := runIn(t, root, "inspect", "shop", "https://shop.test/a"); code != 0 || strings.Contains(stderr, "start_url") {
+		t.Errorf("inspect with start_url: exit %d\n%s%s", code, out, stderr)
+	}
+	if out, stderr, code := runIn(t, root, "audit", "shop"); code != 0 {
+		t.Errorf("audit with start_url: exit %d\n%s%s", code, out, stderr)
+	}
+	out, stderr, code := runIn(t, root, "recording", "migrate", "shop")
+	if code != 0 || !strings.Contains(out, "dropped the legacy manifest field start_url") {
+		t.Fatalf("migrate: exit %d\n%s%s", code, out, stderr)
+	}
+	if got, _ := os.ReadFile(mpath); !bytes.Equal(got, m) {
+		t.Errorf("manifest after migrate:\n%s\nwant:\n%s", got, m)
+	}
+	for name, data := range others {
+		if got, _ := os.ReadFile(filepath.Join(rec, name)); !bytes.Equal(got, data) {
+			t.Errorf("%s changed", name)
+		}
+	}
+	if out, stderr, code := runIn(t, root, "audit", "shop"); code != 0 {
+		t.Errorf("audit after migrate: exit %d\n%s%s", code, out, stderr)
+	}
+	if got := strings.Join(replayTitles(t, root, "shop", "/a", "/b"), "|"); got != "page a|page b" {
+		t.Errorf("replay after migrate: %s", got)
+	}
+	out, _, code = runIn(t, root, "recording", "migrate", "shop")
+	if code != 0 || !strings.Contains(out, "already format 2") {
+		t.Errorf("second migrate: exit %d %s", code, out)
+	}
+
+	// a field neither pab nor seed 003 defined is still refused
+	os.WriteFile(mpath, bytes.Replace(m, []byte("{\n"), []byte("{\n  \"recorder\": \"me\",\n"), 1), 0o644)
+	if _, stderr, code := runIn(t, root, "replay", "shop", "--check"); code != 1 || !strings.Contains(stderr, `unknown field "recorder"`) {
+		t.Errorf("replay with an unknown field: exit %d\n%s", code, stderr)
+	}
+	if _, stderr, code := runIn(t, root, "recording", "migrate", "shop"); code != 1 || !strings.Contains(stderr, `unknown field "recorder"`) {
+		t.Errorf("migrate with an unknown field: exit %d\n%s", code, stderr)
 	}
 }

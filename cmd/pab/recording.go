@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -40,11 +41,14 @@ current published layout, format %d (docs/bundle-format.md). The only older layo
 is format 1: one bundle.tar.gz (or its parts bundle.tar.gz.000, .001, ...) holding
 manifest.json, archive/data.warc, indexes/entries.jsonl and pages/pages.jsonl.
 
-The tar may hold only those four regular files; anything else (another path, a
-link, a file twice) is refused and the recording is left as it was. The archive is
-kept byte for byte; the legacy manifest field start_url is dropped. The new
-recording replaces the old one only once it is complete. A recording already in
-format %d is left untouched. Run 'pab audit TASK' afterwards.
+The tar may hold only those four regular files, and the indexes/index.cdxj and
+datapackage.json that older bundles carried (skipped: pab builds its own indexes);
+anything else (another path, a link, a file twice) is refused and the recording is
+left as it was. The archive is kept byte for byte; the legacy manifest field
+start_url is dropped. The new recording replaces the old one only once it is
+complete. A recording already in format %d is left untouched, except that a legacy
+start_url is removed from its manifest.json (every other byte kept). Run 'pab audit
+TASK' afterwards.
 
 Each task is migrated holding its write lock: when another pab writes the task
 (an import, the end of a recording), migrate waits for it, or with --no-wait
@@ -92,11 +96,15 @@ func migrateOne(repo *task.Repo, recDir string, noWait bool, out, errOut io.Writ
 		return err
 	}
 	defer os.RemoveAll(work)
-	from, err := warc.MigrateRecording(recDir, filepath.Join(work, "m"))
+	from, dropped, err := warc.MigrateRecording(recDir, filepath.Join(work, "m"))
 	if err != nil {
 		return err
 	}
 	if from == warc.RecordingFormat {
+		if len(dropped) > 0 {
+			fmt.Fprintf(out, "%s: format %d; dropped the legacy manifest field %s\n", recDir, from, strings.Join(dropped, ", "))
+			return nil
+		}
 		fmt.Fprintf(out, "%s: already format %d\n", recDir, from)
 		return nil
 	}
