@@ -123,16 +123,10 @@ func (s *Server) missAnswer(r *http.Request, typ, url string) *answer {
 }
 
 // notFoundPage serves the site's own recorded 404 page (manifest not_found, keyed by host
-// with or without port) with status 404, or returns nil when there is none to serve.
+// with or without port or by site name, see NotFoundURL) with status 404, or returns nil
+// when there is none to serve.
 func (s *Server) notFoundPage(r *http.Request) *answer {
-	nf := s.ix.b.Manifest.NotFound
-	if len(nf) == 0 {
-		return nil
-	}
-	u, ok := nf[r.URL.Host]
-	if !ok {
-		u, ok = nf[hostname(r.URL.Host)]
-	}
+	u, ok := NotFoundURL(s.ix.b.Manifest.NotFound, s.ix.rs, r.URL.Host)
 	if !ok {
 		return nil
 	}

@@ -24,10 +24,10 @@ import (
 	"time"
 	"unicode"
 
+	"go.yaml.in/yaml/v3"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 	"golang.org/x/net/publicsuffix"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/pab-dev/pab/internal/textcut"
 )

@@ -535,3 +535,40 @@ func (s *Set) Site(host string) string {
 	}
 	return ""
 }
+
+// SiteNames returns the names of the set's sites, sorted, _default excluded.
+func (s *Set) SiteNames() []string {
+	if s == nil {
+		return nil
+	}
+	var names []string
+	for _, st := range s.sites {
+		if !st.isDefault {
+			names = append(names, st.name)
+		}
+	}
+	return names
+}
+
+// SiteApplies reports whether name is a site of the set (not _default) whose hosts match
+// host ("books.toscrape.com" or "host:port", compared as the keys compare hosts).
+func (s *Set) SiteApplies(name, host string) bool {
+	if s == nil || name == DefaultSite {
+		return false
+	}
+	hp, hn := normHost(host)
+	for _, st := range s.sites {
+		if st.name == name {
+			return st.applies(hp, hn)
+		}
+	}
+	return false
+}
+
+// HostKey returns host ("name" or "name:port") as the keys write it: lower case, the
+// A-label form of an internationalized name (ASCIIHost), no trailing dot, no port 80 or
+// 443. Two hosts are the same site host when their HostKeys are equal.
+func HostKey(host string) string {
+	hp, _ := normHost(host)
+	return hp
+}

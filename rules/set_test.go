@@ -3,6 +3,7 @@ package rules
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -482,5 +483,39 @@ func TestConcurrentUse(t *testing.T) {
 		if got := <-done; got != want {
 			t.Errorf("goroutine key %q, want %q", got, want)
 		}
+	}
+}
+
+// TestSiteApplies: site names resolve to the site's hosts (manifest not_found keys, issue 21).
+func TestSiteApplies(t *testing.T) {
+	s := loadSites(t, map[string]string{
+		"books.yaml":  `hosts: ["books.toscrape.com", "bücher.example"]` + "\n",
+		"amazon.yaml": `hosts: ["*.amazon.com"]` + "\n",
+	})
+	if got := s.SiteNames(); !slices.Equal(got, []string{"amazon", "books"}) {
+		t.Errorf("SiteNames = %q", got)
+	}
+	for _, tc := range []struct {
+		name, host string
+		want       bool
+	}{
+		{"books", "books.toscrape.com", true},
+		{"books", "BOOKS.toscrape.com:80", true},
+		{"books", "xn--bcher-kva.example", true},
+		{"books", "www.amazon.com", false},
+		{"amazon", "www.amazon.com", true},
+		{"_default", "books.toscrape.com", false},
+		{"nosuch", "books.toscrape.com", false},
+	} {
+		if got := s.SiteApplies(tc.name, tc.host); got != tc.want {
+			t.Errorf("SiteApplies(%q, %q) = %v, want %v", tc.name, tc.host, got, tc.want)
+		}
+	}
+	if got := HostKey("Bücher.Example.:443"); got != "xn--bcher-kva.example" {
+		t.Errorf("HostKey = %q", got)
+	}
+	var nilSet *Set
+	if nilSet.SiteApplies("books", "books.toscrape.com") || nilSet.SiteNames() != nil {
+		t.Error("nil set has sites")
 	}
 }

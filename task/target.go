@@ -26,6 +26,8 @@ type Target struct {
 	RulesDirs []string
 	// Task is the task replayed, nil for a bundle directory or a WARC file.
 	Task *Task
+	// Warnings are the task card's warnings (Card.Warnings), for the caller to print.
+	Warnings []string
 }
 
 // Hooks for tests: they count and slow down the builds of cache entries.
@@ -114,14 +116,15 @@ func (r *Repo) taskTarget(id string) (*Target, error) {
 // Target unpacks the task's recording (BundleDir) and returns it with the rule
 // directories [repository sites/, task rules/].
 func (t *Task) Target() (*Target, error) {
-	if _, err := t.Card(); err != nil { // a broken task.yaml is reported before any unpacking
+	card, err := t.Card()
+	if err != nil { // a broken task.yaml is reported before any unpacking
 		return nil, err
 	}
 	dir, err := t.BundleDir()
 	if err != nil {
 		return nil, err
 	}
-	return &Target{Name: t.ID, BundleDir: dir, RulesDirs: []string{t.Repo.SitesDir(), t.RulesDir()}, Task: t}, nil
+	return &Target{Name: t.ID, BundleDir: dir, RulesDirs: []string{t.Repo.SitesDir(), t.RulesDir()}, Task: t, Warnings: card.Warnings}, nil
 }
 
 // BundleDir returns the task's recording unpacked into the cache,

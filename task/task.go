@@ -133,7 +133,8 @@ type Task struct {
 	Dir string
 }
 
-// Card is task.yaml. Unknown fields are errors.
+// Card is task.yaml. A field pab does not know is kept in Extra and reported in
+// Warnings; one that looks like a typo of a known field is an error (see Task.Card).
 type Card struct {
 	// ID is the task id; when given it must equal the directory name.
 	ID string `yaml:"id,omitempty"`
@@ -147,6 +148,11 @@ type Card struct {
 	Answer string `yaml:"answer,omitempty"`
 	// Tags are free labels for listing and filtering tasks.
 	Tags []string `yaml:"tags,omitempty"`
+	// Extra holds the top-level fields pab does not know ("difficulty: easy"), as decoded.
+	Extra map[string]any `yaml:",inline"`
+	// Warnings are the unknown fields found while reading, one line each, e.g.
+	// `tasks/x/task.yaml:5: unknown field "difficulty" ignored`. They are not written back.
+	Warnings []string `yaml:"-"`
 }
 
 // Capture is task.yaml's capture section.
@@ -175,9 +181,14 @@ func (t *Task) HasGrading() bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
-// Card reads task.yaml strictly: one YAML document of at most 1 MiB, only the fields of
-// Card, and an id (when given) equal to the directory name. The returned card's ID is
-// always set. Errors name the file and, for YAML errors, the line.
+// Card reads task.yaml: one YAML document of at most 1 MiB and an id (when given) equal to
+// the directory name. A field that is not one of Card's (or Capture's, under capture) is
+// ignored with a line in Warnings naming the file (relative to the repository root when it
+// is inside it), the line and the field; unknown top-level fields are kept in Extra. An
+// unknown field within edit distance 1 or 2 of a known one (at most half the known name's
+// length, so "promt" but not "os") is taken for a typo and refused with `did you mean
+// "prompt"?`. The returned card's ID is always set. Errors name the file and, for YAML
+// errors, the line.
 func (t *Task) Card() (*Card, error) {
 	path := t.CardPath()
 	f, err := os.Open(path)
@@ -192,9 +203,18 @@ func (t *Task) Card() (*Card, error) {
 	if len(data) > maxCardBytes {
 		return nil, fmt.Errorf("read %s: larger than %d bytes", path, maxCardBytes)
 	}
-	c, err := parseCard(data)
+	c, warns, err := parseCard(data)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %s", path, oneLine(err))
+	}
+	shown := path
+	if t.Repo != nil {
+		if rel, err := filepath.Rel(t.Repo.Root, path); err == nil && filepath.IsLocal(rel) {
+			shown = filepath.ToSlash(rel)
+		}
+	}
+	for _, w := range warns {
+		c.Warnings = append(c.Warnings, shown+":"+w)
 	}
 	if c.ID != "" && c.ID != t.ID {
 		return nil, fmt.Errorf("read %s: id %q differs from the task directory name %q", path, c.ID, t.ID)
@@ -213,22 +233,108 @@ func oneLine(err error) string {
 	return strings.Join(strings.Fields(msg), " ")
 }
 
-// parseCard decodes one strict YAML document; an empty document gives an empty card.
-func parseCard(data []byte) (*Card, error) {
+// cardFields and captureFields are the field names of Card and Capture in task.yaml.
+var (
+	cardFields    = []string{"id", "title", "prompt", "capture", "answer", "tags"}
+	captureFields = []string{"locale", "timezone"}
+)
+
+// parseCard decodes one YAML document; an empty document gives an empty card. warns are
+// the unknown fields, each "LINE: unknown field \"NAME\" ignored" (see Task.Card).
+func parseCard(data []byte) (*Card, []string, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	var c Card
-	if err := dec.Decode(&c); err != nil && err != io.EOF {
-		return nil, err
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil && err != io.EOF {
+		return nil, nil, err
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err != io.EOF {
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return nil, fmt.Errorf("line %d: a second YAML document; task.yaml holds one", extra.Line)
+		return nil, nil, fmt.Errorf("line %d: a second YAML document; task.yaml holds one", extra.Line)
 	}
-	return &c, nil
+	var c Card
+	if doc.Kind == 0 {
+		return &c, nil, nil
+	}
+	var warns []string
+	if len(doc.Content) == 1 && doc.Content[0].Kind == yaml.MappingNode {
+		root := doc.Content[0]
+		w, err := checkFields(root, "", cardFields)
+		if err != nil {
+			return nil, nil, err
+		}
+		warns = append(warns, w...)
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			if k, v := root.Content[i], root.Content[i+1]; k.Value == "capture" && v.Kind == yaml.MappingNode {
+				w, err := checkFields(v, "capture.", captureFields)
+				if err != nil {
+					return nil, nil, err
+				}
+				warns = append(warns, w...)
+			}
+		}
+	}
+	if err := doc.Decode(&c); err != nil {
+		return nil, nil, err
+	}
+	if len(c.Extra) == 0 {
+		c.Extra = nil
+	}
+	return &c, warns, nil
+}
+
+// checkFields checks the keys of mapping m against known: a key close to a known name is
+// an error, any other unknown key a warning. prefix is put before names in messages.
+func checkFields(m *yaml.Node, prefix string, known []string) ([]string, error) {
+	var warns []string
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := m.Content[i]
+		if slices.Contains(known, k.Value) {
+			continue
+		}
+		if near := nearestField(k.Value, known); near != "" {
+			return nil, fmt.Errorf("line %d: unknown field %q; did you mean %q?", k.Line, prefix+k.Value, prefix+near)
+		}
+		warns = append(warns, fmt.Sprintf("%d: unknown field %q ignored", k.Line, prefix+k.Value))
+	}
+	return warns, nil
+}
+
+// nearestField returns the known name within edit distance 1 or 2 of name (and at most
+// half the known name's length, so short names need a closer match), the closest first, or
+// "" when none is.
+func nearestField(name string, known []string) string {
+	best, bestD := "", 3
+	for _, f := range known {
+		d := editDistance(name, f)
+		if d >= 1 && d <= len(f)/2 && d < bestD {
+			best, bestD = f, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // WriteCardIfMissing creates dir/task.yaml with id and title when it does not exist (dir

@@ -223,17 +223,64 @@ tags: [shopping, cart]
 	}
 
 	for _, bad := range []struct{ body, want string }{
-		{"title: x\ngrading: y\n", "line 2: field grading not found"},
+		{"title: x\npromt: y\n", `line 2: unknown field "promt"; did you mean "prompt"?`},
+		{"Title: x\n", `line 1: unknown field "Title"; did you mean "title"?`},
+		{"ids: x\n", `did you mean "id"?`},
 		{"id: other\ntitle: x\n", `id "other" differs from the task directory name "amazon-airpods"`},
 		{"title: x\n---\ntitle: y\n", "line 2: a second YAML document"},
 		{"title: [unclosed\n", "task.yaml: line 1: did not find expected"},
-		{"capture:\n  locale: en\n  tz: x\n", "field tz not found"},
+		{"capture:\n  locale: en\n  timezon: x\n", `line 3: unknown field "capture.timezon"; did you mean "capture.timezone"?`},
 		{"title: " + strings.Repeat("x", maxCardBytes) + "\n", "larger than"},
 	} {
 		tk = writeCard(t, dir, bad.body)
 		_, err := tk.Card()
 		if err == nil || !strings.Contains(err.Error(), bad.want) || !strings.Contains(err.Error(), "task.yaml") {
 			t.Errorf("card %.40q: err = %v, want %q", bad.body, err, bad.want)
+		}
+	}
+}
+
+// TestCardUnknownFields: the seed's card with an extra field reads, the field is kept and
+// warned about with file and line; short unknown names are not taken for typos.
+func TestCardUnknownFields(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tasks", "amazon-airpods")
+	tk := writeCard(t, dir, `id: amazon-airpods
+title: Buy AirPods Pro 3 on Amazon
+prompt: >-                       # the instruction given to the agent
+  I want Apple AirPods Pro 3 from Amazon, shipped to New York (ZIP 10001). ...
+difficulty: easy
+capture:                         # the browser's language and time zone while recording;
+  locale: en-US                  # replay keeps them
+  timezone: America/New_York
+  os: linux
+`)
+	c, err := tk.Card()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Title != "Buy AirPods Pro 3 on Amazon" || c.Capture == nil || c.Capture.Locale != "en-US" || c.Capture.Timezone != "America/New_York" {
+		t.Errorf("card %+v", c)
+	}
+	if c.Extra["difficulty"] != "easy" {
+		t.Errorf("extra = %v, want difficulty kept", c.Extra)
+	}
+	want := []string{
+		`tasks/amazon-airpods/task.yaml:5: unknown field "difficulty" ignored`,
+		`tasks/amazon-airpods/task.yaml:9: unknown field "capture.os" ignored`,
+	}
+	if !slices.Equal(c.Warnings, want) {
+		t.Errorf("warnings:\n%s\nwant\n%s", strings.Join(c.Warnings, "\n"), strings.Join(want, "\n"))
+	}
+	tk = writeCard(t, dir, "title: x\n")
+	if c, err := tk.Card(); err != nil || c.Warnings != nil || c.Extra != nil {
+		t.Errorf("plain card: %+v, %v", c, err)
+	}
+	for _, tc := range []struct {
+		name string
+		want string
+	}{{"promt", "prompt"}, {"titel", "title"}, {"tag", "tags"}, {"answr", "answer"}, {"di", ""}, {"os", ""}, {"difficulty", ""}, {"grading", ""}} {
+		if got := nearestField(tc.name, cardFields); got != tc.want {
+			t.Errorf("nearestField(%q) = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }
@@ -484,7 +531,7 @@ func FuzzCard(f *testing.F) {
 	f.Add([]byte("&a [*a]"))
 	f.Add([]byte("title: !!binary aGk=\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := parseCard(data)
+		c, _, err := parseCard(data)
 		if err == nil && c == nil {
 			t.Fatal("nil card without error")
 		}

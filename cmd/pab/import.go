@@ -383,11 +383,6 @@ func writeInferredRules(t *task.Task, files []*rules.InferredFile, out io.Writer
 	return nil
 }
 
-func isDirPath(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.IsDir()
-}
-
 // copyHandRules copies the hand-written rule files of a task's rules directory (every
 // *.yaml but *.auto.yaml, regular files of at most rules.MaxFileSize bytes) into dst.
 func copyHandRules(src, dst string) error {

@@ -60,6 +60,9 @@ func openSession(g *globalFlags, arg string, errOut io.Writer) (*session, error)
 	if err != nil {
 		return nil, err
 	}
+	for _, w := range tgt.Warnings {
+		fmt.Fprintln(errOut, w)
+	}
 	b, err := warc.OpenBundle(tgt.BundleDir)
 	if err != nil && isInside(tgt.BundleDir, repo.CacheDir()) {
 		fmt.Fprintf(errOut, "pab: the unpacked copy in %s is damaged (%v); unpacking it again\n", tgt.BundleDir, err)

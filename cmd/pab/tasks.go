@@ -45,6 +45,9 @@ exchanges, size of the published recording, and whether the task has grading.yam
 					broken = append(broken, err.Error())
 					continue
 				}
+				for _, w := range card.Warnings {
+					fmt.Fprintln(cmd.ErrOrStderr(), w)
+				}
 				exchanges, size := "-", "-"
 				if files, err := warc.RecordingFiles(t.RecordingDir()); err == nil && len(files) > 0 {
 					var n int64

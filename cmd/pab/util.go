@@ -103,3 +103,9 @@ func debugWriter(on bool, w io.Writer) io.Writer {
 	}
 	return nil
 }
+
+// isDirPath reports whether path is a directory (links followed).
+func isDirPath(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
