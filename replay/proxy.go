@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"math"
 	"net"
 	"net/http"
@@ -150,6 +151,7 @@ type Server struct {
 	opts Options
 
 	shell  *mitm.Server
+	debug  *log.Logger // Options.Debug (discarded when nil)
 	logw   *logWriter
 	tail   *logRing
 	counts counter
@@ -197,6 +199,11 @@ func New(opts Options) (*Server, error) {
 		opts.BodySpill = DefaultBodySpill
 	}
 	s := &Server{b: opts.Bundle, ix: ix, ca: opts.CA, opts: opts}
+	debugOut := opts.Debug
+	if debugOut == nil {
+		debugOut = io.Discard
+	}
+	s.debug = log.New(debugOut, "replay: ", log.LstdFlags)
 	s.bodyMem.max, s.bodyDisk.max = opts.BodyMemory, max(opts.BodySpill, 0)
 	s.counts.c = newCounts()
 	if opts.LogTail <= 0 {
@@ -271,8 +278,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	a := s.answerFor(r)
 	a.ready = time.Since(start) // the log's ms: writing the answer is not counted
-	a.write(w, r)
+	// Counted and logged before the answer is written: a client that has the answer can
+	// read its count at rr.control/stats and its line at /log.
 	s.finish(r, a, start)
+	if err := a.write(w, r); err != nil {
+		s.debug.Printf("%s %s: %v", r.Method, a.url, err)
+	}
 }
 
 // answerFor reads the request body in full and decides the answer.
@@ -741,7 +752,7 @@ func replayHeader(rec http.Header) http.Header {
 // by net/http), an explicit Content-Length (the payload size), no body for HEAD, 1xx,
 // 204 and 304. A payload in memory (a.data) is written at once, so that head and body
 // leave together; a streamed one is copied through the shell's pooled buffer (mitm.Copy).
-func (a *answer) write(w http.ResponseWriter, r *http.Request) {
+func (a *answer) write(w http.ResponseWriter, r *http.Request) error {
 	h := w.Header()
 	for k, vs := range a.header {
 		h[k] = vs
@@ -755,17 +766,17 @@ func (a *answer) write(w http.ResponseWriter, r *http.Request) {
 	if a.status == http.StatusNoContent || a.status == http.StatusNotModified || a.status < 200 {
 		delete(h, "Content-Length")
 		w.WriteHeader(a.status)
-		return
+		return nil
 	}
 	h["Content-Length"] = []string{strconv.FormatInt(a.size, 10)}
 	if r.Method == http.MethodHead || (a.body == nil && a.data == nil) || a.size == 0 {
 		w.WriteHeader(a.status)
-		return
+		return nil
 	}
 	w.WriteHeader(a.status)
 	if a.data != nil {
-		w.Write(a.data)
-		return
+		_, err := w.Write(a.data)
+		return err
 	}
 	n, err := mitm.Copy(w, io.LimitReader(a.body, a.size), false)
 	if err == nil && n < a.size {
@@ -774,8 +785,9 @@ func (a *answer) write(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		// fewer bytes than the Content-Length sent: net/http closes the connection
 		// (HTTP/1.1) or the client sees the stream end short (HTTP/2)
-		a.note = joinNote(a.note, fmt.Sprintf("payload cut short after %d of %d bytes: %v", n, a.size, err))
+		return fmt.Errorf("payload cut short after %d of %d bytes: %w", n, a.size, err)
 	}
+	return nil
 }
 
 func statusLine(code int) string {
@@ -874,8 +886,8 @@ func (s *Server) serveDirect(w http.ResponseWriter, r *http.Request) {
 	if r.ProtoMajor >= 2 {
 		a := unsupportedAnswer(http.StatusHTTPVersionNotSupported, noteH2C, r.Method, r.RequestURI)
 		a.typ = TypeOther
-		a.write(w, r)
 		s.finish(r, a, time.Now())
+		a.write(w, r)
 		return
 	}
 	s.control(w, r)

@@ -232,9 +232,8 @@ func TestReplayShutdownDrains(t *testing.T) {
 		}
 		bodies, heads = append(bodies, resp.Body), append(heads, head)
 	}
-	if c := tp.s.Counts(); c.Total != 0 {
-		t.Fatalf("%d answers finished before the clients read them: the test's windows are too large", c.Total)
-	}
+	// (answers are counted and logged before they are written, so the counts cannot tell
+	// whether they are still in flight: Shutdown not returning below does)
 	shut := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
