@@ -75,12 +75,18 @@ type resultKey struct{ method, url, contentType string }
 // maxResults bounds the memo of lookup results; when full it starts again empty.
 const maxResults = 1 << 14
 
+// maxMemoKey bounds the bytes of a request a memo (routes, results) keeps it under: a
+// client controls its URLs, and a longer one is decided again each time rather than
+// kept. With maxResults and maxRoutes, the memos hold at most a few tens of MiB.
+const maxMemoKey = 1 << 10
+
 // lookupServed is the lookup of a request the proxy serves (no explanation): r.URL is
 // already normalized (NormalizeURL) and url is its String(). The results of bodiless
-// requests are kept (up to maxResults), so a request served again costs one map lookup
-// instead of its key, route and exact step.
+// requests are kept (up to maxResults, each under maxMemoKey bytes of method, URL and
+// content type), so a request served again costs one map lookup instead of its key, route
+// and exact step.
 func (ix *Index) lookupServed(r rules.Request, url string) Result {
-	if len(r.Body) != 0 || r.URL == nil {
+	if len(r.Body) != 0 || r.URL == nil || len(r.Method)+len(url)+len(r.ContentType) > maxMemoKey {
 		res, _ := ix.lookupNormalized(r, false)
 		return res
 	}
@@ -600,6 +606,9 @@ func (ix *Index) route(r rules.Request) *route {
 			rt.ep = ix.rs.Endpoint(g)
 		}
 		rt.latest = loc(ix.rs.LatestBy(u))
+	}
+	if len(k.method)+len(k.host)+len(k.path)+len(k.rawPath)+len(k.opaque) > maxMemoKey {
+		return rt // decided again next time: see maxMemoKey
 	}
 	ix.routeMu.Lock()
 	if ix.routes == nil || len(ix.routes) >= maxRoutes {

@@ -1,0 +1,81 @@
+package replay
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pab-dev/pab/rules"
+)
+
+// TestLookupServedMemo checks that the memo of lookup results gives, for every request,
+// the result the lookup itself gives (exact, search, fuzzy, blocked, miss, HEAD, a query
+// or a body that changes the answer), also when served again and from many goroutines at
+// once (run with -race), and that it keeps neither requests with a body nor requests
+// longer than maxMemoKey (a client controls its URLs).
+func TestLookupServedMemo(t *testing.T) {
+	ix := shopIndex(t)
+	long := "https://www.shop.test/s?k=" + strings.Repeat("a", maxMemoKey)
+	reqs := []rules.Request{
+		req("GET", "https://www.shop.test/s?k=AirPods+Pro&ref=nb_sb_noss", "", ""),
+		req("GET", "https://www.shop.test/s?k=airpods+pro&page=2", "", ""),
+		req("GET", "https://m.shop.test/s?k=airpods+pro", "", ""),
+		req("HEAD", "https://www.shop.test/s?k=usb+c+cable", "", ""),
+		req("GET", "https://www.google-analytics.com/collect?v=1", "", ""),
+		req("GET", "https://www.shop.test/nothing/here.js", "", ""),
+		req("POST", "https://www.shop.test/s", "k=usb+c+cable", "application/x-www-form-urlencoded"),
+		req("GET", long, "", ""),
+	}
+	want := make([]Result, len(reqs))
+	urls := make([]string, len(reqs))
+	for i, r := range reqs {
+		r.URL = NormalizeURL(r.URL)
+		reqs[i] = r
+		urls[i] = r.URL.String()
+		want[i], _ = ix.lookupNormalized(r, false)
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := 0; round < 3; round++ {
+				for i, r := range reqs {
+					if got := ix.lookupServed(r, urls[i]); !reflect.DeepEqual(got, want[i]) {
+						t.Errorf("round %d, %s %s: memoized %+v, lookup %+v", round, r.Method, urls[i][:min(len(urls[i]), 80)], got, want[i])
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	ix.resultMu.RLock()
+	defer ix.resultMu.RUnlock()
+	for k := range ix.results {
+		if len(k.url) > maxMemoKey || k.method == "POST" {
+			t.Errorf("memo keeps %s %.80s (%d bytes)", k.method, k.url, len(k.url))
+		}
+	}
+	if n := len(ix.results); n != len(reqs)-2 {
+		t.Errorf("memo holds %d results, want %d (every bodiless request under maxMemoKey)", n, len(reqs)-2)
+	}
+}
+
+// TestLookupServedMemoBounded fills the memo past maxResults: it starts again empty and
+// never holds more.
+func TestLookupServedMemoBounded(t *testing.T) {
+	ix := shopIndex(t)
+	for i := 0; i < maxResults+10; i++ {
+		r := req("GET", fmt.Sprintf("https://www.shop.test/p/%d", i), "", "")
+		r.URL = NormalizeURL(r.URL)
+		ix.lookupServed(r, r.URL.String())
+	}
+	ix.resultMu.RLock()
+	n := len(ix.results)
+	ix.resultMu.RUnlock()
+	if n == 0 || n > maxResults {
+		t.Errorf("memo holds %d results, want 1 to %d", n, maxResults)
+	}
+}
