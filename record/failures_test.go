@@ -99,6 +99,14 @@ func TestUpstreamFailures(t *testing.T) {
 	if st, _, err := fetch("HEAD", "/head", nil); err != nil || st != 200 {
 		t.Errorf("HEAD: %d %v", st, err)
 	}
+	// the HEAD answer keeps the site's Content-Length (the size a GET would get)
+	if req, _ := http.NewRequest("HEAD", base+"/head", nil); req != nil {
+		if resp, err := c.Do(req); err != nil || resp.ContentLength != 1234 {
+			t.Errorf("HEAD Content-Length: %v %v", resp, err)
+		} else {
+			resp.Body.Close()
+		}
+	}
 	req, _ := http.NewRequest("GET", "http://"+deadAddr+"/", nil)
 	if resp, err := c.Do(req); err != nil || resp.StatusCode != http.StatusBadGateway {
 		t.Errorf("refused upstream: %v %v", resp, err)

@@ -418,7 +418,8 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	delete(h, "Content-Length")
-	if resp.ContentLength >= 0 && bodyAllowed(req.Method, resp.StatusCode) {
+	// a HEAD answer keeps the length of the body a GET would get
+	if resp.ContentLength >= 0 && (bodyAllowed(req.Method, resp.StatusCode) || req.Method == http.MethodHead && bodyAllowed(http.MethodGet, resp.StatusCode)) {
 		h["Content-Length"] = []string{strconv.FormatInt(resp.ContentLength, 10)}
 	}
 	w.WriteHeader(resp.StatusCode)
