@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
-# deploy/build-images.sh [--registry REG] [--browser-rootfs TAR] [--images-file F] [--push] [TASK...]
+# deploy/build-images.sh [--registry REG] [--browser-rootfs TAR] [--images-file F] [--push] [--force] [--no-cache] [TASK...]
 #
 # Builds pab's container images with podman (or docker when podman is missing):
 #   REG/replay:TAG          static pab + pab-pod + sites/          (FROM scratch)
 #   REG/task-<id>:TAG       pab-pod + tasks/<id>/ (recording packed) (FROM scratch), per TASK
-#                           (default: every task of the repository)
+#                           (default: every task of the repository); TASK is an id, or the
+#                           task's directory: tasks/<id>, ./tasks/<id>/, or any path to it
+#   REG/agent:TAG           the reference agent: static refagent + every tasks/<id>/refagent.yaml
+#                           under /plans (FROM scratch), always built
 #   REG/browser:TAG         Debian's Chromium + pab + pab-pod, only with --browser-rootfs TAR
 #                           (or $PAB_BROWSER_ROOTFS): a tar of a debootstrap rootfs holding
-#                           chromium, imported with `podman import` (docs/deploy.md)
+#                           chromium (deploy/browser-rootfs.sh makes one), made a base image
+#                           REG/browser-base:<its sha256> (FROM scratch, ADD; docs/deploy.md)
 # TAG is the first 16 hex digits of the SHA-256 of a deterministic tar of the build context:
 # exactly the files that go into the image (binaries, sites/, the task directory, the
 # Dockerfile, and for the browser the base rootfs's SHA-256), so the same input gives the
 # same tag, and any change gives a new one. Images are built with --timestamp 0, so the same
-# context gives the same image. For each image it prints `KIND NAME:TAG DIGEST`, and writes
-# the same lines to --images-file (default: stdout only), which `pab k8s render --images`
-# reads. REG defaults to localhost/pab. --push pushes every image to REG.
+# context gives the same image. An image whose REG/NAME:TAG already exists is not built
+# again ("exists" on stderr); --force builds it anyway, and --no-cache without podman's
+# layer cache (so that a rebuild really builds: deploy/check-images.sh). For each image it prints
+# `KIND NAME:TAG DIGEST` (KIND replay, task/<id>, agent, browser), and writes the same lines
+# to --images-file (default: stdout only), which `pab k8s render --images` reads. REG
+# defaults to localhost/pab. --push pushes every image to REG.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,6 +29,8 @@ registry=localhost/pab
 rootfs=${PAB_BROWSER_ROOTFS:-}
 images_file=""
 push=0
+force=0
+nocache=()
 tasks=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -29,7 +38,9 @@ while [ $# -gt 0 ]; do
 	--browser-rootfs) rootfs=${2:?--browser-rootfs needs a file}; shift 2 ;;
 	--images-file) images_file=${2:?--images-file needs a file}; shift 2 ;;
 	--push) push=1; shift ;;
-	-h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--force) force=1; shift ;;
+	--no-cache) nocache=(--no-cache); shift ;;
+	-h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "build-images: unknown flag $1" >&2; exit 2 ;;
 	*) tasks+=("$1"); shift ;;
 	esac
@@ -48,8 +59,28 @@ if [ ${#tasks[@]} -eq 0 ]; then
 		[ -f "$d/task.yaml" ] && [ -d "$d/recording" ] && tasks+=("$(basename "$d")")
 	done
 fi
+# task_id ARG: the task id of ARG, an id or a path to $root/tasks/<id> (tasks/<id>,
+# ./tasks/<id>/, an absolute path); empty when ARG is neither.
+task_id() {
+	local a=$1 d
+	if [[ "$a" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]]; then
+		echo "$a"
+		return
+	fi
+	[[ "$a" == */* ]] || return 0
+	d=$(cd "$a" 2>/dev/null && pwd -P) || return 0
+	if [ "$(dirname "$d")" = "$(cd "$root/tasks" 2>/dev/null && pwd -P)" ]; then
+		basename "$d"
+	fi
+}
+ids=()
+for a in "${tasks[@]}"; do
+	t=$(task_id "$a")
+	[[ "$t" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] || { echo "build-images: bad task \"$a\": want a task id or a directory tasks/<id> of $root" >&2; exit 2; }
+	ids+=("$t")
+done
+tasks=("${ids[@]+"${ids[@]}"}")
 for t in "${tasks[@]}"; do
-	[[ "$t" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] || { echo "build-images: bad task id $t" >&2; exit 2; }
 	[ -f "$root/tasks/$t/task.yaml" ] || { echo "build-images: no task $t in $root/tasks" >&2; exit 1; }
 	[ -d "$root/tasks/$t/recording" ] || { echo "build-images: task $t has no recording" >&2; exit 1; }
 done
@@ -62,18 +93,25 @@ work=$(mktemp -d /tmp/pab-images.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 say() { printf 'build-images: %s\n' "$*" >&2; }
 
-say "building static pab and pab-pod"
+say "building static pab, pab-pod and refagent"
 # The lite build (-tags pab_lite: replay, browser, ca, inspect, stats, audit, export,
 # rules, tasks) is all the images run: about 12 MB instead of 88 MB, without the judges'
 # SDKs, the MCP SDK, chromedp and the Kubernetes types.
 (cd "$root" && CGO_ENABLED=0 go build -tags pab_lite -trimpath -buildvcs=false -ldflags='-s -w -buildid=' -o "$work/bin/pab" ./cmd/pab)
 (cd "$root" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w -buildid=' -o "$work/bin/pab-pod" ./deploy/pod)
+(cd "$root" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w -buildid=' -o "$work/bin/refagent" ./cmd/refagent)
 
-# digest DIR: SHA-256 of a tar of DIR with names sorted and owners, times and group/other
-# write bits fixed, so only names, contents and executable bits count.
+# normalize DIR: the same modes whatever the umask and the checkout: directories 755,
+# files 644 or 755 (executable bits kept), except the sticky mount points made 1777 on
+# purpose. podman builds the image with these modes, so the image does not depend on them.
+normalize() {
+	find "$1" ! -perm -1000 -exec chmod u+rwX,go+rX,go-w {} +
+}
+# digest DIR: SHA-256 of a tar of DIR with names sorted and owners and times fixed, so
+# only names, contents and modes count.
 digest() {
 	tar -C "$1" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@946684800 \
-		--mode=go-w --format=gnu -cf - . | sha256sum | cut -c1-64
+		--format=gnu -cf - . | sha256sum | cut -c1-64
 }
 
 out_lines=()
@@ -82,15 +120,23 @@ build() {
 	local kind=$1 name=$2 ctx=$3
 	shift 3
 	local sum tag ref id
+	normalize "$ctx"
 	sum=$(digest "$ctx")
 	tag=${sum:0:16}
 	ref="$registry/$name:$tag"
-	say "$kind: $engine build $ref"
+	if [ "$force" = 0 ] && "$engine" image inspect "$ref" >/dev/null 2>&1; then
+		say "$kind: $ref exists (same content tag); not rebuilt (--force rebuilds)"
+	else
+		say "$kind: $engine build $ref"
+		if [ "$engine" = podman ]; then
+			podman build --quiet --timestamp 0 --pull=never "${nocache[@]+"${nocache[@]}"}" "$@" -t "$ref" "$ctx" >/dev/null
+		else
+			docker build --quiet "${nocache[@]+"${nocache[@]}"}" "$@" -t "$ref" "$ctx" >/dev/null
+		fi
+	fi
 	if [ "$engine" = podman ]; then
-		podman build --quiet --timestamp 0 --pull=never "$@" -t "$ref" "$ctx" >/dev/null
 		id=$(podman image inspect --format '{{.Digest}}' "$ref")
 	else
-		docker build --quiet "$@" -t "$ref" "$ctx" >/dev/null
 		id=$(docker image inspect --format '{{.Id}}' "$ref")
 	fi
 	if [ "$push" = 1 ]; then
@@ -107,14 +153,22 @@ mkdir -p "$ctx/rootfs/bin" "$ctx/rootfs/pab/repo/tasks" "$ctx/rootfs/pab/cache" 
 cp "$root/deploy/replay/Dockerfile" "$ctx/"
 cp "$work/bin/pab" "$work/bin/pab-pod" "$ctx/rootfs/bin/"
 cp -r "$root/sites" "$ctx/rootfs/pab/repo/sites"
-chmod 1777 "$ctx/rootfs/tmp"
+# mount points a pod fills with emptyDirs; writable by anyone (like /tmp) so that the image
+# also runs on its own (podman copies a mount point's mode into a new named volume)
+chmod 1777 "$ctx/rootfs/tmp" "$ctx/rootfs/pab/cache" "$ctx/rootfs/pab/log"
 build replay replay "$ctx"
 
 # task images
 for t in "${tasks[@]}"; do
 	ctx="$work/task-$t"
-	mkdir -p "$ctx/rootfs/bin" "$ctx/rootfs/task/tasks"
-	cp "$root/deploy/task/Dockerfile" "$ctx/"
+	mkdir -p "$ctx/rootfs/bin" "$ctx/rootfs/task/tasks" "$ctx/rootfs/out"
+	chmod 1777 "$ctx/rootfs/out"
+	# the default command copies the task to /out/<id> (seed 003: "run the task image once
+	# with a volume at /out"); exec-form CMD takes no build arguments, so it is written here
+	{
+		cat "$root/deploy/task/Dockerfile"
+		printf 'LABEL dev.pab.task="%s"\nCMD ["install-task", "/task/tasks/%s", "/out/%s"]\n' "$t" "$t" "$t"
+	} >"$ctx/Dockerfile"
 	cp "$work/bin/pab-pod" "$ctx/rootfs/bin/"
 	# the task directory without its test fixtures; no symlinks (pab-pod refuses them)
 	(cd "$root/tasks" && tar --exclude="$t/testdata" -cf - "$t") | tar -C "$ctx/rootfs/task/tasks" -xf -
@@ -125,16 +179,45 @@ for t in "${tasks[@]}"; do
 	build "task/$t" "task-$(echo "$t" | tr 'A-Z_' 'a-z-')" "$ctx"
 done
 
-# browser image, from an imported rootfs
+# agent image: the reference agent and every task's plan
+ctx="$work/agent"
+mkdir -p "$ctx/rootfs/bin" "$ctx/rootfs/plans" "$ctx/rootfs/tmp"
+chmod 1777 "$ctx/rootfs/tmp"
+cp "$root/deploy/agent/Dockerfile" "$ctx/"
+cp "$work/bin/refagent" "$ctx/rootfs/bin/"
+for plan in "$root"/tasks/*/refagent.yaml; do
+	[ -f "$plan" ] || continue
+	t=$(basename "$(dirname "$plan")")
+	mkdir -p "$ctx/rootfs/plans/$t"
+	cp "$plan" "$ctx/rootfs/plans/$t/refagent.yaml"
+done
+build agent agent "$ctx"
+
+# browser image, on a base made from the rootfs tar
 if [ -n "$rootfs" ]; then
 	base_sum=$(sha256sum "$rootfs" | cut -c1-64)
 	base="$registry/browser-base:${base_sum:0:16}"
-	if ! "$engine" image exists "$base" 2>/dev/null; then
-		say "importing $rootfs as $base"
-		"$engine" import --quiet "$rootfs" "$base" >/dev/null
+	# The base is built (FROM scratch, ADD the tar) rather than `podman import`ed: an import
+	# stamps the image with the time it ran, so the browser image's digest would depend on
+	# when its base was imported; a build with --timestamp 0 gives the same base anywhere.
+	if [ "$force" = 1 ] || ! "$engine" image inspect "$base" >/dev/null 2>&1; then
+		bctx="$work/browser-base"
+		mkdir -p "$bctx"
+		ln "$rootfs" "$bctx/rootfs.tar" 2>/dev/null || cp "$rootfs" "$bctx/rootfs.tar"
+		printf 'FROM scratch\nADD rootfs.tar /\n' >"$bctx/Dockerfile"
+		say "browser-base: $engine build $base from $rootfs"
+		if [ "$engine" = podman ]; then
+			podman build --quiet --timestamp 0 --pull=never "${nocache[@]+"${nocache[@]}"}" -t "$base" "$bctx" >/dev/null
+		else
+			docker build --quiet "${nocache[@]+"${nocache[@]}"}" -t "$base" "$bctx" >/dev/null
+		fi
+		rm -rf "$bctx"
+	else
+		say "browser-base: $base exists"
 	fi
 	ctx="$work/browser"
 	mkdir -p "$ctx/rootfs/usr/local/bin" "$ctx/rootfs/pab/cache"
+	chmod 1777 "$ctx/rootfs/pab/cache" # a mount point, as in the replay image
 	cp "$root/deploy/browser/Dockerfile" "$ctx/"
 	cp "$work/bin/pab" "$work/bin/pab-pod" "$root/deploy/browser/chromium-pod" "$ctx/rootfs/usr/local/bin/"
 	echo "$base_sum" >"$ctx/BASE.sha256" # the base counts in the tag

@@ -563,11 +563,14 @@ func marshal(obj any) ([]byte, error) {
 // Images are image references read from an images file (ReadImages).
 type Images struct {
 	Replay, Browser string
-	Task            map[string]string
+	// Agent is the reference agent's image (cmd/refagent; kind `agent`); Render does not
+	// use it: the agent's image is --agent-image.
+	Agent string
+	Task  map[string]string
 }
 
 // ReadImages reads the images file deploy/build-images.sh writes: one image per line,
-// `KIND REFERENCE [DIGEST]`, KIND being `replay`, `browser` or `task/<task id>`; blank
+// `KIND REFERENCE [DIGEST]`, KIND being `replay`, `browser`, `agent` or `task/<task id>`; blank
 // lines and lines starting with '#' are skipped. At most 1 MiB; an unknown kind, a bad
 // reference or a kind given twice is an error naming the line.
 func ReadImages(r io.Reader) (Images, error) {
@@ -601,6 +604,8 @@ func ReadImages(r io.Reader) (Images, error) {
 			im.Replay = f[1]
 		case f[0] == "browser":
 			im.Browser = f[1]
+		case f[0] == "agent":
+			im.Agent = f[1]
 		case strings.HasPrefix(f[0], "task/"):
 			id := strings.TrimPrefix(f[0], "task/")
 			if err := task.ValidID(id); err != nil {
@@ -608,7 +613,7 @@ func ReadImages(r io.Reader) (Images, error) {
 			}
 			im.Task[id] = f[1]
 		default:
-			return im, fmt.Errorf("images file line %d: unknown kind %q (want replay, browser or task/<id>)", i+1, f[0])
+			return im, fmt.Errorf("images file line %d: unknown kind %q (want replay, browser, agent or task/<id>)", i+1, f[0])
 		}
 	}
 	return im, nil

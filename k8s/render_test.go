@@ -370,12 +370,13 @@ func TestK8sNameOf(t *testing.T) {
 
 func TestK8sReadImages(t *testing.T) {
 	in := "# written by deploy/build-images.sh\nreplay localhost/pab/replay:aa sha256:" + strings.Repeat("1", 64) +
-		"\n\ntask/books-sapiens-price localhost/pab/task-books-sapiens-price:bb\nbrowser localhost/pab/browser:cc\n"
+		"\n\ntask/books-sapiens-price localhost/pab/task-books-sapiens-price:bb\nbrowser localhost/pab/browser:cc\nagent localhost/pab/agent:dd\n"
 	im, err := ReadImages(strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if im.Replay != "localhost/pab/replay:aa" || im.Browser != "localhost/pab/browser:cc" || im.Task["books-sapiens-price"] != "localhost/pab/task-books-sapiens-price:bb" {
+	if im.Replay != "localhost/pab/replay:aa" || im.Browser != "localhost/pab/browser:cc" || im.Task["books-sapiens-price"] != "localhost/pab/task-books-sapiens-price:bb" ||
+		im.Agent != "localhost/pab/agent:dd" {
 		t.Errorf("%+v", im)
 	}
 	for _, bad := range []string{"replay\n", "replay a b c d\n", "worker x:1\n", "task/../x img:1\n", "replay Bad:1\n", "replay a:1\nreplay b:1\n"} {

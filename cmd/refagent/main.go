@@ -67,14 +67,25 @@ type Extract struct {
 
 func main() {
 	plans := flag.String("plans", os.Getenv("REFAGENT_PLANS"), "directory holding <task>/refagent.yaml (the repository's tasks/; env REFAGENT_PLANS)")
-	mode := flag.String("mode", envOr("REFAGENT_MODE", "ok"), "ok, or a misbehaviour: no-answer, huge, crash, orphan, hang, slow (env REFAGENT_MODE)")
+	mode := flag.String("mode", envOr("REFAGENT_MODE", "ok"), "ok, or a misbehaviour: no-answer, huge, crash, orphan, hang, slow, egress (env REFAGENT_MODE)")
+	cdp := flag.Bool("cdp", false, "also open each page in the browser at $PAB_CDP_URL (Chrome DevTools HTTP endpoints) and wait for it to load")
 	counter := flag.String("counter", os.Getenv("REFAGENT_COUNTER"), "append one line per start to this file (env REFAGENT_COUNTER)")
 	flag.Parse()
+	if *cdp {
+		cdpURL = os.Getenv("PAB_CDP_URL")
+		if cdpURL == "" {
+			fmt.Fprintln(os.Stderr, "refagent: --cdp needs PAB_CDP_URL (http://HOST:PORT of the browser's DevTools)")
+			os.Exit(1)
+		}
+	}
 	if err := run(*plans, *mode, *counter); err != nil {
 		fmt.Fprintln(os.Stderr, "refagent:", err)
 		os.Exit(1)
 	}
 }
+
+// cdpURL is the browser's DevTools address (--cdp), or empty.
+var cdpURL string
 
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
@@ -100,6 +111,8 @@ func run(plans, mode, counter string) error {
 	fmt.Printf("refagent: task %s, mode %s\n", id, mode)
 	switch mode {
 	case "ok", "orphan", "slow":
+	case "egress":
+		return egress(answerFile)
 	case "no-answer":
 		fmt.Println("refagent: leaving without an answer")
 		return nil
@@ -141,6 +154,11 @@ func run(plans, mode, counter string) error {
 	}
 	pages := map[string]string{}
 	for _, u := range p.Get {
+		if cdpURL != "" {
+			if err := openInBrowser(cdpURL, u); err != nil {
+				return err
+			}
+		}
 		body, err := fetch(client, u)
 		if err != nil {
 			return err
