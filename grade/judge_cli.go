@@ -10,8 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/pab-dev/pab/internal/procgroup"
 )
 
 const (
@@ -60,14 +61,8 @@ func (j *cliJudge) Ask(ctx context.Context, prompt string) (Reply, error) {
 	defer cancel()
 
 	cmd := exec.CommandContext(runCtx, "sh", "-c", j.command)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		// Negative pid: the whole group, so children of the shell die too.
-		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
-			return cmd.Process.Kill()
-		}
-		return nil
-	}
+	// the context's end kills the whole group, so children of the shell die too
+	procgroup.Set(cmd, false)
 	cmd.WaitDelay = judgeCLIWaitDelay
 	cmd.Stdin = strings.NewReader(prompt)
 	cmd.Env = os.Environ()
@@ -83,7 +78,7 @@ func (j *cliJudge) Ask(ctx context.Context, prompt string) (Reply, error) {
 	// The shell is gone; children it left behind (a background job holding stdout) are
 	// killed with the group, whatever happened.
 	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = procgroup.Kill(cmd.Process.Pid)
 	}
 	// Output pipes still held by such a child are closed after WaitDelay: the command
 	// itself succeeded, and what it printed before exiting is the reply.

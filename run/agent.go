@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/pab-dev/pab/internal/procgroup"
 )
 
 // MaxOutput is how much of the agent's stdout and of its stderr is kept, in bytes each; the
@@ -130,7 +131,7 @@ func runAgent(ctx context.Context, a agentSpec) agentEnd {
 	c.Env = a.env
 	c.Stdin = nil
 	// Pdeathsig: killed with pab, should pab itself be killed without a chance to clean up.
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	procgroup.Set(c, true)
 	// Pipes of our own: Wait on the process alone, and the copy ends when every holder of
 	// the write ends (the group) is gone.
 	outR, outW, err := os.Pipe()
@@ -185,14 +186,14 @@ func runAgent(ctx context.Context, a agentSpec) agentEnd {
 	case st = <-exited:
 	case <-timeout:
 		end.timedOut = true
-		st = stopGroup(pgid, exited, a.grace)
+		st = procgroup.Stop(pgid, exited, a.grace)
 	case <-ctx.Done():
 		end.interrupted = true
-		st = stopGroup(pgid, exited, a.grace)
+		st = procgroup.Stop(pgid, exited, a.grace)
 	}
 	end.ended = time.Now()
 	// Children that outlive the agent: the same treatment, then the output is drained.
-	killGroup(pgid, a.grace)
+	procgroup.KillRest(pgid, a.grace)
 	drained := make(chan struct{})
 	go func() { copies.Wait(); close(drained) }()
 	select {
@@ -214,81 +215,6 @@ func runAgent(ctx context.Context, a agentSpec) agentEnd {
 		}
 	}
 	return end
-}
-
-// stopGroup sends SIGTERM to the group, waits up to grace for its leader, then SIGKILL.
-func stopGroup(pgid int, exited chan *os.ProcessState, grace time.Duration) *os.ProcessState {
-	syscall.Kill(-pgid, syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case st := <-exited:
-		return st
-	case <-t.C:
-		syscall.Kill(-pgid, syscall.SIGKILL)
-		return <-exited
-	}
-}
-
-// killGroup ends what is left of the process group pgid: SIGTERM, then SIGKILL once it has
-// not emptied within grace (or at once when the group is already empty).
-func killGroup(pgid int, grace time.Duration) {
-	if err := syscall.Kill(-pgid, syscall.SIGTERM); errors.Is(err, syscall.ESRCH) {
-		return
-	}
-	deadline := time.Now().Add(grace)
-	for time.Now().Before(deadline) {
-		if !groupAlive(pgid) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	syscall.Kill(-pgid, syscall.SIGKILL)
-}
-
-// groupAlive reports whether the group has a member that is not a zombie (a zombie, which
-// its new parent reaps, still counts for kill(2) but runs no more).
-func groupAlive(pgid int) bool {
-	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return true
-	}
-	for _, e := range ents {
-		pid := 0
-		if _, err := fmt.Sscan(e.Name(), &pid); err != nil || pid <= 0 {
-			continue
-		}
-		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses
-		i := lastIndexByte(data, ')')
-		if i < 0 {
-			continue
-		}
-		var state string
-		var ppid, pgrp int
-		if _, err := fmt.Sscan(string(data[i+1:]), &state, &ppid, &pgrp); err != nil {
-			continue
-		}
-		if pgrp == pgid && state != "Z" && state != "X" {
-			return true
-		}
-	}
-	return false
-}
-
-func lastIndexByte(b []byte, c byte) int {
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] == c {
-			return i
-		}
-	}
-	return -1
 }
 
 // signalName is the SIGXXX name of s, else its number.

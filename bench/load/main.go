@@ -57,8 +57,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/pab-dev/pab/internal/procgroup"
 )
 
 // target is one URL of the cycle with what its answer must be.
@@ -524,7 +525,7 @@ func runStart(proxy, caFile, rawURL, wantSHA, label string, rep int, timeout tim
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	procgroup.Set(cmd, true)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return err
@@ -535,15 +536,9 @@ func runStart(proxy, caFile, rawURL, wantSHA, label string, rep int, timeout tim
 		return err
 	}
 	defer func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		procgroup.Stop(cmd.Process.Pid, done, 5*time.Second)
 	}()
 	addrCh := make(chan string, 1)
 	var errText bytes.Buffer

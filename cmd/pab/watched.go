@@ -10,8 +10,9 @@ import (
 	"os/exec"
 	"regexp"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/pab-dev/pab/internal/procgroup"
 )
 
 // watchedChild is a child process (Chromium, pab guard) started in its own process group,
@@ -46,7 +47,7 @@ func (e *childExitedError) Error() string {
 // its helper processes still hold the pipe. Stderr is copied to logPath, cut at limit bytes
 // ("" discards it), and scanned for re.
 func startWatched(c *exec.Cmd, logPath string, limit int64, re *regexp.Regexp) (*watchedChild, error) {
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	procgroup.Set(c, true)
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, err

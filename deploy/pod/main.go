@@ -44,6 +44,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/pab-dev/pab/internal/procgroup"
 )
 
 // Size bounds of what collect copies. The answer is copied up to one byte more than pab
@@ -452,7 +454,7 @@ func runAgent(args []string, timeout time.Duration, stdout, stderr io.Writer) ag
 	res := agentResult{Started: now()}
 	c := exec.Command(args[0], args[1:]...)
 	c.Stdout, c.Stderr = stdout, stderr
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	procgroup.Set(c, false)
 	// a grandchild holding the pipes open must not keep Wait from returning
 	c.WaitDelay = 2 * time.Second
 	if err := c.Start(); err != nil {
@@ -477,11 +479,11 @@ func runAgent(args []string, timeout time.Duration, stdout, stderr io.Writer) ag
 	case err = <-done:
 	case <-limit:
 		res.TimedOut = true
-		err = stopGroup(pgid, done)
+		err = procgroup.Stop(pgid, done, 5*time.Second)
 	case <-term:
-		err = stopGroup(pgid, done)
+		err = procgroup.Stop(pgid, done, 5*time.Second)
 	}
-	syscall.Kill(-pgid, syscall.SIGKILL) // children that outlive the agent
+	procgroup.Kill(pgid) //nolint:errcheck // children that outlive the agent
 	res.Ended = now()
 	res.ExitCode = 0
 	var ee *exec.ExitError
@@ -494,17 +496,6 @@ func runAgent(args []string, timeout time.Duration, stdout, stderr io.Writer) ag
 		res.ExitCode = -1
 	}
 	return res
-}
-
-func stopGroup(pgid int, done chan error) error {
-	syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(5 * time.Second):
-	}
-	syscall.Kill(-pgid, syscall.SIGKILL)
-	return <-done
 }
 
 func signalName(s syscall.Signal) string {
