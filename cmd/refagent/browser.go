@@ -12,6 +12,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/pab-dev/pab/internal/atomicfile"
 )
 
 // maxCDPReply bounds a DevTools HTTP answer.
@@ -145,11 +147,7 @@ func egress(answerFile string) error {
 			say("browser https://%s/: %s", h, outcome("loaded", err))
 		}
 	}
-	tmp := answerFile + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, answerFile)
+	return atomicfile.Write(answerFile, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 }
 
 func outcome(ok string, err error) string {

@@ -31,6 +31,8 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/pab-dev/pab/internal/atomicfile"
+
 	"go.yaml.in/yaml/v3"
 )
 
@@ -169,11 +171,7 @@ func run(plans, mode, counter string) error {
 	if err != nil {
 		return err
 	}
-	tmp := answerFile + ".tmp"
-	if err := os.WriteFile(tmp, []byte(answer), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, answerFile)
+	return atomicfile.Write(answerFile, []byte(answer), 0o644)
 }
 
 // loadPlan reads and checks a plan file.

@@ -45,6 +45,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pab-dev/pab/internal/atomicfile"
+
 	"github.com/pab-dev/pab/internal/procgroup"
 )
 
@@ -224,36 +226,23 @@ func copyFile(src, dst string, mode os.FileMode, limit int64) error {
 	return writeAtomicFrom(dst, r, mode)
 }
 
+// writeAtomic writes data to dst (making its directory) with atomicfile.
 func writeAtomic(dst string, data []byte, mode os.FileMode) error {
-	return writeAtomicFrom(dst, bytes.NewReader(data), mode)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.Write(dst, data, mode)
 }
 
+// writeAtomicFrom writes what r holds to dst (making its directory) with atomicfile.
 func writeAtomicFrom(dst string, r io.Reader, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-*")
-	if err != nil {
+	return atomicfile.WriteFrom(dst, mode, func(w io.Writer) error {
+		_, err := io.Copy(w, r)
 		return err
-	}
-	_, err = io.Copy(f, r)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), dst)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", dst, err)
-	}
-	return nil
+	})
 }
 
 var taskID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)

@@ -52,6 +52,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pab-dev/pab/internal/atomicfile"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -564,11 +566,7 @@ func writeStatus(file string, st corev1.PodStatus) error {
 	if err != nil {
 		return err
 	}
-	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, file)
+	return atomicfile.Write(file, append(b, '\n'), 0o644)
 }
 
 func ptrTime(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }

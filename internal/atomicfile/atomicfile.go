@@ -1,10 +1,15 @@
 // Package atomicfile writes whole files so that a reader sees the old file or the new one,
 // never half of one: the data goes to a temporary file in the same directory, is synced,
-// given its mode and renamed over the path.
+// given its mode and renamed over the path, and the directory is synced so the rename
+// survives a crash.
 package atomicfile
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -13,27 +18,89 @@ import (
 // (which must exist), fsync and rename. On any error the temporary file is removed, path is
 // left as it was, and the error names path.
 func Write(path string, data []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	return WriteFrom(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteFrom is Write for data produced by fill, which writes it to w (buffered, 256 KiB).
+// An error of fill is returned, wrapped with path, and nothing is written.
+func WriteFrom(path string, perm os.FileMode, fill func(w io.Writer) error) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+			err = fmt.Errorf("write %s: %w", path, err)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 256<<10)
+	if err = fill(bw); err != nil {
+		return err
 	}
-	if cerr := f.Close(); err == nil {
+	if err = bw.Flush(); err != nil {
+		return err
+	}
+	if err = f.Chmod(perm); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return err
+	}
+	// the file is in place; a directory that cannot be synced (some file systems refuse)
+	// does not undo that
+	_ = SyncDir(dir)
+	return nil
+}
+
+// WriteJSON writes v to path as Write does, encoded as JSON indented by two spaces, with
+// <, > and & as they are (not \u003c) and a final newline: the form of every JSON file pab
+// writes for people to read (result.json, run.json, summary.json, ...).
+func WriteJSON(path string, v any, perm os.FileMode) error {
+	data, err := MarshalJSON(v)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return Write(path, data, perm)
+}
+
+// MarshalJSON is the encoding of WriteJSON: v as JSON indented by two spaces, HTML
+// characters not escaped, a final newline.
+func MarshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// SyncDir fsyncs the directory dir, so that a rename or a new file in it is durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Chmod(tmp, perm)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
 	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
+		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
 }
