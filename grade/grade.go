@@ -43,6 +43,8 @@ type Input struct {
 	// recording; when set, a log with no request for any of them gets a note (a log from
 	// another task). May be nil.
 	RecordedHosts map[string]bool
+	// Provenance, when set, goes into the result as is (Result.Provenance).
+	Provenance *Provenance
 	// Guard is what the run's pab guard wrote (ReadGuardRun), for a grading with a guard
 	// section; GuardError, when set, is why it could not be read (the run is then reported
 	// with status error: it cannot be shown safe without the guard's files).
@@ -77,12 +79,16 @@ func grade(ctx context.Context, in Input, sum *logSummary, opts Options) *Result
 	r := &Result{
 		Format: ResultFormat, Task: in.Task, Title: in.Title, Prompt: in.Prompt,
 		Grading: in.GradingFile, Answer: in.Answer, Items: []Item{},
-		Pages: Pages{Opened: []Page{}, NotFound: []NotFound{}},
+		Pages:      Pages{Opened: []Page{}, NotFound: []NotFound{}},
+		Provenance: in.Provenance,
 	}
 	if in.Log != nil {
 		lr := *in.Log
 		lr.Truncated = sum.truncated
 		r.Log = &lr
+		if m := r.RecordingMismatch(); m != "" {
+			r.note("%s", m)
+		}
 		r.Pages = sum.pages.result()
 		r.Requests = sum.bySource
 		if in.Log.Bad > 0 {

@@ -51,6 +51,9 @@ func GradeLog(ctx context.Context, in Input, r io.Reader, name string, opts Opti
 			lr.bad(sc.Line(), sc.Problem())
 		}
 	}
+	if h := sc.Header(); h != nil {
+		lr.Recording, lr.RecordingOf = h.Recording, h.RecordingOf
+	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read %s line %d: %w", name, sc.Line()+1, err)
 	}

@@ -97,6 +97,32 @@ type Result struct {
 	// Guard is what was read from the run's pab guard trace and result, for a grading with
 	// a guard section.
 	Guard *GuardRun `json:"guard,omitempty"`
+	// Provenance says what produced this result: the recording, grading file and rules
+	// graded against and the pab build (docs/grading.md "Provenance"); nil when the
+	// caller gave none.
+	Provenance *Provenance `json:"provenance,omitempty"`
+}
+
+// RecordingMismatch returns one line saying that the replay log was written against
+// another recording than the one graded with, or "" when they agree or cannot be
+// compared (the log names no recording, or names a hash of another kind).
+func (r *Result) RecordingMismatch() string {
+	p, l := r.Provenance, r.Log
+	if p == nil || l == nil || p.Recording == "" || l.Recording == "" || p.RecordingOf != l.RecordingOf {
+		return ""
+	}
+	if p.Recording == l.Recording {
+		return ""
+	}
+	return fmt.Sprintf("the replay log %s was written against recording %s, but the run is graded with recording %s", l.File, short(l.Recording), short(p.Recording))
+}
+
+// short is the first 16 hex digits of a hash.
+func short(h string) string {
+	if len(h) > 16 {
+		return h[:16]
+	}
+	return h
 }
 
 // JudgeInfo names the judge and counts its calls.

@@ -222,3 +222,33 @@ func FuzzParseGrading(f *testing.F) {
 		}
 	})
 }
+
+// TestSeedGradingExample: seed 003's example field, with its description unquoted, is
+// refused with the message docs/grading.md quotes, and the quoted fix it shows parses
+// (issue 21).
+func TestSeedGradingExample(t *testing.T) {
+	doc, err := os.ReadFile("../docs/grading.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const seed = "  price: { type: money, description: lowest price found, without shipping }\n"
+	const fixed = "  price: { type: money, description: \"lowest price found, without shipping\" }\n"
+	const msg = `tasks/<id>/grading.yaml:2: extract field price: unknown field "without shipping" (known: type, description); a comma inside { } starts a new field: put the value before it in quotes`
+	for _, s := range []string{seed, fixed, msg} {
+		if !strings.Contains(string(doc), s) {
+			t.Errorf("docs/grading.md does not show %q", s)
+		}
+	}
+	rest := "checks: [{id: c, question: q}]\n"
+	_, err = ParseGrading("tasks/<id>/grading.yaml", []byte("extract:\n"+seed+rest))
+	if err == nil || err.Error() != msg {
+		t.Errorf("seed example: error %v, want %s", err, msg)
+	}
+	g, err := ParseGrading("tasks/<id>/grading.yaml", []byte("extract:\n"+fixed+rest))
+	if err != nil {
+		t.Fatalf("the quoted fix: %v", err)
+	}
+	if len(g.Extract) != 1 || g.Extract[0].Description != "lowest price found, without shipping" {
+		t.Errorf("the quoted fix: extract %+v", g.Extract)
+	}
+}

@@ -32,6 +32,11 @@ type LogRead struct {
 	// Truncated counts the good lines whose long fields replay cut to fit its bound
 	// (replay.LogLine.Truncated); set by grading.
 	Truncated int `json:"truncated,omitempty"`
+	// Recording and RecordingOf are what the log's header line (replay.LogHeader) says the
+	// replay served; empty when the log has none (a replay of an older pab, or one not
+	// told its recording).
+	Recording   string `json:"recording,omitempty"`
+	RecordingOf string `json:"recording_of,omitempty"`
 	// Requests are the good lines in file order (ReadLog only; GradeLog keeps none).
 	Requests []replay.LogLine `json:"-"`
 	// lineNos are the file line numbers of Requests (ReadLog).
@@ -61,6 +66,9 @@ func ReadLog(r io.Reader, name string) (*LogRead, error) {
 		} else {
 			lr.bad(sc.Line(), sc.Problem())
 		}
+	}
+	if h := sc.Header(); h != nil {
+		lr.Recording, lr.RecordingOf = h.Recording, h.RecordingOf
 	}
 	if err := sc.Err(); err != nil {
 		return lr, fmt.Errorf("read %s line %d: %w", name, sc.Line()+1, err)

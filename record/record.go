@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ import (
 
 	"github.com/pab-dev/pab/internal/mitm"
 	"github.com/pab-dev/pab/replay"
+	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/tlsca"
 	"github.com/pab-dev/pab/warc"
 )
@@ -78,6 +80,13 @@ type Options struct {
 	// Debug receives the proxy shell's, goproxy's and net/http's warnings; nil discards
 	// them.
 	Debug io.Writer
+	// Rules, when set, are the site rules in effect for the task (its repository's sites/
+	// and its rules/, docs/rules.md): an exchange an `exclude` location matches is
+	// forwarded as any other but not stored, and its log line ("not-stored") names the
+	// pattern and where it is written. RuleRoot is the directory rule files are named
+	// relative to in that note (the task repository); "" names them as loaded.
+	Rules    *rules.Set
+	RuleRoot string
 }
 
 // LogLine is one line of the record log (LogFile), JSON.
@@ -468,6 +477,11 @@ func (r *Recorder) handle(req *http.Request) *http.Response {
 		p.upstreamError(err)
 		return textResponse(req, http.StatusBadRequest, "pab record: cannot read the request body\n")
 	}
+	// exclude (docs/rules.md): forwarded, so the person recording still sees the page (a
+	// bot check to complete), but never stored
+	if why := r.excluded(req.URL); why != "" {
+		p.skip = why
+	}
 	// the upstream request ends with the client's, or when Shutdown's wait is over
 	ctx, cancel := context.WithCancel(out.Context())
 	stop := context.AfterFunc(r.hardCtx, cancel)
@@ -496,6 +510,25 @@ func (r *Recorder) handle(req *http.Request) *http.Response {
 	}
 	resp.Body = &captureBody{rc: resp.Body, p: p, max: r.opts.MaxBody}
 	return resp
+}
+
+// excluded returns why u is not stored when an `exclude` location of the rules in effect
+// matches it ("excluded by rules: exclude pattern \"www.shop.example/verify/**\"
+// (sites/shop.yaml:7)"), else "".
+func (r *Recorder) excluded(u *url.URL) string {
+	if r.opts.Rules == nil {
+		return ""
+	}
+	file, line, pat, ok := r.opts.Rules.ExcludedBy(u)
+	if !ok {
+		return ""
+	}
+	if root := r.opts.RuleRoot; root != "" {
+		if rel, err := filepath.Rel(root, file); err == nil && !strings.HasPrefix(rel, "..") {
+			file = filepath.ToSlash(rel)
+		}
+	}
+	return fmt.Sprintf("excluded by rules: exclude pattern %q (%s:%d)", pat, file, line)
 }
 
 // outbound reads the request body (up to MaxBody is kept for the journal; a longer one
@@ -700,7 +733,7 @@ type captureBody struct {
 
 func (c *captureBody) Read(b []byte) (int, error) {
 	n, err := c.rc.Read(b)
-	if n > 0 && !c.over {
+	if n > 0 && !c.over && c.p.skip == "" { // an exchange that is not stored keeps no copy
 		if int64(c.buf.Len()+n) > c.max {
 			c.over = true
 			c.buf = bytes.Buffer{}

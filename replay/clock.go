@@ -91,10 +91,11 @@ func (c *Clock) Script() string { return c.script }
 // Hash returns the CSP hash source of the script, "'sha256-BASE64'" (CSP3 section 2.3.1).
 func (c *Clock) Hash() string { return c.hash }
 
-// wantsClock reports whether a recorded answer gets the clock: a 2xx response served as
-// text/html whose stored payload carries no Content-Encoding.
+// wantsClock reports whether a recorded answer gets the clock: a response of any status
+// that carries a body (not 1xx, 204, 205 or 304), so the site's own 404 and error pages
+// too, served as text/html, whose stored payload carries no Content-Encoding.
 func wantsClock(status int, h http.Header) bool {
-	if status < 200 || status > 299 {
+	if status < 200 || status == http.StatusNoContent || status == http.StatusResetContent || status == http.StatusNotModified {
 		return false
 	}
 	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))

@@ -105,8 +105,11 @@ func TestWantsClock(t *testing.T) {
 		{203, http.Header{"Content-Type": {"TEXT/HTML"}}, true},
 		{200, http.Header{"Content-Type": {"text/html"}, "Content-Encoding": {"identity"}}, true},
 		{200, http.Header{"Content-Type": {"text/html"}, "Content-Encoding": {"gzip"}}, false},
-		{404, http.Header{"Content-Type": {"text/html"}}, false},
-		{302, http.Header{"Content-Type": {"text/html"}}, false},
+		{404, http.Header{"Content-Type": {"text/html"}}, true},
+		{500, http.Header{"Content-Type": {"text/html"}}, true},
+		{302, http.Header{"Content-Type": {"text/html"}}, true},
+		{204, http.Header{"Content-Type": {"text/html"}}, false},
+		{304, http.Header{"Content-Type": {"text/html"}}, false},
 		{200, http.Header{"Content-Type": {"application/json"}}, false},
 		{200, http.Header{"Content-Type": {"application/xhtml+xml"}}, false},
 		{200, http.Header{}, false},
@@ -260,7 +263,7 @@ func TestProxyClock(t *testing.T) {
 		t.Errorf("CSP %q", got)
 	}
 	for _, x := range exs[1:] {
-		if x.url == "https://site.test/big" {
+		if x.url == "https://site.test/big" || x.url == "https://site.test/gone" {
 			continue
 		}
 		r := tp.get(t, x.url, nil)
@@ -274,7 +277,10 @@ func TestProxyClock(t *testing.T) {
 		t.Errorf("20 MiB document: %d bytes, want %d with the clock", len(r.body), len(want))
 	}
 	tp.get(t, "https://site.test/app.js", nil)
-	tp.get(t, "https://site.test/gone", nil)
+	// an error page (410) is an HTML answer too: it gets the clock (issue 21)
+	if r := tp.get(t, "https://site.test/gone", nil); r.status != 410 || string(r.body) != "<html><head>"+tag+"</head></html>" {
+		t.Errorf("410 page: %d %q, want the clock in it", r.status, r.body)
+	}
 	tail := tp.get(t, "http://rr.control/log?tail=2", nil)
 	lines, err := ReadLog(bytes.NewReader(tail.body), "tail")
 	if err != nil || len(lines) != 2 || lines[0].URL != "https://site.test/app.js" || lines[1].URL != "https://site.test/gone" {
@@ -353,4 +359,50 @@ func FuzzInject(f *testing.F) {
 			t.Fatalf("output without the script differs from the input:\n%q\n%q", rest, body)
 		}
 	})
+}
+
+// TestClockErrorPages: every HTML answer of a replay gets the page clock (seed 003, issue
+// 21): a recorded 500 page, the site's own 404 page (manifest not_found, keyed by site name)
+// served for a missed document, and pab's own plain 404 page. Answers that are not HTML
+// (a missed script, a JSON miss) stay without it.
+func TestClockErrorPages(t *testing.T) {
+	m := siteManifest()
+	m.CapturedFrom = testCapturedFrom.Format(time.RFC3339)
+	m.NotFound = map[string]string{"site": "https://site.test/rr-not-found-x"}
+	exs := []ex{
+		{method: "GET", url: "https://site.test/", status: 200, resType: "document",
+			header: []string{"Content-Type: text/html"}, body: []byte("<html><head></head><body>home</body></html>")},
+		{method: "GET", url: "https://site.test/rr-not-found-x", status: 404, resType: "document",
+			header: []string{"Content-Type: text/html"}, body: []byte("<html><head><title>Site 404</title></head></html>")},
+		{method: "GET", url: "https://site.test/broken", status: 500, resType: "document",
+			header: []string{"Content-Type: text/html; charset=utf-8"}, body: []byte("<html><head></head><body>oops</body></html>")},
+	}
+	b := writeTestBundle(t, t.TempDir(), m, exs)
+	tp := startProxyBundle(t, b, map[string]string{"site.yaml": `hosts: ["site.test"]` + "\n"}, func(o *Options) { o.Clock = true })
+	tag := "<script>" + NewClock(testCapturedFrom, false).Script() + "</script>"
+	doc := map[string]string{"Sec-Fetch-Dest": "document"}
+
+	if r := tp.get(t, "https://site.test/broken", doc); r.status != 500 || string(r.body) != "<html><head>"+tag+"</head><body>oops</body></html>" {
+		t.Errorf("recorded 500 page: %d %q, want the clock in it", r.status, r.body)
+	}
+	r := tp.get(t, "https://site.test/no/such/page", doc)
+	if want := "<html><head>" + tag + "<title>Site 404</title></head></html>"; r.status != 404 || string(r.body) != want {
+		t.Errorf("site's own 404 page: %d %q, want %q", r.status, r.body, want)
+	}
+	if r.header.Get("Content-Length") != strconv.Itoa(len(r.body)) {
+		t.Errorf("site's own 404 page: Content-Length %s for %d bytes", r.header.Get("Content-Length"), len(r.body))
+	}
+	r = tp.get(t, "https://other.test/missing", doc)
+	if r.status != 404 || !strings.Contains(string(r.body), tag) || !strings.Contains(string(r.body), "Not in the recording") {
+		t.Errorf("plain 404 page: %d %q, want the clock in it", r.status, r.body)
+	}
+	if r.header.Get("Content-Length") != strconv.Itoa(len(r.body)) {
+		t.Errorf("plain 404 page: Content-Length %s for %d bytes", r.header.Get("Content-Length"), len(r.body))
+	}
+	if r := tp.get(t, "https://site.test/missing.js", map[string]string{"Sec-Fetch-Dest": "script"}); r.status != 404 || len(r.body) != 0 {
+		t.Errorf("missed script: %d %q, want an empty 404", r.status, r.body)
+	}
+	if r := tp.get(t, "https://site.test/api/x", map[string]string{"Sec-Fetch-Dest": "empty", "Accept": "application/json"}); r.status != 404 || string(r.body) != "{}" {
+		t.Errorf("missed API call: %d %q, want {}", r.status, r.body)
+	}
 }

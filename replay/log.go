@@ -112,6 +112,56 @@ type LogLine struct {
 	BodySize int64 `json:"body_size,omitempty"`
 }
 
+// LogHeaderEvent is LogHeader.Event.
+const LogHeaderEvent = "replay-start"
+
+// LogHeader is the first line of a replay log written by a replay that was told which
+// recording it serves (Options.Recording): one line per run, written once when the log is
+// set, before any request line. It is not a request: LogScanner (and so ReadLog, pab stats
+// and pab grade) skips it when it is the log's first non-blank line and returns it from
+// Header; anywhere else it is an unreadable line. It is encoded with encoding/json once
+// per run, so the per-request encoder is untouched.
+type LogHeader struct {
+	// Event is LogHeaderEvent.
+	Event string `json:"event"`
+	// Time is when the log was set, RFC 3339 UTC with milliseconds.
+	Time string `json:"time"`
+	// Recording is the lowercase hex sha256 identifying the recording served (see
+	// Options.Recording).
+	Recording string `json:"recording"`
+	// RecordingOf says what Recording is a hash of: "recording" (the task's published
+	// recording files, warc.HashRecording) or "bundle" (an unpacked bundle's files).
+	RecordingOf string `json:"recording_of,omitempty"`
+}
+
+// maxLogHeader bounds a header line the scanner recognizes, in bytes.
+const maxLogHeader = 4 << 10
+
+// encodeLogHeader returns the header line (with its newline) for a log of a replay of the
+// recording with this hash, or nil when no hash is known.
+func encodeLogHeader(recording, of string, now time.Time) []byte {
+	if recording == "" {
+		return nil
+	}
+	b, err := json.Marshal(LogHeader{Event: LogHeaderEvent, Time: logTime(now), Recording: shortText(recording, 128), RecordingOf: shortText(of, 64)})
+	if err != nil {
+		return nil
+	}
+	return append(b, '\n')
+}
+
+// parseLogHeader returns data as a LogHeader, or nil when it is not one.
+func parseLogHeader(data []byte) *LogHeader {
+	if len(data) > maxLogHeader || !bytes.Contains(data, []byte(`"`+LogHeaderEvent+`"`)) {
+		return nil
+	}
+	var h LogHeader
+	if err := json.Unmarshal(data, &h); err != nil || h.Event != LogHeaderEvent {
+		return nil
+	}
+	return &h
+}
+
 // logWriter writes LogLines as JSON Lines from one goroutine, in batches: a sender
 // appends its line to a shared buffer and returns, and the writer takes what gathered
 // at most logBatchDelay after the first line of a batch, in one write. So a busy proxy
@@ -256,6 +306,8 @@ type LogScanner struct {
 	problem string
 	err     error
 	done    bool
+	started bool       // a non-blank line was read
+	header  *LogHeader // the log's header line, when its first line is one
 }
 
 // NewLogScanner returns a LogScanner reading r.
@@ -288,6 +340,13 @@ func (s *LogScanner) Scan() bool {
 		if len(data) == 0 {
 			continue
 		}
+		if !s.started {
+			s.started = true
+			if h := parseLogHeader(data); h != nil {
+				s.header = h
+				continue
+			}
+		}
 		s.line, s.problem = ParseLogLine(data)
 		return true
 	}
@@ -297,6 +356,10 @@ func (s *LogScanner) Scan() bool {
 // Line is the number of the current line in the input, from 1, blank lines counted; after
 // Scan returned false, the number of the last line read.
 func (s *LogScanner) Line() int { return s.n }
+
+// Header is the log's header line (LogHeader), when its first non-blank line is one and
+// has been read; else nil. The header is not a request: Scan never stops on it.
+func (s *LogScanner) Header() *LogHeader { return s.header }
 
 // Log is the current line parsed (a new LogLine for every line), or nil when it could not
 // be read; then Problem says why.

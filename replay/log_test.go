@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -178,5 +179,61 @@ func TestLogDest(t *testing.T) {
 		if got := logDest(in); got != want {
 			t.Errorf("logDest(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestLogHeader: a replay told its recording's hash starts its log with one header line
+// (issue 21); readers skip it and return it from Header; a header line anywhere but first
+// is an unreadable line; a replay without a hash writes none.
+func TestLogHeader(t *testing.T) {
+	const hash = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	exs := []ex{{method: "GET", url: "https://site.test/", status: 200, resType: "document",
+		header: []string{"Content-Type: text/plain"}, body: []byte("home")}}
+	b := writeTestBundle(t, t.TempDir(), siteManifest(), exs)
+	tp := startProxyBundle(t, b, nil, func(o *Options) { o.Recording, o.RecordingOf = hash, "recording" })
+	tp.get(t, "https://site.test/", nil)
+	tp.get(t, "https://site.test/", nil)
+	tp.close(t)
+	raw := tp.log.Bytes()
+	first, _, _ := bytes.Cut(raw, []byte("\n"))
+	var h LogHeader
+	if err := json.Unmarshal(first, &h); err != nil || h.Event != LogHeaderEvent || h.Recording != hash || h.RecordingOf != "recording" || h.Time == "" {
+		t.Fatalf("first log line %s (%v), want the header naming %s", first, err, hash)
+	}
+	if n := bytes.Count(raw, []byte(`"event"`)); n != 1 {
+		t.Errorf("%d header lines, want one per run", n)
+	}
+	sc := NewLogScanner(bytes.NewReader(raw))
+	var lines int
+	for sc.Scan() {
+		if sc.Log() == nil {
+			t.Errorf("line %d unreadable: %s", sc.Line(), sc.Problem())
+		}
+		lines++
+	}
+	if lines != 2 || sc.Header() == nil || sc.Header().Recording != hash {
+		t.Errorf("scanner: %d request lines, header %+v; want 2 and the header", lines, sc.Header())
+	}
+	if got, err := ReadLog(bytes.NewReader(raw), "log"); err != nil || len(got) != 2 {
+		t.Errorf("ReadLog: %d lines, %v", len(got), err)
+	}
+	// a header after a request line is not a header
+	moved := append(append(bytes.Clone(raw[len(first)+1:]), first...), '\n')
+	sc = NewLogScanner(bytes.NewReader(moved))
+	var bad int
+	for sc.Scan() {
+		if sc.Log() == nil {
+			bad++
+		}
+	}
+	if bad != 1 || sc.Header() != nil {
+		t.Errorf("header as last line: %d bad lines, header %+v; want 1 bad and no header", bad, sc.Header())
+	}
+	// no hash, no header
+	tp2 := startProxyBundle(t, b, nil)
+	tp2.get(t, "https://site.test/", nil)
+	tp2.close(t)
+	if bytes.Contains(tp2.log.Bytes(), []byte(LogHeaderEvent)) {
+		t.Errorf("a replay without Recording wrote a header:\n%s", tp2.log.Bytes())
 	}
 }

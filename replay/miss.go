@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"html"
+	"io"
 	"mime"
 	"net"
 	"net/http"
@@ -119,7 +120,29 @@ func (s *Server) missAnswer(r *http.Request, typ, url string) *answer {
 		a.header.Add("Vary", "Origin")
 	}
 	a.source = SourceMiss
+	s.clockMiss(a)
 	return a
+}
+
+// clockMiss gives the page clock to a miss answer pab wrote itself as text/html (the plain
+// 404 page, an xhr_not_found body declared text/html): every HTML answer of a replay sees
+// the recording's time, not only the recorded ones. The site's own 404 page got it already
+// in recordedAnswer.
+func (s *Server) clockMiss(a *answer) {
+	if s.clock == nil || a.entry != nil || a.data != nil || a.size <= 0 || a.size > s.clockMax {
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(a.header.Get("Content-Type")); err != nil || mt != "text/html" {
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(a.body, a.size))
+	if err != nil {
+		return
+	}
+	var note string
+	body, note = s.clock.Inject(a.header, body)
+	a.body, a.data, a.size = nil, body, int64(len(body))
+	a.note = joinNote(a.note, note)
 }
 
 // notFoundPage serves the site's own recorded 404 page (manifest not_found, keyed by host

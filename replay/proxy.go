@@ -115,13 +115,19 @@ type Options struct {
 	// Debug, when set, receives the proxy shell's, goproxy's and net/http's warnings (TLS
 	// handshake errors, malformed requests, HTTP/2 protocol errors). Nil discards them.
 	Debug io.Writer
-	// Clock turns on the page clock (see Clock): every recorded 2xx text/html answer whose
-	// body is HTML gets a script that sets Date to the manifest's captured_from. A bundle
+	// Clock turns on the page clock (see Clock): every text/html answer whose body is HTML
+	// (recorded, of any status with a body, the site's own 404 page and pab's own 404 page
+	// included) gets a script that sets Date to the manifest's captured_from. A bundle
 	// without captured_from (no exchanges) is served without it.
 	Clock bool
 	// DeterministicRandom, with Clock, also makes Math.random and crypto.getRandomValues
 	// repeatable per page URL.
 	DeterministicRandom bool
+	// Recording, when set, is the lowercase hex sha256 identifying the recording served
+	// (the task's warc.HashRecording, or a hash of the bundle's files), and RecordingOf says
+	// which ("recording" or "bundle"): the log then starts with one LogHeader line naming
+	// it, so that pab grade can tell a log written against another recording.
+	Recording, RecordingOf string
 	// LogTail is how many log lines http://rr.control/log?tail=N can return (default
 	// DefaultLogTail). The lines are kept in memory whether or not Log is set, at most
 	// DefaultLogTailBytes of them; the oldest go first.
@@ -219,7 +225,7 @@ func New(opts Options) (*Server, error) {
 		s.clockMax = MaxClockDocument
 	}
 	if opts.Log != nil {
-		s.logw = newLogWriter(opts.Log)
+		s.setLog(opts.Log)
 	}
 	shell, err := mitm.New(mitm.Config{
 		Handler:           s,
@@ -935,7 +941,21 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 // Listen succeeded.
 func (s *Server) SetLog(w io.Writer) {
 	if s.logw == nil && w != nil {
-		s.logw = newLogWriter(w)
+		s.setLog(w)
+	}
+}
+
+// SetRecording sets Options.Recording and Options.RecordingOf; like SetLog, it must be
+// called before the log is set and before Serve.
+func (s *Server) SetRecording(hash, of string) {
+	s.opts.Recording, s.opts.RecordingOf = hash, of
+}
+
+// setLog starts the log writer for w and queues the log's header line (Options.Recording).
+func (s *Server) setLog(w io.Writer) {
+	s.logw = newLogWriter(w)
+	if h := encodeLogHeader(s.opts.Recording, s.opts.RecordingOf, time.Now()); h != nil {
+		s.logw.send(h)
 	}
 }
 

@@ -386,8 +386,9 @@ func (s *Set) Blocked(u *url.URL) bool {
 	return s.matchLocation(u, func(st *site) []location { return st.block })
 }
 
-// Excluded reports whether an `exclude` pattern matches u: such exchanges are never stored
-// and never replayed.
+// Excluded reports whether an `exclude` pattern matches u: such exchanges are never
+// replayed (left out of the index), and pab record does not store them (record.Options.Rules);
+// an imported recording keeps those it holds.
 func (s *Set) Excluded(u *url.URL) bool {
 	return s.matchLocation(u, func(st *site) []location { return st.exclude })
 }

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/pab-dev/pab/grade"
 	"github.com/pab-dev/pab/internal/atomicfile"
 )
 
@@ -111,6 +112,9 @@ type Info struct {
 	// not graded; Notes add anything unusual.
 	Error string   `json:"error,omitempty"`
 	Notes []string `json:"notes,omitempty"`
+	// Provenance is result.json's: the recording, grading file and rules the run was
+	// graded against and the pab build that graded it; nil when the run was not graded.
+	Provenance *grade.Provenance `json:"provenance,omitempty"`
 }
 
 // readInfo reads dir/run.json; (nil, nil) when there is none.

@@ -469,6 +469,7 @@ func finishRun(ctx context.Context, t Task, dir string, in *Info, problems []str
 			fail(ErrorHarness, err.Error())
 		}
 		in.GradeStatus = res.Status
+		in.Provenance = res.Provenance
 		in.Score, in.Passed = res.Score, res.Passed
 		in.Requests = map[string]int{}
 		total := 0

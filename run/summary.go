@@ -28,6 +28,8 @@ type Summary struct {
 	Agent string `json:"agent"`
 	// Created is when the summary was written (RFC 3339 UTC).
 	Created string `json:"created"`
+	// Pab is the build that wrote the summary (each run's own is in its Provenance).
+	Pab grade.Build `json:"pab"`
 	// Repeat is the repeats per task asked for; Planned the runs asked for (tasks ×
 	// repeats), of which Runs lists those that have a run.json.
 	Repeat  int `json:"repeat"`
@@ -66,6 +68,9 @@ type RunRow struct {
 	Dir    string `json:"dir"`
 	Report string `json:"report,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// Provenance is the run's (run.json): what it was graded against and by which build;
+	// nil when the run was not graded.
+	Provenance *grade.Provenance `json:"provenance,omitempty"`
 }
 
 // PassAt is pass@k: the chance that at least one of k runs drawn from a task's n runs
@@ -160,7 +165,7 @@ func ErrorKindText(kind string) string {
 // summarize builds the summary of a batch in out from the runs' Infos (keyed by task and
 // repeat); tasks gives the order.
 func summarize(out, agent string, tasks []string, repeat int, infos map[job]*Info) *Summary {
-	s := &Summary{Format: SummaryFormat, Agent: agent, Created: utc(time.Now()), Repeat: repeat,
+	s := &Summary{Format: SummaryFormat, Agent: agent, Created: utc(time.Now()), Pab: grade.ReadBuild(), Repeat: repeat,
 		Planned: len(tasks) * repeat, Runs: []RunRow{}, Tasks: []TaskRow{}}
 	o := &s.Overall
 	o.Statuses, o.PassAtK, o.Failures, o.NoBrowsingRuns = map[string]int{}, []PassAt{}, []Failure{}, []string{}
@@ -259,7 +264,8 @@ func effectiveScore(r *RunRow) float64 {
 func rowOf(out string, in *Info) RunRow {
 	dir := filepath.ToSlash(filepath.Join(in.Task, strconv.Itoa(in.Repeat)))
 	r := RunRow{Task: in.Task, Repeat: in.Repeat, Status: in.Status, Score: in.Score, Passed: in.Passed,
-		Pages: in.Pages, NoBrowsing: in.NoBrowsing, DurationMS: in.DurationMS, Dir: dir, Error: in.Error}
+		Pages: in.Pages, NoBrowsing: in.NoBrowsing, DurationMS: in.DurationMS, Dir: dir, Error: in.Error,
+		Provenance: in.Provenance}
 	if in.Status == StatusError {
 		r.ErrorKind = in.ErrorKind
 		if r.ErrorKind == "" {

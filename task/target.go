@@ -2,6 +2,7 @@ package task
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -161,6 +162,88 @@ func (t *Task) BundleDir() (string, error) {
 		removeOlderCopies(bundles, t.ID, name)
 	}
 	return dest, nil
+}
+
+// What a recording hash (Target.RecordingHash) is a hash of.
+const (
+	// HashOfRecording: warc.HashRecording over the task's published recording files
+	// (tasks/<id>/recording, in the order warc.RecordingFiles lists them).
+	HashOfRecording = "recording"
+	// HashOfBundle: HashBundle over an unpacked bundle's four files.
+	HashOfBundle = "bundle"
+)
+
+// RecordingHash returns the lowercase hex sha256 identifying the recording the task's
+// replay serves: warc.HashRecording of its recording directory, taken from the cache's
+// stamp when the files are those stamped (as BundleDir does), so that a hash known already
+// costs no read of the recording.
+func (t *Task) RecordingHash() (string, error) {
+	rec := t.RecordingDir()
+	files, err := warc.RecordingFiles(rec)
+	if err != nil {
+		return "", fmt.Errorf("task %s: %w", t.ID, err)
+	}
+	if len(files) == 0 {
+		return "", fmt.Errorf("task %s has no recording (%s)", t.ID, rec)
+	}
+	return recordingHash(t.Repo.CacheDir(), rec, files)
+}
+
+// RecordingHash returns the hash identifying the recording t serves and what it is a hash
+// of: for a task, its published recording (HashOfRecording, see Task.RecordingHash); for a
+// bundle directory or an imported WARC file, the bundle's files (HashOfBundle, see
+// HashBundle).
+func (t *Target) RecordingHash() (hash, of string, err error) {
+	if t.Task != nil {
+		h, err := t.Task.RecordingHash()
+		return h, HashOfRecording, err
+	}
+	h, err := HashBundle(t.BundleDir)
+	return h, HashOfBundle, err
+}
+
+// HashBundle returns the lowercase hex sha256 of an unpacked bundle's content: for each of
+// manifest.json, pages/pages.jsonl, indexes/entries.jsonl and archive/data.warc in that
+// order, its path relative to the bundle (slash-separated), a NUL byte, its length as 8
+// bytes big-endian, and its bytes (the framing of warc.HashRecording). Other files of the
+// directory (rules/) are not part of it. A missing file is an error.
+func HashBundle(dir string) (string, error) {
+	h := sha256.New()
+	for _, name := range []string{warc.ManifestFile, warc.PagesFile, warc.EntriesFile, warc.WARCFile} {
+		if err := hashFramed(h, filepath.Join(dir, filepath.FromSlash(name)), name); err != nil {
+			return "", fmt.Errorf("bundle %s: %w", dir, err)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// hashFramed writes name, NUL, the file's size (8 bytes big-endian) and its bytes to w.
+func hashFramed(w io.Writer, path, name string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", path)
+	}
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(fi.Size()))
+	io.WriteString(w, name)
+	w.Write([]byte{0})
+	w.Write(n[:])
+	copied, err := io.Copy(w, io.LimitReader(f, fi.Size()))
+	if err != nil {
+		return fmt.Errorf("read %s at offset %d: %w", path, copied, err)
+	}
+	if copied != fi.Size() {
+		return fmt.Errorf("read %s: file shrank from %d to %d bytes while hashing", path, fi.Size(), copied)
+	}
+	return nil
 }
 
 // importWARC imports the WARC file at path into the cache once per content hash.

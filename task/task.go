@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/pab-dev/pab/warc"
 )
 
 // Names inside a task directory.
@@ -187,8 +189,9 @@ func (t *Task) HasGrading() bool {
 // is inside it), the line and the field; unknown top-level fields are kept in Extra. An
 // unknown field within edit distance 1 or 2 of a known one (at most half the known name's
 // length, so "promt" but not "os") is taken for a typo and refused with `did you mean
-// "prompt"?`. The returned card's ID is always set. Errors name the file and, for YAML
-// errors, the line.
+// "prompt"?`. capture.locale must be a BCP 47 tag and capture.timezone a zone
+// time.LoadLocation loads (warc.CheckLocale, warc.CheckTimezone). The returned card's ID is
+// always set. Errors name the file and, for YAML errors, the line.
 func (t *Task) Card() (*Card, error) {
 	path := t.CardPath()
 	f, err := os.Open(path)
@@ -218,6 +221,18 @@ func (t *Task) Card() (*Card, error) {
 	}
 	if c.ID != "" && c.ID != t.ID {
 		return nil, fmt.Errorf("read %s: id %q differs from the task directory name %q", path, c.ID, t.ID)
+	}
+	if cp := c.Capture; cp != nil {
+		if cp.Locale != "" {
+			if err := warc.CheckLocale(cp.Locale); err != nil {
+				return nil, fmt.Errorf("read %s: capture.locale: %w", path, err)
+			}
+		}
+		if cp.Timezone != "" {
+			if err := warc.CheckTimezone(cp.Timezone); err != nil {
+				return nil, fmt.Errorf("read %s: capture.timezone: %w", path, err)
+			}
+		}
 	}
 	c.ID = t.ID
 	return c, nil

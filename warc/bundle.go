@@ -420,7 +420,8 @@ type manifestWithLegacy struct {
 }
 
 // readManifest reads manifest.json from r (at most MaxManifestBytes); path names it in
-// errors. Unknown fields, trailing data and timestamps that are not RFC 3339 are errors;
+// errors. Unknown fields, trailing data, timestamps that are not RFC 3339, a locale that is
+// not a BCP 47 tag and a timezone time.LoadLocation cannot load are errors;
 // the legacy fields (legacyManifestFields: start_url) are accepted, if of the right type,
 // and ignored.
 func readManifest(r io.Reader, path string) (Manifest, error) {
@@ -443,6 +444,9 @@ func readManifest(r io.Reader, path string) (Manifest, error) {
 		if _, err := time.Parse(time.RFC3339Nano, f.v); err != nil {
 			return Manifest{}, fmt.Errorf("read %s: %s: %q is not an RFC 3339 time", path, f.name, f.v)
 		}
+	}
+	if err := checkManifestLocale(m, path); err != nil {
+		return Manifest{}, err
 	}
 	return *m, nil
 }

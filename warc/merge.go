@@ -27,6 +27,9 @@ type MergeOptions struct {
 	PreferNew bool
 	// TaskID, when set, becomes the manifest's task_id; else the new bundle's, else the old's.
 	TaskID string
+	// Locale and Timezone, when set, become the manifest's locale and timezone (pab import
+	// --locale, --timezone); else the new bundle's when set, else the old's.
+	Locale, Timezone string
 	// Context, when set, stops the merge between exchanges; nothing is written then.
 	Context context.Context
 }
@@ -76,6 +79,12 @@ func Merge(oldDir, newDir, outDir string, opts MergeOptions) error {
 	}
 
 	m := mergeManifests(ob, nb, opts.TaskID)
+	if opts.Locale != "" {
+		m.Locale = opts.Locale
+	}
+	if opts.Timezone != "" {
+		m.Timezone = opts.Timezone
+	}
 	type source struct {
 		b    *Bundle
 		drop map[string]bool // identities left out

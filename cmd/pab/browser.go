@@ -182,6 +182,7 @@ docs/browser.md.`,
 						return fmt.Errorf("open log: %w", err)
 					}
 					defer f.Close()
+					setLogRecording(srv, s, errOut)
 					srv.SetLog(f)
 				}
 				served = make(chan error, 1)

@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp/remote"
 
 	"github.com/pab-dev/pab/tlsca"
+	"github.com/pab-dev/pab/warc"
 )
 
 var (
@@ -41,14 +42,28 @@ func TestBrowserCommand(t *testing.T) {
 	copyTree(t, filepath.Join(repoRoot, "sites"), filepath.Join(repo, "sites"))
 	taskDir := filepath.Join(repo, "tasks", "lil-former-projects")
 	copyTree(t, filepath.Join(repoRoot, "tasks", "lil-former-projects"), taskDir)
-	f, err := os.OpenFile(filepath.Join(taskDir, "task.yaml"), os.O_APPEND|os.O_WRONLY, 0)
+	// the manifest's locale (fr-FR here) wins; the zone, which the manifest does not give,
+	// comes from task.yaml's capture (Asia/Tokyo here)
+	card, err := os.ReadFile(filepath.Join(taskDir, "task.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteString("\ncapture:\n  locale: fr-FR\n  timezone: Asia/Tokyo\n"); err != nil {
+	card = bytes.Replace(card, []byte("timezone: America/New_York"), []byte("timezone: Asia/Tokyo"), 1)
+	if err := os.WriteFile(filepath.Join(taskDir, "task.yaml"), card, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	manifest := filepath.Join(taskDir, "recording", warc.RecordingManifestFile)
+	mdata, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mdata = bytes.Replace(mdata, []byte(`"locale": "en-US"`), []byte(`"locale": "fr-FR"`), 1)
+	if !bytes.Contains(mdata, []byte("fr-FR")) || !bytes.Contains(card, []byte("Asia/Tokyo")) {
+		t.Fatalf("the demo task's capture changed: manifest %s, task.yaml %s", mdata, card)
+	}
+	if err := os.WriteFile(manifest, mdata, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cmd := pabIn(repo, "browser", "lil-former-projects")
 	errPipe, err := cmd.StderrPipe()
 	if err != nil {
@@ -141,7 +156,7 @@ func TestBrowserCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	if env != "Asia/Tokyo fr-FR" {
-		t.Errorf("page's time zone and language %q, want %q (task.yaml capture)", env, "Asia/Tokyo fr-FR")
+		t.Errorf("page's time zone and language %q, want %q (manifest locale, task.yaml capture timezone)", env, "Asia/Tokyo fr-FR")
 	}
 
 	// the page clock is on, as in pab replay: the page's Date is the recording's

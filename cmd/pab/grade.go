@@ -106,6 +106,11 @@ guard from the guard's trace and result envelope: --guard-trace and
 --guard-result, by default guard.trace.jsonl and guard.result.json in the log's
 directory (where pab run --guard writes them). No answer is needed for it.
 
+result.json says what produced it (provenance): the recording's content hash,
+grading.yaml's sha256, the hash of the rule files in effect and this build's
+version and VCS revision. A log whose header line names another recording than
+the one graded with gets one warning line on stderr (and a note).
+
 The log is read once, line by line, in bounded memory. A line that cannot be
 read fails closed: a must_not entry it could be is an error, and the run is not
 scored.
@@ -150,8 +155,15 @@ source URL is recorded and its response holds the source text.`,
 // gradingOf loads the task's grading.yaml; (nil, "", nil) when the target is no task or the
 // task has none.
 func gradingOf(t *task.Task) (*grade.Grading, string, error) {
+	gr, name, _, err := gradingWithHash(t)
+	return gr, name, err
+}
+
+// gradingWithHash is gradingOf, also returning the sha256 of the bytes parsed (empty when
+// the file could not be read).
+func gradingWithHash(t *task.Task) (*grade.Grading, string, string, error) {
 	if t == nil || !t.HasGrading() {
-		return nil, "", nil
+		return nil, "", "", nil
 	}
 	path := t.GradingPath()
 	name := path
@@ -160,10 +172,28 @@ func gradingOf(t *task.Task) (*grade.Grading, string, error) {
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, name, err
+		return nil, name, "", err
 	}
 	gr, err := grade.ParseGrading(name, data)
-	return gr, name, err
+	return gr, name, grade.HashBytes(data), err
+}
+
+// provenance is what produced a grading of s (grade.Provenance): the recording's hash, the
+// grading file's (gradingSHA, from gradingWithHash), the rules in effect and this build.
+// What cannot be hashed is left empty and said in the returned notes.
+func provenance(s *session, gradingSHA string) (*grade.Provenance, []string) {
+	p := &grade.Provenance{Grading: gradingSHA, Pab: grade.ReadBuild()}
+	var notes []string
+	var err error
+	if p.Recording, p.RecordingOf, err = s.target.RecordingHash(); err != nil {
+		p.Recording, p.RecordingOf = "", ""
+		notes = append(notes, "provenance: the recording could not be hashed: "+err.Error())
+	}
+	if p.Rules, p.RuleFiles, err = grade.RulesHash(s.rules, s.repo.Root); err != nil {
+		p.Rules, p.RuleFiles = "", nil
+		notes = append(notes, "provenance: "+err.Error())
+	}
+	return p, notes
 }
 
 // gradeFiles are the files pab grade reads and the directory it writes.
@@ -214,18 +244,26 @@ func runGrade(cmd *cobra.Command, g *globalFlags, target string, files gradeFile
 	in := grade.Input{Task: s.target.Name, Answer: answer, Rules: s.rules, Titles: pageTitles(s.bundle), RecordedHosts: recordedHosts(s.bundle),
 		FramesOf: frameLookup(s.bundle)}
 	var problem error
+	var gradingSHA string
 	if t := s.target.Task; t != nil {
 		if card, err := t.Card(); err == nil {
 			in.Title, in.Prompt = card.Title, card.Prompt
 		} else {
 			problem = fmt.Errorf("task card: %w", err)
 		}
-		in.Grading, in.GradingFile, err = gradingOf(t)
+		var sha string
+		in.Grading, in.GradingFile, sha, err = gradingWithHash(t)
 		if err != nil && problem == nil {
 			problem = err
 		}
+		gradingSHA = sha
 	}
 	in.GradingError = problem
+	var provNotes []string
+	in.Provenance, provNotes = provenance(s, gradingSHA)
+	for _, n := range provNotes {
+		fmt.Fprintln(errOut, "pab grade:", n)
+	}
 	if in.Grading != nil && in.Grading.Guard != nil {
 		tr, rs := files.guardTrace, files.guardResult
 		if tr == "" {
@@ -250,6 +288,9 @@ func runGrade(cmd *cobra.Command, g *globalFlags, target string, files gradeFile
 	res, err := grade.GradeLog(cmd.Context(), in, lf, logFile, grade.Options{Judge: judge, Samples: jf.samples})
 	if err != nil {
 		return fmt.Errorf("grade: %w", err)
+	}
+	if m := res.RecordingMismatch(); m != "" {
+		fmt.Fprintln(errOut, "pab grade: warning:", m)
 	}
 	if err := res.WriteFiles(outDir); err != nil {
 		return fmt.Errorf("grade: %w", err)

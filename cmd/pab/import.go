@@ -27,6 +27,8 @@ func newImportCmd(g *globalFlags) *cobra.Command {
 		noCheck   bool
 		noWait    bool
 		title     string
+		locale    string
+		timezone  string
 	)
 	cmd := &cobra.Command{
 		Use:   "import --task ID (FILE.warc[.gz]|FILE.wacz... | BUNDLE-DIR | RECORDING-DIR)",
@@ -76,11 +78,15 @@ then merges with the recording that one left; --no-wait fails at once instead.`,
 			if replace && preferNew {
 				return fmt.Errorf("import: --replace and --prefer-new exclude each other")
 			}
+			if err := checkLocaleFlags("import", locale, timezone); err != nil {
+				return err
+			}
 			repo, err := g.findRepo()
 			if err != nil {
 				return err
 			}
-			return runImport(cmd, repo, id, args, importOptions{replace: replace, preferNew: preferNew, noCheck: noCheck, noWait: noWait, title: title})
+			return runImport(cmd, repo, id, args, importOptions{replace: replace, preferNew: preferNew, noCheck: noCheck, noWait: noWait, title: title,
+				locale: locale, timezone: timezone})
 		},
 	}
 	cmd.Flags().StringVar(&id, "task", "", "task id: the recording goes to tasks/ID/recording (required)")
@@ -89,6 +95,8 @@ then merges with the recording that one left; --no-wait fails at once instead.`,
 	cmd.Flags().BoolVar(&noCheck, "no-check", false, "skip the replay self-check after the import")
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "fail at once, instead of waiting, when another pab is writing the task")
 	cmd.Flags().StringVar(&title, "title", "", "title for a new task.yaml (default: the first page's title); an existing task.yaml is never changed")
+	cmd.Flags().StringVar(&locale, "locale", "", "the browser language of the capture, a BCP 47 tag (en-US): written to the manifest and task.yaml's capture (default: what the recording's manifest says)")
+	cmd.Flags().StringVar(&timezone, "timezone", "", "the time zone of the capture, an IANA name (America/New_York): written to the manifest and task.yaml's capture (default: what the recording's manifest says)")
 	return cmd
 }
 
@@ -96,6 +104,24 @@ then merges with the recording that one left; --no-wait fails at once instead.`,
 type importOptions struct {
 	replace, preferNew, noCheck, noWait bool
 	title                               string
+	// locale and timezone, when set, go into the manifest and task.yaml's capture.
+	locale, timezone string
+}
+
+// checkLocaleFlags checks --locale and --timezone of command cmd (when given): a BCP 47
+// tag and an IANA zone time.LoadLocation loads.
+func checkLocaleFlags(cmd, locale, timezone string) error {
+	if locale != "" {
+		if err := warc.CheckLocale(locale); err != nil {
+			return fmt.Errorf("%s: --locale: %w", cmd, err)
+		}
+	}
+	if timezone != "" {
+		if err := warc.CheckTimezone(timezone); err != nil {
+			return fmt.Errorf("%s: --timezone: %w", cmd, err)
+		}
+	}
+	return nil
 }
 
 // runImport imports args (WARC or WACZ files, or one bundle or recording directory) into
@@ -162,7 +188,7 @@ func runImport(cmd *cobra.Command, repo *task.Repo, id string, args []string, o 
 			return err
 		}
 	} else {
-		rep, err = warc.ImportWARCs(args, incoming, warc.ImportOptions{TaskID: id, Context: ctx})
+		rep, err = warc.ImportWARCs(args, incoming, warc.ImportOptions{TaskID: id, Context: ctx, Locale: o.locale, Timezone: o.timezone})
 		if err != nil {
 			return err
 		}
@@ -183,7 +209,8 @@ func runImport(cmd *cobra.Command, repo *task.Repo, id string, args []string, o 
 			}
 		}
 		final = filepath.Join(work, "merged")
-		if err := warc.Merge(oldDir, incoming, final, warc.MergeOptions{PreferNew: o.preferNew, TaskID: id, Context: ctx}); err != nil {
+		if err := warc.Merge(oldDir, incoming, final, warc.MergeOptions{PreferNew: o.preferNew, TaskID: id, Context: ctx,
+			Locale: o.locale, Timezone: o.timezone}); err != nil {
 			return fmt.Errorf("import: %w", err)
 		}
 	}
@@ -219,6 +246,16 @@ func runImport(cmd *cobra.Command, repo *task.Repo, id string, args []string, o 
 		os.RemoveAll(staged)
 		return failed(err)
 	}
+	// the audit's not_found check (pab audit): every key a host of the recording or a site
+	// name of the rules the task will replay with (sites/, its rules/, the rules inferred now)
+	if probs := auditNotFoundKeys(final, filepath.Join(recDir, warc.RecordingManifestFile)+" (new)",
+		[]string{repo.SitesDir(), t.RulesDir(), filepath.Join(work, "inferred-rules")}); len(probs) > 0 {
+		os.RemoveAll(staged)
+		for _, p := range probs {
+			fmt.Fprintln(errOut, p)
+		}
+		return failed(fmt.Errorf("import: the new recording fails the audit (%d problems, listed above); nothing was imported, %s is as it was", len(probs), recDir))
+	}
 
 	// 4. published
 	if err := warc.Publish(staged, recDir); err != nil {
@@ -234,6 +271,9 @@ func runImport(cmd *cobra.Command, repo *task.Repo, id string, args []string, o 
 		title = firstPageTitle(final)
 	}
 	if err := task.WriteCardIfMissing(taskDir, id, title); err != nil {
+		return err
+	}
+	if err := writeCapture(t, final, errOut); err != nil {
 		return err
 	}
 	if rep != nil {
@@ -454,4 +494,28 @@ func bundleSamples(dir string) ([]rules.Sample, error) {
 			Time: ts, ReqBody: reqBody, ReqContentType: e.ReqType})
 	}
 	return samples, nil
+}
+
+// writeCapture puts the locale and time zone of the imported recording's manifest (bundle
+// directory final) into task.yaml's capture section (docs/import.md): added when the card
+// has none; a card whose capture says otherwise is left as it is, with one warning line on
+// errOut (the manifest is what replay uses).
+func writeCapture(t *task.Task, final string, errOut io.Writer) error {
+	b, err := warc.OpenBundle(final)
+	if err != nil {
+		return err
+	}
+	locale, tz := b.Manifest.Locale, b.Manifest.Timezone
+	b.Close()
+	if locale == "" && tz == "" {
+		return nil
+	}
+	changed, err := task.SetCapture(t.CardPath(), task.Capture{Locale: locale, Timezone: tz})
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	if changed != "" {
+		fmt.Fprintf(errOut, "pab import: warning: %s\n", changed)
+	}
+	return nil
 }

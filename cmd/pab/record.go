@@ -19,6 +19,7 @@ import (
 
 	"github.com/pab-dev/pab/record"
 	"github.com/pab-dev/pab/replay"
+	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/tlsca"
 	"github.com/pab-dev/pab/warc"
@@ -30,6 +31,7 @@ const maxCAFile = 1 << 20
 func newRecordCmd(g *globalFlags) *cobra.Command {
 	var (
 		id, listen, out, upstreamCA string
+		locale, timezone            string
 		redact, resolve             []string
 		finish, http2On, debug      bool
 	)
@@ -49,7 +51,13 @@ directory (DIR.record next to --out, else $PAB_CACHE/record/ID). After a crash,
 run the same command again: the journal is cut after its last whole exchange and
 the recording goes on; --finish only writes the bundle from it. The work
 directory also keeps record.log.jsonl, one line per request, saying what was
-stored and what was not and why. See docs/record.md.`,
+stored and what was not and why: an exchange an exclude rule of the task matches
+(sites/ and tasks/ID/rules/) is forwarded but not stored.
+
+The manifest gets the capture's locale and time zone: --locale, else the first tag
+of the browser's Accept-Language; --timezone, else the machine's (TZ, else
+/etc/timezone or the /etc/localtime link, else UTC), printed at the start. See
+docs/record.md.`,
 		Example: `  pab record --task my-shop
   pab record --task my-shop --out /tmp/shop-bundle --redact 'jane@example.com' --redact 're:\d{3}-\d{2}-\d{4}'
   pab record --task staging --resolve shop.test:443:127.0.0.1:8443 --upstream-ca staging-ca.pem
@@ -61,6 +69,13 @@ stored and what was not and why. See docs/record.md.`,
 			}
 			if err := task.ValidID(id); err != nil {
 				return err
+			}
+			if err := checkLocaleFlags("record", locale, timezone); err != nil {
+				return err
+			}
+			capture := recordCapture{locale: locale, timezone: timezone, tzFrom: "--timezone"}
+			if capture.timezone == "" {
+				capture.timezone, capture.tzFrom = record.MachineTimezone()
 			}
 			repo, err := g.findRepo()
 			if err != nil {
@@ -105,11 +120,17 @@ stored and what was not and why. See docs/record.md.`,
 				if rep.Cut > 0 {
 					fmt.Fprintf(errOut, "pab record: journal cut after its last whole exchange (%d bytes removed)\n", rep.Cut)
 				}
-				return finishRecording(cmd, repo, id, work, out)
+				return finishRecording(cmd, repo, id, work, out, capture)
 			}
 			ca, err := tlsca.LoadDefault()
 			if err != nil {
 				return err
+			}
+			// exclude applies while recording (docs/rules.md): the rules a replay of the
+			// task would use, read once now; a broken rule file stops before recording
+			rs, err := rules.Load(repo.SitesDir(), filepath.Join(repo.TasksDir(), id, "rules"))
+			if err != nil {
+				return fmt.Errorf("record: %w", err)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -120,7 +141,8 @@ stored and what was not and why. See docs/record.md.`,
 				fmt.Fprintf(errOut, "pab record: cannot store exchanges: %v; %d exchanges were stored; later requests get 503, stop with Ctrl-C to write them\n", err, stored)
 			}
 			rec, rrep, err := record.New(record.Options{WorkDir: work, CA: ca, Resolve: resolveMap, RootCAs: roots, Redact: red,
-				OnStoreError: onStoreError, DisableHTTP2: !http2On, Debug: debugWriter(debug, errOut)})
+				OnStoreError: onStoreError, DisableHTTP2: !http2On, Debug: debugWriter(debug, errOut),
+				Rules: rs, RuleRoot: repo.Root})
 			if err != nil {
 				return err
 			}
@@ -134,6 +156,7 @@ stored and what was not and why. See docs/record.md.`,
 				rec.Shutdown()
 				return err
 			}
+			capture.print(errOut)
 			fmt.Fprintf(errOut, "pab record: recording task %s on http://%s\n", id, ln.Addr())
 			fmt.Fprintf(errOut, "pab record: CA %s\n", ca.CertPath())
 			fmt.Fprintf(errOut, "pab record: journal %s, log %s\n", record.JournalPath(work), record.LogPath(work))
@@ -163,7 +186,7 @@ stored and what was not and why. See docs/record.md.`,
 			if serveErr != nil {
 				return serveErr
 			}
-			return finishRecording(cmd, repo, id, work, out)
+			return finishRecording(cmd, repo, id, work, out, capture)
 		},
 	}
 	cmd.Flags().StringVar(&id, "task", "", "task id (required)")
@@ -175,6 +198,8 @@ stored and what was not and why. See docs/record.md.`,
 	cmd.Flags().BoolVar(&debug, "debug", false, "print the proxy's connection-level warnings to stderr: failed TLS handshakes, malformed requests, HTTP/2 protocol errors")
 	cmd.Flags().BoolVar(&http2On, "http2", true, "let clients speak HTTP/2 inside HTTPS tunnels (upstream requests are HTTP/1.1); --http2=false offers HTTP/1.1 only")
 	cmd.Flags().BoolVar(&finish, "finish", false, "do not record: write the bundle from the journal an interrupted recording left")
+	cmd.Flags().StringVar(&locale, "locale", "", "the browser language of the capture, a BCP 47 tag (en-US); default: the first tag of the browser's Accept-Language")
+	cmd.Flags().StringVar(&timezone, "timezone", "", "the time zone of the capture, an IANA name (America/New_York); default: the machine's (TZ, else /etc/timezone or the /etc/localtime link, else UTC)")
 	cmd.Flags().Bool("no-wait", false, "at the end, fail at once instead of waiting when another pab is writing the task (the bundle is kept)")
 	return cmd
 }
@@ -228,7 +253,7 @@ func loadRoots(path string) (*x509.CertPool, error) {
 // finishRecording writes the bundle from the journal in work: to out when set, else into
 // tasks/ID/recording when the task has none, else to the cache with the merge command
 // printed. The journal is removed once the bundle is written.
-func finishRecording(cmd *cobra.Command, repo *task.Repo, id, work, out string) error {
+func finishRecording(cmd *cobra.Command, repo *task.Repo, id, work, out string, capture recordCapture) error {
 	journal := record.JournalPath(work)
 	fi, err := os.Stat(journal)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.Size() == 0) {
@@ -239,7 +264,7 @@ func finishRecording(cmd *cobra.Command, repo *task.Repo, id, work, out string) 
 	if err != nil {
 		return err
 	}
-	m := warc.Manifest{TaskID: id}
+	m := warc.Manifest{TaskID: id, Locale: capture.locale, Timezone: capture.timezone}
 	stdout := cmd.OutOrStdout()
 	if out != "" {
 		rep, err := record.Build(journal, out, m)
@@ -247,6 +272,7 @@ func finishRecording(cmd *cobra.Command, repo *task.Repo, id, work, out string) 
 			return err
 		}
 		printWarnings(cmd, rep)
+		capture.printBuilt(cmd.ErrOrStderr(), rep)
 		fmt.Fprintf(stdout, "recorded %d exchanges, %d pages into %s\n", rep.Exchanges, rep.Pages, out)
 		return os.Remove(journal)
 	}
@@ -256,6 +282,7 @@ func finishRecording(cmd *cobra.Command, repo *task.Repo, id, work, out string) 
 		return err
 	}
 	printWarnings(cmd, rep)
+	capture.printBuilt(cmd.ErrOrStderr(), rep)
 	fmt.Fprintf(stdout, "recorded %d exchanges, %d pages into %s\n", rep.Exchanges, rep.Pages, bundle)
 	// The bundle now holds everything: the journal goes before the import, so that a
 	// crash during the import can never import the same exchanges twice (--finish finds
@@ -290,5 +317,37 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 func printWarnings(cmd *cobra.Command, rep *record.BuildReport) {
 	for _, w := range rep.Warnings {
 		fmt.Fprintln(cmd.ErrOrStderr(), "pab record: warning:", w)
+	}
+}
+
+// recordCapture is the locale and time zone a recording gets (docs/record.md): the flags,
+// else the browser's first Accept-Language tag (found when the bundle is built) and the
+// machine's zone (record.MachineTimezone; tzFrom says where it came from).
+type recordCapture struct {
+	locale, timezone, tzFrom string
+}
+
+// print says at the start of a recording what the capture's locale and zone will be.
+func (c recordCapture) print(w io.Writer) {
+	loc := "the browser's (the first tag of its Accept-Language; --locale to set it)"
+	if c.locale != "" {
+		loc = c.locale + " (--locale)"
+	}
+	from := c.tzFrom
+	if from == "unknown" {
+		from = "the machine's zone is unknown"
+	}
+	fmt.Fprintf(w, "pab record: time zone %s (from %s; --timezone to set it), language %s\n", c.timezone, from, loc)
+}
+
+// printBuilt says which locale and zone the bundle's manifest got.
+func (c recordCapture) printBuilt(w io.Writer, rep *record.BuildReport) {
+	switch {
+	case rep.Locale == "":
+		fmt.Fprintf(w, "pab record: no request carried an Accept-Language: the recording has no locale (pab import --locale sets one); time zone %s\n", rep.Timezone)
+	case rep.LocaleFrom != "":
+		fmt.Fprintf(w, "pab record: locale %s (the browser's Accept-Language), time zone %s\n", rep.Locale, rep.Timezone)
+	default:
+		fmt.Fprintf(w, "pab record: locale %s, time zone %s\n", rep.Locale, rep.Timezone)
 	}
 }

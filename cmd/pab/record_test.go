@@ -126,10 +126,17 @@ func pabIn(repo string, args ...string) *exec.Cmd {
 
 func startRecord(t *testing.T, repo string, srv *httptest.Server, siteCA string, extra ...string) *recordProc {
 	t.Helper()
+	return startRecordWith(t, repo, srv, siteCA, nil, extra...)
+}
+
+// startRecordWith is startRecord with env added to pab record's environment.
+func startRecordWith(t *testing.T, repo string, srv *httptest.Server, siteCA string, env []string, extra ...string) *recordProc {
+	t.Helper()
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
 	args := append([]string{"record", "--listen", "127.0.0.1:0",
 		"--resolve", fmt.Sprintf("shop.test:443:127.0.0.1:%d", port), "--upstream-ca", siteCA}, extra...)
 	p := &recordProc{cmd: pabIn(repo, args...), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stdout = p.stdout
 	errPipe, err := p.cmd.StderrPipe()
 	if err != nil {

@@ -162,6 +162,7 @@ prints hit rates and exits.`,
 					return fmt.Errorf("open log: %w", err)
 				}
 				defer f.Close()
+				setLogRecording(srv, s, cmd.ErrOrStderr())
 				srv.SetLog(f)
 			}
 			errOut := cmd.ErrOrStderr()
@@ -226,4 +227,17 @@ func clockSetting(flag string, flagSet bool, env string) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("%s %q: want on or off", from, v)
+}
+
+// setLogRecording tells srv the hash of the recording s serves, so that the log it writes
+// starts with a header naming it (replay.LogHeader) and pab grade can tell a log written
+// against another recording. A recording that cannot be hashed is said on errOut and the
+// log has no header.
+func setLogRecording(srv *replay.Server, s *session, errOut io.Writer) {
+	h, of, err := s.target.RecordingHash()
+	if err != nil {
+		fmt.Fprintf(errOut, "pab: the log will not name its recording: %v\n", err)
+		return
+	}
+	srv.SetRecording(h, of)
 }

@@ -258,10 +258,18 @@ func (h *runHarness) OpenTask(ctx context.Context, id string) (batch.Task, error
 		} else {
 			t.problem = fmt.Errorf("task card: %w", err)
 		}
-		t.grading, t.gradingFile, err = gradingOf(tk)
+		var sha string
+		t.grading, t.gradingFile, sha, err = gradingWithHash(tk)
 		if err != nil && t.problem == nil {
 			t.problem = err
 		}
+		t.gradingSHA = sha
+	}
+	// Hashed once per task: every run of the batch is graded against the same files.
+	var notes []string
+	t.prov, notes = provenance(s, t.gradingSHA)
+	for _, n := range notes {
+		fmt.Fprintf(h.errOut, "pab run: %s: %s\n", id, n)
 	}
 	if l := s.bundle.Manifest.Locale; l != "" {
 		t.locale = l
@@ -280,6 +288,8 @@ type runTask struct {
 	locale, timezone string
 	grading          *grade.Grading
 	gradingFile      string
+	gradingSHA       string
+	prov             *grade.Provenance // what every run of the task is graded against
 	problem          error
 	titles           map[string]string
 	closeOnce        sync.Once
@@ -306,6 +316,9 @@ func (t *runTask) Start(ctx context.Context, spec batch.StartSpec) (*batch.Servi
 	ln, err := srv.Listen("127.0.0.1:0")
 	if err != nil {
 		return nil, err
+	}
+	if p := t.prov; p != nil && p.Recording != "" {
+		srv.SetRecording(p.Recording, p.RecordingOf)
 	}
 	srv.SetLog(spec.Log)
 	served := make(chan error, 1)
@@ -358,7 +371,7 @@ func (t *runTask) Grade(ctx context.Context, logPath string, answer *grade.Answe
 	}
 	in := grade.Input{Task: t.s.target.Name, Title: t.title, Prompt: t.prompt, Answer: answer,
 		Rules: t.s.rules, Titles: t.titles, FramesOf: frameLookup(t.s.bundle), Grading: t.grading,
-		GradingFile: t.gradingFile, GradingError: t.problem}
+		GradingFile: t.gradingFile, GradingError: t.problem, Provenance: t.prov}
 	if t.grading != nil && t.grading.Guard != nil {
 		// pab run --guard writes the guard's files next to the log (startGuard).
 		dir := filepath.Dir(logPath)

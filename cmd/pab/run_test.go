@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/pab-dev/pab/internal/proctest"
 	batch "github.com/pab-dev/pab/run"
+	"github.com/pab-dev/pab/warc"
 )
 
 var demoTasks = []string{"books-sapiens-price", "archive-org-jobs", "lil-former-projects"}
@@ -28,6 +30,19 @@ func buildRefagent(t *testing.T) string {
 		t.Fatalf("build refagent: %v\n%s", err, out)
 	}
 	return bin
+}
+
+func readInfoFile(t *testing.T, path string) *batch.Info {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in batch.Info
+	if err := json.Unmarshal(data, &in); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return &in
 }
 
 func readSummary(t *testing.T, dir string) *batch.Summary {
@@ -149,6 +164,25 @@ func TestRunEndToEnd(t *testing.T) {
 		if res.Status != "scored" || len(res.Pages.Opened) == 0 {
 			t.Errorf("%s: result %s, %d pages", r.Dir, res.Status, len(res.Pages.Opened))
 		}
+		// Provenance (issue 21): result.json, run.json and the summary's row name the same
+		// recording, grading file, rules and build; the replay log's header names the
+		// recording, so grading did not warn.
+		recHash, _ := warc.HashRecording(filepath.Join(repoRoot, "tasks", r.Task, "recording"))
+		p := res.Provenance
+		if p == nil || p.Recording != recHash || p.Grading == "" || p.Rules == "" || len(p.RuleFiles) == 0 || p.Pab.Version == "" {
+			t.Errorf("%s: result provenance %+v, want recording %s", r.Dir, p, recHash)
+		} else {
+			info := readInfoFile(t, filepath.Join(dir, batch.FileInfo))
+			if info.Provenance == nil || !reflect.DeepEqual(*info.Provenance, *p) || r.Provenance == nil || !reflect.DeepEqual(*r.Provenance, *p) {
+				t.Errorf("%s: run.json provenance %+v, summary %+v, want result.json's %+v", r.Dir, info.Provenance, r.Provenance, p)
+			}
+		}
+		if res.Log == nil || res.Log.Recording != recHash || strings.Contains(strings.Join(res.Notes, " "), "was written against recording") {
+			t.Errorf("%s: log %+v notes %q: want the log's header to name %s", r.Dir, res.Log, res.Notes, recHash)
+		}
+	}
+	if s.Pab.Version == "" {
+		t.Errorf("summary.json names no build: %+v", s.Pab)
 	}
 	if len(s.Tasks) != 3 {
 		t.Fatalf("%d tasks in the summary", len(s.Tasks))
