@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -46,6 +47,10 @@ type Grounding struct {
 	Profile   string
 	Answers   []Answer
 	Materials []string
+	// Mode is GroundingStrict (a weak fill is asked of the owner first; the default under
+	// auto_submit) or GroundingLenient (typed and traced weak; the default under
+	// fill_and_review): grounding.mode in the file.
+	Mode string
 }
 
 // Artifact is an approved document: an absolute path and the sha256 (64 lower-case hex
@@ -98,7 +103,8 @@ func (a *Application) Sources() []string {
 }
 
 // GroundingSources is Sources with the kind of each text: the profile (SourceProfile), each
-// answer (SourceAnswer, as "question answer" and the answer alone) and each material
+// answer (SourceAnswer, as "question\nanswer": the question on the first line, its line
+// breaks made spaces, so WholeValues reads it as the answer's key) and each material
 // (SourceMaterial), in that order. The slice is new.
 func (a *Application) GroundingSources() []GroundingSource {
 	var s []GroundingSource
@@ -106,7 +112,8 @@ func (a *Application) GroundingSources() []GroundingSource {
 		s = append(s, GroundingSource{SourceProfile, a.Grounding.Profile})
 	}
 	for _, x := range a.Grounding.Answers {
-		s = append(s, GroundingSource{SourceAnswer, x.Question + "\n" + x.Answer}, GroundingSource{SourceAnswer, x.Answer})
+		q := strings.Join(strings.Fields(x.Question), " ")
+		s = append(s, GroundingSource{SourceAnswer, q + "\n" + x.Answer})
 	}
 	for _, m := range a.Grounding.Materials {
 		s = append(s, GroundingSource{SourceMaterial, m})
@@ -331,6 +338,12 @@ func ParseApplication(data []byte, dir, name string) (*Application, error) {
 			return nil, err
 		}
 	}
+	if app.Grounding.Mode == "" {
+		app.Grounding.Mode = GroundingLenient
+		if app.Mode == "auto_submit" {
+			app.Grounding.Mode = GroundingStrict
+		}
+	}
 	if n := fields["artifacts"]; n != nil {
 		af, err := p.mapping(n, "artifacts", "resume", "cover_letter")
 		if err != nil {
@@ -487,9 +500,17 @@ func (p *appParser) readText(n *yaml.Node, what string) (string, error) {
 }
 
 func (p *appParser) grounding(n *yaml.Node, app *Application) error {
-	gf, err := p.mapping(n, "grounding", "profile", "profile_file", "answers", "materials", "material_files")
+	gf, err := p.mapping(n, "grounding", "profile", "profile_file", "answers", "materials", "material_files", "mode")
 	if err != nil {
 		return err
+	}
+	if v := gf["mode"]; v != nil {
+		if app.Grounding.Mode, err = p.str(v, "grounding.mode"); err != nil {
+			return err
+		}
+		if app.Grounding.Mode != GroundingStrict && app.Grounding.Mode != GroundingLenient {
+			return p.errf(v, "grounding.mode must be strict or lenient, not %q", app.Grounding.Mode)
+		}
 	}
 	if gf["profile"] != nil && gf["profile_file"] != nil {
 		return p.errf(gf["profile_file"], "grounding: give profile or profile_file, not both")
@@ -523,6 +544,15 @@ func (p *appParser) grounding(n *yaml.Node, app *Application) error {
 			a, err := p.str(af["answer"], "grounding.answers.answer")
 			if err != nil {
 				return err
+			}
+			if len(app.Grounding.Answers) == capAnswers {
+				return p.errf(c, "grounding.answers: at most %d answers (the contract's cap)", capAnswers)
+			}
+			if n := utf8.RuneCountInString(a); n > capAnswerChars {
+				return p.errf(af["answer"], "grounding.answers.answer is %d characters; at most %d", n, capAnswerChars)
+			}
+			if n := utf8.RuneCountInString(q); n > capQuestionChar {
+				return p.errf(af["question"], "grounding.answers.question is %d characters; at most %d", n, capQuestionChar)
 			}
 			app.Grounding.Answers = append(app.Grounding.Answers, Answer{Question: q, Answer: a})
 		}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,8 +19,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Browser is the browser MCP server behind the guard (the child @playwright/mcp, or a fake in
@@ -99,6 +102,40 @@ const submitLockJS = `(() => {
   const def = (name, fn) => Object.defineProperty(window, name, { value: fn, writable: false, configurable: false, enumerable: false });
   def("__pabGuardLock", (t, on) => { if (t === token) armed = !!on; return armed; });
   def("__pabGuardTake", () => { const n = blocked; blocked = 0; return n; });
+  // GETs carrying a value typed in this run: the guard gives [length, hash] pairs of the
+  // typed values (canonical form, FNV-1a over code points), never the values themselves
+  let typed = [];
+  let leaked = 0;
+  def("__pabGuardTyped", (t, list) => { if (t === token && Array.isArray(list)) typed = list.filter((x) => Array.isArray(x) && x.length === 2).slice(0, 1000); return typed.length; });
+  def("__pabGuardTakeLeaks", () => { const n = leaked; leaked = 0; return n; });
+  const canon = (s) => {
+    s = String(s);
+    for (let i = 0; i < 3; i++) { let d; try { d = decodeURIComponent(s.replace(/\+/g, " ")); } catch (e) { break; } if (d === s) break; s = d; }
+    return s.normalize("NFKC").toLowerCase().replace(/\s+/g, " ");
+  };
+  const carries = (u) => {
+    if (!typed.length || u === undefined || u === null) return false;
+    let cps;
+    try { cps = Array.from(canon(u)).slice(0, 8192).map((c) => c.codePointAt(0)); } catch (e) { return false; }
+    for (const [len, hash] of typed) {
+      for (let i = 0; i + len <= cps.length; i++) {
+        let h = 0x811c9dc5;
+        for (let j = i; j < i + len; j++) { h ^= cps[j]; h = Math.imul(h, 16777619); }
+        if ((h >>> 0) === hash) return true;
+      }
+    }
+    return false;
+  };
+  const leaks = (u) => { if (!armed && carries(u)) { leaked++; return true; } return false; };
+  for (const [C, attr] of [[window.HTMLImageElement, "src"], [window.HTMLScriptElement, "src"], [window.HTMLIFrameElement, "src"], [window.HTMLSourceElement, "src"], [window.HTMLLinkElement, "href"], [window.HTMLEmbedElement, "src"], [window.HTMLMediaElement, "src"]]) {
+    const d = C && Object.getOwnPropertyDescriptor(C.prototype, attr);
+    if (!d || !d.set) continue;
+    Object.defineProperty(C.prototype, attr, { configurable: true, enumerable: d.enumerable, get() { return d.get.call(this); }, set(v) { if (leaks(v)) return; d.set.call(this, v); } });
+  }
+  const setAttr = Element.prototype.setAttribute;
+  Element.prototype.setAttribute = function (n, v) { if (/^(src|href|srcset|action|data|poster|background)$/i.test(String(n)) && leaks(v)) return; return setAttr.apply(this, arguments); };
+  const open1 = window.open;
+  if (open1) window.open = function (u) { if (leaks(u)) return null; return open1.apply(this, arguments); };
   const F = HTMLFormElement.prototype;
   const submit = F.submit, requestSubmit = F.requestSubmit, getAttr = Element.prototype.getAttribute;
   // a GET (or dialog) form only navigates; a POST one sends the application
@@ -114,11 +151,16 @@ const submitLockJS = `(() => {
   if (fetch0) window.fetch = function (input, init) {
     const m = (init && init.method) || (input && typeof input === "object" && input.method) || "GET";
     if (!armed && !safe(m)) return Promise.reject(refuse("fetch " + m));
+    if (leaks(input && typeof input === "object" && input.url ? input.url : input)) return Promise.reject(new Error("pab guard: a request carrying typed data refused"));
     return fetch0.apply(this, arguments);
   };
   const X = XMLHttpRequest.prototype, open0 = X.open, send0 = X.send;
-  X.open = function (m) { this.__pabMethod = m; return open0.apply(this, arguments); };
-  X.send = function () { if (!armed && !safe(this.__pabMethod)) throw refuse("XMLHttpRequest " + this.__pabMethod); return send0.apply(this, arguments); };
+  X.open = function (m, u) { this.__pabMethod = m; this.__pabLeak = leaks(u); return open0.apply(this, arguments); };
+  X.send = function () {
+    if (!armed && !safe(this.__pabMethod)) throw refuse("XMLHttpRequest " + this.__pabMethod);
+    if (this.__pabLeak) throw new Error("pab guard: a request carrying typed data refused");
+    return send0.apply(this, arguments);
+  };
   if (navigator.sendBeacon) { const b0 = navigator.sendBeacon.bind(navigator); navigator.sendBeacon = function () { if (!armed) { blocked++; return false; } return b0.apply(null, arguments); }; }
 })();`
 
@@ -175,7 +217,26 @@ const probeElementJS = `(el) => {
     formAction = s(submits && el.hasAttribute("formaction") ? el.formAction : form.action, 2000);
   }
   const handler = [el.getAttribute("onchange"), el.getAttribute("onclick"), el.getAttribute("oninput")].join(" ");
+  // the question a choice answers: its fieldset's legend or its group's label
+  let group = "";
+  if (tag === "input" && (type === "radio" || type === "checkbox") || ["radio", "checkbox", "option", "switch"].includes(s(el.getAttribute("role"), 40))) {
+    const fs = el.closest("fieldset");
+    const lg = fs && fs.querySelector("legend");
+    if (lg) group = s(lg.innerText || lg.textContent, 300);
+    const g = !group && el.closest('[role=radiogroup], [role=group], [role=listbox]');
+    if (g) {
+      group = s(g.getAttribute("aria-label"), 300);
+      if (!group && g.getAttribute("aria-labelledby")) group = s(g.getAttribute("aria-labelledby").split(/\s+/).map((id) => { const x = document.getElementById(id); return x ? x.innerText || x.textContent : ""; }).join(" "), 300);
+    }
+  }
+  // where a GET form's submission would go, with the data it would carry
+  let getURL = "";
+  if (submits && method === "get") {
+    try { const u = new URL(formAction || location.href); u.search = new URLSearchParams(new FormData(form, el)).toString(); getURL = u.href.slice(0, 8000); } catch (e) { getURL = ""; }
+  }
+  const options = tag === "select" ? Array.from(el.options).slice(0, 500).map((o) => ({ value: s(o.value, 300), label: s(o.label || o.text, 300) })) : [];
   return {
+    group, options, getURL,
     tag, type, role: s(el.getAttribute("role"), 40), name, submits, enterSubmits, method, formAction,
     inForm: !!form, href: tag === "a" ? s(el.href, 2000) : "", newTab: tag === "a" && s(el.getAttribute("target"), 20) === "_blank",
     scriptSubmits: /submit\s*\(|requestSubmit/.test(handler), disabled: !!el.disabled,
@@ -186,11 +247,38 @@ const probeElementJS = `(el) => {
 const inspectPageJS = `() => {
   const text = (document.body ? document.body.innerText : "").slice(0, 30000).toLowerCase();
   const has = (sel) => { try { return !!document.querySelector(sel); } catch (e) { return false; } };
+  // A captcha is a challenge a person can see: a rendered widget or challenge frame, on
+  // screen. An invisible reCAPTCHA (its badge, size=invisible frames, a button carrying the
+  // site key) or an invisible hCaptcha is not one: it never asks anything of the owner.
+  const shown = (el) => {
+    try {
+      const st = getComputedStyle(el);
+      if (st.display === "none" || st.visibility === "hidden" || Number(st.opacity) < 0.1) return false;
+      const r = el.getBoundingClientRect();
+      return r.width >= 20 && r.height >= 20 && r.right > 0 && r.bottom > 0;
+    } catch (e) { return false; }
+  };
+  const invisibleKind = (el) => {
+    const src = String(el.getAttribute("src") || "");
+    if (/[?&#]size=invisible/i.test(src)) return true;
+    if (el.closest('.grecaptcha-badge, [data-size="invisible" i]')) return true;
+    const tag = el.tagName;
+    return el.hasAttribute("data-sitekey") && (tag === "BUTTON" || tag === "INPUT" || tag === "A");
+  };
+  const challenge = () => {
+    let els;
+    try {
+      els = document.querySelectorAll('iframe[src*="recaptcha"], iframe[title="reCAPTCHA" i], .g-recaptcha, iframe[src*="hcaptcha.com"], .h-captcha, iframe[src*="challenges.cloudflare.com"], .cf-turnstile, iframe[src*="arkoselabs"], .geetest_holder, [data-sitekey]');
+    } catch (e) { return false; }
+    for (const el of Array.from(els).slice(0, 200)) if (!invisibleKind(el) && shown(el)) return true;
+    return false;
+  };
   return {
     url: location.href,
     title: (document.title || "").slice(0, 200),
     scriptBlocked: typeof window.__pabGuardTake === "function" ? window.__pabGuardTake() : 0,
-    captcha: has('iframe[src*="recaptcha"], .g-recaptcha, iframe[src*="hcaptcha.com"], .h-captcha, iframe[src*="challenges.cloudflare.com"], .cf-turnstile, iframe[src*="arkoselabs"], .geetest_holder, [data-sitekey]')
+    leaked: typeof window.__pabGuardTakeLeaks === "function" ? window.__pabGuardTakeLeaks() : 0,
+    captcha: challenge()
       || /i'?m not a robot|confirm (that )?you('?re| are) not a robot|verify (that )?you('?re| are) (a )?human|ich bin kein roboter|je ne suis pas un robot|no soy un robot|não sou um robô|non sono un robot|ik ben geen robot|ロボットではありません|我不是机器人|人机验证/.test(text),
     login: has('input[type=password]'),
     duplicate: /you('ve| have) already applied|already applied (for|to) this|application (already exists|has already been (submitted|received))|duplicate application|bereits beworben|déjà postulé|ya (te has|se ha) postulado|já se candidatou|già candidato|al gesolliciteerd|既に応募|すでに応募|已申请过|您已申请/.test(text),
@@ -202,8 +290,9 @@ const inspectPageJS = `() => {
 // MaxOutputBytes caps the text of every result the agent gets.
 const MaxOutputBytes = 48 << 10
 
-// maxExtraAnswers bounds the owner's answers kept from pauses (each at most 2000 characters).
-const maxExtraAnswers = 50
+// maxAsksWithoutProgress bounds request_answer calls in a row with nothing filled, attached
+// or opened between them; the next is refused (no_progress) without asking the owner.
+const maxAsksWithoutProgress = 3
 
 // consecutive browser failures after which the run fails.
 const maxBrowserFailures = 3
@@ -261,7 +350,7 @@ var browserOrder = []string{"browser_navigate", "browser_navigate_back", "browse
 
 var ownSpecs = map[string][]prop{
 	"upload_artifact": {{name: "kind", typ: "string", required: true, enum: []string{"resume", "cover_letter"}}},
-	"request_answer": {{name: "question", typ: "string", required: true, maxLen: 2000},
+	"request_answer": {{name: "question", typ: "string", required: true, maxLen: 2000, desc: "The question for the owner; at most 300 characters are kept."},
 		{name: "kind", typ: "string", enum: []string{"missing_answer", "screening_ambiguity"}}},
 	"ready_for_review": {{name: "summary", typ: "string", required: true, maxLen: 20000}},
 }
@@ -310,6 +399,10 @@ type Bridge struct {
 	pause           *PauseRequest
 	lastURL         string
 	repeat          RepeatGuard
+	typed           []string // values filled in this run (kept in memory only, never traced): a URL carrying one is a submit by GET
+	asks            int      // request_answer calls in the run
+	askStreak       int      // request_answer calls since the last progress
+	askProgress     int      // filled + uploaded + pages at the last request_answer
 }
 
 // NewBridge checks cfg (App, Browser and Pauser are required) and returns a Bridge. The
@@ -749,6 +842,9 @@ func (b *Bridge) inspect(ctx context.Context) *pageState {
 	}
 	t := func(k string) bool { x, _ := v[k].(bool); return x }
 	title, _ := v["title"].(string)
+	if n, _ := v["leaked"].(float64); n > 0 {
+		b.emit(Event{Type: "policy.decision", Domain: hostOf(u), Detail: map[string]any{"class": ClassSubmit, "decision": "refused", "reason": "submit.by_get", "basis": "page_request", "count": int(math.Min(n, 1e6))}})
+	}
 	if n, _ := v["scriptBlocked"].(float64); n > 0 {
 		b.emit(Event{Type: "policy.decision", Domain: hostOf(u), Detail: map[string]any{"class": ClassSubmit, "decision": "refused", "reason": "script_submit", "count": int(math.Min(n, 1e6))}})
 	}
@@ -759,7 +855,13 @@ func (b *Bridge) inspect(ctx context.Context) *pageState {
 type facts struct {
 	Tag, Type, Role, Name, Method, FormAction, Href   string
 	Submits, EnterSubmits, InForm, NewTab, ScriptSubs bool
+	Group                                             string      // the question a radio or checkbox answers (legend, group label)
+	Options                                           []selectOpt // a <select>'s options
+	GetURL                                            string      // a GET form's submission URL with its data (for a control that submits one)
 }
+
+// selectOpt is one option of a <select>: its value attribute and its visible label.
+type selectOpt struct{ Value, Label string }
 
 func (b *Bridge) probe(ctx context.Context, ref, label string) *facts {
 	b.mu.Lock()
@@ -786,9 +888,20 @@ func (b *Bridge) probe(ctx context.Context, ref, label string) *facts {
 	}
 	s := func(k string) string { x, _ := v[k].(string); return x }
 	t := func(k string) bool { x, _ := v[k].(bool); return x }
+	var opts []selectOpt
+	if list, ok := v["options"].([]any); ok {
+		for _, o := range list {
+			if m, ok := o.(map[string]any); ok {
+				val, _ := m["value"].(string)
+				lab, _ := m["label"].(string)
+				opts = append(opts, selectOpt{Value: val, Label: lab})
+			}
+		}
+	}
 	return &facts{Tag: strings.ToLower(s("tag")), Type: strings.ToLower(s("type")), Role: s("role"), Name: s("name"),
 		Method: strings.ToLower(s("method")), FormAction: s("formAction"), Href: s("href"), Submits: submits,
-		EnterSubmits: t("enterSubmits"), InForm: t("inForm"), NewTab: t("newTab"), ScriptSubs: t("scriptSubmits")}
+		EnterSubmits: t("enterSubmits"), InForm: t("inForm"), NewTab: t("newTab"), ScriptSubs: t("scriptSubmits"),
+		Group: s("group"), Options: opts, GetURL: s("getURL")}
 }
 
 func blockerOf(s *pageState) string {
@@ -816,7 +929,7 @@ func hostOf(raw string) string {
 // pauseFor asks the owner and waits. true: resumed (and recheck, when given, passed).
 // Not resumed: the run stops, blocked for p.Reason.
 func (b *Bridge) pauseFor(ctx context.Context, p PauseRequest, recheck func() bool) bool {
-	p.Question = bound(p.Question, capQuestionChar)
+	p.Question = boundChars(p.Question, capQuestionChar)
 	reason := p.Reason
 	traceReason := reason
 	if reason == "sensitive_page" {
@@ -847,11 +960,16 @@ func (b *Bridge) pauseFor(ctx context.Context, p PauseRequest, recheck func() bo
 	b.emit(Event{Type: "run.resumed", Detail: map[string]any{"status": "resumed", "reason": reason}})
 	if a := strings.TrimSpace(out.Answer); a != "" {
 		b.mu.Lock()
-		if len(b.extraSources) < maxExtraAnswers {
-			b.extraSources = append(b.extraSources, bound(a, 2000))
+		kept := len(b.extraSources)+len(b.app.Grounding.Answers) < capAnswers
+		if kept {
+			b.extraSources = append(b.extraSources, boundChars(a, capAnswerChars))
 		}
 		b.mu.Unlock()
-		b.emit(Event{Type: "source.read", Detail: map[string]any{"kind": "owner_answer", "bytes": len(a)}})
+		if kept {
+			b.emit(Event{Type: "source.read", Detail: map[string]any{"kind": "owner_answer", "bytes": len(a)}})
+		} else {
+			b.emit(Event{Type: "note", Detail: map[string]any{"kind": "owner_answer", "status": "not_kept", "count": capAnswers}})
+		}
 	}
 	if recheck != nil && !recheck() {
 		b.mu.Lock()
@@ -912,7 +1030,7 @@ func (b *Bridge) Result() Result {
 	defer b.mu.Unlock()
 	r := Result{RunID: b.app.ID, Mode: b.app.Mode, TraceID: b.cfg.Trace.ID(), EngineAuth: "unknown",
 		Filled: b.filled, Uploaded: slices.Clone(b.uploaded), SubmitAttempted: b.submitAttempted,
-		Summary: bound(b.summary, capSummary)}
+		Summary: boundChars(b.summary, capSummary)}
 	if r.TraceID == "" {
 		r.TraceID = "trace-" + b.app.ID
 	}
@@ -1074,7 +1192,10 @@ func (b *Bridge) navigate(ctx context.Context, raw string) *mcp.CallToolResult {
 	if !b.app.AllowsHost(host) {
 		return b.refuse("browser_navigate", ClassRead, "external_site", host+" is not one of this application's sites ("+strings.Join(b.app.Sites, ", ")+").", host)
 	}
-	if ok, _ := b.app.PathAllowed(u.EscapedPath()); !ok {
+	if b.carriesTyped(u.String()) {
+		return b.refuseByGet("browser_navigate", host)
+	}
+	if ok, _ := b.app.PathAllowed(u.EscapedPath()); !ok && !b.isStartURL(u) {
 		return b.refuse("browser_navigate", ClassRead, "path_not_listed", "That page is not in the reviewed site manifest of this application.", host)
 	}
 	b.admit(host)
@@ -1086,6 +1207,122 @@ func (b *Bridge) navigate(ctx context.Context, raw string) *mcp.CallToolResult {
 		return b.passOn(res)
 	}
 	return b.afterMove(ctx, "browser_navigate", res)
+}
+
+// isStartURL reports whether u is the application's start_url (scheme, host and path; the
+// query and fragment aside): the run's own start page is never off the manifest.
+func (b *Bridge) isStartURL(u *url.URL) bool {
+	if b.app.StartURL == "" || u == nil {
+		return false
+	}
+	s, err := url.Parse(b.app.StartURL)
+	if err != nil {
+		return false
+	}
+	return strings.EqualFold(s.Scheme, u.Scheme) && strings.EqualFold(s.Host, u.Host) && s.EscapedPath() == u.EscapedPath()
+}
+
+// carriesTyped reports whether raw (a URL) carries a value filled in this run: after
+// percent- and plus-decoding and Normalize, a value of 4 or more characters anywhere in it,
+// a shorter one as a whole query value or path segment.
+func (b *Bridge) carriesTyped(raw string) bool {
+	b.mu.Lock()
+	typed := slices.Clone(b.typed)
+	b.mu.Unlock()
+	if len(typed) == 0 || raw == "" {
+		return false
+	}
+	dec := strings.ReplaceAll(raw, "+", " ")
+	for i := 0; i < 3; i++ { // doubly encoded data too
+		d, err := url.PathUnescape(dec)
+		if err != nil || d == dec {
+			break
+		}
+		dec = d
+	}
+	n := Normalize(dec)
+	var parts []string
+	if u, err := url.Parse(raw); err == nil {
+		for _, seg := range strings.Split(u.Path, "/") {
+			parts = append(parts, Normalize(seg))
+		}
+		for _, vs := range u.Query() {
+			for _, v := range vs {
+				parts = append(parts, Normalize(v))
+			}
+		}
+	}
+	for _, t := range typed {
+		nt := Normalize(t)
+		if nt == "" {
+			continue
+		}
+		if len([]rune(nt)) >= 4 && strings.Contains(n, nt) {
+			return true
+		}
+		if slices.Contains(parts, nt) {
+			return true
+		}
+	}
+	return false
+}
+
+// canonTyped is the form both the guard and the submit lock hash a typed value in: NFKC,
+// lower case, runs of white space one space.
+func canonTyped(v string) string {
+	return strings.Join(strings.FieldsFunc(strings.ToLower(norm.NFKC.String(v)), unicode.IsSpace), " ")
+}
+
+// typedHashes are the [length, hash] pairs of the run's typed values (and extra) of four or
+// more characters for the submit lock: FNV-1a (32 bits) over the code points of canonTyped.
+func (b *Bridge) typedHashes(extra string) [][2]uint32 {
+	b.mu.Lock()
+	vals := append(slices.Clone(b.typed), extra)
+	b.mu.Unlock()
+	var out [][2]uint32
+	seen := map[[2]uint32]bool{}
+	for _, v := range vals {
+		rs := []rune(canonTyped(v))
+		if len(rs) < 4 {
+			continue
+		}
+		h := uint32(0x811c9dc5)
+		for _, r := range rs {
+			h ^= uint32(r)
+			h *= 16777619
+		}
+		k := [2]uint32{uint32(len(rs)), h}
+		if !seen[k] && len(out) < 1000 {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// pushTyped gives the page's submit lock the hashes of the typed values (with extra, a value
+// about to be typed), so that the page's own GETs carrying one are refused. Only with the
+// lock installed (LockToken) and browser_evaluate available.
+func (b *Bridge) pushTyped(ctx context.Context, extra string) {
+	b.mu.Lock()
+	_, has := b.child["browser_evaluate"]
+	b.mu.Unlock()
+	if b.cfg.LockToken == "" || !has {
+		return
+	}
+	hs := b.typedHashes(extra)
+	if len(hs) == 0 {
+		return
+	}
+	list, _ := json.Marshal(hs)
+	fn := "() => typeof window.__pabGuardTyped === \"function\" && window.__pabGuardTyped(\"" + b.cfg.LockToken + "\", " + string(list) + ")"
+	_, _ = b.cfg.Browser.CallTool(ctx, "browser_evaluate", map[string]any{"function": fn})
+}
+
+// refuseByGet refuses a navigation that would carry typed data to a site (class submit,
+// reason submit.by_get): under either mode only the gated submit may send the application.
+func (b *Bridge) refuseByGet(tool, host string) *mcp.CallToolResult {
+	return b.refuse(tool, ClassSubmit, "submit.by_get", "That URL carries values typed into the form: opening it would send the application by GET. It was not opened. Stop sending form data; call ready_for_review when the form is filled.", host)
 }
 
 func (b *Bridge) admit(host string) {
@@ -1123,7 +1360,7 @@ func (b *Bridge) snapshot(ctx context.Context) *mcp.CallToolResult {
 		b.mu.Lock()
 		last := b.lastURL
 		b.mu.Unlock()
-		if snap.PageURL != last {
+		if snap.PageURL != last && snap.PageURL != "about:blank" {
 			_, host, refusal := CheckURL(snap.PageURL)
 			if refusal != "" || !b.app.AllowsHost(host) {
 				return b.afterMove(ctx, "browser_snapshot", res)
@@ -1160,6 +1397,15 @@ func (b *Bridge) afterMove(ctx context.Context, tool string, res *mcp.CallToolRe
 	if state == nil {
 		return b.refuse(tool, ClassRead, "inspect_failed", "The page could not be inspected after it changed, so it cannot be shown to be safe. Take a browser_snapshot.", "")
 	}
+	if state.URL == "about:blank" {
+		// the start of the browser's history (back past the first page): no site, nothing
+		// to undo, no redirect
+		b.mu.Lock()
+		b.lastURL = state.URL
+		b.mu.Unlock()
+		b.allow(tool, ClassRead, "about_blank")
+		return textResult(textOf(res)+"\n(The browser is at about:blank, the start of its history. Navigate to a page of this application's sites.)", res.IsError)
+	}
 	u, host, refusal := CheckURL(state.URL)
 	if refusal != "" || !b.app.AllowsHost(host) {
 		b.undo(ctx)
@@ -1173,7 +1419,13 @@ func (b *Bridge) afterMove(ctx context.Context, tool string, res *mcp.CallToolRe
 		}
 		return b.refuse(tool, ClassRead, "external_redirect", "That led to "+shown+", which is not one of this application's sites; it was undone and the owner was told. Take a browser_snapshot and continue on the application's pages.", host)
 	}
-	if ok, _ := b.app.PathAllowed(u.EscapedPath()); !ok {
+	if b.carriesTyped(state.URL) {
+		// the page (or a script) already sent it: undo, and trace it as the submit it was
+		b.undo(ctx)
+		b.emit(Event{Type: "browser.blocked", URL: state.URL, Domain: host, Detail: map[string]any{"reason": "submit.by_get", "tool": tool}})
+		return b.refuseByGet(tool, host)
+	}
+	if ok, _ := b.app.PathAllowed(u.EscapedPath()); !ok && !b.isStartURL(u) {
 		b.undo(ctx)
 		return b.refuse(tool, ClassRead, "path_not_listed", "That page is not in the reviewed site manifest of this application; it was undone. Take a browser_snapshot.", host)
 	}
@@ -1198,6 +1450,7 @@ func (b *Bridge) landed(ctx context.Context, tool string, res *mcp.CallToolResul
 	b.mu.Unlock()
 	b.admit(host)
 	b.emit(Event{Type: "browser.navigated", URL: state.URL, Domain: host, Detail: map[string]any{"tool": tool}})
+	b.pushTyped(ctx, "") // a new page's lock starts empty
 	if blocker := blockerOf(state); blocker != "" {
 		b.emit(Event{Type: "browser.blocked", URL: state.URL, Domain: host, Detail: map[string]any{"reason": blocker}})
 		ok := b.pauseFor(ctx, PauseRequest{Reason: blocker, Question: "The page needs a person: " + strings.ReplaceAll(blocker, "_", " ") + ".", URL: traceURL(state.URL), Domain: host}, func() bool {
@@ -1272,6 +1525,12 @@ func (b *Bridge) click(ctx context.Context, args map[string]any) *mcp.CallToolRe
 		if _, _, r := CheckURL(f.Href); r != "" && !strings.HasPrefix(f.Href, "#") {
 			return b.refuse(tool, ClassRead, "bad_url", "That link is not an http(s) page: "+r, "")
 		}
+		if b.carriesTyped(f.Href) {
+			return b.refuseByGet(tool, hostOf(f.Href))
+		}
+	}
+	if f.Submits && f.Method == "get" && b.carriesTyped(f.GetURL) {
+		return b.refuseByGet(tool, hostOf(f.GetURL))
 	}
 	if f.NewTab {
 		return b.refuse(tool, ClassRead, "new_tab", "That link opens a new tab, which an application run may not use. Open it with browser_navigate if it is on this application's sites.", "")
@@ -1285,11 +1544,15 @@ func (b *Bridge) click(ctx context.Context, args map[string]any) *mcp.CallToolRe
 			}
 			return textResult("The owner handled that agreement in the browser. Do not click it yourself; take a browser_snapshot and continue.", false)
 		}
-		kind, r := Ground(node.Name, argStr(args, "source_quote"), b.sources())
+		g, r := GroundValue(node.Name, argStr(args, "source_quote"), f.Group, b.sources())
 		if r != "" {
 			return b.refuseField(tool, "ungrounded", r, fieldLabel(node, f))
 		}
-		return b.fill(ctx, tool, node.Role, fieldLabel(node, f), kind, forward)
+		label := fieldLabel(node, f)
+		if res := b.confirmWeak(ctx, tool, firstNonEmpty(f.Group, label), label, g); res != nil {
+			return res
+		}
+		return b.fill(ctx, tool, node.Role, label, g, forward)
 	}
 	isNav := in(navRoles, node.Role) || (node.Role == "button" && IsPaginationLabel(node.Name))
 	stepGet := f.Submits && f.Method != "post" && IsStepLabel(firstNonEmpty(node.Name, f.Name))
@@ -1309,6 +1572,21 @@ func (b *Bridge) click(ctx context.Context, args map[string]any) *mcp.CallToolRe
 	focus := in(focusRoles, node.Role) && !f.Submits
 	if fileInput || step || focus {
 		b.allow(tool, ClassFill, "")
+		res, msg, ok := b.callBrowser(ctx, tool, forward)
+		if !ok {
+			return textResult(msg, true)
+		}
+		return b.afterClick(ctx, tool, res)
+	}
+	// A button that submits no POST form, runs no inline submit and has no commit word in
+	// its own name ("Apply" on a listing, "Autofill with ...") is a read: whatever it opens
+	// is checked as a page change, and a script POST it starts meets the submit lock.
+	isButton := node.Role == "button" || f.Tag == "button" || (f.Tag == "input" && (f.Type == "button" || f.Type == "submit"))
+	if isButton && !(f.Submits && f.Method == "post") && !f.ScriptSubs && f.Type != "reset" {
+		if b.pageLimitReached() {
+			return b.refuse(tool, ClassRead, "limit_pages", "The run's limit of "+strconv.Itoa(b.app.Limits.Pages)+" pages is reached. Call ready_for_review now.", "")
+		}
+		b.allow(tool, ClassRead, "button_no_submit")
 		res, msg, ok := b.callBrowser(ctx, tool, forward)
 		if !ok {
 			return textResult(msg, true)
@@ -1337,6 +1615,27 @@ func fieldLabel(node SnapNode, f *facts) string {
 	return f.Name
 }
 
+// confirmWeak handles a weak grounding (GroundResult.Weak: the field's label and the key of
+// the quoted value share no meaning). Under grounding mode strict the owner is asked first
+// (a screening_ambiguity pause naming the field and the key, never the value); resumed, the
+// fill goes on (nil); cancelled, the run stops and the refusal is returned. Under lenient,
+// or when the grounding is not weak, it returns nil (the fill is traced basis "weak").
+func (b *Bridge) confirmWeak(ctx context.Context, tool, field, label string, g GroundResult) *mcp.CallToolResult {
+	if !g.Weak || b.app.Grounding.Mode != GroundingStrict {
+		return nil
+	}
+	d := map[string]any{"tool": tool, "class": ClassFill, "decision": "paused", "reason": "weak_grounding", "basis": "weak"}
+	if label != "" {
+		d["field"] = label
+	}
+	b.emit(Event{Type: "policy.decision", Detail: d})
+	q := "Confirm the answer for \"" + bound(field, 120) + "\": the agent took it from the owner's \"" + bound(g.Key, 120) + "\", which may not answer this question."
+	if !b.pauseFor(ctx, PauseRequest{Reason: "screening_ambiguity", Question: q}, nil) {
+		return textResult("The owner did not confirm that answer. Stop now.", true)
+	}
+	return nil
+}
+
 // refuseField traces a refused fill of the field labelled label (class fill) and returns
 // the refusal.
 func (b *Bridge) refuseField(tool, code, msg, label string) *mcp.CallToolResult {
@@ -1350,7 +1649,14 @@ func (b *Bridge) refuseField(tool, code, msg, label string) *mcp.CallToolResult 
 
 // fill forwards an answer and counts it; the field.filled event names the field (label,
 // page text) and the kind of grounding source the value was quoted from (source).
-func (b *Bridge) fill(ctx context.Context, tool, role, label, source string, forward map[string]any) *mcp.CallToolResult {
+func (b *Bridge) fill(ctx context.Context, tool, role, label string, g GroundResult, forward map[string]any) *mcp.CallToolResult {
+	source := g.Kind
+	if t, ok := forward["text"].(string); ok {
+		b.pushTyped(ctx, t) // before typing: the page may send it on its input event
+	} else if vs, ok := forward["values"].([]any); ok && len(vs) > 0 {
+		t, _ := vs[0].(string)
+		b.pushTyped(ctx, t)
+	}
 	res, msg, ok := b.callBrowser(ctx, tool, forward)
 	if !ok {
 		return textResult(msg, true)
@@ -1360,6 +1666,18 @@ func (b *Bridge) fill(ctx context.Context, tool, role, label, source string, for
 	}
 	b.mu.Lock()
 	b.filled++
+	if len(b.typed) < 1000 {
+		if t, ok := forward["text"].(string); ok {
+			b.typed = append(b.typed, t)
+		}
+		if vs, ok := forward["values"].([]any); ok {
+			for _, v := range vs {
+				if t, ok := v.(string); ok {
+					b.typed = append(b.typed, t)
+				}
+			}
+		}
+	}
 	b.mu.Unlock()
 	d := map[string]any{"tool": tool, "class": ClassFill, "role": role}
 	if label != "" {
@@ -1367,6 +1685,11 @@ func (b *Bridge) fill(ctx context.Context, tool, role, label, source string, for
 	}
 	if source != "" {
 		d["source"] = source
+	}
+	if g.Weak {
+		d["basis"] = "weak"
+	} else if source != "" {
+		d["basis"] = "value"
 	}
 	b.emit(Event{Type: "field.filled", Detail: d})
 	if tool == "browser_click" {
@@ -1399,12 +1722,16 @@ func (b *Bridge) typeText(ctx context.Context, args map[string]any) *mcp.CallToo
 		return textResult("The owner handled the sign-in. Take a browser_snapshot and continue.", false)
 	}
 	value := argStr(args, "text")
-	kind, r := Ground(value, argStr(args, "source_quote"), b.sources())
+	label := fieldLabel(node, f)
+	g, r := GroundValue(value, argStr(args, "source_quote"), label, b.sources())
 	if r != "" {
-		return b.refuseField(tool, "ungrounded", r, fieldLabel(node, f))
+		return b.refuseField(tool, "ungrounded", r, label)
+	}
+	if res := b.confirmWeak(ctx, tool, label, label, g); res != nil {
+		return res
 	}
 	forward := map[string]any{"element": bound(firstNonEmpty(argStr(args, "element"), node.Name), 200), b.refName(tool): node.Ref, "text": value}
-	return b.fill(ctx, tool, node.Role, fieldLabel(node, f), kind, forward)
+	return b.fill(ctx, tool, node.Role, label, g, forward)
 }
 
 func (b *Bridge) selectOption(ctx context.Context, args map[string]any) *mcp.CallToolResult {
@@ -1420,14 +1747,6 @@ func (b *Bridge) selectOption(ctx context.Context, args map[string]any) *mcp.Cal
 	if len(values) == 0 {
 		return b.refuse(tool, ClassFill, "bad_arguments", "values needs at least one value.", "")
 	}
-	kind := ""
-	for _, v := range values {
-		k, r := Ground(v, argStr(args, "source_quote"), b.sources())
-		if r != "" {
-			return b.refuseField(tool, "ungrounded", r, node.Name)
-		}
-		kind = k
-	}
 	f := b.probe(ctx, node.Ref, firstNonEmpty(argStr(args, "element"), node.Name))
 	if f == nil {
 		return b.refuse(tool, ClassFill, "probe_failed", "That dropdown could not be read from the page. Take a fresh browser_snapshot.", "")
@@ -1435,25 +1754,167 @@ func (b *Bridge) selectOption(ctx context.Context, args map[string]any) *mcp.Cal
 	if f.ScriptSubs && f.InForm {
 		return b.refuse(tool, ClassSubmit, "auto_submit_control", "Changing that dropdown submits the form, so the run may not change it. Call request_answer so the owner sets it.", "")
 	}
-	forward := map[string]any{"element": bound(firstNonEmpty(argStr(args, "element"), node.Name), 200), b.refName(tool): node.Ref, "values": values}
-	res := b.fill(ctx, tool, node.Role, fieldLabel(node, f), kind, forward)
+	label := fieldLabel(node, f)
+	// An option is grounded by the label the page shows, never by its value attribute (a
+	// value "7" may read "EUR 150,000"); the label is what is selected.
+	var g GroundResult
+	labels := make([]any, 0, len(values))
+	for _, v := range values {
+		shown := v
+		if f.Tag == "select" {
+			found := false
+			for _, o := range f.Options {
+				if o.Label == strings.TrimSpace(v) {
+					shown, found = o.Label, true
+					break
+				}
+			}
+			for _, o := range f.Options {
+				if !found && o.Value == v {
+					shown, found = o.Label, true
+				}
+			}
+			if !found {
+				return b.refuseField(tool, "no_such_option", "That dropdown has no option "+strconv.Quote(bound(v, 80))+". Use an option's label as the snapshot shows it.", label)
+			}
+		}
+		gv, r := GroundValue(shown, argStr(args, "source_quote"), label, b.sources())
+		if r != "" {
+			if shown != v {
+				r = "The option " + strconv.Quote(bound(v, 80)) + " reads " + strconv.Quote(bound(shown, 120)) + " on the page, and that label is what must come from the owner's words. " + r
+			}
+			return b.refuseField(tool, "ungrounded", r, label)
+		}
+		if gv.Weak || g.Kind == "" {
+			g = gv
+		}
+		labels = append(labels, shown)
+	}
+	if res := b.confirmWeak(ctx, tool, label, label, g); res != nil {
+		return res
+	}
+	forward := map[string]any{"element": bound(firstNonEmpty(argStr(args, "element"), node.Name), 200), b.refName(tool): node.Ref, "values": labels}
+	res := b.fill(ctx, tool, node.Role, label, g, forward)
 	if res.IsError {
 		return res
 	}
 	return b.afterClick(ctx, tool, res)
 }
 
+// formValueJS is shared by formSnapJS and formCheckJS: the value of a form control as a
+// comparable string (selected options, checked, file count, or the value).
+const formValueJS = `const val = (el) => {
+    const t = String(el.type || "").toLowerCase();
+    if (el.tagName === "SELECT") return Array.from(el.options).map((o) => (o.selected ? "1" : "0")).join("");
+    if (t === "checkbox" || t === "radio") return el.checked ? "1" : "0";
+    if (t === "file") return String(el.files ? el.files.length : 0);
+    return String(el.value);
+  };`
+
+// formSnapJS keeps, in the page, the value of every form control (at most 2000) before a
+// key press, and reports whether the focused element bears a value (a text field, select,
+// radio, checkbox, range ...). The values stay in the page; only the count comes back.
+const formSnapJS = `() => {
+  ` + formValueJS + `
+  const els = Array.from(document.querySelectorAll("input, select, textarea")).slice(0, 2000);
+  Object.defineProperty(window, "__pabFormSnap", { value: { els, vals: els.map(val) }, configurable: true, writable: true, enumerable: false });
+  const a = document.activeElement;
+  const t = a ? String(a.type || "").toLowerCase() : "";
+  const bears = !!a && (a.tagName === "SELECT" || a.tagName === "TEXTAREA" || a.isContentEditable ||
+    (a.tagName === "INPUT" && !["button", "submit", "reset", "image", "hidden"].includes(t)));
+  return { focusedValueBearing: bears, count: els.length };
+}`
+
+// formCheckJS compares every form control with formSnapJS's values after a key press,
+// puts back each changed one (with input and change events, so page frameworks see it) and
+// returns the labels of those it put back (never their values).
+const formCheckJS = `() => {
+  ` + formValueJS + `
+  const snap = window.__pabFormSnap;
+  if (!snap) return { changed: [], missing: true };
+  window.__pabFormSnap = undefined;
+  const s = (v) => (typeof v === "string" ? v : "").replace(/\s+/g, " ").trim().slice(0, 200);
+  // a label's own words: a label wrapping its control holds the control's text too (a select's options)
+  const own = (l) => { const c = l.cloneNode(true); c.querySelectorAll("select, input, textarea, option").forEach((x) => x.remove()); return c.textContent; };
+  const label = (el) => s(el.getAttribute("aria-label")) || s(el.labels && el.labels.length ? Array.from(el.labels).map(own).join(" ") : "") ||
+    s(el.getAttribute("placeholder")) || s(el.getAttribute("name")) || s(el.id) || el.tagName.toLowerCase();
+  const changed = [];
+  const restore = (el, old) => {
+    const t = String(el.type || "").toLowerCase();
+    if (el.tagName === "SELECT") Array.from(el.options).forEach((o, i) => { o.selected = old[i] === "1"; });
+    else if (t === "checkbox" || t === "radio") el.checked = old === "1";
+    else if (t !== "file") { const d = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(el), "value"); if (d && d.set) d.set.call(el, old); else el.value = old; }
+    el.dispatchEvent(new Event("input", { bubbles: true }));
+    el.dispatchEvent(new Event("change", { bubbles: true }));
+  };
+  snap.els.forEach((el, i) => {
+    if (!el.isConnected || val(el) === snap.vals[i]) return;
+    changed.push({ el, old: snap.vals[i] });
+  });
+  changed.forEach((c) => restore(c.el, c.old));
+  return { changed: changed.slice(0, 20).map((c) => label(c.el)) };
+}`
+
+// pressKey presses a safe key. The values of the page's form controls are read before and
+// after: a key on a focused value-bearing control is a fill (traced class fill), and any
+// control a key changed is put back and traced policy.decision refused "fill.unjustified"
+// with the control's label (never the value): a key press has no grounding, so it may set
+// no value (an arrow on a select or a radio group, a Tab onto a consent radio ...).
 func (b *Bridge) pressKey(ctx context.Context, key string) *mcp.CallToolResult {
 	const tool = "browser_press_key"
 	if !IsSafeKey(key) {
 		return b.refuse(tool, ClassSubmit, "unsafe_key", "That key is refused: only Tab, Shift+Tab, arrows, Escape, Home/End and PageUp/PageDown move between fields. Enter and Space can submit; type text with browser_type.", "")
 	}
-	b.allow(tool, ClassRead, "")
+	b.mu.Lock()
+	_, canCheck := b.child["browser_evaluate"]
+	b.mu.Unlock()
+	class := ClassRead
+	if canCheck {
+		before, ok := b.evalJSON(ctx, formSnapJS)
+		if !ok {
+			return b.refuse(tool, ClassRead, "inspect_failed", "The page's form could not be read, so the key press cannot be shown to be safe. Take a browser_snapshot.", "")
+		}
+		if v, _ := before["focusedValueBearing"].(bool); v && key != "Tab" && key != "Shift+Tab" && key != "Escape" {
+			class = ClassFill
+		}
+	}
+	b.allow(tool, class, "")
 	res, msg, ok := b.callBrowser(ctx, tool, map[string]any{"key": key})
 	if !ok {
 		return textResult(msg, true)
 	}
+	if canCheck {
+		after, ok := b.evalJSON(ctx, formCheckJS)
+		var labels []string
+		if list, isList := after["changed"].([]any); ok && isList {
+			for _, x := range list {
+				if l, isStr := x.(string); isStr {
+					labels = append(labels, l)
+				}
+			}
+		}
+		for _, l := range labels {
+			b.emit(Event{Type: "policy.decision", Detail: map[string]any{"tool": tool, "class": ClassFill, "decision": "refused", "reason": "fill.unjustified", "field": l}})
+		}
+		if len(labels) > 0 {
+			b.inspect(ctx) // takes (and traces) the submit lock's refusals the change caused
+			b.mu.Lock()
+			b.refs.invalidate()
+			b.mu.Unlock()
+			return textResult("That key changed the value of "+bound(strings.Join(labels, "; "), 400)+", and the change was undone: a key press may not set an answer. Answer with browser_click, browser_select_option or browser_type and a source_quote. Take a browser_snapshot.", true)
+		}
+	}
 	return b.afterClick(ctx, tool, res)
+}
+
+// evalJSON runs fn in the page through the child's browser_evaluate and returns its JSON
+// object value; false when it failed or returned no object.
+func (b *Bridge) evalJSON(ctx context.Context, fn string) (map[string]any, bool) {
+	res, err := b.cfg.Browser.CallTool(ctx, "browser_evaluate", map[string]any{"function": fn})
+	if err != nil || res == nil || res.IsError {
+		return nil, false
+	}
+	return evaluateResult(textOf(res))
 }
 
 func (b *Bridge) upload(ctx context.Context, kind string) *mcp.CallToolResult {
@@ -1532,9 +1993,28 @@ func stageArtifact(path, sum, dir string) (string, error) {
 }
 
 func (b *Bridge) requestAnswer(ctx context.Context, args map[string]any) *mcp.CallToolResult {
-	question := bound(strings.TrimSpace(argStr(args, "question")), capQuestionChar)
+	question := boundChars(strings.TrimSpace(argStr(args, "question")), capQuestionChar)
 	if question == "" {
 		return b.refuse("request_answer", ClassRead, "bad_arguments", "request_answer needs the question.", "")
+	}
+	b.mu.Lock()
+	progress := b.filled + len(b.uploaded) + b.pages
+	if progress != b.askProgress {
+		b.askStreak = 0
+	}
+	b.askProgress = progress
+	b.askStreak++
+	b.asks++
+	streak, asks := b.askStreak, b.asks
+	full := len(b.extraSources)+len(b.app.Grounding.Answers) >= capAnswers
+	b.mu.Unlock()
+	switch {
+	case asks > capQuestions:
+		return b.refuse("request_answer", ClassRead, "too_many_questions", "This run has asked the owner "+strconv.Itoa(capQuestions)+" questions, the most it may. Fill what the sources cover, then call ready_for_review.", "")
+	case streak > maxAsksWithoutProgress:
+		return b.refuse("request_answer", ClassRead, "no_progress", "You asked the owner "+strconv.Itoa(maxAsksWithoutProgress)+" questions in a row without filling anything in between. Use the answers you have (take a browser_snapshot and fill the fields), or call ready_for_review.", "")
+	case full:
+		return b.refuse("request_answer", ClassRead, "too_many_answers", "The owner has given "+strconv.Itoa(capAnswers)+" answers, the most a run keeps. Fill what the sources cover, then call ready_for_review.", "")
 	}
 	reason := "missing_answer"
 	if argStr(args, "kind") == "screening_ambiguity" {
@@ -1559,7 +2039,7 @@ func (b *Bridge) review(summary string) *mcp.CallToolResult {
 	b.mu.Lock()
 	b.reviewReady = true
 	if b.summary == "" {
-		b.summary = bound(strings.TrimSpace(summary), capSummary)
+		b.summary = boundChars(strings.TrimSpace(summary), capSummary)
 	}
 	filled := b.filled
 	b.mu.Unlock()

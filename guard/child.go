@@ -48,6 +48,10 @@ type ChildOptions struct {
 	CallTimeout time.Duration
 	// ProtocolVersion is the MCP version offered; "" means BrowserProtocolVersion.
 	ProtocolVersion string
+	// MaxReplyBytes bounds one message (one line) from the server; 0 means
+	// DefaultMaxChildReplyBytes. A reply over it is dropped and its call fails with a
+	// JSON-RPC error; the session goes on (see boundedReplies).
+	MaxReplyBytes int
 }
 
 // Child is a browser MCP server running as a child process, spoken to over its stdin and
@@ -91,6 +95,9 @@ func StartChild(ctx context.Context, argv []string, opts ChildOptions) (*Child, 
 	}
 	if opts.ProtocolVersion == "" {
 		opts.ProtocolVersion = BrowserProtocolVersion
+	}
+	if opts.MaxReplyBytes <= 0 {
+		opts.MaxReplyBytes = DefaultMaxChildReplyBytes
 	}
 	stderr := opts.Stderr
 	if stderr == nil {
@@ -144,7 +151,8 @@ func StartChild(ctx context.Context, argv []string, opts ChildOptions) (*Child, 
 	}
 	done := make(chan connected, 1)
 	go func() {
-		s, err := client.Connect(sctx, &mcp.IOTransport{Reader: outR, Writer: inW},
+		t := &mcp.IOTransport{Reader: newBoundedReplies(outR, opts.MaxReplyBytes), Writer: inW, MaxLineLength: opts.MaxReplyBytes + 1024}
+		s, err := client.Connect(sctx, t,
 			&mcp.ClientSessionOptions{ProtocolVersion: opts.ProtocolVersion})
 		done <- connected{s, err}
 	}()

@@ -310,3 +310,16 @@ func FuzzSplitCommand(f *testing.F) {
 		}
 	})
 }
+
+// TestChildReplyBounded: a reply over MaxReplyBytes fails its call with a clear error, and
+// the session goes on (the next call is answered).
+func TestChildReplyBounded(t *testing.T) {
+	c := startFake(t, ChildOptions{MaxReplyBytes: 64 << 10})
+	if _, err := c.CallTool(context.Background(), "big", map[string]any{"N": 200 << 10}); err == nil || !strings.Contains(err.Error(), "over 65536 bytes") {
+		t.Errorf("a 200 KiB reply: err %v; want the size bound named", err)
+	}
+	res, err := c.CallTool(context.Background(), "big", map[string]any{"N": 1000})
+	if err != nil || len(resultText(res)) != 1000 {
+		t.Fatalf("the next call: %v %v", res, err)
+	}
+}

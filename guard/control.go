@@ -3,21 +3,27 @@ package guard
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // MaxControlBody bounds the body of a control API request (POST /resume, /cancel).
 const MaxControlBody = 64 << 10
 
-// maxAnswer bounds an owner's answer (bytes), from the control API or the terminal.
+// maxAnswer bounds the bytes of a terminal line (an answer is then held to 2,000
+// characters by Resume).
 const maxAnswer = 16 << 10
 
 // Controller is the Pauser of `pab guard`: a pause waits until a person resumes it (with an
@@ -31,6 +37,8 @@ type Controller struct {
 	seq     int
 	notify  []chan PauseRequest // prompts waiting to print the next pause
 	turn    chan struct{}       // one pause at a time
+	token   string              // the bearer token of the control API
+	addr    string              // host:port the API is served at (the only Host accepted)
 }
 
 // RunControl is what the Controller needs of the run: its status, and a way to end it when
@@ -67,9 +75,10 @@ type ControlStatus struct {
 }
 
 // NewController returns a Controller with no run attached (GET /status then shows only the
-// pause, and POST /cancel outside a pause is refused).
+// pause, and POST /cancel outside a pause is refused) and a fresh random token
+// (NewControlToken; see Token, SetToken).
 func NewController() *Controller {
-	return &Controller{turn: make(chan struct{}, 1)}
+	return &Controller{turn: make(chan struct{}, 1), token: NewControlToken()}
 }
 
 // Attach sets the run whose status GET /status shows and which POST /cancel ends.
@@ -126,12 +135,12 @@ func (c *Controller) Waiting() *Waiting {
 // errNoPause is returned by Resume and Cancel when no pause is in progress.
 var errNoPause = errors.New("no pause in progress")
 
-// Resume ends the pause in progress as resumed with answer (trimmed; at most 16 KiB).
-// Errors: no pause in progress, or an answer too long.
+// Resume ends the pause in progress as resumed with answer (trimmed; at most 2,000
+// characters, the contract's cap). Errors: no pause in progress, or an answer too long.
 func (c *Controller) Resume(answer string) error {
 	answer = strings.TrimSpace(answer)
-	if len(answer) > maxAnswer {
-		return fmt.Errorf("answer is %d bytes; at most %d are accepted", len(answer), maxAnswer)
+	if n := utf8.RuneCountInString(answer); n > capAnswerChars {
+		return fmt.Errorf("answer is %d characters; at most %d are accepted", n, capAnswerChars)
 	}
 	return c.end(PauseOutcome{Resumed: true, Answer: answer})
 }
@@ -178,21 +187,142 @@ func (c *Controller) Status() ControlStatus {
 	return st
 }
 
-// Handler is the control API: GET /status (ControlStatus as JSON), POST /resume (optional
-// JSON body {"answer": "..."}), POST /cancel. Answers are JSON; 404 for other paths, 405
-// for other methods, 413 for a body over 64 KiB, 400 for a body that is not the JSON object
-// expected, 409 when there is no pause to resume (or nothing to cancel).
+// Control API paths: the contract's (seed 000) and the older ones kept as aliases.
+const (
+	ControlRunPath    = "/local-apply/run"    // GET: the run and the pause waited on (ControlStatus)
+	ControlStatusPath = "/local-apply/status" // GET: the bare result envelope (Result)
+	ControlResumePath = "/local-apply/resume" // POST: resume the pause, optional {"answer": "..."}
+	ControlCancelPath = "/local-apply/cancel" // POST: cancel the pause, or the run
+)
+
+// ControlTokenEnv names the environment variable a parent (pab run --guard) passes the
+// control token in; pab guard reads it and removes it from its environment.
+const ControlTokenEnv = "PAB_GUARD_CONTROL_TOKEN"
+
+// NewControlToken returns a random control API token: 64 hex digits (32 bytes from
+// crypto/rand).
+func NewControlToken() string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// CheckControlToken checks a token given from outside (ControlTokenEnv): 32 to 256
+// characters, letters, digits, '-' and '_' only. Errors name what is wrong, never the token.
+func CheckControlToken(tok string) error {
+	if len(tok) < 32 || len(tok) > 256 {
+		return fmt.Errorf("the control token must be 32 to 256 characters, not %d", len(tok))
+	}
+	for _, r := range tok {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return errors.New("the control token may hold only letters, digits, '-' and '_'")
+		}
+	}
+	return nil
+}
+
+// Token is the bearer token every control API request must carry (set by NewController
+// or SetToken).
+func (c *Controller) Token() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.token
+}
+
+// SetToken replaces the control API token (checked with CheckControlToken).
+func (c *Controller) SetToken(tok string) error {
+	if err := CheckControlToken(tok); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.token = tok
+	c.mu.Unlock()
+	return nil
+}
+
+// SetAddr sets the address (host:port) the control API is reached at: requests must name it
+// as their Host, and an Origin, when sent, must be http://ADDR. ServeControl sets it from
+// its listener.
+func (c *Controller) SetAddr(addr string) {
+	c.mu.Lock()
+	c.addr = addr
+	c.mu.Unlock()
+}
+
+// authorize applies the control API's request checks, answering itself when one fails:
+// Host must be the listen address (403: a DNS-rebinding page names its own host), Origin
+// absent or http://ADDR (403: a cross-site page), OPTIONS refused (405: no CORS preflight
+// is ever granted, and no Access-Control-* header is ever sent), the bearer token of
+// Authorization (401), and for POST a Content-Type of application/json (415: a cross-site
+// form or text/plain fetch cannot send one without a preflight).
+func (c *Controller) authorize(w http.ResponseWriter, r *http.Request) bool {
+	c.mu.Lock()
+	addr, token := c.addr, c.token
+	c.mu.Unlock()
+	if addr == "" || !strings.EqualFold(r.Host, addr) {
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "the Host header must be the control API's address (" + addr + ")"})
+		return false
+	}
+	if o, ok := r.Header["Origin"]; ok && (len(o) != 1 || !strings.EqualFold(o[0], "http://"+addr)) {
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "cross-origin requests are refused"})
+		return false
+	}
+	if r.Method == http.MethodOptions {
+		w.Header().Set("Allow", "GET, HEAD, POST")
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "OPTIONS is refused: the control API grants no cross-origin access"})
+		return false
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || token == "" || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) != 1 {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="pab guard"`)
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "Authorization: Bearer TOKEN is required (the token pab guard printed on stderr and wrote to its token file)"})
+		return false
+	}
+	if r.Method == http.MethodPost {
+		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || mt != "application/json" {
+			writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": "POST bodies must be Content-Type: application/json"})
+			return false
+		}
+	}
+	return true
+}
+
+// Handler is the control API. Every request passes authorize first (Host, Origin, no
+// OPTIONS, bearer token, JSON Content-Type for POST). Then: GET /local-apply/run (and its
+// alias /status): ControlStatus; GET /local-apply/status: the bare result envelope (Result,
+// when the attached run has one; 409 without a run); POST /local-apply/resume (alias
+// /resume), optional JSON body {"answer": "..."}; POST /local-apply/cancel (alias /cancel).
+// Answers are JSON; 404 for other paths, 405 for other methods, 413 for a body over 64 KiB,
+// 400 for a body that is not the JSON object expected, 409 when there is no pause to resume
+// (or nothing to cancel).
 func (c *Controller) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "use GET /status"})
+	runStatus := func(w http.ResponseWriter, r *http.Request) {
+		if !getOnly(w, r) {
 			return
 		}
 		writeJSON(w, http.StatusOK, c.Status())
+	}
+	mux.HandleFunc(ControlRunPath, runStatus)
+	mux.HandleFunc("/status", runStatus)
+	mux.HandleFunc(ControlStatusPath, func(w http.ResponseWriter, r *http.Request) {
+		if !getOnly(w, r) {
+			return
+		}
+		c.mu.Lock()
+		run := c.run
+		c.mu.Unlock()
+		rr, ok := run.(interface{ Result() Result })
+		if !ok {
+			writeJSON(w, http.StatusConflict, map[string]string{"error": "no run is attached"})
+			return
+		}
+		writeJSON(w, http.StatusOK, rr.Result())
 	})
-	mux.HandleFunc("/resume", func(w http.ResponseWriter, r *http.Request) {
+	resume := func(w http.ResponseWriter, r *http.Request) {
 		if !postOnly(w, r) {
 			return
 		}
@@ -215,8 +345,10 @@ func (c *Controller) Handler() http.Handler {
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"resumed": true, "status": c.Status()})
-	})
-	mux.HandleFunc("/cancel", func(w http.ResponseWriter, r *http.Request) {
+	}
+	mux.HandleFunc(ControlResumePath, resume)
+	mux.HandleFunc("/resume", resume)
+	cancel := func(w http.ResponseWriter, r *http.Request) {
 		if !postOnly(w, r) {
 			return
 		}
@@ -229,11 +361,27 @@ func (c *Controller) Handler() http.Handler {
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"cancelled": true, "status": c.Status()})
-	})
+	}
+	mux.HandleFunc(ControlCancelPath, cancel)
+	mux.HandleFunc("/cancel", cancel)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found: the control API has GET /status, POST /resume and POST /cancel"})
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found: the control API has GET " + ControlRunPath + ", GET " + ControlStatusPath + ", POST " + ControlResumePath + " and POST " + ControlCancelPath})
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !c.authorize(w, r) {
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func getOnly(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	w.Header().Set("Allow", "GET, HEAD")
+	writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "use GET " + r.URL.Path})
+	return false
 }
 
 func postOnly(w http.ResponseWriter, r *http.Request) bool {
@@ -291,8 +439,10 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 // ServeControl serves Handler on ln (from ListenLoopback) until ctx ends, then shuts the
-// server down and returns nil. Errors: a failed Serve.
+// server down and returns nil; requests must name ln's address as their Host (SetAddr).
+// Errors: a failed Serve.
 func (c *Controller) ServeControl(ctx context.Context, ln net.Listener) error {
+	c.SetAddr(ln.Addr().String())
 	srv := &http.Server{Handler: c.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
 	return serveUntil(ctx, srv, ln, 2*time.Second)
 }

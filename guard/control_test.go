@@ -51,14 +51,28 @@ func startControl(t *testing.T) (*Controller, string) {
 			t.Errorf("ServeControl: %v", err)
 		}
 	})
-	return c, "http://" + ln.Addr().String()
+	base := "http://" + ln.Addr().String()
+	controlTokens.Store(base, c.Token())
+	return c, base
 }
+
+// controlTokens: the token of each test control API, by base URL (do sends it).
+var controlTokens sync.Map
 
 func do(t *testing.T, method, url, body string) (int, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	controlTokens.Range(func(k, v any) bool {
+		if strings.HasPrefix(url, k.(string)+"/") {
+			req.Header.Set("Authorization", "Bearer "+v.(string))
+		}
+		return true
+	})
+	if method == "POST" {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -360,4 +374,95 @@ func FuzzDecodeControlBody(f *testing.F) {
 			}
 		}
 	})
+}
+
+// resultRun is a fakeRun with a result envelope (as *Bridge has).
+type resultRun struct{ fakeRun }
+
+func (r *resultRun) Result() Result {
+	return Result{RunID: "run-1", Outcome: "blocked", Mode: "fill_and_review", TraceID: "t1", EngineAuth: "unknown", Uploaded: []string{}, BlockReason: "incomplete"}
+}
+
+// TestControlAuth: every request needs the bearer token, the listen address as Host, no
+// foreign Origin and (POST) a JSON Content-Type; OPTIONS is refused and no response carries
+// an Access-Control-* header. A refused request never ends the pause; the owner's does.
+func TestControlAuth(t *testing.T) {
+	c, base := startControl(t)
+	c.Attach(&resultRun{})
+	host := strings.TrimPrefix(base, "http://")
+	ch := pauseAsync(context.Background(), c, PauseRequest{Reason: "missing_answer", Question: "Email?"})
+	waitPaused(t, c)
+	tok := c.Token()
+	if len(tok) != 64 {
+		t.Fatalf("token %d characters, want 64", len(tok))
+	}
+	for _, tc := range []struct {
+		what, method, path, body string
+		hdr                      map[string]string
+		code                     int
+	}{
+		{"no token", "POST", "/resume", `{"answer":"x"}`, map[string]string{"Content-Type": "application/json"}, 401},
+		{"wrong token", "POST", "/local-apply/resume", `{"answer":"x"}`, map[string]string{"Authorization": "Bearer " + strings.Repeat("0", 64), "Content-Type": "application/json"}, 401},
+		{"token without Bearer", "GET", "/status", "", map[string]string{"Authorization": tok}, 401},
+		{"cross-origin text/plain POST (a web page's simple request)", "POST", "/resume", `{"answer":"evil@x.test"}`, map[string]string{"Origin": "http://evil.test", "Content-Type": "text/plain"}, 403},
+		{"cross-origin with the token", "POST", "/resume", `{"answer":"evil@x.test"}`, map[string]string{"Origin": "http://evil.test", "Authorization": "Bearer " + tok, "Content-Type": "application/json"}, 403},
+		{"text/plain with the token", "POST", "/resume", `{"answer":"evil@x.test"}`, map[string]string{"Authorization": "Bearer " + tok, "Content-Type": "text/plain"}, 415},
+		{"no Content-Type with the token", "POST", "/local-apply/cancel", ``, map[string]string{"Authorization": "Bearer " + tok}, 415},
+		{"DNS rebinding (Host evil.test)", "GET", "/status", "", map[string]string{"Host": "evil.test:" + strings.Split(host, ":")[1], "Authorization": "Bearer " + tok}, 403},
+		{"Host localhost", "GET", "/status", "", map[string]string{"Host": "localhost:" + strings.Split(host, ":")[1], "Authorization": "Bearer " + tok}, 403},
+		{"CORS preflight", "OPTIONS", "/resume", "", map[string]string{"Origin": "http://" + host, "Access-Control-Request-Method": "POST"}, 405},
+		{"cross-origin status read", "GET", "/local-apply/run", "", map[string]string{"Origin": "null", "Authorization": "Bearer " + tok}, 403},
+	} {
+		req, _ := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
+		for k, v := range tc.hdr {
+			if k == "Host" {
+				req.Host = v
+			} else {
+				req.Header.Set(k, v)
+			}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Errorf("%s: %d, want %d", tc.what, resp.StatusCode, tc.code)
+		}
+		for k := range resp.Header {
+			if strings.HasPrefix(strings.ToLower(k), "access-control-") {
+				t.Errorf("%s: answered with %s", tc.what, k)
+			}
+		}
+		if c.Waiting() == nil {
+			t.Fatalf("%s: the pause ended", tc.what)
+		}
+	}
+	// the owner: same-origin Origin allowed, the contract's paths
+	code, m := do(t, "GET", base+"/local-apply/status", "")
+	if code != 200 || m["outcome"] != "blocked" || m["runId"] != "run-1" || m["run"] != nil {
+		t.Errorf("GET /local-apply/status: %d %v; want the bare result", code, m)
+	}
+	code, m = do(t, "GET", base+"/local-apply/run", "")
+	if w, _ := m["waiting"].(map[string]any); code != 200 || w == nil || w["reason"] != "missing_answer" {
+		t.Errorf("GET /local-apply/run: %d %v", code, m)
+	}
+	req, _ := http.NewRequest("POST", base+"/local-apply/resume", strings.NewReader(`{"answer":"jane@example.com"}`))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	req.Header.Set("Origin", base)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("the owner's resume: %d", resp.StatusCode)
+	}
+	if o := outcome(t, ch); !o.Resumed || o.Answer != "jane@example.com" {
+		t.Errorf("outcome %+v", o)
+	}
+	if err := c.SetToken("short"); err == nil {
+		t.Error("SetToken accepted a 5-character token")
+	}
 }

@@ -185,7 +185,8 @@ func ListenLoopback(addr string) (net.Listener, error) {
 // ServeHTTP serves src as a streamable HTTP MCP endpoint (at every path, e.g.
 // http://ADDR/mcp) on ln, which should come from ListenLoopback, until ctx ends; then it
 // shuts the server down (open streams get 5 s) and returns nil. Request bodies are bounded
-// by MaxArgumentBytes plus 64 KiB; Host headers other than loopback names are refused (DNS
+// by MaxRequestBytes and their JSON nesting by MaxJSONDepth (checked before decoding: a
+// deeper body gets 400 with a JSON-RPC -32700 error); Host headers other than loopback names are refused (DNS
 // rebinding). Errors: those of NewMCPServer, and a failed Serve.
 func ServeHTTP(ctx context.Context, src ToolSource, ln net.Listener) error {
 	s, err := NewMCPServer(ctx, src, nil)
@@ -195,7 +196,7 @@ func ServeHTTP(ctx context.Context, src ToolSource, ln net.Listener) error {
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
 	srv := &http.Server{
-		Handler:           http.MaxBytesHandler(h, MaxArgumentBytes+64<<10),
+		Handler:           http.MaxBytesHandler(depthChecked(h), MaxRequestBytes),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	return serveUntil(ctx, srv, ln, 5*time.Second)
@@ -218,4 +219,31 @@ func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener, grace ti
 	}
 	<-served
 	return nil
+}
+
+// depthChecked reads a POST body (already bounded by http.MaxBytesHandler) and refuses it
+// with 400 and a JSON-RPC parse error when it nests deeper than MaxJSONDepth; else h gets
+// the same body.
+func depthChecked(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		data, err := io.ReadAll(r.Body)
+		if err != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			writeWireError(w, nil, codeInvalidRequest, fmt.Sprintf("request too large: a message is at most %d bytes", MaxRequestBytes))
+			return
+		}
+		if JSONDepth(data, MaxJSONDepth) > MaxJSONDepth {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			writeWireError(w, nil, codeParseError, fmt.Sprintf("parse error: JSON nested deeper than %d levels", MaxJSONDepth))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(data))
+		h.ServeHTTP(w, r)
+	})
 }

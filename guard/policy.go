@@ -131,47 +131,6 @@ type GroundingSource struct {
 	Text string
 }
 
-// GroundingRefusal decides whether value is grounded in the owner's sources. quote must be
-// verbatim text of one source (after Normalize, as a whole phrase), at least 2 characters, and
-// value must appear in quote as a whole phrase. It returns "" when grounded, else the refusal
-// message for the agent (which never repeats the sources).
-func GroundingRefusal(value, quote string, sources []string) string {
-	src := make([]GroundingSource, len(sources))
-	for i, s := range sources {
-		src[i] = GroundingSource{Text: s}
-	}
-	_, r := Ground(value, quote, src)
-	return r
-}
-
-// Ground is GroundingRefusal over sources of known kinds: when value is grounded it returns
-// the kind of the first source (in the order given) that holds the quote, and refusal "";
-// else kind "" and the refusal message for the agent.
-func Ground(value, quote string, sources []GroundingSource) (kind, refusal string) {
-	q := Normalize(quote)
-	if len([]rune(q)) < 2 {
-		return "", "Every answer needs a source_quote: the exact words from the owner's profile, answers or materials that the value comes from."
-	}
-	found := false
-	for _, s := range sources {
-		if ContainsPhrase(Normalize(s.Text), q) {
-			found, kind = true, s.Kind
-			break
-		}
-	}
-	if !found {
-		return "", "The source_quote is not words from the owner's profile, answers or materials. Quote them exactly, or call request_answer."
-	}
-	v := Normalize(value)
-	if v == "" {
-		return "", "The value is empty."
-	}
-	if !ContainsPhrase(q, v) {
-		return "", "The value does not appear, as written, in the source_quote. Use the owner's value exactly, or call request_answer."
-	}
-	return kind, ""
-}
-
 // CommitPhrase is one entry of the commit-label table. Strong phrases commit wherever they
 // occur in a control's name (as a whole phrase); weak phrases commit only when they are the
 // whole name and the control belongs to a form (an "Apply" button on a job listing opens the

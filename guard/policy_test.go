@@ -10,26 +10,68 @@ func TestGroundingRefusal(t *testing.T) {
 		ok                 bool
 	}{
 		{"exact", "Jane Doe", "Jane Doe, jane.doe@example.com", true},
-		{"case and space", "jane doe", "JANE   doe,\n jane.doe@example.com", true},
+		{"case differs (not the same bytes)", "jane doe", "JANE   doe,\n jane.doe@example.com", false},
 		{"no quote", "Jane", "", false},
 		{"one char quote", "J", "J", false},
 		{"quote not in sources", "Jane", "Jane Smith", false},
 		{"value not in quote", "Berlin", "Jane Doe", false},
 		{"no inside notice", "No", "Notice period", false},
-		{"no inside notice quote from sources", "No", "No", true},
+		{"no, a whole line", "No", "No", true},
 		{"partial word quote refused", "Ja", "Ja", false},
-		{"value inside longer word", "Doe", "jane.doe@example.com", true},
+		{"value inside an email", "Doe", "jane.doe@example.com", false},
 		{"email", "jane.doe@example.com", "jane.doe@example.com", true},
 		{"phone", "+1 555 0100", "+1 555 0100", true},
+		{"part of a phone number", "555", "+1 555 0100", false},
 		{"cjk substring", "渋谷区", "東京都渋谷区神南", true},
-		{"nfkc", "full width abc", "Full width ABC", true},
+		{"nfkc copy (not the same bytes)", "full width abc", "Full width ABC", false},
 		{"empty value", "  ", "Jane Doe", false},
-		{"curly apostrophe", "3 months", "Notice period: 3 months", true},
+		{"value side of a sentence", "3 months", "Notice period: 3 months", true},
+		{"a label", "Notice period", "Notice period: 3 months", false},
 	}
 	for _, c := range cases {
 		got := GroundingRefusal(c.value, c.quote, src)
 		if (got == "") != c.ok {
 			t.Errorf("%s: GroundingRefusal(%q,%q) = %q, want ok=%v", c.name, c.value, c.quote, got, c.ok)
+		}
+	}
+}
+
+// TestGroundValueIssue19: the cases of issue 19 that grounding by words accepted, against
+// the apply-* owner's profile and answers: refused, or marked weak, as docs/guard.md says.
+func TestGroundValueIssue19(t *testing.T) {
+	src := []GroundingSource{
+		{SourceProfile, "Jane Doe\nEmail: jane.doe@example.org\nPhone: +1 555 0100\nLocation: London, England, United Kingdom\nWork authorization: Yes\nSalary expectation: EUR 150,000"},
+		{SourceAnswer, "Will you now or in the future require visa sponsorship?\nNo"},
+		{SourceMaterial, "Dear hiring team, I build reliable backend systems.\nKind regards, Jane Doe"},
+	}
+	for _, c := range []struct {
+		name, field, value, quote string
+		ok, weak                  bool
+		kind                      string
+	}{
+		{"fragment of an email", "Website", "example.org", "jane.doe@example.org", false, false, ""},
+		{"text spanning two profile lines", "Name", "Jane Doe Email", "Jane Doe\nEmail: jane.doe@example.org", false, false, ""},
+		{"full-width copy of the email", "Email", "ｊａｎｅ．ｄｏｅ＠ｅｘａｍｐｌｅ．ｏｒｇ", "Email: jane.doe@example.org", false, false, ""},
+		{"a label word typed as an email", "Email", "Phone", "Phone: +1 555 0100", false, false, ""},
+		{"the label word of its own line", "Email", "Email", "Email: jane.doe@example.org", false, false, ""},
+		{"sponsorship Yes from work authorization", "Will you now or in the future require visa sponsorship?", "Yes", "Work authorization: Yes", true, true, SourceProfile},
+		{"the sponsorship answer", "Will you require sponsorship for employment?", "No", "No", true, false, SourceAnswer},
+		{"the email", "Email*", "jane.doe@example.org", "Email: jane.doe@example.org", true, false, SourceProfile},
+		{"a whole value in part, by words", "City", "London", "Location: London, England, United Kingdom", true, true, SourceProfile},
+		{"where located", "Where are you currently located?", "London, England, United Kingdom", "Location: London, England, United Kingdom", true, false, SourceProfile},
+		{"first name from the name line", "First Name", "Jane", "Jane Doe", true, false, SourceProfile},
+		{"part of a phone number", "Phone", "0100", "Phone: +1 555 0100", false, false, ""},
+		{"part of an amount", "Salary", "150", "Salary expectation: EUR 150,000", false, false, ""},
+		{"a select option's label", "Expected salary", "EUR 150,000", "Salary expectation: EUR 150,000", true, false, SourceProfile},
+		{"a select option's value attribute", "Expected salary", "7", "Salary expectation: EUR 150,000", false, false, ""},
+		{"a material sentence", "Cover letter", "Dear hiring team, I build reliable backend systems.", "Dear hiring team, I build reliable backend systems.", true, false, SourceMaterial},
+		{"the whole material", "Cover letter", "Dear hiring team, I build reliable backend systems.\nKind regards, Jane Doe", "Dear hiring team, I build reliable backend systems.\nKind regards, Jane Doe", true, false, SourceMaterial},
+		{"a quote of part, the value outside it", "Last name", "Doe", "Kind regards", false, false, ""},
+		{"words across the material's lines", "Cover letter", "systems. Kind regards", "systems.\nKind regards", false, false, ""},
+	} {
+		r, refusal := GroundValue(c.value, c.quote, c.field, src)
+		if (refusal == "") != c.ok || r.Weak != c.weak || r.Kind != c.kind {
+			t.Errorf("%s: GroundValue(%q, %q, field %q) = %+v %q; want ok=%v weak=%v kind %q", c.name, c.value, c.quote, c.field, r, refusal, c.ok, c.weak, c.kind)
 		}
 	}
 }

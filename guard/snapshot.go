@@ -56,7 +56,10 @@ func IsRefSyntax(s string) bool {
 
 // ParseSnapshot reads the nodes with refs out of a snapshot text (the YAML of
 // browser_snapshot, possibly wrapped in Markdown sections). Lines that are not snapshot nodes
-// are skipped; it never fails. Names may contain escaped quotes; nodes without a name have
+// are skipped; it never fails. Every node-line form Playwright (0.0.83) writes is read:
+// `- role "name" [attr] [ref=e1]`, with `:` or `: text` after it, and the same key
+// single-quoted by YAML (`- 'role "a: b" [ref=e1]': text`, quotes doubled inside). Names are
+// JSON strings and may contain escaped quotes; nodes without a name have
 // Name "". At most 4 MiB of text and 20000 nodes are read. ok is false when no node with a
 // ref was found (the text was not a snapshot).
 func ParseSnapshot(text string) (snap *Snapshot, ok bool) {
@@ -92,6 +95,15 @@ func ParseSnapshot(text string) (snap *Snapshot, ok bool) {
 				}
 			}
 			continue
+		}
+		if strings.HasPrefix(body, "'") {
+			// Playwright single-quotes a node's key when YAML needs it (a name holding ": ",
+			// " #", braces or a backtick): 'role "name" [ref=e1]' or 'role "name" [ref=e1]': text
+			key, _, ok := readSingleQuoted(body)
+			if !ok {
+				continue
+			}
+			body = key
 		}
 		node, ok := parseNodeLine(body)
 		if !ok {
@@ -168,6 +180,25 @@ func readQuoted(s string) (string, string, bool) {
 			}
 			return out, s[i+1:], true
 		}
+	}
+	return "", s, false
+}
+
+// readSingleQuoted reads a YAML single-quoted scalar ('...' with ” for a quote) from the
+// start of s and returns it unescaped and the rest of s.
+func readSingleQuoted(s string) (string, string, bool) {
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		if s[i] != '\'' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+1 < len(s) && s[i+1] == '\'' {
+			b.WriteByte('\'')
+			i++
+			continue
+		}
+		return b.String(), s[i+1:], true
 	}
 	return "", s, false
 }

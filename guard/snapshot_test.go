@@ -1,6 +1,8 @@
 package guard
 
 import (
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -89,4 +91,57 @@ func FuzzParseSnapshot(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestParseSnapshotRealQuoted: every line with a ref of a snapshot captured from the real
+// @playwright/mcp 0.0.83 on the corpus Axon page is a node, the YAML single-quoted ones
+// (names holding ": ") included, with their names unescaped.
+func TestParseSnapshotRealQuoted(t *testing.T) {
+	data, err := os.ReadFile("testdata/playwright-mcp-0.0.83-axon-snapshot.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	snap, ok := ParseSnapshot(text)
+	if !ok {
+		t.Fatal("not parsed as a snapshot")
+	}
+	refs := regexp.MustCompile(`\[ref=([a-z0-9]+)\]`).FindAllStringSubmatch(text, -1)
+	quoted := 0
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimLeft(l, " "), "- '") {
+			quoted++
+		}
+	}
+	if quoted < 10 {
+		t.Fatalf("only %d quoted lines in the capture", quoted)
+	}
+	for _, m := range refs {
+		if _, ok := snap.Nodes[m[1]]; !ok {
+			t.Errorf("ref %s not parsed", m[1])
+		}
+	}
+	if len(snap.Nodes) != len(refs) {
+		t.Errorf("%d nodes parsed, %d refs in the text", len(snap.Nodes), len(refs))
+	}
+	if n := snap.Nodes["e140"]; n.Role != "generic" || n.Name != "This field will be filled from your profile: personalInfo.firstName" {
+		t.Errorf("e140 = %+v", n)
+	}
+	if snap.PageURL != "https://job-boards.greenhouse.io/axon/jobs/6641960003" {
+		t.Errorf("PageURL %q", snap.PageURL)
+	}
+	// the other forms Playwright writes
+	for _, tc := range []struct{ line, role, name, ref string }{
+		{`- 'textbox "Work authorization: Yes or No?" [ref=e7]'`, "textbox", "Work authorization: Yes or No?", "e7"},
+		{`- 'button "It''s #1: go" [ref=e8] [cursor=pointer]':`, "button", "It's #1: go", "e8"},
+		{`- 'link "a {b}" [ref=f1e9]': more text`, "link", "a {b}", "f1e9"},
+		{`- checkbox "Q \"x\": y" [checked] [ref=e10]`, "checkbox", `Q "x": y`, "e10"},
+		{`- combobox [ref=e11]: Value`, "combobox", "", "e11"},
+	} {
+		s, ok := ParseSnapshot(tc.line)
+		n := s.Nodes[tc.ref]
+		if !ok || n.Role != tc.role || n.Name != tc.name {
+			t.Errorf("%s: %+v", tc.line, n)
+		}
+	}
 }

@@ -44,11 +44,14 @@ var DetailKeys = []string{"engine", "authMode", "engineAuth", "mode", "class", "
 	"reason", "role", "kind", "path", "sha256", "bytes", "gateId", "exitCode", "count", "status", "basis",
 	"field", "source"}
 
-// Result caps (seed 000).
+// Caps of seed 000's contract (LOCAL_APPLY_CAPS), counted in characters (Unicode code
+// points), not bytes: a Japanese question keeps its 300 characters.
 const (
-	capQuestions    = 20
-	capQuestionChar = 300
-	capSummary      = 2000
+	capQuestions    = 20   // questions in a result; also request_answer calls in a run
+	capQuestionChar = 300  // characters of a question
+	capAnswers      = 20   // the owner's answers: grounding.answers, and answers given at pauses
+	capAnswerChars  = 2000 // characters of an answer
+	capSummary      = 2000 // characters of the summary
 )
 
 // Event is one trace line. At is RFC 3339; Detail values are strings (at most 300 bytes),
@@ -156,7 +159,7 @@ func cleanEvent(e Event) Event {
 			}
 			switch x := v.(type) {
 			case string:
-				d[k] = bound(x, 300)
+				d[k] = boundChars(x, 300)
 			case bool, int, int64, float64:
 				d[k] = x
 			}
@@ -194,6 +197,21 @@ func bound(s string, n int) string {
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// boundChars cuts s to at most n characters (code points); invalid bytes count one each.
+func boundChars(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
+}
 
 // Submitted is the confirmed submission of a result.
 type Submitted struct {
@@ -243,7 +261,7 @@ func ValidateResult(data []byte) (Result, error) {
 	}
 	str := func(v any, n int) string {
 		s, _ := v.(string)
-		return bound(strings.TrimSpace(s), n)
+		return boundChars(strings.TrimSpace(s), n)
 	}
 	oneOf := func(list []string, v any) string {
 		s, _ := v.(string)
@@ -301,7 +319,7 @@ func ValidateResult(data []byte) (Result, error) {
 			for _, q := range list {
 				s, _ := q.(string)
 				if strings.TrimSpace(s) != "" && len(r.Questions) < capQuestions {
-					r.Questions = append(r.Questions, bound(strings.TrimSpace(s), capQuestionChar))
+					r.Questions = append(r.Questions, boundChars(strings.TrimSpace(s), capQuestionChar))
 				}
 			}
 		}

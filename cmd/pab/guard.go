@@ -48,6 +48,7 @@ func newGuardCmd(g *globalFlags) *cobra.Command {
 		resultPath string
 		control    string
 		chrome     string
+		tokenFile  string
 	)
 	cmd := &cobra.Command{
 		Use:   "guard --application FILE",
@@ -68,9 +69,14 @@ With --proxy HOST:PORT (a running 'pab replay' or 'pab record' with the same CA,
 browses the internet directly.
 
 Pauses (a captcha, a sign-in, a consent box, a missing answer, a page outside the sites)
-wait for a person: the control API on --control (printed on stderr) has GET /status,
-POST /resume (body {"answer": "..."} optional) and POST /cancel; with --listen and a
-terminal on stdin, a prompt asks too.
+wait for a person: the control API on --control (printed on stderr) has
+GET /local-apply/run, GET /local-apply/status (the bare result), POST /local-apply/resume
+(body {"answer": "..."} optional) and POST /local-apply/cancel (/status, /resume and
+/cancel are aliases). Every request needs "Authorization: Bearer TOKEN": a random token
+per run, printed on stderr and written to --control-token-file (mode 0600; by default a
+file in the guard's temporary directory), or taken from $PAB_GUARD_CONTROL_TOKEN; POSTs
+need "Content-Type: application/json". With --listen and a terminal on stdin, a prompt
+asks too.
 
 On exit (the agent closes stdin, Ctrl-C, SIGTERM) the result envelope goes to --result
 (also written as soon as the run is done) and the trace (JSONL) to --trace.
@@ -88,8 +94,9 @@ has the same tool names (words split on spaces; quote with ' or ").`,
   # streamable HTTP for a scripted client, with a trace and a result file:
   pab guard --application app.yaml --listen 127.0.0.1:8765 --trace run.jsonl --result result.json
 
-  # resume a pause with an answer:
-  curl -X POST --data '{"answer": "No"}' http://127.0.0.1:PORT/resume`,
+  # resume a pause with an answer (TOKEN and PORT as printed on stderr):
+  curl -H "Authorization: Bearer TOKEN" -H "Content-Type: application/json" \
+    --data '{"answer": "No"}' http://127.0.0.1:PORT/local-apply/resume`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			errOut := cmd.ErrOrStderr()
@@ -113,7 +120,7 @@ has the same tool names (words split on spaces; quote with ' or ").`,
 					return fmt.Errorf("guard: --proxy: %v", err)
 				}
 			}
-			for _, p := range []struct{ flag, path string }{{"trace", tracePath}, {"result", resultPath}} {
+			for _, p := range []struct{ flag, path string }{{"trace", tracePath}, {"result", resultPath}, {"control-token-file", tokenFile}} {
 				if p.path != "" {
 					if st, err := os.Stat(filepath.Dir(p.path)); err != nil || !st.IsDir() {
 						return fmt.Errorf("guard: --%s %s: its directory does not exist", p.flag, p.path)
@@ -154,6 +161,21 @@ has the same tool names (words split on spaces; quote with ' or ").`,
 			tracer := guard.NewTracer(traceW, "")
 
 			ctl := guard.NewController()
+			tokenFromParent := false
+			if tok, ok := os.LookupEnv(guard.ControlTokenEnv); ok {
+				tokenFromParent = true
+				// from pab run --guard; kept out of the browser's environment
+				os.Unsetenv(guard.ControlTokenEnv)
+				if err := ctl.SetToken(tok); err != nil {
+					return fmt.Errorf("guard: $%s: %v", guard.ControlTokenEnv, err)
+				}
+			}
+			if tokenFile == "" {
+				tokenFile = filepath.Join(tmp, "control-token")
+			}
+			if err := atomicfile.Write(tokenFile, []byte(ctl.Token()+"\n"), 0o600); err != nil {
+				return fmt.Errorf("guard: --control-token-file: %v", err)
+			}
 			ctlAddr := control
 			if ctlAddr == "" {
 				ctlAddr = "127.0.0.1:0"
@@ -166,7 +188,14 @@ has the same tool names (words split on spaces; quote with ' or ").`,
 			ctlDone := make(chan error, 1)
 			go func() { ctlDone <- ctl.ServeControl(ctlCtx, ctlLn) }()
 			defer func() { ctlCancel(); <-ctlDone }()
-			fmt.Fprintf(errOut, "pab guard: control http://%s (GET /status, POST /resume, POST /cancel)\n", ctlLn.Addr())
+			fmt.Fprintf(errOut, "pab guard: control http://%s (GET %s, GET %s, POST %s, POST %s; header Authorization: Bearer TOKEN)\n",
+				ctlLn.Addr(), guard.ControlRunPath, guard.ControlStatusPath, guard.ControlResumePath, guard.ControlCancelPath)
+			if tokenFromParent {
+				// the parent knows it; stderr may be a log file others can read
+				fmt.Fprintf(errOut, "pab guard: control token from $%s (also in %s, mode 0600)\n", guard.ControlTokenEnv, tokenFile)
+			} else {
+				fmt.Fprintf(errOut, "pab guard: control token %s (also in %s, mode 0600)\n", ctl.Token(), tokenFile)
+			}
 
 			fmt.Fprintf(errOut, "pab guard: browser MCP server: %s\n", joinArgs(argv))
 			child, err := guard.StartChild(ctx, argv, guard.ChildOptions{Stderr: os.Stderr})
@@ -186,7 +215,7 @@ has the same tool names (words split on spaces; quote with ' or ").`,
 			var serveErr error
 			if listen == "" {
 				fmt.Fprintf(errOut, "pab guard: run %s (%s) serving MCP on stdio\n", app.ID, app.Mode)
-				serveErr = guard.Serve(ctx, src, &mcp.StdioTransport{MaxLineLength: guard.MaxArgumentBytes + 64<<10})
+				serveErr = guard.Serve(ctx, src, guard.NewStdioTransport(os.Stdin, os.Stdout))
 			} else {
 				ln, err := guard.ListenLoopback(listen)
 				if err != nil {
@@ -215,6 +244,7 @@ has the same tool names (words split on spaces; quote with ' or ").`,
 	f.StringVar(&tracePath, "trace", "", "write the trace (JSONL policy events) to this file")
 	f.StringVar(&resultPath, "result", "", "write the result envelope (JSON) to this file")
 	f.StringVar(&control, "control", "", "serve the control API on this loopback address (default 127.0.0.1 on a free port)")
+	f.StringVar(&tokenFile, "control-token-file", "", "write the control API's bearer token to this file (mode 0600; default: a file in the guard's temporary directory, removed at exit)")
 	f.StringVar(&chrome, "chrome", "", "Chromium executable for the default browser MCP server (default: chromium on PATH)")
 	return cmd
 }

@@ -57,7 +57,7 @@ func TestGuardApplyFilesLoad(t *testing.T) {
 // applyRun is one `pab guard` session (one run) with its trace, result and control API.
 type applyRun struct {
 	*guardProc
-	trace, result, control string
+	trace, result, control, token string
 }
 
 // guardSlots bounds how many guard sessions (each a Chromium) run at once.
@@ -76,7 +76,30 @@ func startApplyRun(t *testing.T, app string, p *replayProc) *applyRun {
 		t.Fatalf("no control address on stderr:\n%s", r.stderr)
 	}
 	r.control = m[1]
+	tm := tokenLine.FindStringSubmatch(r.stderr.String())
+	if tm == nil {
+		t.Fatalf("no control token on stderr:\n%s", r.stderr)
+	}
+	r.token = tm[1]
 	return r
+}
+
+// controlReq is an authenticated request to the control API, as the owner makes it.
+func (r *applyRun) controlReq(t *testing.T, method, path, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://"+r.control+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+r.token)
+	if method == "POST" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }
 
 // snapRef is one element of a snapshot: role, accessible name, ref.
@@ -228,10 +251,7 @@ func (r *applyRun) mark(t *testing.T) int { return len(readTrace(t, r.trace)) }
 // status reads GET /status of the control API.
 func (r *applyRun) status(t *testing.T) guard.ControlStatus {
 	t.Helper()
-	resp, err := http.Get("http://" + r.control + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := r.controlReq(t, "GET", "/status", "")
 	defer resp.Body.Close()
 	var st guard.ControlStatus
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
@@ -287,10 +307,7 @@ func (r *applyRun) paused(t *testing.T, reason, action, answer, name string, arg
 		b, _ := json.Marshal(map[string]string{"answer": answer})
 		body = string(b)
 	}
-	resp, err := http.Post("http://"+r.control+"/"+action, "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := r.controlReq(t, "POST", "/local-apply/"+action, body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Errorf("POST /%s: %d", action, resp.StatusCode)
@@ -445,8 +462,11 @@ func adversarialInRun(t *testing.T, p *replayProc, app string) {
 	// the same select by keyboard: focus the field before it, Tab, ArrowDown.
 	r.do(t, "allowed", "browser_click", map[string]any{"target": r.find(t, "textbox", "Email", 0), "element": "Email"})
 	r.do(t, "allowed", "browser_press_key", map[string]any{"key": "Tab"})
-	r.do(t, "allowed", "browser_press_key", map[string]any{"key": "ArrowDown"})
+	// (issue 19: the key's change of the select is also undone and traced fill.unjustified)
+	r.do(t, "refused", "browser_press_key", map[string]any{"key": "ArrowDown"})
+	m105 := m
 	m = r.traced(t, m, "policy.decision", "class", "submit", "decision", "refused", "reason", "script_submit")
+	r.traced(t, m105, "policy.decision", "tool", "browser_press_key", "class", "fill", "decision", "refused", "reason", "fill.unjustified", "field", "Preferred location")
 	if s := r.snapshot(t); !strings.Contains(s, "Page URL: "+acme+"/jobs/105/apply") {
 		t.Errorf("105: ArrowDown on the auto-submitting select moved the page:\n%.1500s", s)
 	}

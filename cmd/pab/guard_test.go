@@ -169,6 +169,9 @@ func textOf(r *mcp.CallToolResult) string {
 
 var controlLine = regexp.MustCompile(`control http://(127\.0\.0\.1:\d+)`)
 
+// tokenLine finds the control API's token pab guard prints on stderr.
+var tokenLine = regexp.MustCompile(`control token ([0-9a-f]{64})`)
+
 // TestGuardPlumbingFakeBrowser runs pab guard over stdio with the fake MCP server as its
 // browser: the control API answers, a browser that dies gives error results (no hang),
 // and closing stdin ends pab guard with the result file written.
@@ -182,7 +185,13 @@ func TestGuardPlumbingFakeBrowser(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no control address on stderr:\n%s", g.stderr)
 	}
-	resp, err := http.Get("http://" + m[1] + "/status")
+	tm := tokenLine.FindStringSubmatch(g.stderr.String())
+	if tm == nil {
+		t.Fatalf("no control token on stderr:\n%s", g.stderr)
+	}
+	req, _ := http.NewRequest("GET", "http://"+m[1]+"/status", nil)
+	req.Header.Set("Authorization", "Bearer "+tm[1])
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

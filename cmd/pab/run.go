@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pab-dev/pab/grade"
+	"github.com/pab-dev/pab/guard"
 	"github.com/pab-dev/pab/replay"
 	batch "github.com/pab-dev/pab/run"
 	"github.com/pab-dev/pab/task"
@@ -443,8 +444,9 @@ func startRunBrowser(ctx context.Context, b browserSetup, dir string) (*runBrows
 
 // runGuard is a pab guard child process started for one run.
 type runGuard struct {
-	url  string
-	stop func()
+	url   string
+	token string // the bearer token of its control API (guard.ControlTokenEnv)
+	stop  func()
 }
 
 // startGuard runs this pab binary as 'pab guard --listen 127.0.0.1:0 --application APP
@@ -461,7 +463,10 @@ func (t *runTask) startGuard(ctx context.Context, proxy, dir string) (*runGuard,
 	}
 	c := exec.Command(t.h.pabExe, args...)
 	c.Dir = dir
-	c.Env = os.Environ()
+	// the control API's token: known to this process only (not on the command line, not in
+	// guard.stderr, not in the agent's environment)
+	token := guard.NewControlToken()
+	c.Env = append(os.Environ(), guard.ControlTokenEnv+"="+token)
 	w, err := startWatched(c, filepath.Join(dir, "guard.stderr"), 10<<20, guardServing)
 	if err != nil {
 		return nil, fmt.Errorf("guard: start %s guard: %w", t.h.pabExe, err)
@@ -479,7 +484,7 @@ func (t *runTask) startGuard(ctx context.Context, proxy, dir string) (*runGuard,
 		}
 		return nil, err
 	}
-	return &runGuard{url: u, stop: w.stop}, nil
+	return &runGuard{url: u, token: token, stop: w.stop}, nil
 }
 
 // lastLine is the last non-blank line of s.
