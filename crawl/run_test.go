@@ -4,18 +4,14 @@ package crawl
 // -race sees the crawl's goroutines (the CDP listener and the visit) at work.
 
 import (
-	"bufio"
 	"context"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pab-dev/pab/internal/browser"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/tlsca"
@@ -28,51 +24,19 @@ import (
 // browser tests of cmd/pab do.
 func chromium(t *testing.T) string { return testtool.Chromium(t) }
 
-var devTools = regexp.MustCompile(`DevTools listening on (ws://\S+)`)
-
-// startBrowser starts headless Chromium through the proxy at addr, trusting ca, and
-// returns its DevTools address; the browser is stopped when the test ends.
+// startBrowser starts headless Chromium through the proxy at addr, trusting ca, with pab
+// browser's own flags (internal/browser), and returns its DevTools address; the browser is
+// stopped when the test ends.
 func startBrowser(t *testing.T, addr string, ca *tlsca.CA) string {
 	t.Helper()
-	args := []string{"--headless", "--proxy-server=http://" + addr, "--proxy-bypass-list=<-loopback>",
-		"--disable-quic", "--ignore-certificate-errors-spki-list=" + ca.SPKIHash(), "--user-data-dir=" + t.TempDir(),
-		"--remote-debugging-port=0", "--disable-background-networking", "--disable-component-update",
-		"--no-first-run", "--disable-features=HttpsUpgrades,OptimizationHints,Translate", "about:blank"}
-	if os.Geteuid() == 0 {
-		args = append(args, "--no-sandbox")
-	}
-	c := exec.Command(chromium(t), args...)
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	stderr, err := c.StderrPipe()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	p, err := browser.Start(ctx, chromium(t), browser.Options{Proxy: addr, SPKI: ca.SPKIHash(), Profile: t.TempDir()}, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-		c.Wait()
-	})
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := devTools.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-				break
-			}
-		}
-		for sc.Scan() { // keep the pipe drained
-		}
-	}()
-	select {
-	case ws := <-found:
-		return ws
-	case <-time.After(60 * time.Second):
-		t.Fatal("chromium printed no DevTools address within a minute")
-	}
-	return ""
+	t.Cleanup(p.Stop)
+	return p.CDP
 }
 
 // TestRun crawls a small recording: the recorded page, a page linked from it with one

@@ -14,6 +14,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/pab-dev/pab/internal/browser"
+	"github.com/pab-dev/pab/internal/browser/cdpalloc"
 	"github.com/pab-dev/pab/internal/testtool"
 	"github.com/pab-dev/pab/tlsca"
 )
@@ -74,14 +76,7 @@ setTimeout(function () {
 	}
 	g := newRig(t, Options{Resolve: map[string]string{from: to}, RootCAs: siteCA.CertPool()})
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome),
-		chromedp.ProxyServer("http://"+g.addr),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("ignore-certificate-errors-spki-list", g.ca.SPKIHash()),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.UserDataDir(t.TempDir()),
-	)
+	opts := cdpalloc.Options(chrome, browser.Options{Proxy: g.addr, SPKI: g.ca.SPKIHash(), Profile: t.TempDir()})
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancelAlloc()
 	ctx, cancel := chromedp.NewContext(allocCtx)

@@ -42,6 +42,9 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+
+	"github.com/pab-dev/pab/internal/browser"
+	"github.com/pab-dev/pab/internal/browser/cdpalloc"
 )
 
 // Result is the printed outcome. Times are in milliseconds.
@@ -144,22 +147,7 @@ func run(proxy, caFile, pageURL, chrome, label string, rep, n, warm, expect int,
 		return nil, err
 	}
 	defer os.RemoveAll(profile)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.ProxyServer("http://"+proxy),
-		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("ignore-certificate-errors-spki-list", spki),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-domain-reliability", true),
-		chromedp.Flag("no-pings", true),
-		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,HttpsUpgrades,NetworkTimeServiceQuerying,OptimizationHints,MediaRouter,AutofillServerCommunication"),
-		chromedp.UserDataDir(profile),
-	)
-	if os.Geteuid() == 0 {
-		opts = append(opts, chromedp.NoSandbox) // Chromium refuses its sandbox as root
-	}
+	opts := cdpalloc.Options(exe, browser.Options{Proxy: proxy, SPKI: spki, Profile: profile})
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancelAlloc()
 	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)

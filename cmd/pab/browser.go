@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
-	"regexp"
-	"strconv"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pab-dev/pab/internal/browser"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/tlsca"
 )
@@ -22,72 +19,10 @@ import (
 // chromiumMissing is the one-line error when no Chromium can be started.
 const chromiumMissing = "chromium not found: install Debian's package chromium (apt-get install chromium) or pass --chrome PATH"
 
-// chromiumStartTimeout bounds the wait for Chromium's "DevTools listening on" line.
-const chromiumStartTimeout = 60 * time.Second
-
-// devToolsLine matches the line Chromium prints on stderr once its debugging port is open.
-var devToolsLine = regexp.MustCompile(`DevTools listening on (ws://\S+)`)
-
-// chromiumFeaturesOff are Chromium features (base::Feature names) that make the browser
-// upgrade http:// to https:// or call Google's servers on its own.
-const chromiumFeaturesOff = "HttpsUpgrades,NetworkTimeServiceQuerying,OptimizationHints,MediaRouter,AutofillServerCommunication,Translate"
-
-// browserSetup is what Chromium is started with.
-type browserSetup struct {
-	chrome   string // Chromium executable
-	proxy    string // host:port of the pab proxy
-	spki     string // base64 SHA-256 of pab's CA public key
-	profile  string // fresh --user-data-dir
-	port     int    // --remote-debugging-port; 0 lets Chromium pick one
-	headed   bool
-	locale   string // BCP 47 tag for --lang and --accept-lang; empty: Chromium's default
-	timezone string // IANA zone for TZ; empty: the machine's
-	url      string // first page; empty: about:blank
-}
-
-// args are Chromium's command-line arguments (see docs/browser.md for each one).
-func (b browserSetup) args() []string {
-	a := []string{
-		"--proxy-server=http://" + b.proxy,
-		"--proxy-bypass-list=<-loopback>",
-		"--disable-quic",
-		"--ignore-certificate-errors-spki-list=" + b.spki,
-		"--user-data-dir=" + b.profile,
-		"--remote-debugging-port=" + strconv.Itoa(b.port),
-		"--disable-background-networking",
-		"--disable-component-update",
-		"--disable-sync",
-		"--disable-domain-reliability",
-		"--disable-client-side-phishing-detection",
-		"--disable-default-apps",
-		"--no-pings",
-		"--no-first-run",
-		"--no-default-browser-check",
-		"--password-store=basic",
-		"--disable-features=" + chromiumFeaturesOff,
-	}
-	if !b.headed {
-		a = append(a, "--headless")
-	}
-	if b.locale != "" {
-		a = append(a, "--lang="+b.locale, "--accept-lang="+b.locale)
-	}
-	if os.Geteuid() == 0 {
-		a = append(a, "--no-sandbox") // Chromium refuses to start its sandbox as root
-	}
-	u := b.url
-	if u == "" {
-		u = "about:blank"
-	}
-	return append(a, u)
-}
-
-// findChromium returns the Chromium executable: path when given, else "chromium" on PATH.
+// findChromium returns the Chromium executable (browser.Find): path when given, else
+// "chromium" on PATH; the error names the --chrome flag.
 func findChromium(path string) (string, error) {
-	if path == "" {
-		path = "chromium"
-	}
-	p, err := exec.LookPath(path)
+	p, err := browser.Find(path)
 	if err != nil {
 		return "", errors.New(chromiumMissing)
 	}
@@ -146,7 +81,8 @@ docs/browser.md.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			errOut := cmd.ErrOrStderr()
-			setup := browserSetup{chrome: exe, proxy: proxy, port: port, headed: headed, url: startURL}
+			setup := browser.Options{Proxy: proxy, Port: port, Headed: headed}
+			url := startURL
 
 			var served chan error
 			if len(args) == 1 {
@@ -155,12 +91,12 @@ docs/browser.md.`,
 					return err
 				}
 				defer s.bundle.Close()
-				setup.spki = ca.SPKIHash()
-				if setup.locale, setup.timezone, err = recordingLocale(s); err != nil {
+				setup.SPKI = ca.SPKIHash()
+				if setup.Locale, setup.Timezone, err = recordingLocale(s); err != nil {
 					return err
 				}
-				if setup.url == "" {
-					setup.url = startPage(s.index, s.bundle)
+				if url == "" {
+					url = startPage(s.index, s.bundle)
 				}
 				clockOn, err := clockSetting(clock, cmd.Flags().Changed("clock"), os.Getenv("RR_CLOCK"))
 				if err != nil {
@@ -191,15 +127,15 @@ docs/browser.md.`,
 					srv.Close()
 					<-served
 				}()
-				setup.proxy = ln.Addr().String()
+				setup.Proxy = ln.Addr().String()
 				fmt.Fprintf(errOut, "pab browser: replaying %s (%d exchanges, captured %s) on http://%s\n",
-					s.target.Name, len(s.bundle.Entries), s.bundle.Manifest.CapturedFrom, setup.proxy)
+					s.target.Name, len(s.bundle.Entries), s.bundle.Manifest.CapturedFrom, setup.Proxy)
 			} else {
 				ca, err := tlsca.LoadDefault()
 				if err != nil {
 					return err
 				}
-				setup.spki = ca.SPKIHash()
+				setup.SPKI = ca.SPKIHash()
 			}
 			if ctx.Err() != nil {
 				return exitError{code: 130, msg: "interrupted"}
@@ -208,10 +144,10 @@ docs/browser.md.`,
 			if err != nil {
 				return fmt.Errorf("browser: make profile directory: %w", err)
 			}
-			defer removeProfile(profile)
-			setup.profile = profile
+			defer browser.RemoveProfile(profile)
+			setup.Profile = profile
 			fmt.Fprintf(errOut, "pab browser: profile %s\n", profile)
-			return runChromium(ctx, setup, served, errOut)
+			return runChromium(ctx, exe, setup, url, served, errOut)
 		},
 	}
 	cmd.Flags().StringVar(&proxy, "proxy", "", "use this running pab proxy (host:port) instead of serving TARGET")
@@ -247,55 +183,28 @@ func recordingLocale(s *session) (locale, timezone string, err error) {
 	return locale, timezone, nil
 }
 
-// startChromium starts Chromium with b's arguments (browserSetup.args) and time zone in its
-// own process group, and waits for its DevTools address (at most chromiumStartTimeout). It
-// returns the running child, which the caller stops, and the ws:// address. Errors name
-// the executable; an interrupt (ctx ended) is exit status 130.
-func startChromium(ctx context.Context, b browserSetup) (*watchedChild, string, error) {
-	c := exec.Command(b.chrome, b.args()...)
-	c.Env = os.Environ()
-	if b.timezone != "" {
-		c.Env = append(c.Env, "TZ="+b.timezone)
-	}
-	// Its own process group, so that stopGroup reaches every helper process, killed with pab;
-	// stderr through a pipe of its own (startWatched).
-	w, err := startWatched(c, "", 0, devToolsLine)
+// runChromium starts the Chromium at exe (browser.Start), prints its CDP endpoint on
+// errOut, and waits until ctx ends, Chromium exits or the replay stops (served receives its
+// Serve result and is nil with --proxy); then it stops the whole process group. An
+// interrupt during the start is exit status 130.
+func runChromium(ctx context.Context, exe string, o browser.Options, url string, served chan error, errOut io.Writer) error {
+	p, err := browser.Start(ctx, exe, o, url, "")
 	if err != nil {
-		return nil, "", fmt.Errorf("browser: start %s: %w", b.chrome, err)
-	}
-	ws, err := w.wait(ctx, chromiumStartTimeout)
-	if err == nil {
-		return w, ws, nil
-	}
-	w.stop()
-	var ee *childExitedError
-	switch {
-	case errors.As(err, &ee):
-		return nil, "", fmt.Errorf("browser: %s exited (%s) before opening its debugging port: %q", b.chrome, ee.status, ee.tail)
-	case errors.Is(err, errNoAddress):
-		return nil, "", fmt.Errorf("browser: %s printed no DevTools address within %s", b.chrome, chromiumStartTimeout)
-	}
-	return nil, "", exitError{code: 130, msg: "interrupted"}
-}
-
-// runChromium starts Chromium (startChromium), prints its CDP endpoint on errOut, and
-// waits until ctx ends, Chromium exits or the replay stops (served receives its Serve
-// result and is nil with --proxy); then it stops the whole process group.
-func runChromium(ctx context.Context, b browserSetup, served chan error, errOut io.Writer) error {
-	w, ws, err := startChromium(ctx, b)
-	if err != nil {
+		if ctx.Err() != nil {
+			return exitError{code: 130, msg: "interrupted"}
+		}
 		return err
 	}
-	defer w.stop()
-	fmt.Fprintf(errOut, "pab browser: CDP %s\n", ws)
-	exited := w.exited
+	defer p.Stop()
+	fmt.Fprintf(errOut, "pab browser: CDP %s\n", p.CDP)
+	exited := p.Exited()
 	fmt.Fprintln(errOut, "pab browser: press Ctrl-C to stop")
 	select {
 	case <-ctx.Done():
 	case err := <-exited:
 		exited <- err
 		if err != nil {
-			return fmt.Errorf("browser: %s exited: %w", b.chrome, err)
+			return fmt.Errorf("browser: %s exited: %w", exe, err)
 		}
 		fmt.Fprintln(errOut, "pab browser: chromium exited")
 	case err := <-served:
@@ -303,37 +212,4 @@ func runChromium(ctx context.Context, b browserSetup, served chan error, errOut 
 		return fmt.Errorf("browser: replay stopped: %v", err)
 	}
 	return nil
-}
-
-// exitStatus describes a process's end for a message.
-func exitStatus(err error) string {
-	if err == nil {
-		return "status 0"
-	}
-	return err.Error()
-}
-
-// stopGroup ends the process group pgid: SIGTERM, then SIGKILL if its leader has not
-// exited within five seconds (exited receives the leader's Wait result), then SIGKILL
-// to whatever of the group is left.
-func stopGroup(pgid int, exited chan error) {
-	syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case <-exited:
-	case <-time.After(5 * time.Second):
-		syscall.Kill(-pgid, syscall.SIGKILL)
-		<-exited
-	}
-	syscall.Kill(-pgid, syscall.SIGKILL)
-}
-
-// removeProfile removes Chromium's profile directory; helper processes can still write
-// into it for a moment after the browser stops, so it tries again for up to five seconds.
-func removeProfile(dir string) {
-	for range 50 {
-		if err := os.RemoveAll(dir); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

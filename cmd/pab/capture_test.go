@@ -14,6 +14,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
 
+	"github.com/pab-dev/pab/internal/browser"
+	"github.com/pab-dev/pab/internal/browser/cdpalloc"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/warc"
 )
@@ -36,16 +38,8 @@ func TestRecordCaptureThroughBrowser(t *testing.T) {
 	}
 	// real Chromium browsing in German (Switzerland)
 	spki := strings.TrimSpace(run(t, pabCmd("ca", "--spki")))
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome),
-		chromedp.ProxyServer("http://"+p.addr),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("ignore-certificate-errors-spki-list", spki),
-		chromedp.Flag("lang", "de-CH"),
-		chromedp.Flag("accept-lang", "de-CH,de"),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.UserDataDir(t.TempDir()),
-	)
+	opts := append(cdpalloc.Options(chrome, browser.Options{Proxy: p.addr, SPKI: spki, Profile: t.TempDir(), Locale: "de-CH"}),
+		chromedp.Flag("accept-lang", "de-CH,de"))
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(allocCtx)
 	tctx, tcancel := context.WithTimeout(ctx, 90*time.Second)

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pab-dev/pab/crawl"
+	"github.com/pab-dev/pab/internal/browser"
 	"github.com/pab-dev/pab/replay"
 )
 
@@ -144,21 +145,19 @@ JSON. See docs/replay.md, "pab check TARGET --crawl".`,
 				return nil
 			}
 
-			setup := browserSetup{chrome: exe, proxy: addr, spki: ca.SPKIHash(), url: "about:blank"}
-			if setup.locale, setup.timezone, err = recordingLocale(s); err != nil {
+			setup := browser.Options{Proxy: addr, SPKI: ca.SPKIHash()}
+			if setup.Locale, setup.Timezone, err = recordingLocale(s); err != nil {
 				return err
 			}
-			profile, err := os.MkdirTemp("", "pab-check-")
+			b, err := browser.Start(ctx, exe, setup, "", "")
 			if err != nil {
-				return fmt.Errorf("check: make profile directory: %w", err)
-			}
-			defer removeProfile(profile)
-			setup.profile = profile
-			w, ws, err := startChromium(ctx, setup)
-			if err != nil {
+				if ctx.Err() != nil {
+					return exitError{code: 130, msg: "interrupted"}
+				}
 				return err
 			}
-			defer w.stop()
+			defer b.Stop()
+			ws := b.CDP
 			maxLinks := links
 			if maxLinks == 0 {
 				maxLinks = -1 // crawl.Options: follow no link

@@ -11,6 +11,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/pab-dev/pab/internal/browser"
+	"github.com/pab-dev/pab/internal/browser/cdpalloc"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -56,16 +58,7 @@ func writeClockBundle(t *testing.T) string {
 // clockChrome starts headless Chromium through the proxy at addr.
 func clockChrome(t *testing.T, addr string) context.Context {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath(t)),
-		chromedp.ProxyServer("http://"+addr),
-		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-features", "Translate,HttpsUpgrades,NetworkTimeServiceQuerying,OptimizationHints,MediaRouter"),
-		chromedp.UserDataDir(t.TempDir()),
-	)
+	opts := cdpalloc.Options(chromiumPath(t), browser.Options{Proxy: addr, Profile: t.TempDir()})
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancelAlloc)
 	ctx, cancel := chromedp.NewContext(allocCtx)

@@ -11,28 +11,10 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-)
 
-// chromedpOptions turns the Chromium arguments pab browser starts Chromium with
-// (browserSetup.args, the one shared list) into chromedp allocator options: the profile
-// directory and debugging port are chromedp's own, and the start URL is left out.
-func chromedpOptions(chrome string, b browserSetup) []chromedp.ExecAllocatorOption {
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.UserDataDir(b.profile))
-	for _, a := range b.args() {
-		if !strings.HasPrefix(a, "--") {
-			continue // the start URL
-		}
-		name, value, hasValue := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-		switch {
-		case name == "user-data-dir" || name == "remote-debugging-port":
-		case hasValue:
-			opts = append(opts, chromedp.Flag(name, value))
-		default:
-			opts = append(opts, chromedp.Flag(name, true))
-		}
-	}
-	return opts
-}
+	"github.com/pab-dev/pab/internal/browser"
+	"github.com/pab-dev/pab/internal/browser/cdpalloc"
+)
 
 // replayChrome starts headless Chromium through the replay proxy at addr with pab
 // browser's own arguments (trusting pab's CA by its SPKI hash), plus extra allocator
@@ -42,7 +24,7 @@ func replayChrome(t *testing.T, addr string, extra ...chromedp.ExecAllocatorOpti
 	t.Helper()
 	chrome := chromiumPath(t) // fails instead of skipping when CI=true
 	spki := strings.TrimSpace(run(t, pabCmd("ca", "--spki")))
-	opts := chromedpOptions(chrome, browserSetup{chrome: chrome, proxy: addr, spki: spki, profile: t.TempDir()})
+	opts := cdpalloc.Options(chrome, browser.Options{Proxy: addr, SPKI: spki, Profile: t.TempDir()})
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(opts, extra...)...)
 	t.Cleanup(cancelAlloc)
 	ctx, cancel := chromedp.NewContext(allocCtx)

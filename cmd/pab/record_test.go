@@ -28,6 +28,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/pab-dev/pab/internal/browser"
+	"github.com/pab-dev/pab/internal/browser/cdpalloc"
 	"github.com/pab-dev/pab/tlsca"
 	"github.com/pab-dev/pab/warc"
 )
@@ -270,16 +272,7 @@ func TestRecordKill9(t *testing.T) {
 func browse(t *testing.T, chrome, proxy string) []string {
 	t.Helper()
 	spki := strings.TrimSpace(run(t, pabCmd("ca", "--spki")))
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome),
-		chromedp.ProxyServer("http://"+proxy),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("ignore-certificate-errors-spki-list", spki),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,HttpsUpgrades,NetworkTimeServiceQuerying,OptimizationHints,MediaRouter"),
-		chromedp.UserDataDir(t.TempDir()),
-	)
+	opts := cdpalloc.Options(chrome, browser.Options{Proxy: proxy, SPKI: spki, Profile: t.TempDir()})
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancelAlloc()
 	ctx, cancel := chromedp.NewContext(allocCtx)

@@ -21,6 +21,8 @@ import (
 
 	"github.com/pab-dev/pab/grade"
 	"github.com/pab-dev/pab/guard"
+	"github.com/pab-dev/pab/internal/browser"
+	"github.com/pab-dev/pab/internal/procgroup"
 	"github.com/pab-dev/pab/replay"
 	batch "github.com/pab-dev/pab/run"
 	"github.com/pab-dev/pab/task"
@@ -334,8 +336,8 @@ func (t *runTask) Start(ctx context.Context, spec batch.StartSpec) (*batch.Servi
 	svc := &batch.Services{Proxy: ln.Addr().String(), CAFile: ca.CertPath(), CASPKI: ca.SPKIHash(), Stop: stopReplay}
 	switch {
 	case t.h.chrome != "" && t.h.guardApp == "":
-		b, err := startRunBrowser(ctx, browserSetup{chrome: t.h.chrome, proxy: svc.Proxy, spki: svc.CASPKI,
-			locale: t.locale, timezone: t.timezone}, spec.Dir)
+		b, err := startRunBrowser(ctx, t.h.chrome, browser.Options{Proxy: svc.Proxy, SPKI: svc.CASPKI,
+			Locale: t.locale, Timezone: t.timezone}, spec.Dir)
 		if err != nil {
 			stopReplay()
 			return nil, err
@@ -403,43 +405,16 @@ type runBrowser struct {
 	stop func()
 }
 
-// startRunBrowser starts Chromium as pab browser does (same flags, own process group, fresh
-// profile) with about:blank open, waits for its DevTools address and returns it with a
-// function that stops the browser and removes the profile. Chromium's stderr goes to
+// startRunBrowser starts Chromium as pab browser does (browser.Start: same flags, own
+// process group, fresh profile) with about:blank open, and returns its DevTools address
+// with a function that stops the browser and removes the profile. Chromium's stderr goes to
 // dir/browser.stderr (cut at 1 MiB).
-func startRunBrowser(ctx context.Context, b browserSetup, dir string) (*runBrowser, error) {
-	profile, err := os.MkdirTemp("", "pab-run-browser-")
+func startRunBrowser(ctx context.Context, exe string, o browser.Options, dir string) (*runBrowser, error) {
+	p, err := browser.Start(ctx, exe, o, "", filepath.Join(dir, "browser.stderr"))
 	if err != nil {
-		return nil, fmt.Errorf("browser: make profile directory: %w", err)
+		return nil, fmt.Errorf("%w (see browser.stderr)", err)
 	}
-	b.profile = profile
-	c := exec.Command(b.chrome, b.args()...)
-	c.Env = os.Environ()
-	if b.timezone != "" {
-		c.Env = append(c.Env, "TZ="+b.timezone)
-	}
-	w, err := startWatched(c, filepath.Join(dir, "browser.stderr"), 1<<20, devToolsLine)
-	if err != nil {
-		removeProfile(profile)
-		return nil, fmt.Errorf("browser: start %s: %w", b.chrome, err)
-	}
-	stop := func() {
-		w.stop()
-		removeProfile(profile)
-	}
-	ws, err := w.wait(ctx, chromiumStartTimeout)
-	if err != nil {
-		stop()
-		var ee *childExitedError
-		switch {
-		case errors.As(err, &ee):
-			return nil, fmt.Errorf("browser: %s exited (%s) before opening its debugging port (see browser.stderr)", b.chrome, ee.status)
-		case errors.Is(err, errNoAddress):
-			return nil, fmt.Errorf("browser: %s printed no DevTools address within %s", b.chrome, chromiumStartTimeout)
-		}
-		return nil, err
-	}
-	return &runBrowser{cdp: ws, stop: stop}, nil
+	return &runBrowser{cdp: p.CDP, stop: p.Stop}, nil
 }
 
 // runGuard is a pab guard child process started for one run.
@@ -467,24 +442,24 @@ func (t *runTask) startGuard(ctx context.Context, proxy, dir string) (*runGuard,
 	// guard.stderr, not in the agent's environment)
 	token := guard.NewControlToken()
 	c.Env = append(os.Environ(), guard.ControlTokenEnv+"="+token)
-	w, err := startWatched(c, filepath.Join(dir, "guard.stderr"), 10<<20, guardServing)
+	w, err := procgroup.StartWatched(c, filepath.Join(dir, "guard.stderr"), 10<<20, guardServing)
 	if err != nil {
 		return nil, fmt.Errorf("guard: start %s guard: %w", t.h.pabExe, err)
 	}
-	u, err := w.wait(ctx, guardStartTimeout)
+	u, err := w.Wait(ctx, guardStartTimeout)
 	if err != nil {
-		w.stop()
-		var ee *childExitedError
+		w.Stop()
+		var ee *procgroup.ExitedError
 		switch {
 		case errors.As(err, &ee):
 			tail, _ := os.ReadFile(filepath.Join(dir, "guard.stderr"))
-			return nil, fmt.Errorf("guard exited (%s) before serving MCP: %s", ee.status, lastLine(string(tail)))
-		case errors.Is(err, errNoAddress):
+			return nil, fmt.Errorf("guard exited (%s) before serving MCP: %s", ee.Status, lastLine(string(tail)))
+		case errors.Is(err, procgroup.ErrNoAddress):
 			return nil, fmt.Errorf("guard printed no MCP address within %s (see guard.stderr)", guardStartTimeout)
 		}
 		return nil, err
 	}
-	return &runGuard{url: u, token: token, stop: w.stop}, nil
+	return &runGuard{url: u, token: token, stop: w.Stop}, nil
 }
 
 // lastLine is the last non-blank line of s.

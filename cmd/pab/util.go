@@ -49,28 +49,6 @@ func isInside(path, dir string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
-// limitWriter passes the first n bytes to w and drops the rest.
-type limitWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (l *limitWriter) Write(p []byte) (int, error) {
-	if l.n <= 0 {
-		return len(p), nil
-	}
-	q := p
-	if int64(len(q)) > l.n {
-		q = q[:l.n]
-	}
-	n, err := l.w.Write(q)
-	l.n -= int64(n)
-	if err != nil {
-		return n, err
-	}
-	return len(p), nil
-}
-
 // isRegularFile reports whether path is a regular file (links followed).
 func isRegularFile(path string) bool {
 	fi, err := os.Stat(path)

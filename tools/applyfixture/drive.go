@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/pab-dev/pab/internal/browser"
+	"github.com/pab-dev/pab/internal/browser/cdpalloc"
 )
 
 // DriveOptions configure Drive.
@@ -79,16 +82,7 @@ func Drive(ctx context.Context, o DriveOptions) error {
 		return err
 	}
 	defer os.RemoveAll(profile)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(o.Chromium),
-		chromedp.NoSandbox,
-		chromedp.ProxyServer("http://"+o.Proxy),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("ignore-certificate-errors-spki-list", o.SPKI),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,HttpsUpgrades,NetworkTimeServiceQuerying,OptimizationHints,MediaRouter,AutofillServerCommunication"),
-		chromedp.UserDataDir(profile),
-	)
+	opts := cdpalloc.Options(o.Chromium, browser.Options{Proxy: o.Proxy, SPKI: o.SPKI, Profile: profile})
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	defer cancelAlloc()
 	bctx, cancel := chromedp.NewContext(allocCtx)
