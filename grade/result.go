@@ -1,7 +1,6 @@
 package grade
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -278,7 +277,7 @@ func (r *Result) WriteFiles(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := WriteJSON(filepath.Join(dir, "result.json"), r); err != nil {
+	if err := atomicfile.WriteJSON(filepath.Join(dir, "result.json"), r, 0o644); err != nil {
 		return err
 	}
 	html, err := RenderReport(r)
@@ -302,16 +301,4 @@ func ReadResult(path string) (*Result, error) {
 		return nil, fmt.Errorf("%s: result format %d, want %d", path, r.Format, ResultFormat)
 	}
 	return &r, nil
-}
-
-// WriteJSON writes v as indented JSON to path through a temporary file and a rename.
-func WriteJSON(path string, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	return atomicfile.Write(path, buf.Bytes(), 0o644)
 }

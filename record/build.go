@@ -101,8 +101,8 @@ func Build(journalPath, dir string, m warc.Manifest) (*BuildReport, error) {
 			Proto:        p.Proto,
 			RespHeader:   p.HTTPHeader(),
 			Body:         p.Body,
-			OrigEncoding: x.resp.Get("RR-Original-Content-Encoding"),
-			ResourceType: x.resp.Get("RR-Resource-Type"),
+			OrigEncoding: x.resp.Get(warc.HeaderOriginalContentEncoding),
+			ResourceType: x.resp.Get(warc.HeaderResourceType),
 		}
 		e, err := w.Add(ex)
 		if err != nil {
@@ -188,7 +188,7 @@ func (sp *scriptPages) learn(x *journalExchange) {
 		sp.navigated[u] = true
 		return
 	}
-	if !strings.EqualFold(x.resp.Get("RR-Resource-Type"), "document") || !isTopDocument(x.req.HTTP.HTTPHeader()) {
+	if !strings.EqualFold(x.resp.Get(warc.HeaderResourceType), "document") || !isTopDocument(x.req.HTTP.HTTPHeader()) {
 		sp.resources[u] = true
 	}
 }

@@ -385,10 +385,10 @@ func (x *exchange) encode() []byte {
 		{"WARC-Block-Digest", "sha256:" + sha256Hex(block.Bytes())},
 	}
 	if x.ResourceType != "" {
-		fields = append(fields, [2]string{"RR-Resource-Type", x.ResourceType})
+		fields = append(fields, [2]string{warc.HeaderResourceType, x.ResourceType})
 	}
 	if x.OrigEncoding != "" {
-		fields = append(fields, [2]string{"RR-Original-Content-Encoding", x.OrigEncoding})
+		fields = append(fields, [2]string{warc.HeaderOriginalContentEncoding, x.OrigEncoding})
 	}
 	if x.Page != "" {
 		fields = append(fields, [2]string{HeaderPage, x.Page})

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/pab-dev/pab/internal/atomicfile"
 )
 
 // CollectConfig is a batch of run directories written elsewhere (a Kubernetes job) to grade
@@ -150,7 +152,7 @@ func (b *batch) collectOne(ctx context.Context, j job) *Info {
 	if err != nil {
 		in.Status, in.Finished, in.ErrorKind = StatusError, true, ErrorHarness
 		in.Error = fmt.Sprintf("open task %s: %v", j.task, err)
-		if werr := writeJSON(filepath.Join(dir, FileInfo), in); werr != nil {
+		if werr := atomicfile.WriteJSON(filepath.Join(dir, FileInfo), in, 0o644); werr != nil {
 			in.Notes = append(in.Notes, werr.Error())
 		}
 		return in

@@ -6,7 +6,6 @@
 package run
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/pab-dev/pab/grade"
-	"github.com/pab-dev/pab/internal/atomicfile"
 )
 
 // Run statuses (Info.Status). See docs/run.md for what each means.
@@ -142,18 +140,6 @@ func readInfo(dir string) (*Info, error) {
 		return nil, fmt.Errorf("%s: format %d, want %d", f.Name(), in.Format, InfoFormat)
 	}
 	return &in, nil
-}
-
-// writeJSON writes v as indented JSON to path through a temporary file and a rename.
-func writeJSON(path string, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	return atomicfile.Write(path, buf.Bytes(), 0o644)
 }
 
 // writeAtomic writes data to path through a temporary file in the same directory, synced

@@ -342,7 +342,7 @@ func (b *batch) runOne(ctx context.Context, j job) *Info {
 		if in.Started == "" {
 			in.Started = utc(time.Now())
 		}
-		if err := writeJSON(filepath.Join(dir, FileInfo), in); err != nil {
+		if err := atomicfile.WriteJSON(filepath.Join(dir, FileInfo), in, 0o644); err != nil {
 			in.Notes = append(in.Notes, err.Error())
 		}
 		return in
@@ -354,7 +354,7 @@ func (b *batch) runOne(ctx context.Context, j job) *Info {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail("make run directory: %v", err)
 	}
-	if err := writeJSON(filepath.Join(dir, FileInfo), in); err != nil {
+	if err := atomicfile.WriteJSON(filepath.Join(dir, FileInfo), in, 0o644); err != nil {
 		return fail("%v", err)
 	}
 	t, err := b.task(ctx, j.task)
@@ -421,7 +421,7 @@ func (b *batch) runOne(ctx context.Context, j job) *Info {
 		in.Status, in.Finished = StatusInterrupted, false
 		in.Error = "stopped by an interrupt (Ctrl-C) before the agent finished; --resume runs it again"
 		in.Notes = append(in.Notes, problems...)
-		if err := writeJSON(filepath.Join(dir, FileInfo), in); err != nil {
+		if err := atomicfile.WriteJSON(filepath.Join(dir, FileInfo), in, 0o644); err != nil {
 			in.Notes = append(in.Notes, err.Error())
 		}
 		return in
@@ -533,7 +533,7 @@ func finishRun(ctx context.Context, t Task, dir string, in *Info, problems []str
 	default:
 		in.Status = StatusGraded
 	}
-	if err := writeJSON(filepath.Join(dir, FileInfo), in); err != nil {
+	if err := atomicfile.WriteJSON(filepath.Join(dir, FileInfo), in, 0o644); err != nil {
 		in.Status = StatusError
 		if in.ErrorKind == "" {
 			in.ErrorKind = ErrorHarness

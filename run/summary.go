@@ -309,7 +309,7 @@ func ptr(v float64) *float64 {
 
 // Write writes summary.json and index.html into dir, each through a temporary file.
 func (s *Summary) Write(dir string) error {
-	if err := writeJSON(filepath.Join(dir, FileSummary), s); err != nil {
+	if err := atomicfile.WriteJSON(filepath.Join(dir, FileSummary), s, 0o644); err != nil {
 		return err
 	}
 	html, err := RenderIndex(s)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pab-dev/pab/internal/atomicfile"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -287,7 +288,7 @@ func buildCached(dir, name string, build func(out string) error) (dest string, b
 		}
 		return "", false, fmt.Errorf("cache: %w", err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		return "", false, fmt.Errorf("cache: %w", err)
 	}
 	return dest, true, nil

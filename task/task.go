@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/pab-dev/pab/internal/atomicfile"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -394,17 +395,5 @@ func WriteCardIfMissing(dir, id, title string) error {
 	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return atomicfile.SyncDir(dir)
 }

@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pab-dev/pab/internal/atomicfile"
 	"github.com/pab-dev/pab/internal/filelock"
 )
 
@@ -335,7 +336,7 @@ func publishCADir(dir string, files map[string]caFile) error {
 			return err
 		}
 	}
-	if err := syncDir(tmp); err != nil {
+	if err := atomicfile.SyncDir(tmp); err != nil {
 		return err
 	}
 	// os.Rename refuses to replace a directory, even an empty one: remove an empty dir
@@ -348,7 +349,7 @@ func publishCADir(dir string, files map[string]caFile) error {
 		return fmt.Errorf("publish %s: %w", dir, err)
 	}
 	ok = true
-	return syncDir(parent)
+	return atomicfile.SyncDir(parent)
 }
 
 // writeSynced creates path (it must not exist) with perm, writes data and fsyncs it.
@@ -367,18 +368,6 @@ func writeSynced(path string, data []byte, perm os.FileMode) error {
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
 }

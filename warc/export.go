@@ -5,18 +5,17 @@ package warc
 // as stored in archive/data.warc, optionally one gzip member per record.
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/pab-dev/pab/internal/atomicfile"
 )
 
 // WARC11Spec is the address of the WARC 1.1 standard, written as conformsTo in the
@@ -53,7 +52,7 @@ func ExportWARC(b *Bundle, w io.Writer, gzipPerRecord bool) error {
 // whole new one.
 func ExportWARCFile(b *Bundle, path string) error {
 	gz := strings.HasSuffix(strings.ToLower(path), ".gz")
-	return writeFileAtomic(path, func(w io.Writer) error {
+	return atomicfile.WriteFrom(path, 0o644, func(w io.Writer) error {
 		_, err := exportWARC(b, w, gz, filepath.Base(path))
 		return err
 	})
@@ -190,43 +189,4 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
-}
-
-// writeFileAtomic writes path through fill: into a new temporary file in path's
-// directory, then fsync, rename over path and fsync of the directory. On any error the
-// temporary file is removed and path is left as it was.
-func writeFileAtomic(path string, fill func(io.Writer) error) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 256<<10)
-	if err = fill(bw); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = bw.Flush(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_ = fsyncDir(dir)
-	return nil
 }

@@ -908,7 +908,7 @@ func protocolsOf(x *inRec) []string {
 // the response's media type. Values follow the DevTools resource types in lower case:
 // document, stylesheet, script, image, font, media, manifest, fetch, other.
 func resourceType(x *inRec, ex Exchange) string {
-	for _, name := range []string{"RR-Resource-Type", "WARC-Resource-Type"} {
+	for _, name := range []string{HeaderResourceType, "WARC-Resource-Type"} {
 		if v := strings.ToLower(strings.TrimSpace(x.rec.Get(name))); v != "" {
 			return v
 		}

@@ -258,7 +258,7 @@ func exchangeOf(b *Bundle, e *Entry) (Exchange, error) {
 	if err != nil {
 		return Exchange{}, fmt.Errorf("read %s at offset %d (entry %s): %w", path, e.RespOffset, e.ID, err)
 	}
-	x.OrigEncoding = wh.Get("RR-Original-Content-Encoding")
+	x.OrigEncoding = wh.Get(HeaderOriginalContentEncoding)
 	x.Protocols = wh.Values("WARC-Protocol")
 	x.Truncated = wh.Get("WARC-Truncated")
 	var resp *Response
@@ -447,7 +447,7 @@ func (r *revisitResolver) resolve(x *Exchange) error {
 		return fmt.Errorf("read %s at offset %d (entry %s): %w", filepath.Join(b.Dir, WARCFile), oe.RespOffset, oe.ID, err)
 	}
 	x.Unresolved = nil
-	x.OrigEncoding = wh.Get("RR-Original-Content-Encoding")
+	x.OrigEncoding = wh.Get(HeaderOriginalContentEncoding)
 	h := cloneHeader(x.RespHeader)
 	delHeader(h, "Content-Encoding")
 	if ce := resp.Header.Values("Content-Encoding"); len(ce) > 0 && x.OrigEncoding == "" {

@@ -27,6 +27,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pab-dev/pab/internal/atomicfile"
 )
 
 // WACZVersion is the WACZ version ExportWACZ writes (datapackage.json wacz_version).
@@ -182,7 +184,7 @@ func ExportWACZ(b *Bundle, path string) error {
 	}
 	digJSON = append(digJSON, '\n')
 
-	return writeFileAtomic(path, func(w io.Writer) error {
+	return atomicfile.WriteFrom(path, 0o644, func(w io.Writer) error {
 		zw := zip.NewWriter(w)
 		if err := storeMember(zw, WACZWARCFile, mtime, tmp, uint64(size), crc.Sum32()); err != nil {
 			return err

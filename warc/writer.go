@@ -31,6 +31,7 @@ import (
 	"time"
 
 	gowarc "github.com/nlnwa/gowarc/v3"
+	"github.com/pab-dev/pab/internal/atomicfile"
 	"golang.org/x/net/http/httpguts"
 )
 
@@ -375,12 +376,12 @@ func (w *BundleWriter) Add(x Exchange) (Entry, error) {
 		hdr = append(hdr, Field{"WARC-Payload-Digest", x.Unresolved.PayloadDigest})
 	}
 	hdr = append(hdr, Field{"WARC-Block-Digest", "sha256:" + hex.EncodeToString(blockHash.Sum(nil))},
-		Field{"RR-Exchange-Id", id})
+		Field{HeaderExchangeID, id})
 	if x.ResourceType != "" {
-		hdr = append(hdr, Field{"RR-Resource-Type", x.ResourceType})
+		hdr = append(hdr, Field{HeaderResourceType, x.ResourceType})
 	}
 	if decoded {
-		hdr = append(hdr, Field{"RR-Original-Content-Encoding", x.OrigEncoding})
+		hdr = append(hdr, Field{HeaderOriginalContentEncoding, x.OrigEncoding})
 	}
 	if t := strings.TrimSpace(x.Truncated); t != "" && !revisit && validFieldValue(t) {
 		hdr = append(hdr, Field{"WARC-Truncated", t})
@@ -405,7 +406,7 @@ func (w *BundleWriter) Add(x Exchange) (Entry, error) {
 		{"Content-Type", "application/http; msgtype=request"},
 		{"WARC-Payload-Digest", "sha256:" + sha256Hex(x.ReqBody)},
 		{"WARC-Block-Digest", "sha256:" + sha256Hex(qblock.Bytes())},
-		{"RR-Exchange-Id", id},
+		{HeaderExchangeID, id},
 	}...)
 	reqOff := w.off
 	reqLen, err := w.writeRecord(qhdr, qblock.Bytes(), nil, 0)
@@ -625,7 +626,7 @@ func (w *BundleWriter) finish() error {
 		return err
 	}
 	for _, d := range []string{filepath.Dir(WARCFile), filepath.Dir(EntriesFile), filepath.Dir(PagesFile), "."} {
-		if err := fsyncDir(filepath.Join(w.tmp, d)); err != nil {
+		if err := atomicfile.SyncDir(filepath.Join(w.tmp, d)); err != nil {
 			return err
 		}
 	}
@@ -666,7 +667,7 @@ func swapInDir(tmp, dir string) error {
 		if err := os.Rename(tmp, dir); err != nil {
 			return err
 		}
-		return fsyncDir(filepath.Dir(dir))
+		return atomicfile.SyncDir(filepath.Dir(dir))
 	}
 	if err != nil {
 		return err
@@ -682,7 +683,7 @@ func swapInDir(tmp, dir string) error {
 		_ = os.Rename(old, dir)
 		return err
 	}
-	_ = fsyncDir(filepath.Dir(dir))
+	_ = atomicfile.SyncDir(filepath.Dir(dir))
 	return os.RemoveAll(old)
 }
 
@@ -706,18 +707,6 @@ func writeFileSync(path string, data []byte) error {
 		return err
 	}
 	return f.Close()
-}
-
-func fsyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // recordID derives a WARC-Record-ID from the record's content: a urn:uuid made of the

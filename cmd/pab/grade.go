@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pab-dev/pab/grade"
+	"github.com/pab-dev/pab/internal/atomicfile"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/warc"
@@ -545,7 +546,7 @@ func runCalibrate(cmd *cobra.Command, g *globalFlags, labelsFile, jsonOut string
 	c := grade.Calibrate(runs)
 	c.Print(cmd.OutOrStdout())
 	if jsonOut != "" {
-		if err := grade.WriteJSON(jsonOut, c); err != nil {
+		if err := atomicfile.WriteJSON(jsonOut, c, 0o644); err != nil {
 			return fmt.Errorf("calibrate: %w", err)
 		}
 	}

@@ -1,0 +1,16 @@
+package warc
+
+// WARC header fields of pab's own, in every response record pab writes (WARC 1.1 section
+// 5 allows extension fields; docs/bundle-format.md "archive/data.warc"). The record
+// journal of pab record writes the same names.
+const (
+	// HeaderExchangeID is the exchange's id, shared by its request and response records
+	// (entries.jsonl "id").
+	HeaderExchangeID = "RR-Exchange-Id"
+	// HeaderResourceType is the browser's resource type of the request ("document",
+	// "image", "script", ...; entries.jsonl "type").
+	HeaderResourceType = "RR-Resource-Type"
+	// HeaderOriginalContentEncoding is the Content-Encoding the server sent ("br", "gzip")
+	// when the stored payload was decoded from it.
+	HeaderOriginalContentEncoding = "RR-Original-Content-Encoding"
+)
