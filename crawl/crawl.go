@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
 
+	"github.com/pab-dev/pab/internal/textcut"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/warc"
 )
@@ -548,11 +549,5 @@ func shorten(s string, n int) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
+	return textcut.Cut(s, n, "…")
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/pab-dev/pab/internal/textcut"
 )
 
 // Judge answers one prompt with text, as deterministically as the backend
@@ -206,15 +208,5 @@ func (b *judgeLimitedBody) Close() error { return b.rc.Close() }
 
 // judgeClip shortens s to at most n bytes (on a rune boundary) for quoting in errors.
 func judgeClip(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !judgeRuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return textcut.Cut(strings.TrimSpace(s), n, "…")
 }
-
-func judgeRuneStart(b byte) bool { return b&0xC0 != 0x80 }

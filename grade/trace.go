@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/pab-dev/pab/internal/textcut"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 )
@@ -83,12 +84,8 @@ func (lr *LogRead) bad(n int, problem string) {
 	}
 }
 
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
+// shorten cuts s to n bytes on a character boundary, marking the cut with "...".
+func shorten(s string, n int) string { return textcut.Cut(s, n, "...") }
 
 // GlobMatch reports whether s matches the glob pattern: `*` matches any run of characters
 // (including "/" and none), every other byte matches itself.

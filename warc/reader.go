@@ -32,6 +32,8 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	gowarc "github.com/nlnwa/gowarc/v3"
+
+	"github.com/pab-dev/pab/internal/textcut"
 )
 
 // DefaultMaxBlockSize bounds the block (the bytes counted by WARC Content-Length) that
@@ -784,12 +786,8 @@ func ParseHTTP(block []byte, request bool) (*HTTPMessage, []string, error) {
 	return m, warns, nil
 }
 
-func clipText(b []byte) string {
-	if len(b) > 80 {
-		return string(b[:80]) + "..."
-	}
-	return string(b)
-}
+// clipText is b for an error message: at most 80 bytes, cut on a character boundary.
+func clipText(b []byte) string { return textcut.Cut(string(b), 80, "...") }
 
 func isHTTPToken(s string) bool {
 	if s == "" {

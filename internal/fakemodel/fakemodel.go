@@ -36,6 +36,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pab-dev/pab/internal/textcut"
 )
 
 // Plan is what the scripted model does in the agent's conversation.
@@ -403,12 +405,8 @@ func (s *Server) newID(prefix string) string {
 	return fmt.Sprintf("%s_fake%04d", prefix, s.ids)
 }
 
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
+// clip cuts s to n bytes on a character boundary, marking the cut with "...".
+func clip(s string, n int) string { return textcut.Cut(s, n, "...") }
 
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
