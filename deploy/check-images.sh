@@ -15,7 +15,8 @@
 # runc wrapper where the kernel refuses setrlimit), every container with --network none
 # and a read-only root (the agent's excepted: the manifests leave it writable):
 #   - task: its default command copies the task into a volume mounted at /out;
-#   - replay: `pab replay TASK --check` serves that volume mounted at /pab/repo/tasks and
+#   - replay: its default command serves the one task of that volume (mounted at
+#     /pab/repo/tasks) on 0.0.0.0:8899; `pab replay TASK --check` serves that volume and
 #     requests every recorded page through itself;
 #   - agent: `refagent --help`;
 #   - browser: Chromium headless as user 65532 with /tmp a tmpfs dumps the DOM of a page
@@ -119,6 +120,23 @@ out=$("${run[@]}" --read-only -v "$vol:/pab/repo/tasks" --tmpfs /pab/cache --tmp
 	"$replay" replay "$task" --check 2>&1) || fail "replay $task --check: $(tail -n 20 <<<"$out")"
 sed 's/^/check-images:   | /' <<<"$(tail -n 4 <<<"$out")"
 say "replay: pab replay $task --check in the container passed in $(since "$t")"
+
+# the replay image's default command serves the one task the volume holds
+t=$(now)
+cid=$("${P[@]}" run -d --network none --pull=never --read-only -v "$vol:/pab/repo/tasks" --tmpfs /pab/cache \
+	--tmpfs /tmp --tmpfs /pab/log "$replay") || fail "replay image's default command did not start"
+served=""
+for _ in $(seq 150); do
+	if served=$("${P[@]}" logs "$cid" 2>&1 | grep -m1 "^pab replay: $task .* on http://0.0.0.0:8899"); then
+		break
+	fi
+	[ "$("${P[@]}" inspect --format '{{.State.Running}}' "$cid" 2>/dev/null)" = true ] || break
+	sleep 0.2
+done
+logs=$("${P[@]}" logs "$cid" 2>&1 || true)
+"${P[@]}" rm -f -t 2 "$cid" >/dev/null 2>&1 || true
+[ -n "$served" ] || fail "replay image's default command did not serve $task: $(tail -n 10 <<<"$logs")"
+say "replay: the default command serves $task ($served) in $(since "$t")"
 
 t=$(now)
 out=$("${run[@]}" "$agent" --help 2>&1) || fail "refagent --help: $out"

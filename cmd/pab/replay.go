@@ -99,14 +99,16 @@ func newReplayCmd(g *globalFlags) *cobra.Command {
 		debug   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "replay TARGET",
+		Use:   "replay [TARGET]",
 		Short: "Serve a recording offline through an HTTP/HTTPS proxy",
 		Long: `Serve a recording through a proxy that answers HTTP and HTTPS only from the
 recording and never opens an outbound connection. HTTPS is intercepted with pab's
 own CA (see 'pab ca'); point a browser or client at the proxy and trust that CA.
 
 TARGET is a task id, a task directory, a bundle directory (with manifest.json), a
-WARC file or a WACZ package (imported into the cache once). Requests are matched by key (method, host, normalized path, kept query
+WARC file or a WACZ package (imported into the cache once). Without TARGET, the
+repository must hold exactly one task, which is served (the replay image's default
+command, where the pod's task container put one task). Requests are matched by key (method, host, normalized path, kept query
 parameters, normalized body; see docs/rules.md) in this order: blocked (204), exact
 (earliest copy; the last for latest pages), search (most similar recorded search text),
 promo (the code's recording, or invalid_code's), fuzzy (same method, host and path,
@@ -125,13 +127,17 @@ prints hit rates and exits.`,
   pab replay tasks/archive-org-jobs --listen 127.0.0.1:9000 --log replay.jsonl
   pab replay crawl.warc.gz --check
   curl --proxy http://127.0.0.1:8899 --cacert "$(pab ca)" http://books.toscrape.com/`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			target, err := replayTarget(g, args)
+			if err != nil {
+				return err
+			}
 			// Ctrl-C (or SIGTERM) stops the proxy cleanly, or stops an unpack or import
 			// before the proxy starts, leaving nothing half-written.
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			s, ca, err := openServing(ctx, g, args[0], cmd.ErrOrStderr())
+			s, ca, err := openServing(ctx, g, target, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -240,4 +246,31 @@ func setLogRecording(srv *replay.Server, s *session, errOut io.Writer) {
 		return
 	}
 	srv.SetRecording(h, of)
+}
+
+// replayTarget is pab replay's TARGET: args[0], or, when it is omitted, the id of the one
+// task of the repository. A repository with no task or several is an error naming them.
+func replayTarget(g *globalFlags, args []string) (string, error) {
+	if len(args) == 1 {
+		return args[0], nil
+	}
+	repo, err := g.findRepo()
+	if err != nil {
+		return "", err
+	}
+	ids, err := repo.TaskIDs()
+	if err != nil {
+		return "", err
+	}
+	switch len(ids) {
+	case 1:
+		return ids[0], nil
+	case 0:
+		return "", fmt.Errorf("replay: give TARGET (%s holds no task)", repo.TasksDir())
+	}
+	list := strings.Join(ids[:min(len(ids), 5)], ", ")
+	if len(ids) > 5 {
+		list += ", ..."
+	}
+	return "", fmt.Errorf("replay: give TARGET (%s holds %d tasks: %s)", repo.TasksDir(), len(ids), list)
 }
