@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/pab-dev/pab/replay"
 )
 
 //go:embed report.html.tmpl
@@ -292,7 +294,7 @@ func newReportView(r *Result) *reportView {
 	}
 	for _, n := range r.Pages.NotFound {
 		why := "the site answered 404 while recording (" + n.Source + ")"
-		if n.Source == "miss" {
+		if n.Source == replay.SourceMiss {
 			why = "not in the recording"
 		}
 		v.NotFound = append(v.NotFound, reportNotFound{

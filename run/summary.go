@@ -13,6 +13,7 @@ import (
 	"github.com/pab-dev/pab/grade"
 	"github.com/pab-dev/pab/internal/atomicfile"
 	"github.com/pab-dev/pab/internal/textcut"
+	"github.com/pab-dev/pab/replay"
 )
 
 // SummaryFormat is the version of summary.json's layout. Format 2 (issue 16) counts every
@@ -278,7 +279,7 @@ func rowOf(out string, in *Info) RunRow {
 	if n := in.Requests["total"]; n > 0 {
 		r.Requests = n
 		share := func(src string) *float64 { return ptr(float64(in.Requests[src]) / float64(n)) }
-		r.Exact, r.Fuzzy, r.Miss = share("exact"), share("fuzzy"), share("miss")
+		r.Exact, r.Fuzzy, r.Miss = share(replay.SourceExact), share(replay.SourceFuzzy), share(replay.SourceMiss)
 	}
 	if _, err := os.Stat(filepath.Join(out, dir, FileReport)); err == nil {
 		r.Report = dir + "/" + FileReport
