@@ -89,27 +89,14 @@ recording always gives the same bytes.`,
 	return cmd
 }
 
-// openBundleTarget resolves arg as 'pab replay' does and opens its bundle, without rules.
-// An unpacked copy in the cache that cannot be opened is removed and made again, with a
-// note on errOut. It returns the bundle and the target's name.
+// openBundleTarget resolves arg as 'pab replay' does and opens its bundle, without rules
+// (task.OpenBundle, notes on errOut). It returns the bundle and the target's name.
 func openBundleTarget(g *globalFlags, arg string, errOut io.Writer) (*warc.Bundle, string, error) {
 	repo, err := g.findRepo()
 	if err != nil {
 		return nil, "", err
 	}
-	tgt, err := task.Resolve(arg, repo)
-	if err != nil {
-		return nil, "", err
-	}
-	b, err := warc.OpenBundle(tgt.BundleDir)
-	if err != nil && isInside(tgt.BundleDir, repo.CacheDir()) {
-		fmt.Fprintf(errOut, "pab: the unpacked copy in %s is damaged (%v); unpacking it again\n", tgt.BundleDir, err)
-		if err = os.RemoveAll(tgt.BundleDir); err == nil {
-			if tgt, err = task.Resolve(arg, repo); err == nil {
-				b, err = warc.OpenBundle(tgt.BundleDir)
-			}
-		}
-	}
+	tgt, b, err := task.OpenBundle(arg, repo, errOut)
 	if err != nil {
 		return nil, "", err
 	}

@@ -27,10 +27,6 @@ type session struct {
 	repo   *task.Repo
 }
 
-// openSession resolves arg (task id, task directory, bundle directory or WARC file) and
-// builds the index from the rules in effect. An unpacked copy in the cache that cannot be
-// opened (cut short by a crash or a full disk, edited by hand) is removed and made again,
-// with a note on errOut.
 // openServing opens a target to serve, as openSession does, and loads pab's CA from the
 // repository's cache. When ctx ended while the target was being opened (Ctrl-C during an
 // unpack), it closes the bundle and returns exitError 130. The caller closes s.bundle.
@@ -51,41 +47,18 @@ func openServing(ctx context.Context, g *globalFlags, arg string, errOut io.Writ
 	return s, ca, nil
 }
 
+// openSession resolves arg (task id, task directory, bundle directory or WARC file) and
+// opens it with the rules in effect and its index (task.Open), notes on errOut.
 func openSession(g *globalFlags, arg string, errOut io.Writer) (*session, error) {
 	repo, err := g.findRepo()
 	if err != nil {
 		return nil, err
 	}
-	tgt, err := task.Resolve(arg, repo)
+	o, err := task.Open(arg, repo, errOut)
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range tgt.Warnings {
-		fmt.Fprintln(errOut, w)
-	}
-	b, err := warc.OpenBundle(tgt.BundleDir)
-	if err != nil && isInside(tgt.BundleDir, repo.CacheDir()) {
-		fmt.Fprintf(errOut, "pab: the unpacked copy in %s is damaged (%v); unpacking it again\n", tgt.BundleDir, err)
-		if err = os.RemoveAll(tgt.BundleDir); err == nil {
-			if tgt, err = task.Resolve(arg, repo); err == nil {
-				b, err = warc.OpenBundle(tgt.BundleDir)
-			}
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	rs, err := rules.Load(tgt.RulesDirs...)
-	if err != nil {
-		b.Close()
-		return nil, err
-	}
-	idx, err := replay.NewIndex(b, rs, replay.IndexOptions{RuleRoot: repo.Root})
-	if err != nil {
-		b.Close()
-		return nil, err
-	}
-	return &session{target: tgt, bundle: b, rules: rs, index: idx, repo: repo}, nil
+	return &session{target: o.Target, bundle: o.Bundle, rules: o.Rules, index: o.Index, repo: repo}, nil
 }
 
 func newReplayCmd(g *globalFlags) *cobra.Command {

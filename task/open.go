@@ -1,0 +1,89 @@
+package task
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pab-dev/pab/replay"
+	"github.com/pab-dev/pab/rules"
+	"github.com/pab-dev/pab/warc"
+)
+
+// Opened is a replay target opened for serving: its bundle, the rules in effect and the
+// lookup index built from them. The caller closes Bundle.
+type Opened struct {
+	Target *Target
+	Bundle *warc.Bundle
+	Rules  *rules.Set
+	Index  *replay.Index
+}
+
+// Open resolves arg (a task id, task directory, bundle directory, WARC or WACZ file;
+// Resolve), writes the target's warnings to notes, opens its bundle (OpenBundle), loads the
+// rules of its RulesDirs and builds the index (replay.NewIndex, rule locations relative to
+// repo.Root): what every command that serves or inspects a target does first. On error
+// nothing stays open.
+func Open(arg string, repo *Repo, notes io.Writer) (*Opened, error) {
+	tgt, b, err := openBundle(arg, repo, notes, true)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := rules.Load(tgt.RulesDirs...)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	idx, err := replay.NewIndex(b, rs, replay.IndexOptions{RuleRoot: repo.Root})
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	return &Opened{Target: tgt, Bundle: b, Rules: rs, Index: idx}, nil
+}
+
+// OpenBundle resolves arg as Open does and opens its bundle, without rules or index (the
+// target's warnings are not written). An unpacked copy in repo's cache that cannot be
+// opened (cut short by a crash or a full disk, edited by hand) is removed and made again,
+// with one line on notes saying so. The caller closes the bundle.
+func OpenBundle(arg string, repo *Repo, notes io.Writer) (*Target, *warc.Bundle, error) {
+	return openBundle(arg, repo, notes, false)
+}
+
+func openBundle(arg string, repo *Repo, notes io.Writer, warnings bool) (*Target, *warc.Bundle, error) {
+	tgt, err := Resolve(arg, repo)
+	if err != nil {
+		return nil, nil, err
+	}
+	if warnings {
+		for _, w := range tgt.Warnings {
+			fmt.Fprintln(notes, w)
+		}
+	}
+	b, err := warc.OpenBundle(tgt.BundleDir)
+	if err != nil && inside(tgt.BundleDir, repo.CacheDir()) {
+		fmt.Fprintf(notes, "pab: the unpacked copy in %s is damaged (%v); unpacking it again\n", tgt.BundleDir, err)
+		if err = os.RemoveAll(tgt.BundleDir); err == nil {
+			if tgt, err = Resolve(arg, repo); err == nil {
+				b, err = warc.OpenBundle(tgt.BundleDir)
+			}
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return tgt, b, nil
+}
+
+// inside reports whether path is dir or lies under it (both made absolute and clean).
+func inside(path, dir string) bool {
+	p, err1 := filepath.Abs(path)
+	d, err2 := filepath.Abs(dir)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(d, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
