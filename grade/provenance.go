@@ -10,8 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"strings"
 
+	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/sites"
 )
@@ -141,12 +141,8 @@ func writeFramed(h hash.Hash, name string, data []byte) {
 // ruleFileName is path relative to root when inside it, else its last two elements.
 func ruleFileName(path, root string) string {
 	if root != "" {
-		if abs, err := filepath.Abs(path); err == nil {
-			if r, err := filepath.Abs(root); err == nil {
-				if rel, err := filepath.Rel(r, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-					return filepath.ToSlash(rel)
-				}
-			}
+		if rel, ok := pathx.Rel(root, path); ok {
+			return rel
 		}
 	}
 	return filepath.ToSlash(filepath.Join(filepath.Base(filepath.Dir(path)), filepath.Base(path)))

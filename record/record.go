@@ -20,7 +20,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +29,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/pab-dev/pab/internal/mitm"
+	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/tlsca"
@@ -524,8 +524,8 @@ func (r *Recorder) excluded(u *url.URL) string {
 		return ""
 	}
 	if root := r.opts.RuleRoot; root != "" {
-		if rel, err := filepath.Rel(root, file); err == nil && !strings.HasPrefix(rel, "..") {
-			file = filepath.ToSlash(rel)
+		if rel, ok := pathx.Rel(root, file); ok {
+			file = rel
 		}
 	}
 	return fmt.Sprintf("excluded by rules: exclude pattern %q (%s:%d)", pat, file, line)

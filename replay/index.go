@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/warc"
 )
@@ -894,9 +894,8 @@ func (ix *Index) label(file string, line int) string {
 		return ""
 	}
 	if ix.root != "" {
-		if rel, err := filepath.Rel(ix.root, file); err == nil && rel != ".." &&
-			!strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel) {
-			file = filepath.ToSlash(rel)
+		if rel, ok := pathx.Rel(ix.root, file); ok {
+			file = rel
 		}
 	}
 	if line > 0 {

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/pab-dev/pab/internal/pathx"
 )
 
 // maxProblemsPerFile bounds the problems reported for one file.
@@ -406,7 +408,7 @@ func CheckDir(dir string, base ...string) ([]Problem, error) {
 		// A problem of a lower layer is left to the check of its own directory.
 		if _, err := Load(append(slices.Clone(base), dir)...); err != nil {
 			p := fileProblem(dir, err)
-			if rel, rerr := filepath.Rel(dir, p.File); rerr == nil && !strings.HasPrefix(rel, "..") {
+			if pathx.Within(p.File, dir) {
 				problems = append(problems, p)
 			}
 		}

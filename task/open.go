@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
 
+	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/warc"
@@ -63,7 +62,7 @@ func openBundle(arg string, repo *Repo, notes io.Writer, warnings bool) (*Target
 		}
 	}
 	b, err := warc.OpenBundle(tgt.BundleDir)
-	if err != nil && inside(tgt.BundleDir, repo.CacheDir()) {
+	if err != nil && pathx.Within(tgt.BundleDir, repo.CacheDir()) {
 		fmt.Fprintf(notes, "pab: the unpacked copy in %s is damaged (%v); unpacking it again\n", tgt.BundleDir, err)
 		if err = os.RemoveAll(tgt.BundleDir); err == nil {
 			if tgt, err = Resolve(arg, repo); err == nil {
@@ -75,15 +74,4 @@ func openBundle(arg string, repo *Repo, notes io.Writer, warnings bool) (*Target
 		return nil, nil, err
 	}
 	return tgt, b, nil
-}
-
-// inside reports whether path is dir or lies under it (both made absolute and clean).
-func inside(path, dir string) bool {
-	p, err1 := filepath.Abs(path)
-	d, err2 := filepath.Abs(dir)
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	rel, err := filepath.Rel(d, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -28,7 +29,7 @@ func TestOpen(t *testing.T) {
 	if notes.Len() != 0 {
 		t.Errorf("notes on a clean open: %q", notes.String())
 	}
-	if !inside(dir, repo.CacheDir()) {
+	if !pathx.Within(dir, repo.CacheDir()) {
 		t.Fatalf("newRepo packs format 2, which is unpacked into the cache; BundleDir is %s", dir)
 	}
 

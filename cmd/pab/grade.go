@@ -17,6 +17,7 @@ import (
 
 	"github.com/pab-dev/pab/grade"
 	"github.com/pab-dev/pab/internal/atomicfile"
+	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/warc"
@@ -168,7 +169,7 @@ func gradingWithHash(t *task.Task) (*grade.Grading, string, string, error) {
 	}
 	path := t.GradingPath()
 	name := path
-	if rel, err := filepath.Rel(t.Repo.Root, path); err == nil && !strings.HasPrefix(rel, "..") {
+	if rel, ok := pathx.Rel(t.Repo.Root, path); ok {
 		name = rel
 	}
 	data, err := os.ReadFile(path)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/rules"
 )
 
@@ -131,7 +132,7 @@ func shortPath(path string) string {
 	if err != nil {
 		return path
 	}
-	if rel, err := filepath.Rel(wd, abs); err == nil && isInside(abs, wd) {
+	if rel, ok := pathx.Rel(wd, abs); ok {
 		return rel
 	}
 	return path

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pab-dev/pab/internal/atomicfile"
 	"github.com/pab-dev/pab/internal/filelock"
+	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/warc"
 )
@@ -148,7 +149,7 @@ func taskWorkDir(repo *task.Repo, taskDir, prefix string) (string, error) {
 
 // shownPath is path relative to the repository root when inside it ("tasks/x"), else path.
 func shownPath(repo *task.Repo, path string) string {
-	if rel, err := filepath.Rel(repo.Root, path); err == nil && isInside(path, repo.Root) {
+	if rel, ok := pathx.Rel(repo.Root, path); ok {
 		return rel
 	}
 	return path

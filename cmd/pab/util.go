@@ -38,17 +38,6 @@ func joinArgs(args []string) string {
 	return strings.Join(args, " ")
 }
 
-// isInside reports whether path is dir or lies under it (both made absolute and clean).
-func isInside(path, dir string) bool {
-	p, err1 := filepath.Abs(path)
-	d, err2 := filepath.Abs(dir)
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	rel, err := filepath.Rel(d, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
 // isRegularFile reports whether path is a regular file (links followed).
 func isRegularFile(path string) bool {
 	fi, err := os.Stat(path)
