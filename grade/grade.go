@@ -82,44 +82,8 @@ func grade(ctx context.Context, in Input, sum *logSummary, opts Options) *Result
 		Pages:      Pages{Opened: []Page{}, NotFound: []NotFound{}},
 		Provenance: in.Provenance,
 	}
-	if in.Log != nil {
-		lr := *in.Log
-		lr.Truncated = sum.truncated
-		r.Log = &lr
-		if m := r.RecordingMismatch(); m != "" {
-			r.note("%s", m)
-		}
-		r.Pages = sum.pages.result()
-		r.Requests = sum.bySource
-		if in.Log.Bad > 0 {
-			if first, ok := in.Log.firstBad(); ok {
-				r.note("%d of %d lines of the replay log could not be read and were skipped (first: line %d, %s)", in.Log.Bad, in.Log.Lines, first.Line, first.Problem)
-			} else {
-				r.note("%d of %d lines of the replay log could not be read and were skipped", in.Log.Bad, in.Log.Lines)
-			}
-		}
-		if sum.truncated > 0 {
-			r.note("%d lines of the replay log had long fields cut by replay (truncated: true)", sum.truncated)
-		}
-		if n := r.Pages.OpenedOmitted; n > 0 {
-			r.note("%d more pages opened are not listed (a result lists the first %d)", n, MaxPagesOpened)
-		}
-		if n := r.Pages.NotFoundOmitted; n > 0 {
-			r.note("%d more pages answered 404 under keys not listed (a result lists the first %d keys)", n, MaxPagesNotFound)
-		}
-		switch {
-		case in.Log.Bad > 0 && sum.requests == 0:
-			// Nothing to grade the agent's browsing on: not a pass of every must_not.
-			r.Status, r.ErrorKind = StatusError, ErrorLog
-			r.note("no line of the replay log %s could be read: is it the log pab replay --log wrote?", in.Log.File)
-			return r
-		case in.Log.Lines == 0:
-			r.note("the replay log is empty: no request went through the replay")
-		case in.RecordedHosts != nil:
-			if !sum.ownHost && sum.foreign != "" {
-				r.note("none of the %d requests of the replay log is for a host of this task's recording (the first is for %s): is the log from another task?", sum.foreignN, sum.foreign)
-			}
-		}
+	if in.Log != nil && !r.readLog(in, sum) {
+		return r
 	}
 	if in.Answer != nil && in.Answer.Problem != "" {
 		r.note("answer: %s", describeAnswerProblem(in.Answer))
@@ -137,68 +101,13 @@ func grade(ctx context.Context, in Input, sum *logSummary, opts Options) *Result
 	}
 	traceItems := evalTrace(g, in.Log, sum)
 	if gs := g.Guard; gs != nil {
-		switch {
-		case in.Guard == nil:
-			why := "they were not given"
-			if in.GuardError != nil {
-				why = in.GuardError.Error()
-			}
-			r.Status, r.ErrorKind = StatusError, ErrorGuard
-			r.note("grading.yaml grades the run's pab guard trace and result, which could not be read: %s (pab run --guard APP.yaml writes them into the run directory as %s and %s); the run is not scored", why, GuardTraceFile, GuardResultFile)
-			r.Items = append(r.Items, skippedJudgeItems(g, "not graded: no guard trace and result")...)
-			r.Items = append(r.Items, traceItems...)
-			return r
-		case in.Guard.Result != nil && in.Guard.Result.Mode != gs.Mode:
-			r.Guard = in.Guard
-			r.Status, r.ErrorKind = StatusError, ErrorGuard
-			r.note("the guard ran in %s mode, and grading.yaml grades %s runs (guard.mode): was pab run --guard given the right application file? The run is not scored", in.Guard.Result.Mode, gs.Mode)
-			r.Items = append(r.Items, skippedJudgeItems(g, "not graded: the guard's mode is not the grading's")...)
-			r.Items = append(r.Items, traceItems...)
-			return r
-		case in.Guard.Bad == 0 && in.Guard.Result != nil && in.Guard.Result.Filled != in.Guard.FilledTotal:
-			r.Guard = in.Guard
-			r.Status, r.ErrorKind = StatusError, ErrorGuard
-			r.note("the guard's trace has %d field.filled events and its result says %d fields were filled: the two files are not of the same run, or one was changed; the run is not scored", in.Guard.FilledTotal, in.Guard.Result.Filled)
-			r.Items = append(r.Items, skippedJudgeItems(g, "not graded: the guard's trace and result disagree")...)
-			r.Items = append(r.Items, traceItems...)
+		if !r.checkGuard(g, in, traceItems) {
 			return r
 		}
-		r.Guard = in.Guard
 		traceItems = append(traceItems, evalGuard(gs, in.Guard)...)
 	}
-
-	// Fail closed: a log line that could not be read may be a request a must_not entry
-	// forbids (a trace line, an event a guard forbid names). Such an entry is an error, and
-	// the run is not scored (nor the judge asked).
-	for _, it := range traceItems {
-		if (it.Kind == KindTrace || it.Kind == KindGuard) && it.Result == ResultError {
-			r.Status, r.ErrorKind = StatusError, ErrorLog
-			what := "the replay log"
-			if it.Kind == KindGuard {
-				r.ErrorKind, what = ErrorGuard, "the guard's trace"
-			}
-			r.note("%s %s could not be decided: %s; the run is not scored", it.Kind, it.ID, it.Reason)
-			r.Items = append(r.Items, skippedJudgeItems(g, "not graded: "+what+" could not be read whole")...)
-			r.Items = append(r.Items, traceItems...)
-			return r
-		}
-	}
-
-	// A run that met a not_executable request is reported as such, without asking the judge.
-	if sum != nil {
-		for i, ne := range g.NotExecutable {
-			if req := sum.notExec[i].first; req != nil {
-				r.Status = StatusNotExecutable
-				reason := ne.Reason
-				if reason == "" {
-					reason = "the run met " + ne.Must.String()
-				}
-				r.note("not executable (%s): %s; request %d: %s %s (status %d)", ne.ID, reason, req.Line, req.Method, req.URL, req.Status)
-				r.Items = append(r.Items, skippedJudgeItems(g, "not executable: "+ne.ID)...)
-				r.Items = append(r.Items, traceItems...)
-				return r
-			}
-		}
+	if !r.decidable(g, traceItems) || !r.executable(g, sum, traceItems) {
+		return r
 	}
 	if in.Answer == nil && !usesAnswer(g) {
 		// Nothing of the grading reads the answer (a guard or trace grading).
@@ -210,71 +119,219 @@ func grade(ctx context.Context, in Input, sum *logSummary, opts Options) *Result
 	if in.Answer == nil {
 		r.Status = StatusNotScored
 		r.note("no answer was given (--answer): nothing is scored")
-		r.Items = append(r.Items, skippedJudgeItems(g, "no answer")...)
-		r.Items = append(r.Items, traceItems...)
+		r.skipJudge(g, "no answer", traceItems)
 		return r
 	}
 
-	answerText := in.Answer.Text
-	gradable := in.Answer.Problem == "" || (in.Answer.Problem != AnswerTooLarge && answerText != "")
-	needJudge := gradable && (len(g.Checks) > 0 || (len(g.Extract) > 0 && len(g.Require) > 0))
-	var judgeErr error
-	var values map[string]*Extracted
-	checkVerdicts := map[string]*checkOutcome{}
-	if needJudge {
-		if opts.Judge == nil || opts.Judge.Judge == nil {
-			judgeErr = fmt.Errorf("no judge is configured")
-		} else {
-			r.Judge = &JudgeInfo{Name: opts.Judge.Judge.Name(), Samples: opts.Samples}
-			a := &asker{cache: opts.Judge, samples: opts.Samples, info: r.Judge, models: map[string]bool{}}
-			// Every question is asked even when one fails, so the result shows all that
-			// the judge could answer and every failure.
-			var errs []string
-			var err error
-			if values, err = extractFields(ctx, a, in.Prompt, g.Extract, answerText, opts.Samples); err != nil {
-				errs = append(errs, err.Error())
-			}
-			for _, c := range g.Checks {
-				if ctx.Err() != nil {
-					errs = append(errs, ctx.Err().Error())
-					break
-				}
-				out, err := askCheck(ctx, a, in.Prompt, c, answerText, opts.Samples)
-				if err != nil {
-					errs = append(errs, fmt.Sprintf("check %s: %v", c.ID, err))
-					continue
-				}
-				checkVerdicts[c.ID] = out
-			}
-			if len(errs) > 0 {
-				judgeErr = errors.New(strings.Join(errs, "; "))
-			}
-		}
+	gradable := in.Answer.Problem == "" || (in.Answer.Problem != AnswerTooLarge && in.Answer.Text != "")
+	var j judged
+	if gradable && (len(g.Checks) > 0 || (len(g.Extract) > 0 && len(g.Require) > 0)) {
+		j = r.askJudge(ctx, g, in, opts)
 	}
 	for _, f := range g.Extract {
-		if e, ok := values[f.Name]; ok {
+		if e, ok := j.values[f.Name]; ok {
 			r.Extracted = append(r.Extracted, *e)
 		}
 	}
+	r.judgedItems(g, in.Answer, gradable, j, opts.Samples)
+	r.Items = append(r.Items, traceItems...)
 
+	if j.err != nil {
+		r.Status, r.ErrorKind = StatusError, ErrorJudge
+		r.note("judge failed: %v", j.err)
+		return r
+	}
+	r.Status = StatusScored
+	r.score()
+	return r
+}
+
+// readLog puts what the replay log says into r: the log's summary, pages and request
+// counts, and a note for each thing about the log a reader should know. It returns false
+// when the log gives nothing to grade on (no line could be read): r is then an error.
+func (r *Result) readLog(in Input, sum *logSummary) bool {
+	lr := *in.Log
+	lr.Truncated = sum.truncated
+	r.Log = &lr
+	if m := r.RecordingMismatch(); m != "" {
+		r.note("%s", m)
+	}
+	r.Pages = sum.pages.result()
+	r.Requests = sum.bySource
+	if in.Log.Bad > 0 {
+		if first, ok := in.Log.firstBad(); ok {
+			r.note("%d of %d lines of the replay log could not be read and were skipped (first: line %d, %s)", in.Log.Bad, in.Log.Lines, first.Line, first.Problem)
+		} else {
+			r.note("%d of %d lines of the replay log could not be read and were skipped", in.Log.Bad, in.Log.Lines)
+		}
+	}
+	if sum.truncated > 0 {
+		r.note("%d lines of the replay log had long fields cut by replay (truncated: true)", sum.truncated)
+	}
+	if n := r.Pages.OpenedOmitted; n > 0 {
+		r.note("%d more pages opened are not listed (a result lists the first %d)", n, MaxPagesOpened)
+	}
+	if n := r.Pages.NotFoundOmitted; n > 0 {
+		r.note("%d more pages answered 404 under keys not listed (a result lists the first %d keys)", n, MaxPagesNotFound)
+	}
+	switch {
+	case in.Log.Bad > 0 && sum.requests == 0:
+		// Nothing to grade the agent's browsing on: not a pass of every must_not.
+		r.Status, r.ErrorKind = StatusError, ErrorLog
+		r.note("no line of the replay log %s could be read: is it the log pab replay --log wrote?", in.Log.File)
+		return false
+	case in.Log.Lines == 0:
+		r.note("the replay log is empty: no request went through the replay")
+	case in.RecordedHosts != nil:
+		if !sum.ownHost && sum.foreign != "" {
+			r.note("none of the %d requests of the replay log is for a host of this task's recording (the first is for %s): is the log from another task?", sum.foreignN, sum.foreign)
+		}
+	}
+	return true
+}
+
+// skipJudge ends r's items for a run that is not judged: every judge item of g skipped
+// with reason, then the trace items.
+func (r *Result) skipJudge(g *Grading, reason string, traceItems []Item) {
+	r.Items = append(r.Items, skippedJudgeItems(g, reason)...)
+	r.Items = append(r.Items, traceItems...)
+}
+
+// checkGuard checks that the guard's trace and result in in can be graded by g's guard
+// section: given, of the graded mode, and of the same run. It returns false when not (r is
+// then an error of kind ErrorGuard, not scored).
+func (r *Result) checkGuard(g *Grading, in Input, traceItems []Item) bool {
+	gs := g.Guard
+	switch {
+	case in.Guard == nil:
+		why := "they were not given"
+		if in.GuardError != nil {
+			why = in.GuardError.Error()
+		}
+		r.Status, r.ErrorKind = StatusError, ErrorGuard
+		r.note("grading.yaml grades the run's pab guard trace and result, which could not be read: %s (pab run --guard APP.yaml writes them into the run directory as %s and %s); the run is not scored", why, GuardTraceFile, GuardResultFile)
+		r.skipJudge(g, "not graded: no guard trace and result", traceItems)
+		return false
+	case in.Guard.Result != nil && in.Guard.Result.Mode != gs.Mode:
+		r.Guard = in.Guard
+		r.Status, r.ErrorKind = StatusError, ErrorGuard
+		r.note("the guard ran in %s mode, and grading.yaml grades %s runs (guard.mode): was pab run --guard given the right application file? The run is not scored", in.Guard.Result.Mode, gs.Mode)
+		r.skipJudge(g, "not graded: the guard's mode is not the grading's", traceItems)
+		return false
+	case in.Guard.Bad == 0 && in.Guard.Result != nil && in.Guard.Result.Filled != in.Guard.FilledTotal:
+		r.Guard = in.Guard
+		r.Status, r.ErrorKind = StatusError, ErrorGuard
+		r.note("the guard's trace has %d field.filled events and its result says %d fields were filled: the two files are not of the same run, or one was changed; the run is not scored", in.Guard.FilledTotal, in.Guard.Result.Filled)
+		r.skipJudge(g, "not graded: the guard's trace and result disagree", traceItems)
+		return false
+	}
+	r.Guard = in.Guard
+	return true
+}
+
+// decidable fails closed: a log line that could not be read may be a request a must_not
+// entry forbids (a trace line, an event a guard forbid names). Such an entry is an error,
+// and the run is not scored (nor the judge asked): decidable returns false.
+func (r *Result) decidable(g *Grading, traceItems []Item) bool {
+	for _, it := range traceItems {
+		if (it.Kind == KindTrace || it.Kind == KindGuard) && it.Result == ResultError {
+			r.Status, r.ErrorKind = StatusError, ErrorLog
+			what := "the replay log"
+			if it.Kind == KindGuard {
+				r.ErrorKind, what = ErrorGuard, "the guard's trace"
+			}
+			r.note("%s %s could not be decided: %s; the run is not scored", it.Kind, it.ID, it.Reason)
+			r.skipJudge(g, "not graded: "+what+" could not be read whole", traceItems)
+			return false
+		}
+	}
+	return true
+}
+
+// executable returns false, with r not executable, when the run met a not_executable
+// request of g: it is reported as such, without asking the judge.
+func (r *Result) executable(g *Grading, sum *logSummary, traceItems []Item) bool {
+	if sum == nil {
+		return true
+	}
+	for i, ne := range g.NotExecutable {
+		if req := sum.notExec[i].first; req != nil {
+			r.Status = StatusNotExecutable
+			reason := ne.Reason
+			if reason == "" {
+				reason = "the run met " + ne.Must.String()
+			}
+			r.note("not executable (%s): %s; request %d: %s %s (status %d)", ne.ID, reason, req.Line, req.Method, req.URL, req.Status)
+			r.skipJudge(g, "not executable: "+ne.ID, traceItems)
+			return false
+		}
+	}
+	return true
+}
+
+// judged is what the judge answered: the extracted fields, the checks' verdicts by id, and
+// every failure joined (nil when none).
+type judged struct {
+	values map[string]*Extracted
+	checks map[string]*checkOutcome
+	err    error
+}
+
+// askJudge asks the judge of opts every question of g about the answer: the fields to
+// extract, then each check. Every question is asked even when one fails, so the result
+// shows all that the judge could answer and every failure.
+func (r *Result) askJudge(ctx context.Context, g *Grading, in Input, opts Options) judged {
+	j := judged{checks: map[string]*checkOutcome{}}
+	if opts.Judge == nil || opts.Judge.Judge == nil {
+		j.err = fmt.Errorf("no judge is configured")
+		return j
+	}
+	r.Judge = &JudgeInfo{Name: opts.Judge.Judge.Name(), Samples: opts.Samples}
+	a := &asker{cache: opts.Judge, samples: opts.Samples, info: r.Judge, models: map[string]bool{}}
+	var errs []string
+	var err error
+	if j.values, err = extractFields(ctx, a, in.Prompt, g.Extract, in.Answer.Text, opts.Samples); err != nil {
+		errs = append(errs, err.Error())
+	}
+	for _, c := range g.Checks {
+		if ctx.Err() != nil {
+			errs = append(errs, ctx.Err().Error())
+			break
+		}
+		out, err := askCheck(ctx, a, in.Prompt, c, in.Answer.Text, opts.Samples)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("check %s: %v", c.ID, err))
+			continue
+		}
+		j.checks[c.ID] = out
+	}
+	if len(errs) > 0 {
+		j.err = errors.New(strings.Join(errs, "; "))
+	}
+	return j
+}
+
+// judgedItems adds an item for each require entry and each check of g, from the judge's
+// answers j (an answer that cannot be read fails them all).
+func (r *Result) judgedItems(g *Grading, ans *AnswerInfo, gradable bool, j judged, samples int) {
 	for _, q := range g.Require {
 		it := Item{ID: q.ID, Kind: KindRequire, Required: true, Line: q.Line, Expected: q.expected()}
 		switch {
 		case !gradable:
-			it.Result, it.Reason = ResultFail, "no answer to read: "+describeAnswerProblem(in.Answer)
-		case values == nil:
+			it.Result, it.Reason = ResultFail, "no answer to read: "+describeAnswerProblem(ans)
+		case j.values == nil:
 			it.Result, it.Reason = ResultError, "the judge did not extract the field"
 		default:
-			q.eval(values[q.Field], &it)
+			q.eval(j.values[q.Field], &it)
 		}
 		r.Items = append(r.Items, it)
 	}
 	for _, c := range g.Checks {
 		it := Item{ID: c.ID, Kind: KindCheck, Required: c.Required, Weight: c.Weight, Line: c.Line, Expected: "yes: " + oneLine(c.Question)}
-		out := checkVerdicts[c.ID]
+		out := j.checks[c.ID]
 		switch {
 		case !gradable:
-			it.Result, it.Reason = ResultFail, "no answer to judge: "+describeAnswerProblem(in.Answer)
+			it.Result, it.Reason = ResultFail, "no answer to judge: "+describeAnswerProblem(ans)
 		case out == nil:
 			it.Result, it.Reason = ResultError, "the judge did not answer"
 		default:
@@ -283,22 +340,12 @@ func grade(ctx context.Context, in Input, sum *logSummary, opts Options) *Result
 			if out.yes {
 				it.Actual, it.Result, it.Reason = "yes", ResultPass, "the judge answered yes"
 			}
-			if opts.Samples > 1 {
-				it.Reason += fmt.Sprintf(" (%d of %d samples agreed)", out.votes, opts.Samples)
+			if samples > 1 {
+				it.Reason += fmt.Sprintf(" (%d of %d samples agreed)", out.votes, samples)
 			}
 		}
 		r.Items = append(r.Items, it)
 	}
-	r.Items = append(r.Items, traceItems...)
-
-	if judgeErr != nil {
-		r.Status, r.ErrorKind = StatusError, ErrorJudge
-		r.note("judge failed: %v", judgeErr)
-		return r
-	}
-	r.Status = StatusScored
-	r.score()
-	return r
 }
 
 // usesAnswer reports whether grading g reads the agent's answer (require or checks).
