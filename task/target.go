@@ -22,7 +22,8 @@ import (
 type Target struct {
 	// Name is the task id, or the base name of the bundle directory or WARC file.
 	Name string
-	// BundleDir is an unpacked bundle (manifest.json, archive/data.warc, indexes/, pages/).
+	// BundleDir is what warc.OpenBundle opens: an unpacked bundle (manifest.json,
+	// archive/data.warc, indexes/, pages/), or a format 3 recording read in place.
 	BundleDir string
 	// RulesDirs are rule directories, lowest priority first; they may not exist.
 	RulesDirs []string
@@ -129,7 +130,10 @@ func (t *Task) Target() (*Target, error) {
 	return &Target{Name: t.ID, BundleDir: dir, RulesDirs: []string{t.Repo.SitesDir(), t.RulesDir()}, Task: t, Warnings: card.Warnings}, nil
 }
 
-// BundleDir returns the task's recording unpacked into the cache,
+// BundleDir returns the directory warc.OpenBundle opens to replay the task. A recording of
+// the current format (3) is read in place: BundleDir is the recording directory itself,
+// nothing is hashed or unpacked, and unpacked copies of the task left in the cache by
+// earlier formats are removed. A format 2 recording is unpacked into the cache,
 // <cache>/bundles/<id>-<first 16 hex digits of warc.HashRecording>. The hash is taken
 // from a stamp in <cache>/stamps when the recording files' names, sizes, times, devices and
 // inodes are those stamped (see recordingHash); otherwise the recording is hashed and
@@ -149,11 +153,15 @@ func (t *Task) BundleDir() (string, error) {
 		}
 		return "", fmt.Errorf("task %s has no recording (%s)", t.ID, rec)
 	}
+	bundles := filepath.Join(t.Repo.CacheDir(), "bundles")
+	if warc.InPlaceArchive(files[len(files)-1]) {
+		removeOlderCopies(bundles, t.ID, "")
+		return rec, nil
+	}
 	hash, err := recordingHash(t.Repo.CacheDir(), rec, files)
 	if err != nil {
 		return "", fmt.Errorf("task %s: %w", t.ID, err)
 	}
-	bundles := filepath.Join(t.Repo.CacheDir(), "bundles")
 	name := t.ID + "-" + hash[:16]
 	dest, built, err := buildCached(bundles, name, func(out string) error { return unpack(rec, out) })
 	if err != nil {

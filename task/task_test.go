@@ -53,8 +53,14 @@ func TestMain(m *testing.M) {
 }
 
 // newRepo makes a repository with sites/ and a task "books" whose recording is the packed
-// corpus capture.
+// corpus capture, in format 2 (unpacked into the cache by BundleDir).
 func newRepo(t *testing.T) (*Repo, *Task) {
+	t.Helper()
+	return newRepoFormat(t, warc.RecordingFormat2)
+}
+
+// newRepoFormat is newRepo with the recording in the given format (2 or 3).
+func newRepoFormat(t *testing.T, format int) (*Repo, *Task) {
 	t.Helper()
 	root := t.TempDir()
 	t.Setenv("PAB_CACHE", "")
@@ -66,7 +72,11 @@ func newRepo(t *testing.T) (*Repo, *Task) {
 	if err := WriteCardIfMissing(taskDir, "books", "Books"); err != nil {
 		t.Fatal(err)
 	}
-	if err := warc.Pack(corpusBundle(t), filepath.Join(taskDir, "recording")); err != nil {
+	pack := warc.Pack
+	if format == warc.RecordingFormat2 {
+		pack = func(b, r string) error { return warc.PackFormat2(b, r, warc.PartSize) }
+	}
+	if err := pack(corpusBundle(t), filepath.Join(taskDir, "recording")); err != nil {
 		t.Fatal(err)
 	}
 	tk, err := repo.Task("books")
@@ -408,7 +418,7 @@ func TestBundleDirErrorsLeaveNoCacheEntry(t *testing.T) {
 	manifest := filepath.Join(tk.RecordingDir(), warc.RecordingManifestFile)
 	os.WriteFile(manifest, []byte(`{"task_id":"books","format":1}`), 0o644)
 	_, err := tk.BundleDir()
-	if err == nil || !strings.Contains(err.Error(), "has format 1; this pab reads format 2") {
+	if err == nil || !strings.Contains(err.Error(), "has format 1; this pab reads format 3 (and 2)") {
 		t.Errorf("format 1: %v", err)
 	}
 	if des, _ := os.ReadDir(filepath.Join(repo.CacheDir(), "bundles")); len(des) != 0 {
@@ -539,4 +549,51 @@ func FuzzCard(f *testing.F) {
 			t.Fatal("unexpected error kind")
 		}
 	})
+}
+
+// TestBundleDirFormat3InPlace: a format 3 recording is replayed in place: BundleDir is the
+// recording directory, nothing is hashed, stamped or unpacked, and copies of the task that
+// earlier formats unpacked into the cache are removed.
+func TestBundleDirFormat3InPlace(t *testing.T) {
+	repo, tk := newRepoFormat(t, warc.RecordingFormat)
+	n := countUnpacks(t)
+	bundles := filepath.Join(repo.CacheDir(), "bundles")
+	old := filepath.Join(bundles, "books-0123456789abcdef")
+	other := filepath.Join(bundles, "books-extra-0123456789abcdef")
+	for _, d := range []string{old, other} {
+		os.MkdirAll(d, 0o755)
+	}
+	dir, err := tk.BundleDir()
+	if err != nil || dir != tk.RecordingDir() || n.Load() != 0 {
+		t.Fatalf("BundleDir = %s, %v, %d unpacks; want the recording itself", dir, err, n.Load())
+	}
+	if _, err := os.Stat(old); err == nil {
+		t.Errorf("the format 2 copy %s is left in the cache", old)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("another task's copy was removed")
+	}
+	if des, _ := os.ReadDir(filepath.Join(repo.CacheDir(), "stamps")); len(des) != 0 {
+		t.Errorf("a stamp was written")
+	}
+	b, err := warc.OpenBundle(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if !b.InPlace() || len(b.Entries) != 30 {
+		t.Errorf("in place %v, %d entries", b.InPlace(), len(b.Entries))
+	}
+	if _, err := b.Response(&b.Entries[0]); err != nil {
+		t.Error(err)
+	}
+	tg, err := Resolve("books", repo)
+	if err != nil || tg.BundleDir != tk.RecordingDir() {
+		t.Errorf("Resolve: %+v, %v", tg, err)
+	}
+	// a format the manifest does not fit is refused when the recording is opened
+	os.WriteFile(filepath.Join(dir, warc.RecordingManifestFile), []byte(`{"task_id":"books","format":4}`), 0o644)
+	if _, err := warc.OpenBundle(dir); err == nil || !strings.Contains(err.Error(), "format 4") {
+		t.Errorf("format 4: %v", err)
+	}
 }

@@ -112,13 +112,16 @@ func Audit(dir string) []Problem {
 	return append(probs, auditContent(dir, names)...)
 }
 
-// AuditRecording checks the published recording in recordingDir (format 2): its manifest
-// must say "format": 2, and its files are unpacked into workDir (which must not exist or be
-// empty; the caller removes it) and checked as Audit does. Problems name the recording's
-// own files (entries.jsonl.gz for indexes/entries.jsonl, warc.tar.gz for
-// archive/data.warc). A recording that cannot be unpacked (a tar entry other than
-// archive/data.warc, a link, a second entry, a corrupt gzip stream, more bytes than
-// DefaultUnpackLimits allow) is one problem.
+// AuditRecording checks the published recording in recordingDir (format 3, or format 2):
+// its manifest must say "format": 3 or 2, and its files are unpacked into workDir (which
+// must not exist or be empty; the caller removes it) and checked as Audit does. Problems
+// name the recording's own files (entries.jsonl.gz for indexes/entries.jsonl, data.warc.gz
+// or warc.tar.gz for archive/data.warc). For format 3, every entry's member fields must
+// name the gzip member of its record: a member that starts at the part offset given, is as
+// long as given, and inflates to exactly the record at respOffset (reqOffset); each such
+// mismatch is one problem of the entry. A recording that cannot be unpacked (a truncated or
+// corrupt gzip member; for format 2 a tar entry other than archive/data.warc, a link, a
+// second entry; more bytes than DefaultUnpackLimits allow) is one problem.
 func AuditRecording(recordingDir, workDir string) []Problem {
 	files, err := RecordingFiles(recordingDir)
 	if err != nil {
@@ -144,8 +147,15 @@ func AuditRecording(recordingDir, workDir string) []Problem {
 	var probe struct {
 		Format json.RawMessage `json:"format"`
 	}
-	if json.Unmarshal(data, &probe) != nil || string(probe.Format) != strconv.Itoa(RecordingFormat) {
+	if json.Unmarshal(data, &probe) != nil || (string(probe.Format) != strconv.Itoa(RecordingFormat) && string(probe.Format) != strconv.Itoa(RecordingFormat2)) {
 		return probs // another format: its files are not read
+	}
+	format3 := string(probe.Format) == strconv.Itoa(RecordingFormat)
+	if format3 != isDataFile(files[3]) {
+		return append(probs, Problem{File: names.manifest, Msg: fmt.Sprintf("format %s, but the archive is %s", probe.Format, filepath.Base(files[3]))})
+	}
+	if format3 {
+		names.warc = files[3] + " (" + WARCFile + ", inflated)"
 	}
 	limits, err := DefaultUnpackLimits()
 	if err != nil {
@@ -166,11 +176,19 @@ func AuditRecording(recordingDir, workDir string) []Problem {
 	if err := copyBounded(files[1], filepath.Join(workDir, PagesFile), MaxPagesBytes, false, budget); err != nil {
 		return append(probs, Problem{File: names.pages, Msg: err.Error()})
 	}
-	if err := copyBounded(files[2], filepath.Join(workDir, EntriesFile), MaxEntriesBytes, true, budget); err != nil {
-		return append(probs, Problem{File: names.entries, Msg: err.Error()})
-	}
-	if err := unpackWARC(files[3:], filepath.Join(workDir, WARCFile), MaxWARCBytes, budget); err != nil {
-		return append(probs, Problem{File: files[3], Msg: err.Error()})
+	if format3 {
+		p, ok := auditFormat3Archive(files, workDir, names, budget)
+		probs = append(probs, p...)
+		if !ok {
+			return probs
+		}
+	} else {
+		if err := copyBounded(files[2], filepath.Join(workDir, EntriesFile), MaxEntriesBytes, true, budget); err != nil {
+			return append(probs, Problem{File: names.entries, Msg: err.Error()})
+		}
+		if err := unpackWARC(files[3:], filepath.Join(workDir, WARCFile), MaxWARCBytes, budget); err != nil {
+			return append(probs, Problem{File: files[3], Msg: err.Error()})
+		}
 	}
 	if err := os.WriteFile(filepath.Join(workDir, ManifestFile), data, 0o644); err != nil {
 		return append(probs, Problem{File: workDir, Msg: err.Error()})
@@ -260,7 +278,9 @@ func auditManifest(data []byte, path string, published bool) []Problem {
 	switch {
 	case !ok && published:
 		add("no format (older than format %d); run pab recording migrate", RecordingFormat)
-	case ok && string(v) != strconv.Itoa(RecordingFormat):
+	case ok && !published && string(v) != strconv.Itoa(RecordingFormat):
+		add("format %.20s in a bundle directory's manifest", v)
+	case ok && string(v) != strconv.Itoa(RecordingFormat) && string(v) != strconv.Itoa(RecordingFormat2):
 		add("format %.20s; the current format is %d", v, RecordingFormat)
 	}
 	return probs
@@ -744,4 +764,51 @@ func openMsg(err error) string {
 		return "cannot open: " + u.Error()
 	}
 	return err.Error()
+}
+
+// auditFormat3Archive writes the entries (as they are, member fields included) and the
+// inflated archive of a format 3 recording into workDir and checks the entries' member
+// fields against the members found. A member that does not inflate (corrupt, truncated) is
+// one problem naming its part file, its offset and the entries whose member it is; ok is
+// false then, and whenever the files could not be read far enough for the bundle checks
+// to follow.
+func auditFormat3Archive(files []string, workDir string, names auditNames, budget *unpackBudget) (probs []Problem, ok bool) {
+	if err := copyBounded(files[2], filepath.Join(workDir, EntriesFile), MaxEntriesBytes, true, budget); err != nil {
+		return []Problem{{File: names.entries, Msg: err.Error()}}, false
+	}
+	f, err := os.Open(filepath.Join(workDir, EntriesFile))
+	if err != nil {
+		return []Problem{{File: names.entries, Msg: err.Error()}}, false
+	}
+	entries, entriesErr := readEntries(f, names.entries, MaxWARCBytes)
+	f.Close()
+	var spans []memberSpan
+	err = createSynced(filepath.Join(workDir, WARCFile), func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 256<<10)
+		var err error
+		spans, err = inflateMembers(files[3:], bw, MaxWARCBytes, budget)
+		if err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
+	if err != nil {
+		p := Problem{File: files[3], Msg: err.Error()}
+		if me, isMember := errors.AsType[*memberError](err); isMember {
+			p.File = files[3+me.part]
+			if ids := entriesAt(entries, me.part, me.zoff); len(ids) > 0 {
+				p.Where = "entry " + strings.Join(ids, ", ")
+			} else {
+				p.Where = fmt.Sprintf("offset %d (no entry's member)", me.zoff)
+			}
+		}
+		return []Problem{p}, false
+	}
+	if entriesErr != nil {
+		return nil, true // auditEntries reports the line
+	}
+	for _, p := range checkMemberFields(entries, spans) {
+		probs = append(probs, Problem{File: names.entries, Where: "entry " + p.id, Msg: p.msg})
+	}
+	return probs, true
 }

@@ -146,7 +146,7 @@ func TestAuditFindsEveryProblem(t *testing.T) {
 		}, []string{`manifest.json: unknown field "recorder"`, `manifest.json: unknown field "user_agent"`}},
 		{"manifest format", func(t *testing.T, dir string) {
 			writeManifestJSON(t, dir, map[string]any{"task_id": "shop", "format": 1})
-		}, []string{"manifest.json: format 1; the current format is 2"}},
+		}, []string{"manifest.json: format 1 in a bundle directory's manifest"}},
 		{"manifest not json", func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, ManifestFile), []byte("[1,2]"), 0o644)
 		}, []string{"manifest.json: not a JSON object"}},
@@ -220,28 +220,42 @@ func TestAuditRecording(t *testing.T) {
 		t.Fatalf("clean recording:\n%s", problemText(probs))
 	}
 
-	// a planted cookie is reported against warc.tar.gz
+	// a planted cookie is reported against data.warc.gz (format 3) and warc.tar.gz (format 2)
 	replaceSameLength(t, filepath.Join(dir, WARCFile), "Xookie:", "Cookie:")
 	if err := Pack(dir, rec); err != nil {
 		t.Fatal(err)
 	}
 	text := problemText(AuditRecording(rec, filepath.Join(t.TempDir(), "w")))
-	if !strings.Contains(text, "warc.tar.gz (archive/data.warc): entry e000001: request stores the Cookie header") {
+	if !strings.Contains(text, "data.warc.gz (archive/data.warc, inflated): entry e000001: request stores the Cookie header") {
 		t.Errorf("recording audit:\n%s", text)
+	}
+	rec2 := filepath.Join(t.TempDir(), "recording2")
+	if err := packParts2(dir, rec2, PartSize); err != nil {
+		t.Fatal(err)
+	}
+	text = problemText(AuditRecording(rec2, filepath.Join(t.TempDir(), "w")))
+	if !strings.Contains(text, "warc.tar.gz (archive/data.warc): entry e000001: request stores the Cookie header") {
+		t.Errorf("format 2 recording audit:\n%s", text)
 	}
 
 	// another format stops at the manifest
 	m := mustRead(t, filepath.Join(rec, RecordingManifestFile))
-	os.WriteFile(filepath.Join(rec, RecordingManifestFile), bytes.Replace(m, []byte(`"format": 2`), []byte(`"format": 3`), 1), 0o644)
+	os.WriteFile(filepath.Join(rec, RecordingManifestFile), bytes.Replace(m, []byte(`"format": 3`), []byte(`"format": 4`), 1), 0o644)
 	probs := AuditRecording(rec, filepath.Join(t.TempDir(), "w"))
-	if len(probs) != 1 || !strings.Contains(probs[0].String(), "format 3; the current format is 2") {
-		t.Errorf("format 3:\n%s", problemText(probs))
+	if len(probs) != 1 || !strings.Contains(probs[0].String(), "format 4; the current format is 3") {
+		t.Errorf("format 4:\n%s", problemText(probs))
+	}
+	// a manifest whose format does not fit the archive
+	m2 := mustRead(t, filepath.Join(rec2, RecordingManifestFile))
+	os.WriteFile(filepath.Join(rec2, RecordingManifestFile), bytes.Replace(m2, []byte(`"format": 2`), []byte(`"format": 3`), 1), 0o644)
+	if text := problemText(AuditRecording(rec2, filepath.Join(t.TempDir(), "w"))); !strings.Contains(text, "format 3, but the archive is warc.tar.gz") {
+		t.Errorf("format 3 over warc.tar.gz:\n%s", text)
 	}
 
-	// a tar holding a link is one problem
-	os.WriteFile(filepath.Join(rec, RecordingManifestFile), m, 0o644)
-	os.WriteFile(filepath.Join(rec, RecordingWARCFile), packGzip(t, packTar(t, packTarEntry{hdr: tarLink(WARCFile, "/etc/passwd")})), 0o644)
-	text = problemText(AuditRecording(rec, filepath.Join(t.TempDir(), "w")))
+	// a format 2 tar holding a link is one problem
+	os.WriteFile(filepath.Join(rec2, RecordingManifestFile), m2, 0o644)
+	os.WriteFile(filepath.Join(rec2, RecordingWARCFile), packGzip(t, packTar(t, packTarEntry{hdr: tarLink(WARCFile, "/etc/passwd")})), 0o644)
+	text = problemText(AuditRecording(rec2, filepath.Join(t.TempDir(), "w")))
 	if !strings.Contains(text, "symlink") {
 		t.Errorf("linked tar:\n%s", text)
 	}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net/http"
 	"net/textproto"
 	"os"
@@ -56,8 +57,10 @@ type Bundle struct {
 	Pages []Page
 
 	byID     map[string]int
-	warc     *os.File
+	warc     io.ReaderAt // archive/data.warc, or the logical data.warc of a format 3 recording (z)
 	warcSize int64
+	z        *zarchive // set when the bundle is a format 3 recording read in place
+	closer   io.Closer
 }
 
 // Response is a recorded HTTP response as stored in archive/data.warc.
@@ -68,8 +71,9 @@ type Response struct {
 	Proto string
 	// Header holds the recorded header fields, canonical names, values in recorded order.
 	Header http.Header
-	// Body reads the stored (decoded) payload. It is an *io.SectionReader over data.warc,
-	// so each Response has its own read position and may be read from any goroutine.
+	// Body reads the stored (decoded) payload. It is an *io.SectionReader over data.warc
+	// (of a format 3 recording: over its records inflated from their gzip members), so
+	// each Response has its own read position and may be read from any goroutine.
 	Body io.Reader
 	// Size is the payload length in bytes.
 	Size int64
@@ -85,6 +89,12 @@ type Response struct {
 // written only by pab, and a field this build does not know means a format it does not read.
 // Errors name the file and the line (JSONL) or byte offset (JSON). The caller must Close
 // the bundle.
+//
+// dir may also be a published recording of format 3 (manifest.json with "format": 3,
+// pages.jsonl, entries.jsonl.gz, data.warc.gz or its parts; docs/bundle-format.md), which
+// is opened in place: nothing is unpacked, each record is read by inflating its own gzip
+// member. Its entries keep their member fields. A published recording of another format is
+// an error naming it (format 2 is unpacked first: Unpack).
 func OpenBundle(dir string) (*Bundle, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -102,6 +112,13 @@ func OpenBundle(dir string) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := root.Stat(WARCFile); b.Manifest.Format != 0 && errors.Is(err, fs.ErrNotExist) {
+		// a published recording (a bundle unpacked from one may keep the "format")
+		if b.Manifest.Format == RecordingFormat {
+			return openInPlace(root, b)
+		}
+		return nil, fmt.Errorf("open bundle %s: a published recording of format %d; this pab reads format %d in place and unpacks format %d (Unpack); run pab recording migrate", dir, b.Manifest.Format, RecordingFormat, RecordingFormat2)
+	}
 
 	return openBundleRest(root, b)
 }
@@ -111,52 +128,52 @@ func OpenBundle(dir string) (*Bundle, error) {
 // pages/pages.jsonl. On error nothing stays open.
 func openBundleRest(root *os.Root, b *Bundle) (*Bundle, error) {
 	dir := b.Dir
-	var err error
-	b.warc, err = openBundleFile(root, dir, WARCFile)
+	wf, err := openBundleFile(root, dir, WARCFile)
 	if err != nil {
 		return nil, err
 	}
-	fi, err := b.warc.Stat()
+	fi, err := wf.Stat()
 	if err != nil {
-		b.warc.Close()
+		wf.Close()
 		return nil, fmt.Errorf("stat %s: %w", filepath.Join(dir, WARCFile), err)
 	}
-	b.warcSize = fi.Size()
+	b.warc, b.closer, b.warcSize = wf, wf, fi.Size()
 
 	ef, err := openBundleFile(root, dir, EntriesFile)
 	if err != nil {
-		b.warc.Close()
+		b.closer.Close()
 		return nil, err
 	}
-	b.Entries, err = readEntries(ef, filepath.Join(dir, EntriesFile), b.warcSize)
+	b.Entries, b.byID, err = readEntriesIndexed(ef, filepath.Join(dir, EntriesFile), b.warcSize, 0)
 	ef.Close()
 	if err != nil {
-		b.warc.Close()
+		b.closer.Close()
 		return nil, err
-	}
-	b.byID = make(map[string]int, len(b.Entries))
-	for i := range b.Entries {
-		b.byID[b.Entries[i].ID] = i
 	}
 
 	pf, err := openBundleFile(root, dir, PagesFile)
 	if err != nil {
-		b.warc.Close()
+		b.closer.Close()
 		return nil, err
 	}
 	b.Pages, err = readPages(pf, filepath.Join(dir, PagesFile))
 	pf.Close()
 	if err != nil {
-		b.warc.Close()
+		b.closer.Close()
 		return nil, err
 	}
 	return b, nil
 }
 
-// Close closes archive/data.warc. Bodies of Responses returned earlier fail afterwards.
+// Close closes archive/data.warc (a format 3 recording's parts). Bodies of Responses
+// returned earlier fail afterwards.
 func (b *Bundle) Close() error {
-	return b.warc.Close()
+	return b.closer.Close()
 }
+
+// InPlace reports whether the bundle is a published recording of format 3 read in place
+// (OpenBundle on its recording directory) rather than a bundle directory.
+func (b *Bundle) InPlace() bool { return b.z != nil }
 
 // ByID returns the entry whose "id" is id, or nil. The entry belongs to the bundle: do not
 // modify it.
@@ -294,6 +311,13 @@ func (b *Bundle) record(off, length int64) (warcRecord, error) {
 	}
 	if headLen+contentLength+4 != length {
 		return warcRecord{}, fmt.Errorf("record is %d bytes (header %d + Content-Length %d + 4), entries.jsonl says %d", headLen+contentLength+4, headLen, contentLength, length)
+	}
+	if b.z != nil && length > smallMember {
+		// a streamed member: reading its tail here would inflate all of it; its length is
+		// checked when it is read to the end, and its closing CRLF CRLF by pab audit
+		rec.blockOff = off + headLen
+		rec.blockLen = contentLength
+		return rec, nil
 	}
 	var tail [4]byte
 	if _, err := b.warc.ReadAt(tail[:], off+length-4); err != nil {
@@ -455,8 +479,19 @@ func readManifest(r io.Reader, path string) (Manifest, error) {
 // id, method and url, a status from 100 to 999, and record spans inside an archive of
 // warcSize bytes (the request record may be absent: reqLength 0).
 func readEntries(r io.Reader, path string, warcSize int64) ([]Entry, error) {
-	var entries []Entry
-	seen := make(map[string]int)
+	entries, _, err := readEntriesIndexed(r, path, warcSize, 0)
+	return entries, err
+}
+
+// readEntriesIndexed is readEntries that also returns the map from entry id to its index
+// in entries (Bundle.byID), built while reading rather than after. capHint is the number
+// of entries expected (0: unknown); it only sizes the first allocation, at most
+// maxEntriesHint.
+func readEntriesIndexed(r io.Reader, path string, warcSize int64, capHint int) ([]Entry, map[string]int, error) {
+	capHint = min(max(capHint, 0), maxEntriesHint)
+	entries := make([]Entry, 0, capHint)
+	seen := make(map[string]int, capHint) // id -> index in entries
+	var lines []int32                     // line of each entry, for the duplicate error
 	err := readJSONL(r, path, MaxEntryLineBytes, decodeEntryFast, func(line int, e *Entry) error {
 		switch {
 		case e.ID == "":
@@ -473,20 +508,27 @@ func readEntries(r io.Reader, path string, warcSize int64) ([]Entry, error) {
 			return errors.New("revisitOf names the entry itself")
 		}
 		if first, dup := seen[e.ID]; dup {
-			return fmt.Errorf("id %q already on line %d", e.ID, first)
+			return fmt.Errorf("id %q already on line %d", e.ID, lines[first])
 		}
-		seen[e.ID] = line
 		if err := checkSpan("resp", e.RespOffset, e.RespLength, warcSize, false); err != nil {
 			return err
 		}
 		if err := checkSpan("req", e.ReqOffset, e.ReqLength, warcSize, true); err != nil {
 			return err
 		}
+		seen[e.ID] = len(entries)
+		lines = append(lines, int32(min(line, math.MaxInt32)))
 		entries = append(entries, *e)
 		return nil
 	})
-	return entries, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return entries, seen, nil
 }
+
+// maxEntriesHint bounds the capacity readEntriesIndexed allocates ahead from a hint.
+const maxEntriesHint = 1 << 20
 
 // checkSpan checks that [off, off+length) lies inside a file of size bytes.
 func checkSpan(what string, off, length, size int64, mayBeEmpty bool) error {
@@ -652,6 +694,22 @@ func decodeEntryFast(data []byte, e *Entry) bool {
 			e.Unresolved, ok = p.bool()
 		case "type":
 			e.ResourceType, ok = p.str()
+		case "respPart":
+			var n int64
+			n, ok = p.int(strconv.IntSize)
+			e.RespPart = int(n)
+		case "respGzOffset":
+			e.RespGzOffset, ok = p.int(64)
+		case "respGzLength":
+			e.RespGzLength, ok = p.int(64)
+		case "reqPart":
+			var n int64
+			n, ok = p.int(strconv.IntSize)
+			e.ReqPart = int(n)
+		case "reqGzOffset":
+			e.ReqGzOffset, ok = p.int(64)
+		case "reqGzLength":
+			e.ReqGzLength, ok = p.int(64)
 		default:
 			return false // unknown, or a case-folded match: the strict decoder decides
 		}

@@ -11,9 +11,15 @@ const (
 	PagesFile    = "pages/pages.jsonl"
 )
 
-// RecordingFormat is the only published layout version this build reads and writes
-// (tasks/<id>/recording/manifest.json "format"). See docs/bundle-format.md.
-const RecordingFormat = 2
+// RecordingFormat is the published layout version this build writes
+// (tasks/<id>/recording/manifest.json "format"): format 3, read in place (one gzip member
+// per WARC record in data.warc.gz). See docs/bundle-format.md.
+const RecordingFormat = 3
+
+// RecordingFormat2 is the previous published layout (warc.tar.gz), which this build still
+// reads by unpacking it into the cache, and which `pab recording migrate` converts to
+// RecordingFormat.
+const RecordingFormat2 = 2
 
 // Manifest is manifest.json: the few facts replay needs about a recording.
 // Timestamps are RFC 3339 in UTC with milliseconds ("2026-10-22T10:40:57.458Z").
@@ -69,6 +75,20 @@ type Entry struct {
 	Unresolved bool `json:"unresolved,omitempty"`
 	// ResourceType is the RR-Resource-Type WARC header ("document", "image", "script", ...).
 	ResourceType string `json:"type,omitempty"`
+
+	// Only in a published recording of format 3 (entries.jsonl.gz), never in a bundle
+	// directory: where the gzip member holding each record sits in data.warc.gz or its
+	// parts (WARC 1.1 Annex D, one member per record). RespPart and ReqPart are the part
+	// numbers (0 for data.warc.gz itself); the offsets and lengths are in bytes of the
+	// compressed part file, from the member's first header byte through its 8-byte
+	// trailer. The member inflates to exactly the record's RespLength (ReqLength) bytes.
+	// ReqGzLength is 0 exactly when ReqLength is 0.
+	RespPart     int   `json:"respPart,omitempty"`
+	RespGzOffset int64 `json:"respGzOffset,omitempty"`
+	RespGzLength int64 `json:"respGzLength,omitempty"`
+	ReqPart      int   `json:"reqPart,omitempty"`
+	ReqGzOffset  int64 `json:"reqGzOffset,omitempty"`
+	ReqGzLength  int64 `json:"reqGzLength,omitempty"`
 }
 
 // Page is one line of pages/pages.jsonl: a top-level document visited while recording,

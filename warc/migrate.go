@@ -309,10 +309,10 @@ func readLegacyManifest(data []byte, path string, dropFormat bool) (Manifest, er
 	return readManifest(bytes.NewReader(clean), path)
 }
 
-// MigrateRecording rewrites the recording in recordingDir to the current format: a format 1
-// recording is extracted into a bundle under workDir (which must not exist or be empty; the
-// caller removes it) and packed again with Pack, which replaces recordingDir as a whole
-// only once the new recording is complete. The WARC is kept byte for byte; run Audit on
+// MigrateRecording rewrites the recording in recordingDir to the current format (3): a
+// format 1 or format 2 recording is extracted into a bundle under workDir (UnpackFormat1,
+// Unpack; workDir must not exist or be empty; the caller removes it) and packed again with
+// Pack, which replaces recordingDir as a whole only once the new recording is complete. The WARC is kept byte for byte; run Audit on
 // the result to check its content. It returns the format found. A recording already in the
 // current format is left untouched, except that legacy manifest fields (start_url) are
 // dropped from its manifest.json (DropLegacyManifestFields); dropped names them. Any other
@@ -328,15 +328,22 @@ func MigrateRecording(recordingDir, workDir string) (from int, dropped []string,
 		return from, dropped, err
 	case 0:
 		return 0, nil, fmt.Errorf("recording %s: no recording", recordingDir)
-	case 1:
+	case 1, RecordingFormat2:
 	default:
-		return from, nil, fmt.Errorf("recording %s has format %d; this pab migrates format 1 to %d", recordingDir, from, RecordingFormat)
+		return from, nil, fmt.Errorf("recording %s has format %d; this pab migrates formats 1 and %d to %d", recordingDir, from, RecordingFormat2, RecordingFormat)
 	}
 	bundle := filepath.Join(workDir, "bundle")
-	if err := UnpackFormat1(recordingDir, bundle); err != nil {
+	unpack := UnpackFormat1
+	if from == RecordingFormat2 {
+		unpack = Unpack // drops the legacy fields as it goes
+		if data, err := readAuditFile(recordingDir, RecordingManifestFile, MaxManifestBytes); err == nil {
+			_, dropped, _ = withoutMembers(data, legacyManifestFields)
+		}
+	}
+	if err := unpack(recordingDir, bundle); err != nil {
 		return from, nil, err
 	}
-	return from, nil, Pack(bundle, recordingDir)
+	return from, dropped, Pack(bundle, recordingDir)
 }
 
 // DropLegacyManifestFields removes the legacy fields (start_url) from the manifest.json of the
@@ -348,7 +355,7 @@ func MigrateRecording(recordingDir, workDir string) (from int, dropped []string,
 // either manifest whole. Call it holding the task's write lock.
 func DropLegacyManifestFields(recordingDir string) ([]string, error) {
 	path := filepath.Join(recordingDir, RecordingManifestFile)
-	if _, err := readRecordingManifest(recordingDir, path); err != nil {
+	if _, _, err := readRecordingManifest(recordingDir, path); err != nil {
 		return nil, err
 	}
 	data, err := readAuditFile(recordingDir, RecordingManifestFile, MaxManifestBytes)

@@ -57,7 +57,7 @@ func TestMigrateFormat1(t *testing.T) {
 		for _, f := range files {
 			names = append(names, f.Name())
 		}
-		if got := strings.Join(names, " "); got != "entries.jsonl.gz manifest.json pages.jsonl warc.tar.gz" {
+		if got := strings.Join(names, " "); got != "data.warc.gz entries.jsonl.gz manifest.json pages.jsonl" {
 			t.Errorf("recording holds %s", got)
 		}
 		dest := filepath.Join(t.TempDir(), "unpacked")
@@ -70,7 +70,7 @@ func TestMigrateFormat1(t *testing.T) {
 			}
 		}
 		m := string(mustRead(t, filepath.Join(rec, RecordingManifestFile)))
-		if strings.Contains(m, "start_url") || !strings.Contains(m, `"format": 2`) || !strings.Contains(m, `"task_id": "shop"`) {
+		if strings.Contains(m, "start_url") || !strings.Contains(m, `"format": 3`) || !strings.Contains(m, `"task_id": "shop"`) {
 			t.Errorf("manifest %s", m)
 		}
 		if probs := AuditRecording(rec, filepath.Join(t.TempDir(), "w")); len(probs) != 0 {
@@ -78,7 +78,7 @@ func TestMigrateFormat1(t *testing.T) {
 		}
 		// migrating again changes nothing
 		h1, _ := HashRecording(rec)
-		if from, dropped, err := MigrateRecording(rec, filepath.Join(t.TempDir(), "work")); from != 2 || dropped != nil || err != nil {
+		if from, dropped, err := MigrateRecording(rec, filepath.Join(t.TempDir(), "work")); from != RecordingFormat || dropped != nil || err != nil {
 			t.Errorf("second migration: %d, %v", from, err)
 		}
 		if h2, _ := HashRecording(rec); h1 != h2 {
@@ -169,7 +169,7 @@ func TestPublishingIsDeterministic(t *testing.T) {
 		if len(a) != len(b) {
 			t.Fatalf("%d files, then %d", len(a), len(b))
 		}
-		_, split := a[RecordingWARCFile+".001"]
+		_, split := a[RecordingDataPart(1)]
 		if split != wantParts {
 			t.Errorf("split into parts: %v", split)
 		}
@@ -292,11 +292,11 @@ func TestMigrateFormat1ExtraFiles(t *testing.T) {
 func TestMigrateDropsLegacyManifestFields(t *testing.T) {
 	bundle := cleanAuditBundle(t)
 	for _, tc := range []struct{ name, in, want string }{
-		{"middle", "{\n  \"task_id\": \"shop\",\n  \"start_url\": \"https://shop.test/\",\n  \"format\": 2\n}\n",
-			"{\n  \"task_id\": \"shop\",\n  \"format\": 2\n}\n"},
-		{"first", `{"start_url":"https://shop.test/", "task_id":"shop","format":2}`, `{"task_id":"shop","format":2}`},
-		{"last", "{\"task_id\":\"shop\",\"format\":2 ,\n \"start_url\" : \"x\"\n}", "{\"task_id\":\"shop\",\"format\":2\n}"},
-		{"twice", `{"start_url":"a","format":2,"start_url":"b"}`, `{"format":2}`},
+		{"middle", "{\n  \"task_id\": \"shop\",\n  \"start_url\": \"https://shop.test/\",\n  \"format\": 3\n}\n",
+			"{\n  \"task_id\": \"shop\",\n  \"format\": 3\n}\n"},
+		{"first", `{"start_url":"https://shop.test/", "task_id":"shop","format":3}`, `{"task_id":"shop","format":3}`},
+		{"last", "{\"task_id\":\"shop\",\"format\":3 ,\n \"start_url\" : \"x\"\n}", "{\"task_id\":\"shop\",\"format\":3\n}"},
+		{"twice", `{"start_url":"a","format":3,"start_url":"b"}`, `{"format":3}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := filepath.Join(t.TempDir(), "tasks", "shop", "recording")
@@ -345,7 +345,7 @@ func TestMigrateDropsLegacyManifestFields(t *testing.T) {
 	if err := Pack(bundle, rec); err != nil {
 		t.Fatal(err)
 	}
-	bad := `{"task_id":"shop","start_url":"x","recorder":"me","format":2}`
+	bad := `{"task_id":"shop","start_url":"x","recorder":"me","format":3}`
 	os.WriteFile(filepath.Join(rec, RecordingManifestFile), []byte(bad), 0o644)
 	if err := Unpack(rec, filepath.Join(t.TempDir(), "u")); err == nil || !strings.Contains(err.Error(), `unknown field "recorder"`) {
 		t.Errorf("unpack: %v", err)

@@ -1,13 +1,16 @@
 package warc
 
-// This file converts between a bundle directory and the published layout, format 2
-// (tasks/<id>/recording/, docs/bundle-format.md "Published layout"):
+// This file converts between a bundle directory and the published layout
+// (tasks/<id>/recording/, docs/bundle-format.md "Published layout"). Pack writes format 3:
 //
-//	manifest.json      the bundle's manifest plus "format": 2
+//	manifest.json      the bundle's manifest plus "format": 3
 //	pages.jsonl        pages/pages.jsonl as is
-//	entries.jsonl.gz   indexes/entries.jsonl, gzip
-//	warc.tar.gz        a tar holding only archive/data.warc, gzip; split into
-//	                   warc.tar.gz.000, .001, ... when larger than PartSize
+//	entries.jsonl.gz   indexes/entries.jsonl plus each record's gzip member, gzip
+//	data.warc.gz       archive/data.warc, one gzip member per record; split into
+//	                   data-000.warc.gz, data-001.warc.gz, ... when larger than PartSize
+//
+// (inplace.go). Unpack also reads format 2, whose archive is warc.tar.gz: a tar holding
+// only archive/data.warc, gzip, split into warc.tar.gz.000, .001, ... when larger.
 
 import (
 	"archive/tar"
@@ -36,12 +39,15 @@ const (
 	RecordingManifestFile = "manifest.json"
 	RecordingPagesFile    = "pages.jsonl"
 	RecordingEntriesFile  = "entries.jsonl.gz"
-	RecordingWARCFile     = "warc.tar.gz"
+	// RecordingWARCFile is the archive of a format 2 recording.
+	RecordingWARCFile = "warc.tar.gz"
 )
 
-// PartSize is the largest warc.tar.gz Pack writes in one file: 45 MB in decimal units
-// (45,000,000 bytes), below GitHub's 50 MiB warning. A larger archive is split into
-// warc.tar.gz.000, .001, ... (at most 1000 parts), each PartSize bytes but the last.
+// PartSize is the largest data.warc.gz Pack writes in one file: 45 MB in decimal units
+// (45,000,000 bytes), below GitHub's 50 MiB warning. A larger archive is split between
+// gzip members into data-000.warc.gz, data-001.warc.gz, ... (at most 1000 parts), each at
+// most PartSize bytes unless a single record's member is larger. (Format 2 cut its one
+// gzip stream into parts of exactly PartSize bytes.)
 const PartSize = 45 * 1000 * 1000
 
 // Bounds applied by Unpack to what a recording may expand to.
@@ -209,17 +215,17 @@ var tarModTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 var partName = regexp.MustCompile(`^warc\.tar\.gz\.([0-9]{3})$`)
 
-// Pack writes the bundle in bundleDir to recordingDir in the published layout, format 2,
-// splitting warc.tar.gz into parts above PartSize bytes. See PackParts.
+// Pack writes the bundle in bundleDir to recordingDir in the published layout, format 3,
+// splitting data.warc.gz into parts above PartSize bytes. See PackParts.
 func Pack(bundleDir, recordingDir string) error {
 	return PackParts(bundleDir, recordingDir, PartSize)
 }
 
 // PackParts is Pack with parts of at most partSize bytes: PackStaged, then Publish.
 // Output is deterministic: the same bundle files and the same klauspost/compress version
-// give the same bytes (fixed tar name, mode 0644, uid/gid 0, no user or group names, mtime
-// 2000-01-01T00:00:00Z; no name or time in the gzip headers). An older recording at
-// recordingDir is replaced as a whole, and only once the new one is complete.
+// give the same bytes (no name or time in the gzip headers, one member per record, entry
+// lines encoded as the bundle writer encodes them). An older recording at recordingDir is
+// replaced as a whole, and only once the new one is complete.
 func PackParts(bundleDir, recordingDir string, partSize int64) error {
 	staged, err := PackStaged(bundleDir, recordingDir, partSize)
 	if err != nil {
@@ -228,13 +234,19 @@ func PackParts(bundleDir, recordingDir string, partSize int64) error {
 	return Publish(staged, recordingDir)
 }
 
-// PackStaged writes the bundle in bundleDir in the published layout, format 2, with parts
-// of at most partSize bytes, into a new temporary directory beside recordingDir (its
+// PackStaged writes the bundle in bundleDir (a bundle directory, or a format 3 recording)
+// in the published layout, format 3, with parts of at most partSize bytes, into a new temporary directory beside recordingDir (its
 // parent is created if needed), named ".<base of recordingDir>.tmp-<random>", synced, and
 // returns that directory's path. recordingDir itself is not touched: the caller checks the
 // staged recording (AuditRecording) and then moves it into place with Publish, or removes
 // it. The bundle is opened and checked with OpenBundle first. On error nothing is left.
 func PackStaged(bundleDir, recordingDir string, partSize int64) (string, error) {
+	return packStaged(bundleDir, recordingDir, partSize, RecordingFormat)
+}
+
+// packStaged is PackStaged writing format (RecordingFormat, or RecordingFormat2 for the
+// tests of the format 2 readers).
+func packStaged(bundleDir, recordingDir string, partSize int64, format int) (string, error) {
 	if partSize <= 0 {
 		return "", fmt.Errorf("pack %s: part size %d is not positive", recordingDir, partSize)
 	}
@@ -263,7 +275,7 @@ func PackStaged(bundleDir, recordingDir string, partSize int64) (string, error) 
 	}
 
 	m := b.Manifest
-	m.Format = RecordingFormat
+	m.Format = format
 	if err := writeJSONFile(filepath.Join(tmp, RecordingManifestFile), m); err != nil {
 		return "", fmt.Errorf("pack: %w", err)
 	}
@@ -272,14 +284,31 @@ func PackStaged(bundleDir, recordingDir string, partSize int64) (string, error) 
 		return "", fmt.Errorf("pack: %w", err)
 	}
 	defer root.Close()
-	if err := copyBundleFile(root, bundleDir, PagesFile, filepath.Join(tmp, RecordingPagesFile), false); err != nil {
+	pagesName := PagesFile
+	if b.InPlace() {
+		pagesName = RecordingPagesFile
+	}
+	if err := copyBundleFile(root, bundleDir, pagesName, filepath.Join(tmp, RecordingPagesFile), false); err != nil {
 		return "", fmt.Errorf("pack: %w", err)
 	}
-	if err := copyBundleFile(root, bundleDir, EntriesFile, filepath.Join(tmp, RecordingEntriesFile), true); err != nil {
-		return "", fmt.Errorf("pack: %w", err)
-	}
-	if err := packWARC(b, tmp, partSize); err != nil {
-		return "", fmt.Errorf("pack %s: %w", filepath.Join(bundleDir, WARCFile), err)
+	if format == RecordingFormat2 {
+		if b.InPlace() {
+			return "", fmt.Errorf("pack %s: format %d is written only from a bundle directory", bundleDir, RecordingFormat2)
+		}
+		if err := copyBundleFile(root, bundleDir, EntriesFile, filepath.Join(tmp, RecordingEntriesFile), true); err != nil {
+			return "", fmt.Errorf("pack: %w", err)
+		}
+		if err := packWARC(b, tmp, partSize); err != nil {
+			return "", fmt.Errorf("pack %s: %w", filepath.Join(bundleDir, WARCFile), err)
+		}
+	} else {
+		entries, err := packMembers(b, tmp, partSize)
+		if err != nil {
+			return "", fmt.Errorf("pack %s: %w", filepath.Join(bundleDir, WARCFile), err)
+		}
+		if err := writeEntriesGz(filepath.Join(tmp, RecordingEntriesFile), entries); err != nil {
+			return "", fmt.Errorf("pack: %w", err)
+		}
 	}
 	if err := syncPath(tmp); err != nil {
 		return "", fmt.Errorf("pack: %w", err)
@@ -356,7 +385,7 @@ func RecoverRecording(recordingDir string) ([]string, error) {
 	return notes, nil
 }
 
-// packWARC writes warc.tar.gz (or its parts) for b's archive into dir.
+// packWARC writes format 2's warc.tar.gz (or its parts) for b's archive into dir.
 func packWARC(b *Bundle, dir string, partSize int64) error {
 	pw := &partWriter{dir: dir, size: partSize}
 	zw, err := gzip.NewWriterLevel(pw, gzip.DefaultCompression)
@@ -569,11 +598,13 @@ func replaceDir(tmp, dst string) error {
 }
 
 // RecordingFiles lists the files of the published recording in recordingDir in their fixed
-// order: manifest.json, pages.jsonl, entries.jsonl.gz, then warc.tar.gz or its parts
-// warc.tar.gz.000, .001, ... in number order. It returns nil and no error when the directory
-// does not exist or holds none of these files (the task has no recording yet), and an error
-// when the set is incomplete (a missing file or part, both warc.tar.gz and parts) or a file
-// is not a regular file (symlinks are refused). Other files in the directory are ignored.
+// order: manifest.json, pages.jsonl, entries.jsonl.gz, then the archive: data.warc.gz or
+// its parts data-000.warc.gz, data-001.warc.gz, ... (format 3), or warc.tar.gz or its parts
+// warc.tar.gz.000, .001, ... (format 2), in number order. It returns nil and no error when
+// the directory does not exist or holds none of these files (the task has no recording
+// yet), and an error when the set is incomplete (a missing file or part, both a whole
+// archive and parts, archives of both formats) or a file is not a regular file (symlinks
+// are refused). Other files in the directory are ignored.
 func RecordingFiles(recordingDir string) ([]string, error) {
 	des, err := os.ReadDir(recordingDir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -583,12 +614,13 @@ func RecordingFiles(recordingDir string) ([]string, error) {
 		return nil, fmt.Errorf("read recording %s: %w", recordingDir, err)
 	}
 	present := map[string]bool{}
-	var parts []int
+	var parts, dataParts []int
 	for _, de := range des {
 		name := de.Name()
 		m := partName.FindStringSubmatch(name)
-		known := m != nil || name == RecordingManifestFile || name == RecordingPagesFile ||
-			name == RecordingEntriesFile || name == RecordingWARCFile
+		dm := dataPartName.FindStringSubmatch(name)
+		known := m != nil || dm != nil || name == RecordingManifestFile || name == RecordingPagesFile ||
+			name == RecordingEntriesFile || name == RecordingWARCFile || name == RecordingDataFile
 		if !known {
 			continue
 		}
@@ -599,6 +631,10 @@ func RecordingFiles(recordingDir string) ([]string, error) {
 		if m != nil {
 			n, _ := strconv.Atoi(m[1])
 			parts = append(parts, n)
+		}
+		if dm != nil {
+			n, _ := strconv.Atoi(dm[1])
+			dataParts = append(dataParts, n)
 		}
 	}
 	if len(present) == 0 {
@@ -611,13 +647,23 @@ func RecordingFiles(recordingDir string) ([]string, error) {
 		}
 		files = append(files, filepath.Join(recordingDir, name))
 	}
+	data, err := recordingDataFiles(recordingDir, present[RecordingDataFile], dataParts)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > 0 {
+		if present[RecordingWARCFile] || len(parts) > 0 {
+			return nil, fmt.Errorf("recording %s: has both %s (format %d) and %s (format %d)", recordingDir, filepath.Base(data[0]), RecordingFormat, RecordingWARCFile, RecordingFormat2)
+		}
+		return append(files, data...), nil
+	}
 	switch {
 	case present[RecordingWARCFile] && len(parts) > 0:
 		return nil, fmt.Errorf("recording %s: has both %s and %s.%03d", recordingDir, RecordingWARCFile, RecordingWARCFile, parts[0])
 	case present[RecordingWARCFile]:
 		files = append(files, filepath.Join(recordingDir, RecordingWARCFile))
 	case len(parts) == 0:
-		return nil, fmt.Errorf("recording %s: %s is missing", recordingDir, RecordingWARCFile)
+		return nil, fmt.Errorf("recording %s: %s is missing", recordingDir, RecordingDataFile)
 	default:
 		ps, err := partPaths(recordingDir, RecordingWARCFile, parts)
 		if err != nil {
@@ -691,8 +737,11 @@ func hashFile(w io.Writer, path string) error {
 // Unpack turns the published recording in recordingDir into a bundle directory destDir
 // (created if missing; if it exists it must be empty): manifest.json without "format",
 // archive/data.warc, indexes/entries.jsonl and pages/pages.jsonl, each synced. The manifest
-// must say "format": 2 (RecordingFormat); any other or a missing format is refused with an
-// error naming both. The warc.tar.gz parts are read in order as one gzip stream whose tar
+// must say "format": 3 (RecordingFormat) or 2 (RecordingFormat2); any other or a missing
+// format is refused with an error naming it. Format 3: every gzip member of data.warc.gz
+// (or its parts, in order) is inflated into archive/data.warc, and every entry's member
+// fields must name the member of its record (they are left out of indexes/entries.jsonl).
+// Format 2: the warc.tar.gz parts are read in order as one gzip stream whose tar
 // must hold exactly one entry, the regular file archive/data.warc of at most MaxWARCBytes:
 // any other name, a path outside archive/, a link, a device or a second entry is an error.
 // entries.jsonl.gz expands to at most MaxEntriesBytes. Everything written together is
@@ -718,9 +767,12 @@ func UnpackWith(recordingDir, destDir string, l UnpackLimits) (err error) {
 	if len(files) == 0 {
 		return fmt.Errorf("recording %s: no recording files", recordingDir)
 	}
-	m, err := readRecordingManifest(recordingDir, files[0])
+	m, format, err := readRecordingManifest(recordingDir, files[0])
 	if err != nil {
 		return err
+	}
+	if (format == RecordingFormat) != isDataFile(files[3]) {
+		return fmt.Errorf("recording %s: manifest says format %d, but the archive is %s", recordingDir, format, filepath.Base(files[3]))
 	}
 	budget, err := newUnpackBudget(recordingDir, files, l)
 	if err != nil {
@@ -748,11 +800,17 @@ func UnpackWith(recordingDir, destDir string, l UnpackLimits) (err error) {
 	if err := copyBounded(files[1], filepath.Join(destDir, PagesFile), MaxPagesBytes, false, budget); err != nil {
 		return err
 	}
-	if err := copyBounded(files[2], filepath.Join(destDir, EntriesFile), MaxEntriesBytes, true, budget); err != nil {
-		return err
-	}
-	if err := unpackWARC(files[3:], filepath.Join(destDir, WARCFile), MaxWARCBytes, budget); err != nil {
-		return err
+	if format == RecordingFormat {
+		if err := unpackFormat3(recordingDir, files, destDir, budget); err != nil {
+			return err
+		}
+	} else {
+		if err := copyBounded(files[2], filepath.Join(destDir, EntriesFile), MaxEntriesBytes, true, budget); err != nil {
+			return err
+		}
+		if err := unpackWARC(files[3:], filepath.Join(destDir, WARCFile), MaxWARCBytes, budget); err != nil {
+			return err
+		}
 	}
 	for _, d := range []string{filepath.Dir(WARCFile), filepath.Dir(EntriesFile), filepath.Dir(PagesFile), "."} {
 		if err := syncPath(filepath.Join(destDir, d)); err != nil {
@@ -779,35 +837,36 @@ func removeOutput(dir string, created bool) {
 	}
 }
 
-// readRecordingManifest reads recording/manifest.json and checks its format first, so a
-// recording of another format gets the format error rather than a field error.
-func readRecordingManifest(recordingDir, path string) (Manifest, error) {
+// readRecordingManifest reads recording/manifest.json and checks its format first (3 or
+// 2), so a recording of another format gets the format error rather than a field error.
+func readRecordingManifest(recordingDir, path string) (Manifest, int, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return Manifest{}, err
+		return Manifest{}, 0, err
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxManifestBytes+1))
 	if err != nil {
-		return Manifest{}, fmt.Errorf("read %s: %w", path, err)
+		return Manifest{}, 0, fmt.Errorf("read %s: %w", path, err)
 	}
 	var probe struct {
 		Format json.RawMessage `json:"format"`
 	}
 	if err := json.Unmarshal(data, &probe); err != nil {
-		return Manifest{}, fmt.Errorf("read %s: %w", path, err)
+		return Manifest{}, 0, fmt.Errorf("read %s: %w", path, err)
 	}
 	if probe.Format == nil {
-		return Manifest{}, fmt.Errorf("recording %s has no format (older than format 2); this pab reads format %d", recordingDir, RecordingFormat)
+		return Manifest{}, 0, fmt.Errorf("recording %s has no format (older than format 2); this pab reads format %d", recordingDir, RecordingFormat)
 	}
 	format, err := strconv.Atoi(string(probe.Format))
 	if err != nil {
-		return Manifest{}, fmt.Errorf("recording %s has format %.20s; this pab reads format %d", recordingDir, probe.Format, RecordingFormat)
+		return Manifest{}, 0, fmt.Errorf("recording %s has format %.20s; this pab reads format %d", recordingDir, probe.Format, RecordingFormat)
 	}
-	if format != RecordingFormat {
-		return Manifest{}, fmt.Errorf("recording %s has format %d; this pab reads format %d", recordingDir, format, RecordingFormat)
+	if format != RecordingFormat && format != RecordingFormat2 {
+		return Manifest{}, 0, fmt.Errorf("recording %s has format %d; this pab reads format %d (and %d)", recordingDir, format, RecordingFormat, RecordingFormat2)
 	}
-	return readManifest(bytes.NewReader(data), path)
+	m, err := readManifest(bytes.NewReader(data), path)
+	return m, format, err
 }
 
 // makeEmptyDir creates dir (and its parents), or checks that it is an empty directory.

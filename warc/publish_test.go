@@ -22,7 +22,7 @@ func packHand(t *testing.T, partSize int64) (bundleDir, recDir string) {
 	bundleDir = filepath.Join(t.TempDir(), "bundle")
 	writeHandBundle(t, bundleDir, handExchanges())
 	recDir = filepath.Join(t.TempDir(), "tasks", "hand", "recording")
-	if err := PackParts(bundleDir, recDir, partSize); err != nil {
+	if err := packParts2(bundleDir, recDir, partSize); err != nil {
 		t.Fatal(err)
 	}
 	return bundleDir, recDir
@@ -199,7 +199,7 @@ func TestPackReplacesOldRecording(t *testing.T) {
 	for _, de := range des {
 		names = append(names, de.Name())
 	}
-	if got := strings.Join(names, " "); got != "entries.jsonl.gz manifest.json pages.jsonl warc.tar.gz" {
+	if got := strings.Join(names, " "); got != "data.warc.gz entries.jsonl.gz manifest.json pages.jsonl" {
 		t.Errorf("recording holds %s", got)
 	}
 	assertOnlyEntry(t, filepath.Dir(recDir), "recording")
@@ -251,7 +251,18 @@ func TestRecordingFiles(t *testing.T) {
 		{"both archive and parts", func(t *testing.T, rec string) {
 			writeFile("warc.tar.gz.000", "x")(t, rec)
 		}, "has both warc.tar.gz and warc.tar.gz.000"},
-		{"no archive", removeFile(RecordingWARCFile), "warc.tar.gz is missing"},
+		{"no archive", removeFile(RecordingWARCFile), "data.warc.gz is missing"},
+		{"archives of both formats", writeFile(RecordingDataFile, "x"), "has both data.warc.gz (format 3) and warc.tar.gz (format 2)"},
+		{"format 3 parts with a gap", func(t *testing.T, rec string) {
+			removeFile(RecordingWARCFile)(t, rec)
+			writeFile(RecordingDataPart(0), "x")(t, rec)
+			writeFile(RecordingDataPart(2), "x")(t, rec)
+		}, "part data-001.warc.gz is missing"},
+		{"format 3 whole and parts", func(t *testing.T, rec string) {
+			removeFile(RecordingWARCFile)(t, rec)
+			writeFile(RecordingDataFile, "x")(t, rec)
+			writeFile(RecordingDataPart(0), "x")(t, rec)
+		}, "has both data.warc.gz and data-000.warc.gz"},
 		{"no entries", removeFile(RecordingEntriesFile), "entries.jsonl.gz is missing"},
 		{"symlinked archive", func(t *testing.T, rec string) {
 			removeFile(RecordingWARCFile)(t, rec)
@@ -344,10 +355,11 @@ func TestUnpackRejects(t *testing.T) {
 		edit func(t *testing.T, rec string)
 		want string
 	}{
-		{"format 1", writeFile(RecordingManifestFile, `{"task_id":"hand","format":1,"start_url":"x"}`), "has format 1; this pab reads format 2"},
-		{"format 3", writeFile(RecordingManifestFile, `{"format":3}`), "has format 3; this pab reads format 2"},
-		{"no format", writeFile(RecordingManifestFile, `{"task_id":"hand"}`), "has no format (older than format 2); this pab reads format 2"},
-		{"format as a string", writeFile(RecordingManifestFile, `{"format":"2"}`), `has format "2"; this pab reads format 2`},
+		{"format 1", writeFile(RecordingManifestFile, `{"task_id":"hand","format":1,"start_url":"x"}`), "has format 1; this pab reads format 3 (and 2)"},
+		{"format 3 over warc.tar.gz", writeFile(RecordingManifestFile, `{"format":3}`), "manifest says format 3, but the archive is warc.tar.gz"},
+		{"format 4", writeFile(RecordingManifestFile, `{"format":4}`), "has format 4; this pab reads format 3 (and 2)"},
+		{"no format", writeFile(RecordingManifestFile, `{"task_id":"hand"}`), "has no format (older than format 2); this pab reads format 3"},
+		{"format as a string", writeFile(RecordingManifestFile, `{"format":"2"}`), `has format "2"; this pab reads format 3`},
 		{"manifest unknown field", writeFile(RecordingManifestFile, `{"format":2,"who":"me"}`), `unknown field "who"`},
 		{"dotdot path", withTar(func(w []byte) []packTarEntry { return []packTarEntry{reg("archive/../../evil", w)} }), `tar entry "archive/../../evil": path outside archive/`},
 		{"absolute path", withTar(func(w []byte) []packTarEntry { return []packTarEntry{reg("/tmp/evil", w)} }), `tar entry "/tmp/evil": path outside archive/`},

@@ -70,7 +70,7 @@ func TestAuditNotFoundKeys(t *testing.T) {
 	manifest := filepath.Join(root, "tasks", "books-sapiens-price", "recording", "manifest.json")
 	write := func(notFound string) {
 		t.Helper()
-		m := `{"task_id": "books-sapiens-price", "captured_from": "2018-11-11T22:56:36.000Z", "captured_to": "2018-11-11T22:56:36.000Z", "not_found": ` + notFound + `, "format": 2}` + "\n"
+		m := `{"task_id": "books-sapiens-price", "captured_from": "2018-11-11T22:56:36.000Z", "captured_to": "2018-11-11T22:56:36.000Z", "not_found": ` + notFound + `, "format": ` + strconv.Itoa(warc.RecordingFormat) + `}` + "\n"
 		if err := os.WriteFile(manifest, []byte(m), 0o644); err != nil {
 			t.Fatal(err)
 		}

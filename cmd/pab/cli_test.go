@@ -54,16 +54,44 @@ func TestReplayPortInUseKeepsLog(t *testing.T) {
 }
 
 // TestReplayRepairsDamagedCache: an unpacked copy cut short in the cache is unpacked again.
+// Only a format 2 recording is unpacked into the cache (format 3 is read in place), so the
+// task's recording is packed as format 2 in a repository of its own.
 func TestReplayRepairsDamagedCache(t *testing.T) {
-	t.Setenv("PAB_CACHE", cacheDir)
-	tgt, err := task.Resolve("books-sapiens-price", &task.Repo{Root: repoRoot})
+	root := t.TempDir()
+	copyTask(t, "books-sapiens-price", root)
+	if err := os.CopyFS(filepath.Join(root, "sites"), os.DirFS(filepath.Join(repoRoot, "sites"))); err != nil {
+		t.Fatal(err)
+	}
+	rec := filepath.Join(root, "tasks", "books-sapiens-price", "recording")
+	bundle := filepath.Join(t.TempDir(), "bundle")
+	if err := warc.Unpack(rec, bundle); err != nil {
+		t.Fatal(err)
+	}
+	if err := warc.PackFormat2(bundle, rec, warc.PartSize); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(t.TempDir(), "cache") // of this repository alone
+	t.Setenv("PAB_CACHE", cache)
+	tgt, err := task.Resolve("books-sapiens-price", &task.Repo{Root: root})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Truncate(filepath.Join(tgt.BundleDir, warc.WARCFile), 1000); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, code := runPab(t, "replay", "books-sapiens-price", "--check")
+	var out, errOut bytes.Buffer
+	cmd := pabCmd("--repo", root, "replay", "books-sapiens-price", "--check")
+	cmd.Env = append(cmd.Env, "PAB_CACHE="+cache) // the last value wins
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	code := 0
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		code = ee.ExitCode()
+	}
+	stdout, stderr := out.String(), errOut.String()
 	if code != 0 || !strings.Contains(stderr, "damaged") || !strings.Contains(stdout, "exact          30  100.0%") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}

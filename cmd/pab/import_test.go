@@ -257,7 +257,7 @@ func TestImportRefusesBadBundles(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := filepath.Join(t.TempDir(), "recording")
-			if err := warc.Pack(good, rec); err != nil {
+			if err := warc.PackFormat2(good, rec, warc.PartSize); err != nil { // a format 2 tar
 				t.Fatal(err)
 			}
 			var buf bytes.Buffer
@@ -331,7 +331,7 @@ func TestRecordingMigrateCommand(t *testing.T) {
 		t.Errorf("replay of a format 1 task: exit %d\n%s", code, stderr)
 	}
 	out, stderr, code = runIn(t, root, "recording", "migrate", "old")
-	if code != 0 || !strings.Contains(out, "migrated from format 1 to format 2") {
+	if code != 0 || !strings.Contains(out, "migrated from format 1 to format 3") {
 		t.Fatalf("migrate: exit %d\n%s%s", code, out, stderr)
 	}
 	if out, _, code := runIn(t, root, "audit", "old"); code != 0 {
@@ -341,7 +341,7 @@ func TestRecordingMigrateCommand(t *testing.T) {
 		t.Errorf("replay after migration: %s", got)
 	}
 	out, _, code = runIn(t, root, "recording", "migrate", "old")
-	if code != 0 || !strings.Contains(out, "already format 2") {
+	if code != 0 || !strings.Contains(out, "already format 3") {
 		t.Errorf("second migrate: exit %d %s", code, out)
 	}
 	_, stderr, code = runIn(t, root, "recording", "migrate", "nosuch")
@@ -404,7 +404,7 @@ func TestRecordingMigrateLegacyManifest(t *testing.T) {
 		t.Errorf("replay after migrate: %s", got)
 	}
 	out, _, code = runIn(t, root, "recording", "migrate", "shop")
-	if code != 0 || !strings.Contains(out, "already format 2") {
+	if code != 0 || !strings.Contains(out, "already format 3") {
 		t.Errorf("second migrate: exit %d %s", code, out)
 	}
 

@@ -52,10 +52,10 @@ func cacheWorkDir(repo *task.Repo, prefix string) (string, error) {
 	return os.MkdirTemp(repo.CacheDir(), prefix)
 }
 
-// isRecordingDir reports whether dir holds a published recording's archive: warc.tar.gz
-// (format 2) or bundle.tar.gz (format 1), whole or in parts.
+// isRecordingDir reports whether dir holds a published recording's archive: data.warc.gz
+// (format 3), warc.tar.gz (format 2) or bundle.tar.gz (format 1), whole or in parts.
 func isRecordingDir(dir string) bool {
-	for _, name := range []string{warc.RecordingWARCFile, warc.RecordingWARCFile + ".000", warc.RecordingEntriesFile, warc.Format1File, warc.Format1File + ".000"} {
+	for _, name := range []string{warc.RecordingDataFile, warc.RecordingDataPart(0), warc.RecordingWARCFile, warc.RecordingWARCFile + ".000", warc.RecordingEntriesFile, warc.Format1File, warc.Format1File + ".000"} {
 		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
 			return true
 		}
