@@ -385,6 +385,28 @@ func (r *Reader) Next() (*Record, error) {
 }
 
 func (r *Reader) readRecord(start int64) (*Record, error) {
+	rec, err := r.readHeader(start)
+	if err != nil {
+		return nil, err
+	}
+	cl := rec.BlockSize
+	httpType := rec.Type == "response" || rec.Type == "request" || rec.Type == "revisit"
+	streamed, err := r.readBlock(rec, cl, httpType)
+	if err != nil {
+		return nil, err
+	}
+	if streamed, err = r.readEnd(rec, start, cl, streamed, httpType); err != nil {
+		return nil, err
+	}
+	r.locate(rec, start)
+	r.readHTTP(rec, streamed, httpType)
+	return rec, nil
+}
+
+// readHeader reads the WARC header of the record at start (the version line and the
+// fields up to the empty line, WARC 1.1 section 4) and the fields every record has: type,
+// id, target URI, date and Content-Length (rec.BlockSize).
+func (r *Reader) readHeader(start int64) (*Record, error) {
 	magic, err := r.br.Peek(5)
 	if !bytes.Equal(magic, []byte("WARC/")) {
 		if err != nil && err != io.EOF {
@@ -471,9 +493,13 @@ func (r *Reader) readRecord(start int64) (*Record, error) {
 		return nil, fmt.Errorf("%w: missing or invalid Content-Length %q", ErrBadHeader, clText)
 	}
 	rec.BlockSize = cl
+	return rec, nil
+}
 
-	// Block.
-	httpType := rec.Type == "response" || rec.Type == "request" || rec.Type == "revisit"
+// readBlock reads the record's block of cl bytes: streamed through the spool when the
+// reader streams (only the HTTP head stays in memory), skipped with a warning when over
+// MaxBlockSize (an error for an HTTP record), else into rec.Block.
+func (r *Reader) readBlock(rec *Record, cl int64, httpType bool) (*streamedBlock, error) {
 	if r.size >= 0 && r.pos+cl > r.size {
 		return nil, fmt.Errorf("%w: Content-Length is %d but the file ends %d bytes after the header",
 			ErrTruncated, cl, r.size-r.pos)
@@ -517,9 +543,12 @@ func (r *Reader) readRecord(start int64) (*Record, error) {
 		}
 		rec.Block = buf.Bytes()
 	}
+	return streamed, nil
+}
 
-	// End marker: CRLF CRLF (WARC 1.1 section 5.1); a wrong Content-Length is corrected
-	// here unless Strict (resync.go).
+// readEnd reads the end marker, CRLF CRLF (WARC 1.1 section 5.1); a wrong Content-Length
+// is corrected here unless Strict (resync.go), and the block cut or grown to match.
+func (r *Reader) readEnd(rec *Record, start, cl int64, streamed *streamedBlock, httpType bool) (*streamedBlock, error) {
 	var tail []byte
 	switch {
 	case streamed != nil:
@@ -555,8 +584,12 @@ func (r *Reader) readRecord(start int64) (*Record, error) {
 			rec.Block = append(rec.Block, fix.stray...)
 		}
 	}
+	return streamed, nil
+}
 
-	// Location.
+// locate sets the record's Offset and Length: in the file, or for a .warc.gz those of the
+// gzip member holding exactly this record (-1 when members and records do not line up).
+func (r *Reader) locate(rec *Record, start int64) {
 	if r.gz == nil {
 		rec.Offset, rec.Length = start, r.pos-start
 		rec.where = "offset " + strconv.FormatInt(start, 10)
@@ -570,6 +603,11 @@ func (r *Reader) readRecord(start int64) (*Record, error) {
 		rec.where = r.where(start)
 	}
 
+}
+
+// readHTTP parses the HTTP message of a response, request or revisit block (or takes the
+// streamed one), and checks the record's digests when VerifyDigests.
+func (r *Reader) readHTTP(rec *Record, streamed *streamedBlock, httpType bool) {
 	if streamed != nil {
 		rec.HTTP, rec.body = streamed.msg, streamed.body
 		rec.Warnings = append(rec.Warnings, streamed.warnings...)
@@ -592,7 +630,6 @@ func (r *Reader) readRecord(start int64) (*Record, error) {
 	if r.VerifyDigests && rec.Block != nil {
 		rec.Warnings = append(rec.Warnings, verifyDigests(rec)...)
 	}
-	return rec, nil
 }
 
 func blockReadErr(err error, want, got int64) error {
