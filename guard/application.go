@@ -86,6 +86,19 @@ type Application struct {
 	Artifacts map[string]Artifact // by kind
 	Manifest  *Manifest           // nil when the file has none
 	Dir       string              // the application file's directory (absolute)
+	// SourceFiles lists the grounding sources as loaded, in file order: the profile (inline
+	// or profile_file), each answer, each material (inline or a material_files item), with
+	// their size; the Bridge traces them as source.read (never their text).
+	SourceFiles []SourceFile
+}
+
+// SourceFile is one grounding source of an application as loaded: Kind is SourceProfile,
+// SourceAnswer or SourceMaterial, Path the file it was read from (relative to the
+// application's directory; "" when inline) and Bytes its size in bytes.
+type SourceFile struct {
+	Kind  string
+	Path  string
+	Bytes int
 }
 
 // Sources is the grounding text a source_quote may come from: the profile, each answer (as
@@ -519,11 +532,13 @@ func (p *appParser) grounding(n *yaml.Node, app *Application) error {
 		if app.Grounding.Profile, err = p.str(v, "grounding.profile"); err != nil {
 			return err
 		}
+		app.SourceFiles = append(app.SourceFiles, SourceFile{Kind: SourceProfile, Bytes: len(app.Grounding.Profile)})
 	}
 	if v := gf["profile_file"]; v != nil {
 		if app.Grounding.Profile, err = p.readText(v, "grounding.profile_file"); err != nil {
 			return err
 		}
+		app.SourceFiles = append(app.SourceFiles, SourceFile{Kind: SourceProfile, Path: v.Value, Bytes: len(app.Grounding.Profile)})
 	}
 	if v := gf["answers"]; v != nil {
 		if v.Kind != yaml.SequenceNode {
@@ -555,6 +570,7 @@ func (p *appParser) grounding(n *yaml.Node, app *Application) error {
 				return p.errf(af["question"], "grounding.answers.question is %d characters; at most %d", n, capQuestionChar)
 			}
 			app.Grounding.Answers = append(app.Grounding.Answers, Answer{Question: q, Answer: a})
+			app.SourceFiles = append(app.SourceFiles, SourceFile{Kind: SourceAnswer, Bytes: len(q) + len(a)})
 		}
 	}
 	if v := gf["materials"]; v != nil {
@@ -563,6 +579,9 @@ func (p *appParser) grounding(n *yaml.Node, app *Application) error {
 			return err
 		}
 		app.Grounding.Materials = append(app.Grounding.Materials, m...)
+		for _, x := range m {
+			app.SourceFiles = append(app.SourceFiles, SourceFile{Kind: SourceMaterial, Bytes: len(x)})
+		}
 	}
 	if v := gf["material_files"]; v != nil {
 		if v.Kind != yaml.SequenceNode {
@@ -574,6 +593,7 @@ func (p *appParser) grounding(n *yaml.Node, app *Application) error {
 				return err
 			}
 			app.Grounding.Materials = append(app.Grounding.Materials, t)
+			app.SourceFiles = append(app.SourceFiles, SourceFile{Kind: SourceMaterial, Path: c.Value, Bytes: len(t)})
 		}
 	}
 	return nil

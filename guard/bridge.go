@@ -48,6 +48,10 @@ type PauseRequest struct {
 type PauseOutcome struct {
 	Resumed bool   // false: cancelled (or the context ended)
 	Answer  string // with Resumed: the owner's answer (joins the grounding sources), may be ""
+	// AllowSite, with Resumed at an external_redirect pause, is the host the owner admits
+	// for the rest of the run (the pause's Domain); the guard then opens the page again and
+	// checks it as any other. "" admits nothing.
+	AllowSite string
 }
 
 // Pauser waits for a person. It must return when ctx ends.
@@ -70,6 +74,11 @@ type Config struct {
 	// @playwright/mcp's output directory): each approved artifact is copied there from the
 	// bytes just hashed, and that copy is uploaded. "" = the artifact's own path is uploaded.
 	UploadDir string
+	// OwnerBrowser says the owner sees and can use the browser (pab guard --headed or
+	// --cdp-endpoint): at a consent pause the owner ticks the box there and the guard
+	// rechecks it; false (headless), the owner's resume is their approval and the guard
+	// ticks it for them (see Bridge.consent).
+	OwnerBrowser bool
 }
 
 // SubmitLockScript is a script for the browser to run in every page before the page's own
@@ -240,6 +249,7 @@ const probeElementJS = `(el) => {
     tag, type, role: s(el.getAttribute("role"), 40), name, submits, enterSubmits, method, formAction,
     inForm: !!form, href: tag === "a" ? s(el.href, 2000) : "", newTab: tag === "a" && s(el.getAttribute("target"), 20) === "_blank",
     scriptSubmits: /submit\s*\(|requestSubmit/.test(handler), disabled: !!el.disabled,
+    locked: typeof window.__pabGuardLock === "function",
   };
 }`
 
@@ -399,10 +409,14 @@ type Bridge struct {
 	pause           *PauseRequest
 	lastURL         string
 	repeat          RepeatGuard
-	typed           []string // values filled in this run (kept in memory only, never traced): a URL carrying one is a submit by GET
-	asks            int      // request_answer calls in the run
-	askStreak       int      // request_answer calls since the last progress
-	askProgress     int      // filled + uploaded + pages at the last request_answer
+	typed           []string        // values filled in this run (kept in memory only, never traced): a URL carrying one is a submit by GET
+	asks            int             // request_answer calls in the run
+	askStreak       int             // request_answer calls since the last progress
+	askProgress     int             // filled + uploaded + pages at the last request_answer
+	extraSites      map[string]bool // hosts the owner admitted for this run (PauseOutcome.AllowSite)
+	sensitiveOK     map[string]bool // host+path of sensitive pages the owner confirmed
+	engineStarted   bool
+	engineEnded     bool
 }
 
 // NewBridge checks cfg (App, Browser and Pauser are required) and returns a Bridge. The
@@ -418,8 +432,10 @@ func NewBridge(cfg Config) (*Bridge, error) {
 	if now == nil {
 		now = time.Now
 	}
-	b := &Bridge{cfg: cfg, app: cfg.App, now: now, start: now(), admitted: map[string]bool{}}
+	b := &Bridge{cfg: cfg, app: cfg.App, now: now, start: now(), admitted: map[string]bool{},
+		extraSites: map[string]bool{}, sensitiveOK: map[string]bool{}}
 	b.emit(Event{Type: "note", Detail: map[string]any{"mode": cfg.App.Mode, "status": "started"}})
+	b.emitSources()
 	return b, nil
 }
 
@@ -858,6 +874,7 @@ type facts struct {
 	Group                                             string      // the question a radio or checkbox answers (legend, group label)
 	Options                                           []selectOpt // a <select>'s options
 	GetURL                                            string      // a GET form's submission URL with its data (for a control that submits one)
+	Unlocked                                          bool        // the page runs no submit lock (it was open before the guard installed it)
 }
 
 // selectOpt is one option of a <select>: its value attribute and its visible label.
@@ -901,7 +918,7 @@ func (b *Bridge) probe(ctx context.Context, ref, label string) *facts {
 	return &facts{Tag: strings.ToLower(s("tag")), Type: strings.ToLower(s("type")), Role: s("role"), Name: s("name"),
 		Method: strings.ToLower(s("method")), FormAction: s("formAction"), Href: s("href"), Submits: submits,
 		EnterSubmits: t("enterSubmits"), InForm: t("inForm"), NewTab: t("newTab"), ScriptSubs: t("scriptSubmits"),
-		Group: s("group"), Options: opts, GetURL: s("getURL")}
+		Group: s("group"), Options: opts, GetURL: s("getURL"), Unlocked: v["locked"] == false}
 }
 
 func blockerOf(s *pageState) string {
@@ -929,6 +946,31 @@ func hostOf(raw string) string {
 // pauseFor asks the owner and waits. true: resumed (and recheck, when given, passed).
 // Not resumed: the run stops, blocked for p.Reason.
 func (b *Bridge) pauseFor(ctx context.Context, p PauseRequest, recheck func() bool) bool {
+	if _, ok := b.pauseOutcome(ctx, p); !ok {
+		return false
+	}
+	if recheck != nil && !recheck() {
+		b.mu.Lock()
+		b.stopped = true
+		b.stopNote = "The owner resumed but the page still needs a person (" + p.Reason + ")."
+		b.mu.Unlock()
+		return false
+	}
+	b.unblock()
+	return true
+}
+
+// unblock clears the block a resumed pause left.
+func (b *Bridge) unblock() {
+	b.mu.Lock()
+	b.blocked = nil
+	b.mu.Unlock()
+}
+
+// pauseOutcome asks the owner and waits, as pauseFor without a recheck, and returns how the
+// pause ended: resumed (with the owner's answer kept as a source, and the site they admit,
+// PauseOutcome.AllowSite), or not (the run is then stopped, blocked for p.Reason).
+func (b *Bridge) pauseOutcome(ctx context.Context, p PauseRequest) (PauseOutcome, bool) {
 	p.Question = boundChars(p.Question, capQuestionChar)
 	reason := p.Reason
 	traceReason := reason
@@ -955,7 +997,7 @@ func (b *Bridge) pauseFor(ctx context.Context, p PauseRequest, recheck func() bo
 		b.stopped = true
 		b.stopNote = "The owner cancelled the run at a pause (" + reason + ")."
 		b.mu.Unlock()
-		return false
+		return out, false
 	}
 	b.emit(Event{Type: "run.resumed", Detail: map[string]any{"status": "resumed", "reason": reason}})
 	if a := strings.TrimSpace(out.Answer); a != "" {
@@ -971,17 +1013,7 @@ func (b *Bridge) pauseFor(ctx context.Context, p PauseRequest, recheck func() bo
 			b.emit(Event{Type: "note", Detail: map[string]any{"kind": "owner_answer", "status": "not_kept", "count": capAnswers}})
 		}
 	}
-	if recheck != nil && !recheck() {
-		b.mu.Lock()
-		b.stopped = true
-		b.stopNote = "The owner resumed but the page still needs a person (" + reason + ")."
-		b.mu.Unlock()
-		return false
-	}
-	b.mu.Lock()
-	b.blocked = nil
-	b.mu.Unlock()
-	return true
+	return out, true
 }
 
 // sources are the grounding sources of the run: the application's, then the owner's
@@ -1189,14 +1221,18 @@ func (b *Bridge) navigate(ctx context.Context, raw string) *mcp.CallToolResult {
 	if b.pageLimitReached() {
 		return b.refuse("browser_navigate", ClassRead, "limit_pages", "The run's limit of "+strconv.Itoa(b.app.Limits.Pages)+" pages is reached. Call ready_for_review now.", "")
 	}
-	if !b.app.AllowsHost(host) {
+	if !b.allowsHost(host) {
 		return b.refuse("browser_navigate", ClassRead, "external_site", host+" is not one of this application's sites ("+strings.Join(b.app.Sites, ", ")+").", host)
 	}
 	if b.carriesTyped(u.String()) {
 		return b.refuseByGet("browser_navigate", host)
 	}
-	if ok, _ := b.app.PathAllowed(u.EscapedPath()); !ok && !b.isStartURL(u) {
-		return b.refuse("browser_navigate", ClassRead, "path_not_listed", "That page is not in the reviewed site manifest of this application.", host)
+	ok, sensitive := b.pathAllowed(host, u.EscapedPath())
+	if !ok && !b.isStartURL(u) {
+		return b.refuse("browser_navigate", ClassRead, "path_not_listed", "That page is not in the reviewed site manifest of this application"+b.listedPaths()+".", host)
+	}
+	if sensitive && !b.confirmSensitive(ctx, "browser_navigate", u, host) {
+		return textResult("That page is marked sensitive and the owner did not let the run open it. Stop now.", true)
 	}
 	b.admit(host)
 	res, msg, ok := b.callBrowser(ctx, "browser_navigate", map[string]any{"url": u.String()})
@@ -1362,7 +1398,7 @@ func (b *Bridge) snapshot(ctx context.Context) *mcp.CallToolResult {
 		b.mu.Unlock()
 		if snap.PageURL != last && snap.PageURL != "about:blank" {
 			_, host, refusal := CheckURL(snap.PageURL)
-			if refusal != "" || !b.app.AllowsHost(host) {
+			if refusal != "" || !b.allowsHost(host) {
 				return b.afterMove(ctx, "browser_snapshot", res)
 			}
 		}
@@ -1407,15 +1443,36 @@ func (b *Bridge) afterMove(ctx context.Context, tool string, res *mcp.CallToolRe
 		return textResult(textOf(res)+"\n(The browser is at about:blank, the start of its history. Navigate to a page of this application's sites.)", res.IsError)
 	}
 	u, host, refusal := CheckURL(state.URL)
-	if refusal != "" || !b.app.AllowsHost(host) {
+	if refusal != "" || !b.allowsHost(host) {
 		b.undo(ctx)
 		shown := host
 		if shown == "" {
 			shown = "a non-web page"
 		}
 		b.emit(Event{Type: "browser.blocked", URL: state.URL, Domain: host, Detail: map[string]any{"reason": "external_redirect", "tool": tool}})
-		if !b.pauseFor(ctx, PauseRequest{Reason: "external_redirect", Question: "The page led to " + shown + ", outside this application's sites. It was undone.", URL: traceURL(state.URL), Domain: host}, nil) {
+		q := "The page led to " + shown + ", outside this application's sites. It was undone."
+		if refusal == "" && host != "" {
+			q += " Resume with {\"allow_site\": \"" + host + "\"} to admit it for this run."
+		}
+		out, resumed := b.pauseOutcome(ctx, PauseRequest{Reason: "external_redirect", Question: q, URL: traceURL(state.URL), Domain: host})
+		if !resumed {
 			return b.refuse(tool, ClassRead, "external_redirect", "That led to "+shown+", which is not one of this application's sites. It was undone. Stop now.", host)
+		}
+		b.unblock()
+		if refusal == "" && host != "" && out.AllowSite == host {
+			// the owner admitted the site for the run: open the page again, checked anew
+			b.mu.Lock()
+			b.extraSites[host] = true
+			b.mu.Unlock()
+			b.emit(Event{Type: "policy.decision", URL: traceURL(state.URL), Domain: host, Detail: map[string]any{"tool": tool, "class": ClassRead, "decision": "allowed", "basis": "owner_allowed_site"}})
+			res2, msg, ok := b.callBrowser(ctx, "browser_navigate", map[string]any{"url": state.URL})
+			if !ok {
+				return textResult(msg, true)
+			}
+			if res2.IsError {
+				return b.passOn(res2)
+			}
+			return b.afterMove(ctx, tool, res2)
 		}
 		return b.refuse(tool, ClassRead, "external_redirect", "That led to "+shown+", which is not one of this application's sites; it was undone and the owner was told. Take a browser_snapshot and continue on the application's pages.", host)
 	}
@@ -1425,9 +1482,9 @@ func (b *Bridge) afterMove(ctx context.Context, tool string, res *mcp.CallToolRe
 		b.emit(Event{Type: "browser.blocked", URL: state.URL, Domain: host, Detail: map[string]any{"reason": "submit.by_get", "tool": tool}})
 		return b.refuseByGet(tool, host)
 	}
-	if ok, _ := b.app.PathAllowed(u.EscapedPath()); !ok && !b.isStartURL(u) {
+	if ok, _ := b.pathAllowed(host, u.EscapedPath()); !ok && !b.isStartURL(u) {
 		b.undo(ctx)
-		return b.refuse(tool, ClassRead, "path_not_listed", "That page is not in the reviewed site manifest of this application; it was undone. Take a browser_snapshot.", host)
+		return b.refuse(tool, ClassRead, "path_not_listed", "That page is not in the reviewed site manifest of this application"+b.listedPaths()+"; it was undone. Take a browser_snapshot.", host)
 	}
 	return b.landed(ctx, tool, res, state)
 }
@@ -1462,7 +1519,10 @@ func (b *Bridge) landed(ctx context.Context, tool string, res *mcp.CallToolResul
 		}
 		return textResult("Resumed after the owner handled it. Take a browser_snapshot to read the page.", false)
 	}
-	if _, sensitive := b.app.PathAllowed(u.EscapedPath()); sensitive {
+	b.mu.Lock()
+	confirmed := b.sensitiveOK[host+u.EscapedPath()]
+	b.mu.Unlock()
+	if _, sensitive := b.pathAllowed(host, u.EscapedPath()); sensitive && !confirmed {
 		b.emit(Event{Type: "policy.decision", Domain: host, Detail: map[string]any{"tool": tool, "class": ClassRead, "decision": "paused", "reason": "sensitive_page"}})
 		if !b.pauseFor(ctx, PauseRequest{Reason: "sensitive_page", Question: "The manifest marks this page sensitive: the owner decides whether the run goes on.", URL: traceURL(state.URL), Domain: host}, nil) {
 			return textResult("This page is marked sensitive and the owner did not let the run go on. Stop now.", true)
@@ -1517,6 +1577,10 @@ func (b *Bridge) click(ctx context.Context, args map[string]any) *mcp.CallToolRe
 	if f == nil {
 		return b.refuse(tool, ClassRead, "probe_failed", "That element could not be read from the page, so the click cannot be shown to be safe. Take a fresh browser_snapshot.", "")
 	}
+	if f.Unlocked && b.cfg.LockToken != "" {
+		// a page of the owner's browser opened before the guard: it runs without the lock
+		return b.refuse(tool, ClassRead, "lock_missing", "This page was open before the guard's submit lock was installed, so no click on it is safe. Open it again with browser_navigate, then take a browser_snapshot.", "")
+	}
 	inForm := f.InForm || f.Submits
 	if (f.Submits && f.Method == "post") || IsCommitLabel(f.Name, inForm) || IsCommitLabel(node.Name, inForm) || IsCommitLabel(element, inForm) || (f.ScriptSubs && f.InForm) {
 		return b.submit(ctx, tool, forward)
@@ -1532,17 +1596,15 @@ func (b *Bridge) click(ctx context.Context, args map[string]any) *mcp.CallToolRe
 	if f.Submits && f.Method == "get" && b.carriesTyped(f.GetURL) {
 		return b.refuseByGet(tool, hostOf(f.GetURL))
 	}
+	if su, sh := b.sensitiveTarget(f); su != nil && !b.confirmSensitive(ctx, tool, su, sh) {
+		return textResult("That opens a page marked sensitive and the owner did not let the run open it. Stop now.", true)
+	}
 	if f.NewTab {
 		return b.refuse(tool, ClassRead, "new_tab", "That link opens a new tab, which an application run may not use. Open it with browser_navigate if it is on this application's sites.", "")
 	}
 	if in(fieldRoles, node.Role) {
 		if (node.Role == "checkbox" || node.Role == "switch" || node.Role == "menuitemcheckbox") && (IsConsentLabel(node.Name) || IsConsentLabel(f.Name)) {
-			b.emit(Event{Type: "policy.decision", Detail: map[string]any{"tool": tool, "class": ClassFill, "decision": "paused", "reason": "consent_required", "role": node.Role}})
-			ok := b.pauseFor(ctx, PauseRequest{Reason: "consent_required", Question: "Agree to: " + bound(node.Name, 200)}, nil)
-			if !ok {
-				return textResult("The owner did not handle that agreement. Stop now.", true)
-			}
-			return textResult("The owner handled that agreement in the browser. Do not click it yourself; take a browser_snapshot and continue.", false)
+			return b.consent(ctx, tool, node, f)
 		}
 		g, r := GroundValue(node.Name, argStr(args, "source_quote"), f.Group, b.sources())
 		if r != "" {
@@ -1552,7 +1614,7 @@ func (b *Bridge) click(ctx context.Context, args map[string]any) *mcp.CallToolRe
 		if res := b.confirmWeak(ctx, tool, firstNonEmpty(f.Group, label), label, g); res != nil {
 			return res
 		}
-		return b.fill(ctx, tool, node.Role, label, g, forward)
+		return b.clickChecked(ctx, tool, node, label, forward, &g, label)
 	}
 	isNav := in(navRoles, node.Role) || (node.Role == "button" && IsPaginationLabel(node.Name))
 	stepGet := f.Submits && f.Method != "post" && IsStepLabel(firstNonEmpty(node.Name, f.Name))
@@ -1561,22 +1623,14 @@ func (b *Bridge) click(ctx context.Context, args map[string]any) *mcp.CallToolRe
 			return b.refuse(tool, ClassRead, "limit_pages", "The run's limit of "+strconv.Itoa(b.app.Limits.Pages)+" pages is reached. Call ready_for_review now.", "")
 		}
 		b.allow(tool, ClassRead, "")
-		res, msg, ok := b.callBrowser(ctx, tool, forward)
-		if !ok {
-			return textResult(msg, true)
-		}
-		return b.afterClick(ctx, tool, res)
+		return b.clickChecked(ctx, tool, node, label, forward, nil, "")
 	}
 	fileInput := f.Tag == "input" && f.Type == "file"
 	step := (node.Role == "button" || f.Tag == "button") && IsStepLabel(firstNonEmpty(node.Name, f.Name)) && !f.Submits
 	focus := in(focusRoles, node.Role) && !f.Submits
 	if fileInput || step || focus {
 		b.allow(tool, ClassFill, "")
-		res, msg, ok := b.callBrowser(ctx, tool, forward)
-		if !ok {
-			return textResult(msg, true)
-		}
-		return b.afterClick(ctx, tool, res)
+		return b.clickChecked(ctx, tool, node, label, forward, nil, "")
 	}
 	// A button that submits no POST form, runs no inline submit and has no commit word in
 	// its own name ("Apply" on a listing, "Autofill with ...") is a read: whatever it opens
@@ -1587,11 +1641,7 @@ func (b *Bridge) click(ctx context.Context, args map[string]any) *mcp.CallToolRe
 			return b.refuse(tool, ClassRead, "limit_pages", "The run's limit of "+strconv.Itoa(b.app.Limits.Pages)+" pages is reached. Call ready_for_review now.", "")
 		}
 		b.allow(tool, ClassRead, "button_no_submit")
-		res, msg, ok := b.callBrowser(ctx, tool, forward)
-		if !ok {
-			return textResult(msg, true)
-		}
-		return b.afterClick(ctx, tool, res)
+		return b.clickChecked(ctx, tool, node, label, forward, nil, "")
 	}
 	return b.refuse(tool, ClassRead, "not_allowed_control", "\""+bound(firstNonEmpty(node.Name, node.Role), 80)+"\" is not a control an application run may press. Links, form-step buttons (Next, Upload, Add) and answers are allowed.", "")
 }
@@ -1650,6 +1700,19 @@ func (b *Bridge) refuseField(tool, code, msg, label string) *mcp.CallToolResult 
 // fill forwards an answer and counts it; the field.filled event names the field (label,
 // page text) and the kind of grounding source the value was quoted from (source).
 func (b *Bridge) fill(ctx context.Context, tool, role, label string, g GroundResult, forward map[string]any) *mcp.CallToolResult {
+	res := b.fillNoAfter(ctx, tool, role, label, g, forward)
+	if res.IsError {
+		return res
+	}
+	if tool == "browser_click" {
+		return b.afterClick(ctx, tool, res)
+	}
+	return b.passOn(res)
+}
+
+// fillNoAfter is fill without the page-change check of a click (clickChecked does it after
+// checking the form).
+func (b *Bridge) fillNoAfter(ctx context.Context, tool, role, label string, g GroundResult, forward map[string]any) *mcp.CallToolResult {
 	source := g.Kind
 	if t, ok := forward["text"].(string); ok {
 		b.pushTyped(ctx, t) // before typing: the page may send it on its input event
@@ -1692,10 +1755,7 @@ func (b *Bridge) fill(ctx context.Context, tool, role, label string, g GroundRes
 		d["basis"] = "value"
 	}
 	b.emit(Event{Type: "field.filled", Detail: d})
-	if tool == "browser_click" {
-		return b.afterClick(ctx, tool, res)
-	}
-	return b.passOn(res)
+	return res
 }
 
 func (b *Bridge) typeText(ctx context.Context, args map[string]any) *mcp.CallToolResult {
@@ -1825,8 +1885,8 @@ const formSnapJS = `() => {
   return { focusedValueBearing: bears, count: els.length };
 }`
 
-// formCheckJS compares every form control with formSnapJS's values after a key press,
-// puts back each changed one (with input and change events, so page frameworks see it) and
+// formCheckJS compares every form control with formSnapJS's (or formSnapClickJS's) values
+// after a key press or a click, puts back each changed one that is not the click's own (with input and change events, so page frameworks see it) and
 // returns the labels of those it put back (never their values).
 const formCheckJS = `() => {
   ` + formValueJS + `
@@ -1848,7 +1908,7 @@ const formCheckJS = `() => {
     el.dispatchEvent(new Event("change", { bubbles: true }));
   };
   snap.els.forEach((el, i) => {
-    if (!el.isConnected || val(el) === snap.vals[i]) return;
+    if (!el.isConnected || val(el) === snap.vals[i] || (snap.own && snap.own.has(el))) return;
     changed.push({ el, old: snap.vals[i] });
   });
   changed.forEach((c) => restore(c.el, c.old));

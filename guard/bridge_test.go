@@ -23,6 +23,7 @@ type pwPage struct {
 	snapshot string
 	facts    map[string]map[string]any // probe answers by ref
 	clickTo  map[string]string         // ref -> url it goes to
+	sideFx   map[string][]string       // ref -> labels of other controls a click on it changes
 	state    map[string]bool           // captcha, login, confirmed ...
 }
 
@@ -36,6 +37,8 @@ type pwFake struct {
 	calls   []pwCall
 	chooser bool
 	failAll bool
+	ticked  map[string]bool // consent boxes ticked (by consentTickJS, or the owner: tick)
+	changed []string        // labels the last click changed beside its target (formCheckJS)
 }
 
 func newPWFake(t *testing.T) *pwFake {
@@ -82,11 +85,24 @@ func (f *pwFake) CallTool(ctx context.Context, name string, args map[string]any)
 		return txt("### Page\n- Page URL: "+f.cur+"\n### Snapshot\n```yaml\n"+s+"\n```", false), nil
 	case "browser_evaluate":
 		var v any
+		fn, _ := args["function"].(string)
 		if ref, ok := args["target"].(string); ok {
 			if page == nil || page.facts[ref] == nil {
 				return txt("### Error\nError: Ref "+ref+" not found", true), nil
 			}
 			v = page.facts[ref]
+			if strings.Contains(fn, "ticked: !!") {
+				if f.ticked == nil {
+					f.ticked = map[string]bool{}
+				}
+				if strings.Contains(fn, "el.click()") {
+					f.ticked[ref] = true
+				}
+				v = map[string]any{"ticked": f.ticked[ref], "connected": true}
+			}
+		} else if strings.Contains(fn, "window.__pabFormSnap = undefined") {
+			v = map[string]any{"changed": f.changed}
+			f.changed = nil
 		} else {
 			m := map[string]any{"url": f.cur, "title": "t"}
 			if page != nil {
@@ -102,6 +118,9 @@ func (f *pwFake) CallTool(ctx context.Context, name string, args map[string]any)
 		ref, _ := args["target"].(string)
 		if page != nil && page.facts[ref] != nil && page.facts[ref]["type"] == "file" {
 			f.chooser = true
+		}
+		if page != nil {
+			f.changed = page.sideFx[ref]
 		}
 		if page != nil && page.clickTo[ref] != "" {
 			f.history = append(f.history, f.cur)
@@ -131,21 +150,26 @@ func (f *pwFake) called(name, ref string) int {
 }
 
 type pwPauser struct {
-	mu      sync.Mutex
-	reqs    []PauseRequest
-	resume  bool
-	answers []string
+	mu        sync.Mutex
+	reqs      []PauseRequest
+	resume    bool
+	answers   []string
+	allowSite string      // the owner's allow_site at each resume
+	onPause   func(n int) // called at the nth pause (1-based), before it ends
 }
 
 func (p *pwPauser) Pause(ctx context.Context, r PauseRequest) PauseOutcome {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.reqs = append(p.reqs, r)
+	if p.onPause != nil {
+		p.onPause(len(p.reqs))
+	}
 	a := ""
 	if len(p.answers) > 0 {
 		a, p.answers = p.answers[0], p.answers[1:]
 	}
-	return PauseOutcome{Resumed: p.resume, Answer: a}
+	return PauseOutcome{Resumed: p.resume, Answer: a, AllowSite: p.allowSite}
 }
 
 const formURL = "https://job-boards.greenhouse.io/axon/jobs/1"

@@ -18,6 +18,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pab-dev/pab/internal/procgroup"
 )
 
 // BrowserProtocolVersion is the MCP protocol version offered to the browser MCP server.
@@ -119,7 +121,7 @@ func StartChild(ctx context.Context, argv []string, opts ChildOptions) (*Child, 
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, stderr
 	// A group of its own, so that Close reaches every helper it starts in that group; and
 	// killed with pab should pab itself be killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	procgroup.Set(cmd, true)
 	cmd.WaitDelay = childStopGrace
 	err = cmd.Start()
 	inR.Close()
@@ -380,7 +382,7 @@ func (c *Child) Close() error {
 // signalAll sends sig to the server's process group and to every tracked descendant (and
 // its group, when it leads one).
 func (c *Child) signalAll(sig syscall.Signal) {
-	syscall.Kill(-c.cmd.Process.Pid, sig)
+	procgroup.Signal(c.cmd.Process.Pid, sig) //nolint:errcheck // a gone group ends the same way
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for pid, start := range c.tracked {
@@ -389,7 +391,7 @@ func (c *Child) signalAll(sig syscall.Signal) {
 			continue
 		}
 		if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
-			syscall.Kill(-pid, sig)
+			procgroup.Signal(pid, sig) //nolint:errcheck
 		}
 		syscall.Kill(pid, sig)
 	}
@@ -556,4 +558,48 @@ func SplitCommand(s string) ([]string, error) {
 		return nil, fmt.Errorf("%q: no command", s)
 	}
 	return words, nil
+}
+
+// BrowserAlive reports whether a browser the server started is still running: a live
+// descendant of the server whose program name holds "chrom" (Chromium, Chrome) and whose
+// arguments have no "--type=" (the browser process itself, not one of its renderers or
+// helpers). With --headed, pab guard waits on it: the owner closing the browser's last
+// window ends the browser process. False once the server has exited.
+func (c *Child) BrowserAlive() bool {
+	if c.hasExited() {
+		return false
+	}
+	for pid := range descendants(c.cmd.Process.Pid) {
+		if isBrowserProcess(pid) {
+			return true
+		}
+	}
+	return false
+}
+
+// isBrowserProcess reads /proc/PID/cmdline (at most 64 KiB) and /proc/PID/stat: a running
+// (not zombie) Chromium browser process, see BrowserAlive.
+func isBrowserProcess(pid int) bool {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	data, _ := io.ReadAll(io.LimitReader(f, 64<<10))
+	f.Close()
+	args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+	name := strings.ToLower(filepath.Base(args[0]))
+	if len(args) == 0 || !strings.Contains(name, "chrom") || strings.Contains(name, "crashpad") {
+		return false
+	}
+	for _, a := range args[1:] {
+		if strings.HasPrefix(a, "--type=") {
+			return false
+		}
+	}
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(st), ')')
+	return i >= 0 && i+2 < len(st) && st[i+2] != 'Z' && st[i+2] != 'X'
 }

@@ -39,6 +39,9 @@ type Controller struct {
 	turn    chan struct{}       // one pause at a time
 	token   string              // the bearer token of the control API
 	addr    string              // host:port the API is served at (the only Host accepted)
+
+	closeOnce sync.Once
+	closed    chan struct{} // closed by POST /local-apply/close (Closed)
 }
 
 // RunControl is what the Controller needs of the run: its status, and a way to end it when
@@ -78,8 +81,16 @@ type ControlStatus struct {
 // pause, and POST /cancel outside a pause is refused) and a fresh random token
 // (NewControlToken; see Token, SetToken).
 func NewController() *Controller {
-	return &Controller{turn: make(chan struct{}, 1), token: NewControlToken()}
+	return &Controller{turn: make(chan struct{}, 1), token: NewControlToken(), closed: make(chan struct{})}
 }
+
+// Closed is closed once the owner has said they are done with the browser (POST
+// /local-apply/close, or Close): pab guard then closes the browser it started and exits.
+func (c *Controller) Closed() <-chan struct{} { return c.closed }
+
+// Close records the owner's word that they are done with the browser (see Closed). Calling
+// it again does nothing.
+func (c *Controller) Close() { c.closeOnce.Do(func() { close(c.closed) }) }
 
 // Attach sets the run whose status GET /status shows and which POST /cancel ends.
 func (c *Controller) Attach(run RunControl) {
@@ -137,12 +148,32 @@ var errNoPause = errors.New("no pause in progress")
 
 // Resume ends the pause in progress as resumed with answer (trimmed; at most 2,000
 // characters, the contract's cap). Errors: no pause in progress, or an answer too long.
-func (c *Controller) Resume(answer string) error {
+func (c *Controller) Resume(answer string) error { return c.ResumeWith(answer, "") }
+
+// ResumeWith is Resume with allowSite: a host the owner admits for the rest of the run
+// (PauseOutcome.AllowSite). It is accepted only at an external_redirect pause and must be
+// the host that pause names (its Domain; compared without case). Errors: no pause in
+// progress, an answer too long, an allow_site at another pause or naming another host.
+func (c *Controller) ResumeWith(answer, allowSite string) error {
 	answer = strings.TrimSpace(answer)
 	if n := utf8.RuneCountInString(answer); n > capAnswerChars {
 		return fmt.Errorf("answer is %d characters; at most %d are accepted", n, capAnswerChars)
 	}
-	return c.end(PauseOutcome{Resumed: true, Answer: answer})
+	allowSite = strings.ToLower(strings.TrimSpace(allowSite))
+	if allowSite != "" {
+		c.mu.Lock()
+		p := c.pending
+		c.mu.Unlock()
+		switch {
+		case p == nil || p.ended:
+			return errNoPause
+		case p.req.Reason != "external_redirect":
+			return fmt.Errorf("allow_site is for an external_redirect pause; this pause is %s", p.req.Reason)
+		case p.req.Domain == "" || allowSite != strings.ToLower(p.req.Domain):
+			return fmt.Errorf("allow_site %q is not the site this pause is about (%q)", bound(allowSite, 200), p.req.Domain)
+		}
+	}
+	return c.end(PauseOutcome{Resumed: true, Answer: answer, AllowSite: allowSite})
 }
 
 // Cancel ends the pause in progress as not resumed (the run then ends). Outside a pause it
@@ -191,8 +222,9 @@ func (c *Controller) Status() ControlStatus {
 const (
 	ControlRunPath    = "/local-apply/run"    // GET: the run and the pause waited on (ControlStatus)
 	ControlStatusPath = "/local-apply/status" // GET: the bare result envelope (Result)
-	ControlResumePath = "/local-apply/resume" // POST: resume the pause, optional {"answer": "..."}
+	ControlResumePath = "/local-apply/resume" // POST: resume the pause, optional {"answer": "...", "allow_site": "HOST"}
 	ControlCancelPath = "/local-apply/cancel" // POST: cancel the pause, or the run
+	ControlClosePath  = "/local-apply/close"  // POST: the owner is done with the browser (Closed)
 )
 
 // ControlTokenEnv names the environment variable a parent (pab run --guard) passes the
@@ -294,8 +326,9 @@ func (c *Controller) authorize(w http.ResponseWriter, r *http.Request) bool {
 // OPTIONS, bearer token, JSON Content-Type for POST). Then: GET /local-apply/run (and its
 // alias /status): ControlStatus; GET /local-apply/status: the bare result envelope (Result,
 // when the attached run has one; 409 without a run); POST /local-apply/resume (alias
-// /resume), optional JSON body {"answer": "..."}; POST /local-apply/cancel (alias /cancel).
-// Answers are JSON; 404 for other paths, 405 for other methods, 413 for a body over 64 KiB,
+// /resume), optional JSON body {"answer": "...", "allow_site": "HOST"} (ResumeWith; 400 when
+// the allow_site does not fit the pause); POST /local-apply/cancel (alias /cancel); POST
+// /local-apply/close (alias /close): the owner is done with the browser (Closed). Answers are JSON; 404 for other paths, 405 for other methods, 413 for a body over 64 KiB,
 // 400 for a body that is not the JSON object expected, 409 when there is no pause to resume
 // (or nothing to cancel).
 func (c *Controller) Handler() http.Handler {
@@ -327,16 +360,20 @@ func (c *Controller) Handler() http.Handler {
 			return
 		}
 		var body struct {
-			Answer *string `json:"answer"`
+			Answer    *string `json:"answer"`
+			AllowSite *string `json:"allow_site"`
 		}
 		if !readBody(w, r, &body) {
 			return
 		}
-		answer := ""
+		answer, site := "", ""
 		if body.Answer != nil {
 			answer = *body.Answer
 		}
-		if err := c.Resume(answer); err != nil {
+		if body.AllowSite != nil {
+			site = *body.AllowSite
+		}
+		if err := c.ResumeWith(answer, site); err != nil {
 			code := http.StatusConflict
 			if !errors.Is(err, errNoPause) {
 				code = http.StatusBadRequest
@@ -364,8 +401,21 @@ func (c *Controller) Handler() http.Handler {
 	}
 	mux.HandleFunc(ControlCancelPath, cancel)
 	mux.HandleFunc("/cancel", cancel)
+	closeH := func(w http.ResponseWriter, r *http.Request) {
+		if !postOnly(w, r) {
+			return
+		}
+		var body struct{}
+		if !readBody(w, r, &body) {
+			return
+		}
+		c.Close()
+		writeJSON(w, http.StatusOK, map[string]any{"closing": true})
+	}
+	mux.HandleFunc(ControlClosePath, closeH)
+	mux.HandleFunc("/close", closeH)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found: the control API has GET " + ControlRunPath + ", GET " + ControlStatusPath + ", POST " + ControlResumePath + " and POST " + ControlCancelPath})
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found: the control API has GET " + ControlRunPath + ", GET " + ControlStatusPath + ", POST " + ControlResumePath + ", POST " + ControlCancelPath + " and POST " + ControlClosePath})
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !c.authorize(w, r) {
@@ -505,7 +555,11 @@ func (c *Controller) Prompt(ctx context.Context, in io.Reader, out io.Writer) {
 			if p.Question != "" {
 				fmt.Fprintf(out, "  %s\n", p.Question)
 			}
-			fmt.Fprint(out, "  Enter: resume; type an answer then Enter: resume with it; \"cancel\": end the run\n> ")
+			hint := "  Enter: resume; type an answer then Enter: resume with it; \"cancel\": end the run"
+			if p.Reason == "external_redirect" && p.Domain != "" {
+				hint += "; \"allow\": admit " + p.Domain + " for this run"
+			}
+			fmt.Fprint(out, hint+"\n> ")
 			select {
 			case <-ctx.Done():
 				return
@@ -528,6 +582,14 @@ func (c *Controller) answerLine(line string, out io.Writer) {
 	case strings.EqualFold(t, "cancel"):
 		if err = c.end(PauseOutcome{}); err == nil {
 			fmt.Fprintln(out, "pab guard: cancelled")
+		}
+	case strings.EqualFold(t, "allow"):
+		site := ""
+		if w := c.Waiting(); w != nil {
+			site = w.Domain
+		}
+		if err = c.ResumeWith("", site); err == nil {
+			fmt.Fprintf(out, "pab guard: resumed; %s admitted for this run\n", site)
 		}
 	default:
 		if err = c.Resume(t); err == nil {

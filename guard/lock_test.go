@@ -22,7 +22,7 @@ func TestBridgeSubmitLockArmedAroundSubmit(t *testing.T) {
 		for _, c := range h.fb.calls {
 			fn, _ := c.args["function"].(string)
 			switch {
-			case c.name == "browser_evaluate" && strings.Contains(fn, "__pabGuardLock"):
+			case c.name == "browser_evaluate" && strings.Contains(fn, "window.__pabGuardLock(\""):
 				if !strings.Contains(fn, `"`+token+`"`) {
 					t.Errorf("lock call without the token: %s", fn)
 				}

@@ -22,6 +22,14 @@ type ToolSource interface {
 	CallTool(ctx context.Context, name string, args map[string]any) *mcp.CallToolResult
 }
 
+// EngineObserver is implemented by a ToolSource that traces the agent (the engine) driving
+// the run (*Bridge: engine.started): NewMCPServer calls EngineStarted at every tools/list
+// and tools/call (the Bridge traces only the first), with the client's name from its
+// clientInfo ("" when it gave none).
+type EngineObserver interface {
+	EngineStarted(engine string)
+}
+
 // MaxArgumentBytes bounds the JSON arguments of one tool call (and, over HTTP, one request).
 const MaxArgumentBytes = 4 << 20
 
@@ -68,8 +76,20 @@ func NewMCPServer(ctx context.Context, src ToolSource, logger *slog.Logger) (*mc
 	}
 	// A call of a tool not offered (browser_evaluate, say) also goes to src, which refuses it
 	// and records the refusal, instead of ending as the SDK's "unknown tool" error.
+	eo, observe := src.(EngineObserver)
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if observe && (method == "tools/list" || method == "tools/call") {
+				// the engine: the client's name from initialize (MCP up to 2025-11-25) or
+				// from the request's _meta (2026-07-28)
+				name := ""
+				if ci, ok := req.(interface{ ClientInfo() *mcp.Implementation }); ok {
+					if impl := ci.ClientInfo(); impl != nil {
+						name = impl.Name
+					}
+				}
+				eo.EngineStarted(name)
+			}
 			if method == "tools/call" {
 				if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil && !seen[r.Params.Name] {
 					name := r.Params.Name

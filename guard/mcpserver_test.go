@@ -340,3 +340,31 @@ func TestServeHTTP(t *testing.T) {
 		t.Errorf("foreign Host header: status %d", resp.StatusCode)
 	}
 }
+
+// engineSource is a fakeSource that records EngineStarted.
+type engineSource struct {
+	*fakeSource
+	mu      sync.Mutex
+	engines []string
+}
+
+func (e *engineSource) EngineStarted(engine string) {
+	e.mu.Lock()
+	e.engines = append(e.engines, engine)
+	e.mu.Unlock()
+}
+
+// A ToolSource that is an EngineObserver learns the client's name at its first tools/list.
+func TestServeEngineStarted(t *testing.T) {
+	src := &engineSource{fakeSource: newFakeSource()}
+	cs, _ := connectInMemory(t, src)
+	defer cs.Close()
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if len(src.engines) == 0 || src.engines[0] != "test" {
+		t.Fatalf("EngineStarted calls %q; want [test ...]", src.engines)
+	}
+}

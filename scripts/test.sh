@@ -13,6 +13,17 @@ if ! command -v chromium >/dev/null 2>&1; then
 	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 
+# Xvfb (Debian's xvfb) is the display of the headed-browser tests of pab guard
+# (cmd/pab/guard_owner_test.go: --headed, and the owner's visible Chromium for
+# --cdp-endpoint); they fail in CI without it.
+if ! command -v Xvfb >/dev/null 2>&1; then
+	echo "test.sh: Xvfb not found; installing Debian's xvfb" >&2
+	sudo=""
+	[ "$(id -u)" = 0 ] || sudo="sudo"
+	$sudo apt-get update -qq
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq xvfb >/dev/null
+fi
+
 # warcio.js (npm package warcio, pinned in tools/warcio/package-lock.json) reads pab's
 # exported WARC files in warc/warcio_test.go; that test fails in CI without it.
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then

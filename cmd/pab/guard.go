@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -15,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -49,6 +52,8 @@ func newGuardCmd(g *globalFlags) *cobra.Command {
 		control    string
 		chrome     string
 		tokenFile  string
+		headed     bool
+		cdpURL     string
 	)
 	cmd := &cobra.Command{
 		Use:   "guard --application FILE",
@@ -71,8 +76,9 @@ browses the internet directly.
 Pauses (a captcha, a sign-in, a consent box, a missing answer, a page outside the sites)
 wait for a person: the control API on --control (printed on stderr) has
 GET /local-apply/run, GET /local-apply/status (the bare result), POST /local-apply/resume
-(body {"answer": "..."} optional) and POST /local-apply/cancel (/status, /resume and
-/cancel are aliases). Every request needs "Authorization: Bearer TOKEN": a random token
+(body {"answer": "..."} optional; {"allow_site": "HOST"} at an external_redirect pause
+admits that site for the run), POST /local-apply/cancel and POST /local-apply/close (the
+owner is done with the browser; /status, /resume, /cancel and /close are aliases). Every request needs "Authorization: Bearer TOKEN": a random token
 per run, printed on stderr and written to --control-token-file (mode 0600; by default a
 file in the guard's temporary directory), or taken from $PAB_GUARD_CONTROL_TOKEN; POSTs
 need "Content-Type: application/json". With --listen and a terminal on stdin, a prompt
@@ -82,7 +88,16 @@ On exit (the agent closes stdin, Ctrl-C, SIGTERM) the result envelope goes to --
 (also written as soon as the run is done) and the trace (JSONL) to --trace.
 
 --browser-mcp "CMD ARGS" replaces the default child with any MCP server over stdio that
-has the same tool names (words split on spaces; quote with ' or ").`,
+has the same tool names (words split on spaces; quote with ' or ").
+
+The owner's browser: --headed starts a visible Chromium (same switches and submit lock;
+needs a display, $DISPLAY). When the agent's session ends with the run awaiting review,
+pab guard keeps it open with the filled form and waits for the owner's word: closing the
+browser, POST /local-apply/close, or Ctrl-C. --cdp-endpoint URL attaches to a Chromium the
+owner already runs (started with --remote-debugging-port; loopback only), installs the
+submit lock in it for new pages, and never closes it. In both, the owner handles consent
+boxes, captchas and sign-ins in that browser, and the guard rechecks the page when they
+resume (docs/guard.md, "The owner's browser").`,
 		Example: `  # Claude Code, against a running 'pab replay TASK --listen 127.0.0.1:8899':
   claude mcp add pab-guard -- pab --repo /path/to/pab guard --application app.yaml --proxy 127.0.0.1:8899
 
@@ -120,6 +135,30 @@ has the same tool names (words split on spaces; quote with ' or ").`,
 					return fmt.Errorf("guard: --proxy: %v", err)
 				}
 			}
+			if cdpURL != "" {
+				if err := checkCDPEndpoint(cdpURL); err != nil {
+					return fmt.Errorf("guard: --cdp-endpoint: %v", err)
+				}
+				for _, c := range []struct {
+					flag string
+					set  bool
+				}{{"--browser-mcp", browserMCP != ""}, {"--headed", headed}, {"--chrome", chrome != ""}} {
+					if c.set {
+						return fmt.Errorf("guard: give --cdp-endpoint or %s, not both (the owner's browser is already running)", c.flag)
+					}
+				}
+				if proxy != "" {
+					return errors.New("guard: --proxy cannot be set on a running browser: start the owner's Chromium with --proxy-server=http://HOST:PORT and --ignore-certificate-errors-spki-list=HASH (pab ca spki) instead, and give --cdp-endpoint alone")
+				}
+			}
+			if headed {
+				if browserMCP != "" {
+					return errors.New("guard: give --headed or --browser-mcp, not both (--headed is for the default browser)")
+				}
+				if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+					return errors.New("guard: --headed needs a display, and neither $DISPLAY nor $WAYLAND_DISPLAY is set (run it in the owner's desktop session, or under xvfb-run)")
+				}
+			}
 			for _, p := range []struct{ flag, path string }{{"trace", tracePath}, {"result", resultPath}, {"control-token-file", tokenFile}} {
 				if p.path != "" {
 					if st, err := os.Stat(filepath.Dir(p.path)); err != nil || !st.IsDir() {
@@ -141,7 +180,7 @@ has the same tool names (words split on spaces; quote with ' or ").`,
 			} else {
 				lockToken = guard.NewLockToken()
 				uploadDir = filepath.Join(tmp, "output") // @playwright/mcp reads uploads only from there (or its cwd)
-				if argv, err = defaultBrowserMCP(g, proxy, chrome, tmp, lockToken); err != nil {
+				if argv, err = defaultBrowserMCP(g, browserMode{proxy: proxy, chrome: chrome, headed: headed, cdp: cdpURL}, tmp, lockToken); err != nil {
 					return fmt.Errorf("guard: %v", err)
 				}
 			}
@@ -188,8 +227,8 @@ has the same tool names (words split on spaces; quote with ' or ").`,
 			ctlDone := make(chan error, 1)
 			go func() { ctlDone <- ctl.ServeControl(ctlCtx, ctlLn) }()
 			defer func() { ctlCancel(); <-ctlDone }()
-			fmt.Fprintf(errOut, "pab guard: control http://%s (GET %s, GET %s, POST %s, POST %s; header Authorization: Bearer TOKEN)\n",
-				ctlLn.Addr(), guard.ControlRunPath, guard.ControlStatusPath, guard.ControlResumePath, guard.ControlCancelPath)
+			fmt.Fprintf(errOut, "pab guard: control http://%s (GET %s, GET %s, POST %s, POST %s, POST %s; header Authorization: Bearer TOKEN)\n",
+				ctlLn.Addr(), guard.ControlRunPath, guard.ControlStatusPath, guard.ControlResumePath, guard.ControlCancelPath, guard.ControlClosePath)
 			if tokenFromParent {
 				// the parent knows it; stderr may be a log file others can read
 				fmt.Fprintf(errOut, "pab guard: control token from $%s (also in %s, mode 0600)\n", guard.ControlTokenEnv, tokenFile)
@@ -204,7 +243,8 @@ has the same tool names (words split on spaces; quote with ' or ").`,
 			}
 			defer child.Close()
 
-			bridge, err := guard.NewBridge(guard.Config{App: app, Browser: child, Pauser: ctl, Trace: tracer, LockToken: lockToken, UploadDir: uploadDir})
+			bridge, err := guard.NewBridge(guard.Config{App: app, Browser: child, Pauser: ctl, Trace: tracer, LockToken: lockToken, UploadDir: uploadDir,
+				OwnerBrowser: headed || cdpURL != ""})
 			if err != nil {
 				return fmt.Errorf("guard: %v", err)
 			}
@@ -212,10 +252,23 @@ has the same tool names (words split on spaces; quote with ' or ").`,
 			src := &resultWriter{bridge: bridge, path: resultPath, errOut: errOut}
 			defer src.write() // at exit: the final result
 
+			// POST /local-apply/close while the agent works: the owner ends the run
+			serveCtx, serveCancel := context.WithCancel(ctx)
+			defer serveCancel()
+			ownerClosed := make(chan struct{})
+			go func() {
+				select {
+				case <-ctl.Closed():
+					bridge.Cancel("The owner closed the run (POST " + guard.ControlClosePath + ").")
+					close(ownerClosed)
+					serveCancel()
+				case <-serveCtx.Done():
+				}
+			}()
 			var serveErr error
 			if listen == "" {
 				fmt.Fprintf(errOut, "pab guard: run %s (%s) serving MCP on stdio\n", app.ID, app.Mode)
-				serveErr = guard.Serve(ctx, src, guard.NewStdioTransport(os.Stdin, os.Stdout))
+				serveErr = guard.Serve(serveCtx, src, guard.NewStdioTransport(os.Stdin, os.Stdout))
 			} else {
 				ln, err := guard.ListenLoopback(listen)
 				if err != nil {
@@ -225,10 +278,30 @@ has the same tool names (words split on spaces; quote with ' or ").`,
 				if isTerminal(os.Stdin) {
 					go ctl.Prompt(ctx, os.Stdin, errOut)
 				}
-				serveErr = guard.ServeHTTP(ctx, src, ln)
+				serveErr = guard.ServeHTTP(serveCtx, src, ln)
 			}
+			status := "disconnected"
+			select {
+			case <-ownerClosed:
+				status = "closed_by_owner"
+			default:
+				switch {
+				case ctx.Err() != nil:
+					status = "signal"
+				case serveErr != nil && !errors.Is(serveErr, context.Canceled):
+					status = "error"
+				}
+			}
+			bridge.EngineEnded(status)
+			src.write()
 			if serveErr != nil && !errors.Is(serveErr, context.Canceled) {
 				return fmt.Errorf("guard: %v", serveErr)
+			}
+			switch {
+			case cdpURL != "":
+				fmt.Fprintf(errOut, "pab guard: run %s ended %s; the browser at %s stays open (pab guard did not start it)\n", app.ID, bridge.Result().Outcome, cdpURL)
+			case headed && bridge.Result().Outcome == "awaiting_review" && status == "disconnected":
+				waitForOwner(ctx, ctl, child, errOut, ctlLn.Addr().String())
 			}
 			if err := tracer.Err(); err != nil {
 				return fmt.Errorf("guard: --trace: %v", err)
@@ -246,6 +319,8 @@ has the same tool names (words split on spaces; quote with ' or ").`,
 	f.StringVar(&control, "control", "", "serve the control API on this loopback address (default 127.0.0.1 on a free port)")
 	f.StringVar(&tokenFile, "control-token-file", "", "write the control API's bearer token to this file (mode 0600; default: a file in the guard's temporary directory, removed at exit)")
 	f.StringVar(&chrome, "chrome", "", "Chromium executable for the default browser MCP server (default: chromium on PATH)")
+	f.BoolVar(&headed, "headed", false, "start a visible Chromium (needs $DISPLAY); at awaiting_review it stays open until the owner closes it or POSTs /local-apply/close")
+	f.StringVar(&cdpURL, "cdp-endpoint", "", "attach to the owner's running Chromium at this DevTools URL (http://127.0.0.1:PORT; loopback only) instead of starting one; it is never closed")
 	return cmd
 }
 
@@ -288,7 +363,8 @@ func checkHostPort(s string) error {
 //
 // Every page runs guard.SubmitLockScript(lockToken) first (tmp/submit-lock.js), so that no
 // script can submit a form unless the guard arms it for a permitted submit.
-func defaultBrowserMCP(g *globalFlags, proxy, chrome, tmp, lockToken string) ([]string, error) {
+func defaultBrowserMCP(g *globalFlags, m browserMode, tmp, lockToken string) ([]string, error) {
+	proxy := m.proxy
 	node, err := exec.LookPath("node")
 	if err != nil {
 		return nil, errors.New("node not found on PATH: install Node.js (Debian's nodejs), or pass --browser-mcp")
@@ -297,7 +373,29 @@ func defaultBrowserMCP(g *globalFlags, proxy, chrome, tmp, lockToken string) ([]
 	if err != nil {
 		return nil, err
 	}
-	exe, err := findChromium(chrome)
+	lockPath := filepath.Join(tmp, "submit-lock.js")
+	if err := os.WriteFile(lockPath, []byte(guard.SubmitLockScript(lockToken)), 0o600); err != nil {
+		return nil, err
+	}
+	outDir := filepath.Join(tmp, "output")
+	if err := os.Mkdir(outDir, 0o700); err != nil {
+		return nil, err
+	}
+	if m.cdp != "" {
+		// the owner's running browser: its default context (their profile, their sign-ins);
+		// the lock is added to it as an init script for every new document
+		config := map[string]any{"browser": map[string]any{"initScript": []string{lockPath}}}
+		data, err := json.MarshalIndent(config, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		configPath := filepath.Join(tmp, "playwright-mcp.json")
+		if err := os.WriteFile(configPath, data, 0o600); err != nil {
+			return nil, err
+		}
+		return []string{node, cli, "--config", configPath, "--cdp-endpoint", m.cdp, "--no-webmcp", "--output-dir", outDir}, nil
+	}
+	exe, err := findChromium(m.chrome)
 	if err != nil {
 		return nil, err
 	}
@@ -309,10 +407,6 @@ func defaultBrowserMCP(g *globalFlags, proxy, chrome, tmp, lockToken string) ([]
 		}
 		chromeArgs = append(chromeArgs, "--ignore-certificate-errors-spki-list="+ca.SPKIHash())
 	}
-	lockPath := filepath.Join(tmp, "submit-lock.js")
-	if err := os.WriteFile(lockPath, []byte(guard.SubmitLockScript(lockToken)), 0o600); err != nil {
-		return nil, err
-	}
 	config := map[string]any{"browser": map[string]any{"launchOptions": map[string]any{"args": chromeArgs}, "initScript": []string{lockPath}}}
 	data, err := json.MarshalIndent(config, "", "  ")
 	if err != nil {
@@ -322,24 +416,83 @@ func defaultBrowserMCP(g *globalFlags, proxy, chrome, tmp, lockToken string) ([]
 	if err := os.WriteFile(configPath, data, 0o600); err != nil {
 		return nil, err
 	}
-	outDir := filepath.Join(tmp, "output")
-	if err := os.Mkdir(outDir, 0o700); err != nil {
-		return nil, err
-	}
 	argv := []string{node, cli,
 		"--config", configPath,
 		"--browser", "chromium",
 		"--executable-path", exe,
-		"--headless",
+	}
+	if !m.headed {
+		argv = append(argv, "--headless")
+	}
+	argv = append(argv,
 		"--isolated",
 		"--no-webmcp", // tools a page registers are never offered
 		"--output-dir", outDir,
-	}
+	)
 	if proxy != "" {
 		// Playwright adds <-loopback> to the bypass list, so loopback pages go through the proxy too.
 		argv = append(argv, "--proxy-server", "http://"+proxy)
 	}
 	return argv, nil
+}
+
+// browserMode is how the default browser MCP server gets its browser: started headless
+// (the default) or headed, with proxy and chrome (an executable, "" = chromium on PATH);
+// or attached to the owner's running Chromium at the DevTools URL cdp.
+type browserMode struct {
+	proxy, chrome string
+	headed        bool
+	cdp           string
+}
+
+// checkCDPEndpoint checks a --cdp-endpoint URL: http, https, ws or wss, on a loopback host
+// (127.0.0.0/8, ::1, localhost), with a port.
+func checkCDPEndpoint(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%q: %v", raw, err)
+	}
+	switch u.Scheme {
+	case "http", "https", "ws", "wss":
+	default:
+		return fmt.Errorf("%q: want http://127.0.0.1:PORT (the browser's DevTools address) or its ws:// URL", raw)
+	}
+	host := u.Hostname()
+	ip := net.ParseIP(host)
+	if !(host == "localhost" || (ip != nil && ip.IsLoopback())) {
+		return fmt.Errorf("%q: the owner's browser must be on loopback (127.0.0.1, ::1 or localhost), not %q", raw, host)
+	}
+	if u.Port() == "" {
+		return fmt.Errorf("%q: no port (start Chromium with --remote-debugging-port=PORT)", raw)
+	}
+	return nil
+}
+
+// waitForOwner keeps a browser pab guard started with --headed open after the agent's
+// session ended with the run awaiting review, until the owner's word: the browser closed
+// (its process gone), POST /local-apply/close, or ctx (Ctrl-C, SIGTERM).
+func waitForOwner(ctx context.Context, ctl *guard.Controller, child *guard.Child, errOut io.Writer, controlAddr string) {
+	fmt.Fprintf(errOut, "pab guard: the run is awaiting your review: the browser stays open with the filled form. When you are done, close the browser, or POST http://%s%s (or press Ctrl-C)\n", controlAddr, guard.ControlClosePath)
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(errOut, "pab guard: stopped; closing the browser")
+			return
+		case <-ctl.Closed():
+			fmt.Fprintln(errOut, "pab guard: the owner is done; closing the browser")
+			return
+		case <-child.Exited():
+			fmt.Fprintln(errOut, "pab guard: the browser MCP server exited")
+			return
+		case <-t.C:
+			if !child.BrowserAlive() {
+				fmt.Fprintln(errOut, "pab guard: the browser was closed")
+				return
+			}
+		}
+	}
 }
 
 // findPlaywrightMCP finds @playwright/mcp's cli.js: $PAB_PLAYWRIGHT_MCP, else under the
@@ -381,6 +534,9 @@ type resultWriter struct {
 	errOut io.Writer
 	mu     sync.Mutex
 }
+
+// EngineStarted passes the agent's MCP clientInfo name to the bridge (engine.started).
+func (r *resultWriter) EngineStarted(engine string) { r.bridge.EngineStarted(engine) }
 
 func (r *resultWriter) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 	return r.bridge.ListTools(ctx)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/pab-dev/pab/grade"
 	"github.com/pab-dev/pab/guard"
+	"github.com/pab-dev/pab/internal/testtool"
 	"github.com/pab-dev/pab/tlsca"
 )
 
@@ -371,10 +372,7 @@ func requireBrowserStack(t *testing.T) {
 	chromiumPath(t)
 	playwrightMCPPath(t)
 	if _, err := exec.LookPath("node"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("node not found on PATH")
-		}
-		t.Skip("node not found on PATH")
+		testtool.Missing(t, "node not found on PATH (Debian's nodejs)")
 	}
 }
 

@@ -294,6 +294,9 @@ func writeHardenWARC(t *testing.T) string {
 		{harden + "/jobs/1?src=board", "start.html"},
 		{harden + "/apply", "apply.html"},
 		{harden + "/challenge", "challenge.html"},
+		{harden + "/consent", "consent.html"},
+		{harden + "/apply/done", "done.html"},
+		{"https://sso.harden-partner.test/signin", "sso.html"},
 	} {
 		body, err := os.ReadFile(filepath.Join("testdata", "guard-harden", pg.file))
 		if err != nil {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/pab-dev/pab/internal/testtool"
 )
 
 // writeApp writes an application file and returns its path.
@@ -60,8 +61,17 @@ func TestGuardCommandLineErrors(t *testing.T) {
 		{[]string{"guard", "--application", good, "--proxy", "http://127.0.0.1:8899", "--browser-mcp", starter}, "--proxy"},
 		{[]string{"guard", "--application", good, "--browser-mcp", "'unclosed"}, "unclosed"},
 		{[]string{"guard", "--application", good, "--result", "/nonexistent/dir/r.json", "--browser-mcp", starter}, "--result"},
+		{[]string{"guard", "--application", good, "--cdp-endpoint", "http://10.0.0.5:9222"}, "must be on loopback"},
+		{[]string{"guard", "--application", good, "--cdp-endpoint", "ftp://127.0.0.1:9222"}, "want http://127.0.0.1:PORT"},
+		{[]string{"guard", "--application", good, "--cdp-endpoint", "http://127.0.0.1"}, "no port"},
+		{[]string{"guard", "--application", good, "--cdp-endpoint", "http://127.0.0.1:9222", "--proxy", "127.0.0.1:8899"}, "--proxy cannot be set on a running browser"},
+		{[]string{"guard", "--application", good, "--cdp-endpoint", "http://127.0.0.1:9222", "--headed"}, "give --cdp-endpoint or --headed, not both"},
+		{[]string{"guard", "--application", good, "--cdp-endpoint", "http://127.0.0.1:9222", "--browser-mcp", starter}, "give --cdp-endpoint or --browser-mcp"},
+		{[]string{"guard", "--application", good, "--headed", "--browser-mcp", starter}, "give --headed or --browser-mcp"},
+		{[]string{"guard", "--application", good, "--headed"}, "--headed needs a display"},
 	} {
 		cmd := pabCmd(tc.args...)
+		cmd.Env = append(cmd.Env, "DISPLAY=", "WAYLAND_DISPLAY=")
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		cmd.Stdin = strings.NewReader("")
@@ -229,10 +239,7 @@ func playwrightMCPPath(t *testing.T) string {
 	if _, err := os.Stat(p); err == nil {
 		return p
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s missing; scripts/test.sh runs npm ci in tools/playwright-mcp", p)
-	}
-	t.Skipf("%s missing (npm ci --prefix tools/playwright-mcp)", p)
+	testtool.Missing(t, "%s missing (npm ci --prefix tools/playwright-mcp; scripts/test.sh runs it)", p)
 	return ""
 }
 
@@ -243,10 +250,7 @@ func TestGuardEndToEnd(t *testing.T) {
 	chromiumPath(t)
 	playwrightMCPPath(t)
 	if _, err := exec.LookPath("node"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("node not found on PATH")
-		}
-		t.Skip("node not found on PATH")
+		testtool.Missing(t, "node not found on PATH (Debian's nodejs)")
 	}
 	for _, tc := range []struct{ task, site, url, text string }{
 		{"books-sapiens-price", "books.toscrape.com", "http://books.toscrape.com/", "All products"},
