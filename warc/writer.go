@@ -207,67 +207,122 @@ func (w *BundleWriter) Add(x Exchange) (Entry, error) {
 	if w.done {
 		return Entry{}, errors.New("bundle writer is closed")
 	}
-	id := fmt.Sprintf("e%06d", len(w.entries)+1)
+	a, err := w.checkExchange(x, fmt.Sprintf("e%06d", len(w.entries)+1))
+	if err != nil {
+		return Entry{}, err
+	}
+	if err := a.buildHeads(w); err != nil {
+		return Entry{}, err
+	}
+	if err := a.digestPayload(w); err != nil {
+		return Entry{}, err
+	}
+	respOff := w.off
+	respLen, err := w.writeRecord(a.responseFields(), a.head.Bytes(), a.payload, a.payloadLen)
+	if err != nil {
+		return Entry{}, w.fail(err)
+	}
+	reqOff := w.off
+	reqLen, err := w.writeRecord(a.requestFields(), a.qblock.Bytes(), nil, 0)
+	if err != nil {
+		return Entry{}, w.fail(err)
+	}
+	return w.addEntry(a, respOff, respLen, reqOff, reqLen)
+}
+
+// adding is one exchange on its way through Add: what checkExchange found, then the two
+// HTTP heads (buildHeads), then the payload's digest and whether the record is a revisit
+// (digestPayload).
+type adding struct {
+	x       Exchange
+	id      string
+	u       *url.URL
+	method  string
+	date    string // x.Date as WARC-Date
+	proto   string // "HTTP/1.1", or "HTTP/1.0" as recorded
+	decoded bool   // the payload was decoded from x.OrigEncoding
+
+	body          *io.SectionReader // the payload
+	size          int64             // its length (the original's, for a revisit)
+	payloadDigest string            // hex sha256 of the payload
+	orig          *original         // the stored payload this exchange revisits, or nil
+	origIdx       int               // orig's index in w.origs; -1 without one
+
+	head   bytes.Buffer // the response's status line and header
+	qblock bytes.Buffer // the request's request line and header, then its body
+
+	idHash, blockHash hash.Hash // over the response record's id input and block
+	revisit           bool      // the response record is a revisit (head only)
+	payload           io.Reader // the payload to write after head; nil for a revisit
+	payloadLen        int64
+	respID            string
+	protoFields       []Field
+}
+
+// checkExchange checks x (an absolute URL, a date, a status of three digits, a method
+// that is an HTTP token, a RevisitOf that holds a payload, a BodyAt with a size) and
+// starts its adding under exchange id.
+func (w *BundleWriter) checkExchange(x Exchange, id string) (*adding, error) {
 	u, err := url.Parse(x.URL)
 	if err != nil || !u.IsAbs() || u.Host == "" {
-		return Entry{}, fmt.Errorf("exchange %s: URL %q is not absolute", id, x.URL)
+		return nil, fmt.Errorf("exchange %s: URL %q is not absolute", id, x.URL)
 	}
 	if x.Date.IsZero() {
-		return Entry{}, fmt.Errorf("exchange %s (%s): no date", id, x.URL)
+		return nil, fmt.Errorf("exchange %s (%s): no date", id, x.URL)
 	}
 	if x.Status < 100 || x.Status > 999 {
-		return Entry{}, fmt.Errorf("exchange %s (%s): status %d out of range", id, x.URL, x.Status)
+		return nil, fmt.Errorf("exchange %s (%s): status %d out of range", id, x.URL, x.Status)
 	}
-	method := x.Method
-	if method == "" {
-		method = http.MethodGet
+	a := &adding{x: x, id: id, u: u, method: x.Method, origIdx: -1, date: FormatTime(x.Date), proto: "HTTP/1.1",
+		decoded: x.OrigEncoding != "", protoFields: protocolFields(x.Protocols)}
+	if a.method == "" {
+		a.method = http.MethodGet
 	}
-	if !isHTTPToken(method) {
-		return Entry{}, fmt.Errorf("exchange %s (%s): bad method %q", id, x.URL, method)
+	if !isHTTPToken(a.method) {
+		return nil, fmt.Errorf("exchange %s (%s): bad method %q", id, x.URL, a.method)
 	}
-	var orig *original
-	origIdx := -1
 	if x.RevisitOf != "" {
 		i, ok := w.byID[x.RevisitOf]
 		if ok && !w.origs[i].stored && w.entries[i].RevisitOf != "" {
 			i = w.byID[w.entries[i].RevisitOf] // a revisit's payload is its original's
 		}
 		if !ok || !w.origs[i].stored {
-			return Entry{}, fmt.Errorf("exchange %s (%s): revisit of %q, which holds no payload", id, x.URL, x.RevisitOf)
+			return nil, fmt.Errorf("exchange %s (%s): revisit of %q, which holds no payload", id, x.URL, x.RevisitOf)
 		}
-		origIdx = i
+		a.origIdx = i
 	}
-	date := FormatTime(x.Date)
-	proto := "HTTP/1.1"
 	if x.Proto == "HTTP/1.0" {
-		proto = x.Proto
+		a.proto = x.Proto
 	}
-
-	body := io.NewSectionReader(bytes.NewReader(x.Body), 0, int64(len(x.Body)))
+	a.body = io.NewSectionReader(bytes.NewReader(x.Body), 0, int64(len(x.Body)))
 	if x.BodyAt != nil {
 		if x.BodySize < 0 {
-			return Entry{}, fmt.Errorf("exchange %s (%s): negative body size %d", id, x.URL, x.BodySize)
+			return nil, fmt.Errorf("exchange %s (%s): negative body size %d", id, x.URL, x.BodySize)
 		}
-		body = io.NewSectionReader(x.BodyAt, 0, x.BodySize)
+		a.body = io.NewSectionReader(x.BodyAt, 0, x.BodySize)
 	}
-	var payloadDigest string
-	size := body.Size()
-	if origIdx >= 0 {
-		orig = &w.origs[origIdx]
-		payloadDigest, size = orig.digest, orig.size
+	a.size = a.body.Size()
+	if a.origIdx >= 0 {
+		a.orig = &w.origs[a.origIdx]
+		a.payloadDigest, a.size = a.orig.digest, a.orig.size
 	}
+	return a, nil
+}
 
-	// Response (or revisit) head: status line and header; the block is the head, then the
-	// payload unless the record is a revisit.
-	decoded := x.OrigEncoding != ""
+// buildHeads writes the response head (status line and header; the block is the head,
+// then the payload unless the record is a revisit) and the request head, with the fields
+// pab never stores (cookies, credentials) removed or redacted, and checks each against
+// MaxHTTPHeaderBytes.
+func (a *adding) buildHeads(w *BundleWriter) error {
+	x := a.x
 	rh := cloneHeader(x.RespHeader)
 	delHeader(rh, "Transfer-Encoding")
 	delHeader(rh, "Content-Length")
-	if decoded {
+	if a.decoded {
 		delHeader(rh, "Content-Encoding")
 	}
 	if x.Unresolved == nil {
-		rh["Content-Length"] = []string{strconv.FormatInt(size, 10)}
+		rh["Content-Length"] = []string{strconv.FormatInt(a.size, 10)}
 	}
 	for k, vs := range rh {
 		if strings.EqualFold(k, "Set-Cookie") || strings.EqualFold(k, "Set-Cookie2") {
@@ -276,87 +331,93 @@ func (w *BundleWriter) Add(x Exchange) (Entry, error) {
 			}
 		}
 	}
-	var head bytes.Buffer
-	reason := http.StatusText(x.Status)
-	fmt.Fprintf(&head, "%s %d %s\r\n", proto, x.Status, reason)
-	w.writeHeader(&head, rh, id, "response")
-	head.WriteString("\r\n")
-	if head.Len() > MaxHTTPHeaderBytes {
-		return Entry{}, fmt.Errorf("exchange %s (%s): the response's HTTP header is %d bytes, more than the limit of %d", id, x.URL, head.Len(), MaxHTTPHeaderBytes)
+	fmt.Fprintf(&a.head, "%s %d %s\r\n", a.proto, x.Status, http.StatusText(x.Status))
+	w.writeHeader(&a.head, rh, a.id, "response")
+	a.head.WriteString("\r\n")
+	if a.head.Len() > MaxHTTPHeaderBytes {
+		return fmt.Errorf("exchange %s (%s): the response's HTTP header is %d bytes, more than the limit of %d", a.id, x.URL, a.head.Len(), MaxHTTPHeaderBytes)
 	}
 	qh := cloneHeader(x.ReqHeader)
 	for _, name := range []string{"Cookie", "Cookie2", "Authorization", "Proxy-Authorization", "Transfer-Encoding", "Content-Length"} {
 		delHeader(qh, name)
 	}
 	if getHeader(qh, "Host") == "" {
-		qh["Host"] = []string{u.Host}
+		qh["Host"] = []string{a.u.Host}
 	}
-	if len(x.ReqBody) > 0 || method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
+	if len(x.ReqBody) > 0 || a.method == http.MethodPost || a.method == http.MethodPut || a.method == http.MethodPatch {
 		qh["Content-Length"] = []string{strconv.Itoa(len(x.ReqBody))}
 	}
-	var qblock bytes.Buffer
-	fmt.Fprintf(&qblock, "%s %s %s\r\n", method, u.RequestURI(), proto)
-	w.writeHeader(&qblock, qh, id, "request")
-	qblock.WriteString("\r\n")
-	if qblock.Len() > MaxHTTPHeaderBytes {
-		return Entry{}, fmt.Errorf("exchange %s (%s): the request's HTTP header is %d bytes, more than the limit of %d", id, x.URL, qblock.Len(), MaxHTTPHeaderBytes)
+	fmt.Fprintf(&a.qblock, "%s %s %s\r\n", a.method, a.u.RequestURI(), a.proto)
+	w.writeHeader(&a.qblock, qh, a.id, "request")
+	a.qblock.WriteString("\r\n")
+	if a.qblock.Len() > MaxHTTPHeaderBytes {
+		return fmt.Errorf("exchange %s (%s): the request's HTTP header is %d bytes, more than the limit of %d", a.id, x.URL, a.qblock.Len(), MaxHTTPHeaderBytes)
 	}
+	a.qblock.Write(x.ReqBody)
+	return nil
+}
 
-	// One read of the payload gives its digest, the block digest and the record id; an
-	// identical payload already stored makes the record a revisit (head only).
-	idHash := recordIDHash(id, "response", x.URL, date)
-	idHash.Write(head.Bytes())
-	blockHash := sha256.New()
-	blockHash.Write(head.Bytes())
-	if x.Unresolved == nil && origIdx < 0 {
+// digestPayload reads the payload once for its digest, the block digest and the record
+// id; an identical payload already stored (at least DedupMinSize bytes) makes the record a
+// revisit (head only).
+func (a *adding) digestPayload(w *BundleWriter) error {
+	x := a.x
+	a.idHash = recordIDHash(a.id, "response", x.URL, a.date)
+	a.idHash.Write(a.head.Bytes())
+	a.blockHash = sha256.New()
+	a.blockHash.Write(a.head.Bytes())
+	if x.Unresolved == nil && a.origIdx < 0 {
 		ph := sha256.New()
-		n, err := io.Copy(io.MultiWriter(ph, blockHash, idHash), io.NewSectionReader(body, 0, size))
+		n, err := io.Copy(io.MultiWriter(ph, a.blockHash, a.idHash), io.NewSectionReader(a.body, 0, a.size))
 		if err != nil {
-			return Entry{}, fmt.Errorf("exchange %s (%s): read payload: %w", id, x.URL, err)
+			return fmt.Errorf("exchange %s (%s): read payload: %w", a.id, x.URL, err)
 		}
-		if n != size {
-			return Entry{}, fmt.Errorf("exchange %s (%s): payload has %d bytes, not %d", id, x.URL, n, size)
+		if n != a.size {
+			return fmt.Errorf("exchange %s (%s): payload has %d bytes, not %d", a.id, x.URL, n, a.size)
 		}
-		payloadDigest = hex.EncodeToString(ph.Sum(nil))
-		if size >= DedupMinSize {
-			if i, ok := w.byDigest[payloadDigest]; ok {
-				origIdx = i
-				orig = &w.origs[origIdx]
-				payloadDigest, size = orig.digest, orig.size
-				idHash = recordIDHash(id, "response", x.URL, date)
-				idHash.Write(head.Bytes())
-				blockHash = sha256.New()
-				blockHash.Write(head.Bytes())
+		a.payloadDigest = hex.EncodeToString(ph.Sum(nil))
+		if a.size >= DedupMinSize {
+			if i, ok := w.byDigest[a.payloadDigest]; ok {
+				a.origIdx = i
+				a.orig = &w.origs[a.origIdx]
+				a.payloadDigest, a.size = a.orig.digest, a.orig.size
+				a.idHash = recordIDHash(a.id, "response", x.URL, a.date)
+				a.idHash.Write(a.head.Bytes())
+				a.blockHash = sha256.New()
+				a.blockHash.Write(a.head.Bytes())
 			}
 		}
 	}
-	revisit := orig != nil || x.Unresolved != nil
-	var payload io.Reader
-	var payloadLen int64
-	if !revisit {
-		payload, payloadLen = io.NewSectionReader(body, 0, size), size
+	a.revisit = a.orig != nil || x.Unresolved != nil
+	if !a.revisit {
+		a.payload, a.payloadLen = io.NewSectionReader(a.body, 0, a.size), a.size
 	}
+	a.respID = recordIDFrom(a.idHash)
+	return nil
+}
 
-	respID := recordIDFrom(idHash)
+// responseFields are the WARC header fields of the response (or revisit) record.
+func (a *adding) responseFields() []Field {
+	x := a.x
 	var hdr []Field
-	if revisit {
+	if a.revisit {
 		hdr = append(hdr, Field{"WARC-Type", "revisit"})
 	} else {
 		hdr = append(hdr, Field{"WARC-Type", "response"})
 	}
 	hdr = append(hdr,
-		Field{"WARC-Record-ID", respID},
-		Field{"WARC-Date", date},
+		Field{"WARC-Record-ID", a.respID},
+		Field{"WARC-Date", a.date},
 		Field{"WARC-Target-URI", x.URL},
 	)
-	if revisit {
+	if a.revisit {
 		hdr = append(hdr, Field{"WARC-Profile", RevisitProfile})
 		switch {
-		case orig != nil:
+		case a.orig != nil:
 			hdr = append(hdr,
-				Field{"WARC-Refers-To", orig.recordID},
-				Field{"WARC-Refers-To-Target-URI", orig.url},
-				Field{"WARC-Refers-To-Date", orig.date})
+				Field{"WARC-Refers-To", a.orig.recordID},
+				Field{"WARC-Refers-To-Target-URI", a.orig.url},
+				Field{"WARC-Refers-To-Date", a.orig.date})
 		default:
 			if x.Unresolved.TargetURI != "" {
 				hdr = append(hdr, Field{"WARC-Refers-To-Target-URI", x.Unresolved.TargetURI})
@@ -366,59 +427,57 @@ func (w *BundleWriter) Add(x Exchange) (Entry, error) {
 			}
 		}
 	}
-	protoFields := protocolFields(x.Protocols)
-	hdr = append(hdr, protoFields...)
+	hdr = append(hdr, a.protoFields...)
 	hdr = append(hdr, Field{"Content-Type", "application/http; msgtype=response"})
 	switch {
-	case payloadDigest != "":
-		hdr = append(hdr, Field{"WARC-Payload-Digest", "sha256:" + payloadDigest})
+	case a.payloadDigest != "":
+		hdr = append(hdr, Field{"WARC-Payload-Digest", "sha256:" + a.payloadDigest})
 	case x.Unresolved != nil && x.Unresolved.PayloadDigest != "":
 		hdr = append(hdr, Field{"WARC-Payload-Digest", x.Unresolved.PayloadDigest})
 	}
-	hdr = append(hdr, Field{"WARC-Block-Digest", "sha256:" + hex.EncodeToString(blockHash.Sum(nil))},
-		Field{HeaderExchangeID, id})
+	hdr = append(hdr, Field{"WARC-Block-Digest", "sha256:" + hex.EncodeToString(a.blockHash.Sum(nil))},
+		Field{HeaderExchangeID, a.id})
 	if x.ResourceType != "" {
 		hdr = append(hdr, Field{HeaderResourceType, x.ResourceType})
 	}
-	if decoded {
+	if a.decoded {
 		hdr = append(hdr, Field{HeaderOriginalContentEncoding, x.OrigEncoding})
 	}
-	if t := strings.TrimSpace(x.Truncated); t != "" && !revisit && validFieldValue(t) {
+	if t := strings.TrimSpace(x.Truncated); t != "" && !a.revisit && validFieldValue(t) {
 		hdr = append(hdr, Field{"WARC-Truncated", t})
 	}
-	respOff := w.off
-	respLen, err := w.writeRecord(hdr, head.Bytes(), payload, payloadLen)
-	if err != nil {
-		return Entry{}, w.fail(err)
-	}
+	return hdr
+}
 
-	// Request block: head and body, written after the response.
-	qblock.Write(x.ReqBody)
+// requestFields are the WARC header fields of the request record, written after the
+// response and concurrent to it.
+func (a *adding) requestFields() []Field {
+	x := a.x
 	qhdr := []Field{
 		{"WARC-Type", "request"},
-		{"WARC-Record-ID", recordID(id, "request", x.URL, date, qblock.Bytes())},
-		{"WARC-Date", date},
+		{"WARC-Record-ID", recordID(a.id, "request", x.URL, a.date, a.qblock.Bytes())},
+		{"WARC-Date", a.date},
 		{"WARC-Target-URI", x.URL},
-		{"WARC-Concurrent-To", respID},
+		{"WARC-Concurrent-To", a.respID},
 	}
-	qhdr = append(qhdr, protoFields...)
-	qhdr = append(qhdr, []Field{
+	qhdr = append(qhdr, a.protoFields...)
+	return append(qhdr, []Field{
 		{"Content-Type", "application/http; msgtype=request"},
 		{"WARC-Payload-Digest", "sha256:" + sha256Hex(x.ReqBody)},
-		{"WARC-Block-Digest", "sha256:" + sha256Hex(qblock.Bytes())},
-		{HeaderExchangeID, id},
+		{"WARC-Block-Digest", "sha256:" + sha256Hex(a.qblock.Bytes())},
+		{HeaderExchangeID, a.id},
 	}...)
-	reqOff := w.off
-	reqLen, err := w.writeRecord(qhdr, qblock.Bytes(), nil, 0)
-	if err != nil {
-		return Entry{}, w.fail(err)
-	}
+}
 
+// addEntry writes the exchange's line to indexes/entries.jsonl and keeps its entry (without
+// ReqBody), its payload for later revisits, and the capture's time span.
+func (w *BundleWriter) addEntry(a *adding, respOff, respLen, reqOff, reqLen int64) (Entry, error) {
+	x := a.x
 	e := Entry{
-		ID: id, TS: date, Method: method, URL: x.URL, Status: x.Status,
+		ID: a.id, TS: a.date, Method: a.method, URL: x.URL, Status: x.Status,
 		Mime:       mimeOf(getHeader(x.RespHeader, "Content-Type")),
-		Digest:     payloadDigest,
-		Size:       size,
+		Digest:     a.payloadDigest,
+		Size:       a.size,
 		ReqOffset:  reqOff,
 		ReqLength:  reqLen,
 		RespOffset: respOff,
@@ -430,16 +489,16 @@ func (w *BundleWriter) Add(x Exchange) (Entry, error) {
 	if len(x.ReqBody) > 0 {
 		e.ReqBody = base64.StdEncoding.EncodeToString(x.ReqBody)
 	}
-	o := original{recordID: respID, url: x.URL, date: date, digest: payloadDigest, size: size, stored: !revisit}
+	o := original{recordID: a.respID, url: x.URL, date: a.date, digest: a.payloadDigest, size: a.size, stored: !a.revisit}
 	switch {
-	case orig != nil:
-		e.RevisitOf = w.entries[origIdx].ID
+	case a.orig != nil:
+		e.RevisitOf = w.entries[a.origIdx].ID
 	case x.Unresolved != nil:
 		e.Unresolved = true
 		e.Size = 0
 	default:
-		if size >= DedupMinSize {
-			w.byDigest[payloadDigest] = len(w.entries)
+		if a.size >= DedupMinSize {
+			w.byDigest[a.payloadDigest] = len(w.entries)
 		}
 	}
 	if err := writeJSONLine(w.ebw, e); err != nil {
@@ -447,7 +506,7 @@ func (w *BundleWriter) Add(x Exchange) (Entry, error) {
 	}
 	kept := e
 	kept.ReqBody = ""
-	w.byID[id] = len(w.entries)
+	w.byID[a.id] = len(w.entries)
 	w.entries = append(w.entries, kept)
 	w.origs = append(w.origs, o)
 	if w.from.IsZero() || x.Date.Before(w.from) {
