@@ -498,8 +498,9 @@ func (c *Controller) ServeControl(ctx context.Context, ln net.Listener) error {
 }
 
 // Prompt runs a terminal prompt until ctx ends or in ends: each pause is printed on out,
-// then the next line read from in ends it: an empty line resumes, "cancel" cancels, any
-// other text resumes with that text as the answer. Lines typed while no pause is in
+// then the next line read from in ends it: an empty line resumes, "cancel" cancels, "allow"
+// at an external_redirect pause resumes admitting its host (ResumeWith), any other text
+// resumes with that text as the answer. Lines typed while no pause is in
 // progress get a short note. Lines are bounded: one over 16 KiB stops the prompt (the
 // control API still works).
 func (c *Controller) Prompt(ctx context.Context, in io.Reader, out io.Writer) {
@@ -583,11 +584,8 @@ func (c *Controller) answerLine(line string, out io.Writer) {
 		if err = c.end(PauseOutcome{}); err == nil {
 			fmt.Fprintln(out, "pab guard: cancelled")
 		}
-	case strings.EqualFold(t, "allow"):
-		site := ""
-		if w := c.Waiting(); w != nil {
-			site = w.Domain
-		}
+	case strings.EqualFold(t, "allow") && c.waitingRedirect() != "":
+		site := c.waitingRedirect()
 		if err = c.ResumeWith("", site); err == nil {
 			fmt.Fprintf(out, "pab guard: resumed; %s admitted for this run\n", site)
 		}
@@ -599,6 +597,14 @@ func (c *Controller) answerLine(line string, out io.Writer) {
 	if err != nil {
 		fmt.Fprintf(out, "pab guard: %v\n", err)
 	}
+}
+
+// waitingRedirect is the host of the external_redirect pause in progress, else "".
+func (c *Controller) waitingRedirect() string {
+	if w := c.Waiting(); w != nil && w.Reason == "external_redirect" {
+		return w.Domain
+	}
+	return ""
 }
 
 // dropNotify removes ch from the prompts waiting for the next pause.

@@ -328,9 +328,22 @@ func TestControlTerminalPrompt(t *testing.T) {
 	if o := outcome(t, ch); o.Resumed {
 		t.Errorf("cancel line: %+v", o)
 	}
+	// "allow" at an external_redirect pause admits its host; elsewhere it is an answer
+	ch = pauseAsync(context.Background(), c, PauseRequest{Reason: "external_redirect", Domain: "sso.example"})
+	waitFor(t, func() bool { return strings.Contains(printed(), "\"allow\": admit sso.example for this run") })
+	io.WriteString(inW, "allow\n")
+	if o := outcome(t, ch); !o.Resumed || o.AllowSite != "sso.example" || o.Answer != "" {
+		t.Errorf("allow line: %+v", o)
+	}
+	ch = pauseAsync(context.Background(), c, PauseRequest{Reason: "missing_answer", Domain: "a.test"})
+	waitFor(t, func() bool { return strings.Count(printed(), "PAUSED") == 5 })
+	io.WriteString(inW, "allow\n")
+	if o := outcome(t, ch); !o.Resumed || o.AllowSite != "" || o.Answer != "allow" {
+		t.Errorf("allow at another pause: %+v", o)
+	}
 	// a pause resumed over HTTP while the prompt waits: the next line is just noted
 	ch = pauseAsync(context.Background(), c, PauseRequest{Reason: "captcha"})
-	waitFor(t, func() bool { return strings.Count(printed(), "PAUSED") == 4 })
+	waitFor(t, func() bool { return strings.Count(printed(), "PAUSED") == 6 })
 	c.Resume("from http")
 	if o := outcome(t, ch); o.Answer != "from http" {
 		t.Errorf("http resume: %+v", o)

@@ -262,3 +262,25 @@ func TestControlAllowSiteAndClose(t *testing.T) {
 		t.Errorf("second close (alias): %d", code)
 	}
 }
+
+// A page that runs no submit lock (a tab of the owner's browser open before the guard
+// installed it) gets no click while a lock is expected; without a lock token the probe's
+// answer does not matter.
+func TestBridgeLockMissing(t *testing.T) {
+	for _, token := range []string{"0123abcd", ""} {
+		h := newGHarness(t, "fill_and_review", "")
+		h.b.cfg.LockToken = token
+		h.fb.pages[formURL].facts["e11"]["locked"] = false
+		h.fb.pages[formURL].facts["e11"]["type"] = "button"
+		h.fb.pages[formURL].facts["e11"]["submits"] = false
+		h.open(t)
+		r := h.call(t, "browser_click", map[string]any{"target": "e11"})
+		refused := len(h.events("policy.decision", "reason", "lock_missing")) == 1
+		if token != "" && (!r.IsError || !refused || h.fb.called("browser_click", "e11") != 0) {
+			t.Fatalf("no lock: %s", textOf(r))
+		}
+		if token == "" && (r.IsError || refused) {
+			t.Fatalf("no token: %s", textOf(r))
+		}
+	}
+}

@@ -32,6 +32,7 @@ import (
 	"github.com/pab-dev/pab/internal/browser"
 	"github.com/pab-dev/pab/internal/procgroup"
 	"github.com/pab-dev/pab/internal/testtool"
+	batch "github.com/pab-dev/pab/run"
 	"github.com/pab-dev/pab/tlsca"
 )
 
@@ -582,4 +583,44 @@ func TestGuardOwnerPages(t *testing.T) {
 	if n := posts(t, p, "*/consent/submit*"); n != 0 {
 		t.Errorf("%d POSTs reached the form", n)
 	}
+}
+
+// TestRunGuardEngineEvents: in pab run --guard the guard's trace (guard.trace.jsonl in the
+// run directory) holds source.read for the application's profile, engine.started with the
+// name the agent's MCP client gives (an agent speaking MCP over the guard's streamable
+// HTTP endpoint with curl), and engine.ended once the run is over (the guard is stopped).
+func TestRunGuardEngineEvents(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		testtool.Missing(t, "curl not found on PATH (Debian's curl)")
+	}
+	t.Setenv("RIGHT_ANSWER", filepath.Join(repoRoot, "docs", "examples", "books-sapiens-price", "right", "answer.txt"))
+	app := writeApp(t, smokeApp)
+	fake := fakeMCPBin(t)
+	out := filepath.Join(t.TempDir(), "batch")
+	// initialize (MCP 2025-06-18), initialized, tools/list, each with the session id
+	agent := `set -e
+h='Content-Type: application/json'
+a='Accept: application/json, text/event-stream'
+curl -sf -D hdr -H "$h" -H "$a" --data '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl-agent","version":"1"}}}' "$PAB_MCP_URL" >/dev/null
+sid=$(tr -d '\r' <hdr | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
+s="Mcp-Session-Id: $sid"
+p='MCP-Protocol-Version: 2025-06-18'
+curl -sf -H "$h" -H "$a" -H "$s" -H "$p" --data '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$PAB_MCP_URL" >/dev/null
+curl -sf -H "$h" -H "$a" -H "$s" -H "$p" --data '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' "$PAB_MCP_URL" >tools.txt || { echo "tools/list: $?" >&2; cat tools.txt >&2; exit 1; }
+grep -q '"name":"ready_for_review"' tools.txt
+cp "$RIGHT_ANSWER" "$PAB_ANSWER_FILE"`
+	stdout, stderr, code := runPabDir(t, repoRoot, "run", "--out", out, "--guard", app, "--guard-browser-mcp", fake,
+		"--proxy-env=false", "--timeout", "60s", "--agent", agent, "--judge", "cli", "--judge-cmd", exampleJudge, "books-sapiens-price")
+	if code != 0 {
+		t.Fatalf("pab run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	dir := filepath.Join(out, "books-sapiens-price", "1")
+	if s := readSummary(t, out); len(s.Runs) != 1 || s.Runs[0].Status == batch.StatusAgentFailed || s.Runs[0].Status == batch.StatusError {
+		e, _ := os.ReadFile(filepath.Join(dir, batch.FileStderr))
+		t.Fatalf("runs %+v\n%s", s.Runs, e)
+	}
+	r := &applyRun{trace: filepath.Join(dir, "guard.trace.jsonl")}
+	r.traced(t, 0, "source.read", "kind", "profile")
+	m := r.traced(t, 0, "engine.started", "engine", "curl-agent")
+	r.traced(t, m, "engine.ended")
 }
