@@ -558,9 +558,11 @@ func runStart(proxy, caFile, rawURL, wantSHA, label string, rep int, timeout tim
 			}
 		}
 	}()
+	var listened time.Duration // when the command printed its address (0: -proxy given)
 	if proxy == "" {
 		select {
 		case proxy = <-addrCh:
+			listened = time.Since(t0)
 		case <-ctx.Done():
 			errMu.Lock()
 			defer errMu.Unlock()
@@ -577,6 +579,7 @@ func runStart(proxy, caFile, rawURL, wantSHA, label string, rep int, timeout tim
 			return err
 		}
 		client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+		sent := time.Now()
 		resp, err := client.Get(rawURL)
 		if err == nil {
 			body, rerr := io.ReadAll(resp.Body)
@@ -585,7 +588,11 @@ func runStart(proxy, caFile, rawURL, wantSHA, label string, rep int, timeout tim
 			if rerr == nil && resp.StatusCode == 200 && (wantSHA == "" || hex.EncodeToString(sum[:]) == wantSHA) {
 				el := time.Since(t0)
 				tr.CloseIdleConnections()
-				json.NewEncoder(os.Stdout).Encode(map[string]any{"kind": "start", "label": label, "rep": rep, "seconds": el.Seconds()})
+				// seconds: launch to the correct answer; listen_seconds: launch to the
+				// address on stderr; first_request_seconds: the answering request alone
+				// (CONNECT, TLS handshake, request and body)
+				json.NewEncoder(os.Stdout).Encode(map[string]any{"kind": "start", "label": label, "rep": rep, "seconds": el.Seconds(),
+					"listen_seconds": listened.Seconds(), "first_request_seconds": time.Since(sent).Seconds()})
 				return nil
 			}
 			if resp.StatusCode == 200 {

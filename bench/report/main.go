@@ -283,7 +283,7 @@ func run(dir, out, notes string) error {
 
 	starts := filter(recs, "start")
 	w("\n## Start time\n\n")
-	w("From launching the command to the first correct answer (an HTTPS request through the proxy whose body matches the recording), measured by `bench/load -mode start`. *Cold*: the task's published recording (`warc.tar.gz` parts) is unpacked into an empty cache (`PAB_CACHE`), then indexed; *warm*: the cache holds the unpacked bundle from an earlier start, so only the index is built. The peers load only the URL cycle (mitmproxy its flow file, whistle its rules, the baseline its bodies into memory and signs its one leaf), so their times are a floor, not a like-for-like comparison.\n\n")
+	w("From launching the command to the first correct answer (an HTTPS request through the proxy whose body matches the recording), measured by `bench/load -mode start`. *Cold*: an empty cache (`PAB_CACHE`); *warm*: the cache kept from an earlier start. The task's published recording is format 3 (docs/bundle-format.md, \"Published layout\"): read in place (`data.warc.gz` parts, one gzip member per record), so cold and warm do the same work, the entries read and the index built, and the cache holds no copy of the WARC (a format 2 recording, `warc.tar.gz` parts, was unpacked into the cache on a cold start). `bench/startup.sh` compares this against an older pab in the same run. The peers load only the URL cycle (mitmproxy its flow file, whistle its rules, the baseline its bodies into memory and signs its one leaf), so their times are a floor, not a like-for-like comparison.\n\n")
 	w("| what | seconds |\n|---|---|\n")
 	var labels []string
 	for _, r := range starts {
