@@ -209,35 +209,10 @@ func runAgent(ctx context.Context, a agentSpec) agentEnd {
 	end.exitCode = -1
 	if st != nil {
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			end.signal = signalName(ws.Signal())
+			end.signal = procgroup.SignalName(ws.Signal())
 		} else {
 			end.exitCode = st.ExitCode()
 		}
 	}
 	return end
-}
-
-// signalName is the SIGXXX name of s, else its number.
-func signalName(s syscall.Signal) string {
-	switch s {
-	case syscall.SIGKILL:
-		return "SIGKILL"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGSEGV:
-		return "SIGSEGV"
-	case syscall.SIGABRT:
-		return "SIGABRT"
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	case syscall.SIGPIPE:
-		return "SIGPIPE"
-	case syscall.SIGBUS:
-		return "SIGBUS"
-	case syscall.SIGQUIT:
-		return "SIGQUIT"
-	}
-	return fmt.Sprintf("signal %d", int(s))
 }

@@ -479,28 +479,12 @@ func runAgent(args []string, timeout time.Duration, stdout, stderr io.Writer) ag
 	if errors.As(err, &ee) {
 		res.ExitCode = ee.ExitCode()
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			res.ExitCode, res.Signal = -1, signalName(ws.Signal())
+			res.ExitCode, res.Signal = -1, procgroup.SignalName(ws.Signal())
 		}
 	} else if err != nil {
 		res.ExitCode = -1
 	}
 	return res
-}
-
-func signalName(s syscall.Signal) string {
-	switch s {
-	case syscall.SIGKILL:
-		return "SIGKILL"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGSEGV:
-		return "SIGSEGV"
-	case syscall.SIGABRT:
-		return "SIGABRT"
-	}
-	return fmt.Sprintf("signal %d", int(s))
 }
 
 func now() string { return time.Now().UTC().Format("2006-01-02T15:04:05.000Z") }

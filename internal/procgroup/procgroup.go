@@ -134,3 +134,30 @@ func parseStat(data []byte) (state string, pgrp int, ok bool) {
 	}
 	return string(f[0]), pgrp, true
 }
+
+// SignalName is the SIGXXX name of s for the signals a child is commonly ended by
+// (SIGKILL, SIGTERM, SIGINT, SIGSEGV, SIGABRT, SIGHUP, SIGPIPE, SIGBUS, SIGQUIT), else
+// "signal N".
+func SignalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGSEGV:
+		return "SIGSEGV"
+	case syscall.SIGABRT:
+		return "SIGABRT"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	case syscall.SIGPIPE:
+		return "SIGPIPE"
+	case syscall.SIGBUS:
+		return "SIGBUS"
+	case syscall.SIGQUIT:
+		return "SIGQUIT"
+	}
+	return "signal " + strconv.Itoa(int(s))
+}
