@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -375,29 +374,29 @@ func (x *exchange) encode() []byte {
 	block.WriteString("\r\n")
 	block.Write(x.Body)
 	respID := newRecordID()
-	fields := [][2]string{
-		{"WARC-Type", "response"},
-		{"WARC-Record-ID", respID},
-		{"WARC-Date", date},
-		{"WARC-Target-URI", x.URL},
-		{"Content-Type", "application/http; msgtype=response"},
-		{"WARC-Payload-Digest", "sha256:" + sha256Hex(x.Body)},
-		{"WARC-Block-Digest", "sha256:" + sha256Hex(block.Bytes())},
+	fields := []warc.Field{
+		{Name: "WARC-Type", Value: "response"},
+		{Name: "WARC-Record-ID", Value: respID},
+		{Name: "WARC-Date", Value: date},
+		{Name: "WARC-Target-URI", Value: x.URL},
+		{Name: "Content-Type", Value: "application/http; msgtype=response"},
+		{Name: "WARC-Payload-Digest", Value: "sha256:" + sha256Hex(x.Body)},
+		{Name: "WARC-Block-Digest", Value: "sha256:" + sha256Hex(block.Bytes())},
 	}
 	if x.ResourceType != "" {
-		fields = append(fields, [2]string{warc.HeaderResourceType, x.ResourceType})
+		fields = append(fields, warc.Field{Name: warc.HeaderResourceType, Value: x.ResourceType})
 	}
 	if x.OrigEncoding != "" {
-		fields = append(fields, [2]string{warc.HeaderOriginalContentEncoding, x.OrigEncoding})
+		fields = append(fields, warc.Field{Name: warc.HeaderOriginalContentEncoding, Value: x.OrigEncoding})
 	}
 	if x.Page != "" {
-		fields = append(fields, [2]string{HeaderPage, x.Page})
+		fields = append(fields, warc.Field{Name: HeaderPage, Value: x.Page})
 	}
 	if x.PageNote != "" {
-		fields = append(fields, [2]string{HeaderPageNote, x.PageNote})
+		fields = append(fields, warc.Field{Name: HeaderPageNote, Value: x.PageNote})
 	}
 	var out bytes.Buffer
-	writeRecord(&out, fields, block.Bytes())
+	warc.EncodeRecord(&out, fields, block.Bytes(), nil, 0) //nolint:errcheck // a bytes.Buffer does not fail
 
 	var qb bytes.Buffer
 	target := x.URL
@@ -408,34 +407,17 @@ func (x *exchange) encode() []byte {
 	writeHeader(&qb, x.ReqHeader)
 	qb.WriteString("\r\n")
 	qb.Write(x.ReqBody)
-	writeRecord(&out, [][2]string{
-		{"WARC-Type", "request"},
-		{"WARC-Record-ID", newRecordID()},
-		{"WARC-Date", date},
-		{"WARC-Target-URI", x.URL},
-		{"WARC-Concurrent-To", respID},
-		{"Content-Type", "application/http; msgtype=request"},
-		{"WARC-Payload-Digest", "sha256:" + sha256Hex(x.ReqBody)},
-		{"WARC-Block-Digest", "sha256:" + sha256Hex(qb.Bytes())},
-	}, qb.Bytes())
+	warc.EncodeRecord(&out, []warc.Field{
+		{Name: "WARC-Type", Value: "request"},
+		{Name: "WARC-Record-ID", Value: newRecordID()},
+		{Name: "WARC-Date", Value: date},
+		{Name: "WARC-Target-URI", Value: x.URL},
+		{Name: "WARC-Concurrent-To", Value: respID},
+		{Name: "Content-Type", Value: "application/http; msgtype=request"},
+		{Name: "WARC-Payload-Digest", Value: "sha256:" + sha256Hex(x.ReqBody)},
+		{Name: "WARC-Block-Digest", Value: "sha256:" + sha256Hex(qb.Bytes())},
+	}, qb.Bytes(), nil, 0) //nolint:errcheck
 	return out.Bytes()
-}
-
-// writeRecord appends one WARC 1.1 record (WARC 1.1 section 4): version line, fields,
-// Content-Length, blank line, block, CRLF CRLF.
-func writeRecord(b *bytes.Buffer, fields [][2]string, block []byte) {
-	b.WriteString("WARC/1.1\r\n")
-	for _, f := range fields {
-		b.WriteString(f[0])
-		b.WriteString(": ")
-		b.WriteString(f[1])
-		b.WriteString("\r\n")
-	}
-	b.WriteString("Content-Length: ")
-	b.WriteString(strconv.Itoa(len(block)))
-	b.WriteString("\r\n\r\n")
-	b.Write(block)
-	b.WriteString("\r\n\r\n")
 }
 
 // writeHeader writes header fields sorted by name, one line per value (values keep the

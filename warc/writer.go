@@ -535,11 +535,22 @@ func (w *BundleWriter) fail(err error) error {
 	return w.err
 }
 
-// writeRecord writes one WARC 1.1 record whose block is head followed by the payloadLen
-// bytes of payload (nil when there are none), and returns its length. The header fields
-// are gowarc's (gowarc.WarcFields, names kept as given), then Content-Length, as gowarc's
-// record builder and marshaler write them; the block is streamed, never held whole.
+// writeRecord writes one record (EncodeRecord) to archive/data.warc and returns its
+// length.
 func (w *BundleWriter) writeRecord(hdr []Field, head []byte, payload io.Reader, payloadLen int64) (int64, error) {
+	n, err := EncodeRecord(w.bw, hdr, head, payload, payloadLen)
+	w.off += n
+	return n, err
+}
+
+// EncodeRecord writes one WARC 1.1 record (WARC 1.1 section 4) to w: the version line, the
+// header fields in the order and spelling given (gowarc.WarcFields' form, "Name: value"),
+// Content-Length, a blank line, the block (head, then the payloadLen bytes of payload, nil
+// when there are none) and CRLF CRLF. The block is streamed, never held whole. It returns
+// the bytes written; the first write error, or a payload of another length than
+// payloadLen, is the error. It is the one WARC record encoder of pab (the bundle writer,
+// record's journal).
+func EncodeRecord(w io.Writer, hdr []Field, head []byte, payload io.Reader, payloadLen int64) (int64, error) {
 	fields := make(gowarc.WarcFields, 0, len(hdr)+1)
 	for _, f := range hdr {
 		fields.Add(f.Name, f.Value)
@@ -549,7 +560,7 @@ func (w *BundleWriter) writeRecord(hdr []Field, head []byte, payload io.Reader, 
 		fields[i].Name = f.Name
 	}
 	fields.AddInt64(gowarc.ContentLength, int64(len(head))+payloadLen)
-	cw := &stickyWriter{w: w.bw}
+	cw := &stickyWriter{w: w}
 	io.WriteString(cw, gowarc.V1_1.String()+"\r\n")
 	if _, err := fields.Write(cw); err != nil {
 		return cw.n, err
@@ -562,12 +573,10 @@ func (w *BundleWriter) writeRecord(hdr []Field, head []byte, payload io.Reader, 
 			err = fmt.Errorf("payload has %d bytes, not %d", n, payloadLen)
 		}
 		if err != nil {
-			w.off += cw.n
 			return cw.n, err
 		}
 	}
 	io.WriteString(cw, "\r\n\r\n")
-	w.off += cw.n
 	return cw.n, cw.err
 }
 
