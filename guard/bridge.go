@@ -1776,10 +1776,7 @@ func (b *Bridge) typeText(ctx context.Context, args map[string]any) *mcp.CallToo
 	}
 	if IsCredentialLabel(node.Name) || IsCredentialLabel(f.Name) || f.Type == "password" {
 		b.emit(Event{Type: "policy.decision", Detail: map[string]any{"tool": tool, "class": ClassFill, "decision": "paused", "reason": "login_required"}})
-		if !b.pauseFor(ctx, PauseRequest{Reason: "login_required", Question: "Sign in: " + bound(node.Name, 200)}, nil) {
-			return textResult("A sign-in needs the owner and was not handled. Stop now.", true)
-		}
-		return textResult("The owner handled the sign-in. Take a browser_snapshot and continue.", false)
+		return b.signIn(ctx, tool, node, f)
 	}
 	value := argStr(args, "text")
 	label := fieldLabel(node, f)

@@ -29,16 +29,17 @@ type pwPage struct {
 
 // pwFake plays @playwright/mcp 0.0.83's answers.
 type pwFake struct {
-	mu      sync.Mutex
-	tools   []*mcp.Tool
-	pages   map[string]*pwPage
-	cur     string
-	history []string
-	calls   []pwCall
-	chooser bool
-	failAll bool
-	ticked  map[string]bool // consent boxes ticked (by consentTickJS, or the owner: tick)
-	changed []string        // labels the last click changed beside its target (formCheckJS)
+	mu         sync.Mutex
+	tools      []*mcp.Tool
+	pages      map[string]*pwPage
+	cur        string
+	history    []string
+	calls      []pwCall
+	chooser    bool
+	failAll    bool
+	ticked     map[string]bool // consent boxes ticked (by consentTickJS, or the owner: tick)
+	changed    []string        // labels the last click changed beside its target (formCheckJS)
+	credFilled bool            // the owner typed into the credential field (credentialStateJS)
 }
 
 func newPWFake(t *testing.T) *pwFake {
@@ -91,6 +92,9 @@ func (f *pwFake) CallTool(ctx context.Context, name string, args map[string]any)
 				return txt("### Error\nError: Ref "+ref+" not found", true), nil
 			}
 			v = page.facts[ref]
+			if strings.Contains(fn, "filled: typeof el.value") {
+				v = map[string]any{"connected": true, "filled": f.credFilled}
+			}
 			if strings.Contains(fn, "ticked: !!") {
 				if f.ticked == nil {
 					f.ticked = map[string]bool{}

@@ -167,6 +167,65 @@ func (b *Bridge) consent(ctx context.Context, tool string, node SnapNode, f *fac
 	}
 }
 
+// credentialStateJS reads whether a credential field (the ref's element) is still on the
+// page and whether it holds a value (never the value itself).
+const credentialStateJS = `(el) => ({ connected: !!el.isConnected, filled: typeof el.value === "string" && el.value.length > 0 })`
+
+// signIn handles the agent at a credential field: the agent never types a credential. The
+// run pauses (login_required). In a browser the owner sees, their resume is rechecked: the
+// field must be gone (the page moved on: signed in) or hold a value the owner typed; else
+// the run pauses again, up to maxConsentPauses times, then ends blocked (login_required).
+// Headless, the owner cannot reach the page, and the resume lets the run go on as it is.
+func (b *Bridge) signIn(ctx context.Context, tool string, node SnapNode, f *facts) *mcp.CallToolResult {
+	question := "Sign in: " + bound(firstNonEmpty(node.Name, f.Name), 200)
+	if b.cfg.OwnerBrowser {
+		question += " (sign in yourself in the browser, then resume)"
+	}
+	for i := 1; ; i++ {
+		if !b.pauseFor(ctx, PauseRequest{Reason: "login_required", Question: question}, nil) {
+			return textResult("A sign-in needs the owner and was not handled. Stop now.", true)
+		}
+		if !b.cfg.OwnerBrowser || b.credentialDone(ctx, node.Ref) {
+			if b.cfg.OwnerBrowser {
+				b.emit(Event{Type: "policy.decision", Detail: map[string]any{"tool": tool, "class": ClassFill, "decision": "allowed", "reason": "login_required", "basis": "owner_signed_in"}})
+			}
+			b.mu.Lock()
+			b.refs.invalidate()
+			b.mu.Unlock()
+			return textResult("The owner handled the sign-in. Take a browser_snapshot and continue.", false)
+		}
+		b.emit(Event{Type: "policy.decision", Detail: map[string]any{"tool": tool, "class": ClassFill, "decision": "paused", "reason": "login_required", "basis": "still_signed_out", "count": i}})
+		if i >= maxConsentPauses {
+			b.mu.Lock()
+			b.stopped = true
+			b.blocked = &block{reason: "login_required", questions: []string{bound(question, capQuestionChar)}}
+			b.stopNote = "The owner resumed but the sign-in is still not done."
+			b.mu.Unlock()
+			return textResult("The sign-in is still not done after the owner's resume, so the run is stopped. Stop now.", true)
+		}
+		question = "The sign-in field is still empty: " + bound(firstNonEmpty(node.Name, f.Name), 200) + ". Sign in in the browser, then resume (or cancel)."
+	}
+}
+
+// credentialDone reports whether the credential field ref is gone from the page (an error
+// reading it: the page moved on) or holds a value.
+func (b *Bridge) credentialDone(ctx context.Context, ref string) bool {
+	res, err := b.cfg.Browser.CallTool(ctx, "browser_evaluate", map[string]any{"function": credentialStateJS, "element": "sign-in field", b.refName("browser_evaluate"): ref})
+	if err != nil {
+		return false
+	}
+	if res == nil || res.IsError {
+		return true // the ref no longer resolves: the page changed
+	}
+	v, ok := evaluateResult(textOf(res))
+	if !ok {
+		return false
+	}
+	connected, _ := v["connected"].(bool)
+	filled, _ := v["filled"].(bool)
+	return !connected || filled
+}
+
 // formSnapClickJS is formSnapJS for a click on el: the values of the page's form controls
 // (hidden inputs aside: a page's own bookkeeping, not an answer) are kept in the page; el
 // and, for a radio, the radios of its group are marked as the click's own (a grounded fill

@@ -284,3 +284,36 @@ func TestBridgeLockMissing(t *testing.T) {
 		}
 	}
 }
+
+// A sign-in field in a browser the owner sees: the owner's resume with the field still empty
+// pauses again; once the owner has typed into it, the run goes on (owner_signed_in). The
+// agent never types a credential.
+func TestBridgeSignInRechecked(t *testing.T) {
+	h := newGHarness(t, "fill_and_review", "")
+	h.b.cfg.OwnerBrowser = true
+	h.open(t)
+	h.p.onPause = func(n int) {
+		if n == 2 {
+			h.fb.mu.Lock()
+			h.fb.credFilled = true
+			h.fb.mu.Unlock()
+		}
+	}
+	r := h.call(t, "browser_type", map[string]any{"target": "e15", "text": "Jane", "source_quote": "Jane Doe"})
+	if r.IsError || len(h.p.reqs) != 2 || h.fb.called("browser_type", "e15") != 0 {
+		t.Fatalf("sign-in: %s, %d pauses", textOf(r), len(h.p.reqs))
+	}
+	if len(h.events("policy.decision", "basis", "still_signed_out")) != 1 || len(h.events("policy.decision", "basis", "owner_signed_in")) != 1 {
+		t.Fatalf("trace %s", h.trace)
+	}
+	// never signed in: blocked after three pauses
+	h = newGHarness(t, "fill_and_review", "")
+	h.b.cfg.OwnerBrowser = true
+	h.open(t)
+	if r := h.call(t, "browser_type", map[string]any{"target": "e15", "text": "x", "source_quote": "Jane Doe"}); !r.IsError || len(h.p.reqs) != maxConsentPauses {
+		t.Fatalf("never signed in: %s, %d pauses", textOf(r), len(h.p.reqs))
+	}
+	if res := mustValid(t, h.b); res.Outcome != "blocked" || res.BlockReason != "login_required" {
+		t.Fatalf("result %+v", res)
+	}
+}
