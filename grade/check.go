@@ -38,13 +38,13 @@ func (p SourceProblem) String() string {
 func CheckSources(g *Grading, b *warc.Bundle) []SourceProblem {
 	var probs []SourceProblem
 	for _, q := range g.Require {
-		if q.Source == nil {
+		if q.Evidence == nil {
 			continue
 		}
 		bad := func(format string, args ...any) {
-			probs = append(probs, SourceProblem{Path: g.Path, Line: q.Source.Line, Field: q.Field, Problem: fmt.Sprintf(format, args...)})
+			probs = append(probs, SourceProblem{Path: g.Path, Line: q.Evidence.Line, Field: q.Field, Problem: fmt.Sprintf(format, args...)})
 		}
-		want := sameURL(q.Source.URL)
+		want := sameURL(q.Evidence.URL)
 		var found []*warc.Entry
 		for i := range b.Entries {
 			e := &b.Entries[i]
@@ -53,13 +53,13 @@ func CheckSources(g *Grading, b *warc.Bundle) []SourceProblem {
 			}
 		}
 		if len(found) == 0 {
-			bad("source url %s is not in the recording%s", q.Source.URL, nearURLs(b, q.Source.URL))
+			bad("evidence url %s is not in the recording%s", q.Evidence.URL, nearURLs(b, q.Evidence.URL))
 			continue
 		}
 		var errs []string
 		ok := false
 		for _, e := range found {
-			has, err := responseHolds(b, e, q.Source.Text)
+			has, err := responseHolds(b, e, q.Evidence.Text)
 			if err != nil {
 				errs = append(errs, fmt.Sprintf("%s: %v", e.ID, err))
 				continue
@@ -70,7 +70,7 @@ func CheckSources(g *Grading, b *warc.Bundle) []SourceProblem {
 			}
 		}
 		if !ok {
-			msg := fmt.Sprintf("the recorded response for %s (%d exchange(s), status %d) does not hold the text %q", q.Source.URL, len(found), found[0].Status, q.Source.Text)
+			msg := fmt.Sprintf("the recorded response for %s (%d exchange(s), status %d) does not hold the text %q", q.Evidence.URL, len(found), found[0].Status, q.Evidence.Text)
 			if len(errs) > 0 {
 				msg += " (" + strings.Join(errs, "; ") + ")"
 			}

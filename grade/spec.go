@@ -54,6 +54,9 @@ type Grading struct {
 	// Guard grades a run made through pab guard from the guard's trace and result; nil
 	// when the file has no guard section.
 	Guard *GuardSpec
+	// Warnings are lines "path:line: message" about what was read but should be written
+	// otherwise (an old field name); the commands that read the file print them.
+	Warnings []string
 }
 
 // Field is one entry of extract.
@@ -84,13 +87,14 @@ type Require struct {
 	Contains   *string
 	// EqualsBool is the expected boolean.
 	EqualsBool *bool
-	// Source is where the expected value appears in the recording; nil when not written.
-	Source *Source
-	Line   int
+	// Evidence is where the expected value appears in the recording; nil when not written.
+	Evidence *Evidence
+	Line     int
 }
 
-// Source is a require's source: a recorded URL and the text its response holds.
-type Source struct {
+// Evidence is a require's evidence: a recorded URL and the text its response holds
+// (grading.yaml `evidence:`; `source:` is its old name, still read, with a warning).
+type Evidence struct {
 	URL  string
 	Text string
 	Line int
@@ -400,7 +404,7 @@ func (p *gparser) field(name string) *Field {
 	return nil
 }
 
-var requireFields = []string{"id", "field", "equals", "tolerance", "min", "max", "one_of", "contains", "source"}
+var requireFields = []string{"id", "field", "equals", "tolerance", "min", "max", "one_of", "contains", "evidence", "source"}
 
 func (p *gparser) require(n *yaml.Node) error {
 	r := &Require{Line: n.Line, Tolerance: DefaultTolerance}
@@ -412,8 +416,14 @@ func (p *gparser) require(n *yaml.Node) error {
 			r.ID, err = p.id("id", v)
 		case "field":
 			r.Field, err = p.text("field", v)
-		case "source":
-			r.Source, err = p.source(v)
+		case "evidence", "source":
+			if r.Evidence != nil {
+				return p.errf(v, "require entry: give evidence once (source is its old name)")
+			}
+			r.Evidence, err = p.evidence(key, v)
+			if err == nil && key == "source" {
+				p.g.Warnings = append(p.g.Warnings, fmt.Sprintf("%s:%d: require.source is the old name of require.evidence; it is read the same (rename it to evidence)", p.path, v.Line))
+			}
 		default:
 			tests[key] = v
 		}
@@ -571,9 +581,9 @@ func (p *gparser) textTest(key string, v *yaml.Node, r *Require) error {
 	return nil
 }
 
-func (p *gparser) source(v *yaml.Node) (*Source, error) {
-	s := &Source{Line: v.Line}
-	err := yamlx.Fields(p.path, v, "source", []string{"url", "text"}, func(key string, x *yaml.Node) error {
+func (p *gparser) evidence(name string, v *yaml.Node) (*Evidence, error) {
+	s := &Evidence{Line: v.Line}
+	err := yamlx.Fields(p.path, v, name, []string{"url", "text"}, func(key string, x *yaml.Node) error {
 		var err error
 		switch key {
 		case "url":
@@ -590,7 +600,7 @@ func (p *gparser) source(v *yaml.Node) (*Source, error) {
 		return nil, err
 	}
 	if s.URL == "" || s.Text == "" {
-		return nil, p.errf(v, "source: needs both url and text")
+		return nil, p.errf(v, "%s: needs both url and text", name)
 	}
 	return s, nil
 }

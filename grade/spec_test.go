@@ -46,8 +46,8 @@ func TestParseGradingExample(t *testing.T) {
 		t.Fatalf("require %+v", g.Require)
 	}
 	p := g.Require[0]
-	if p.ID != "price" || p.Equals == nil || *p.Equals != 278 || p.Tolerance != DefaultTolerance || p.Source == nil || p.Source.Text != "$278.00" || p.Source.Line != 8 {
-		t.Errorf("price require %+v %+v", p, p.Source)
+	if p.ID != "price" || p.Equals == nil || *p.Equals != 278 || p.Tolerance != DefaultTolerance || p.Evidence == nil || p.Evidence.Text != "$278.00" || p.Evidence.Line != 8 {
+		t.Errorf("price require %+v %+v", p, p.Evidence)
 	}
 	if s := g.Require[1]; s.ID != "store" || len(s.OneOfText) != 2 || s.OneOfText[1] != "bestbuy.com" {
 		t.Errorf("store require %+v", s)
@@ -250,5 +250,35 @@ func TestSeedGradingExample(t *testing.T) {
 	}
 	if len(g.Extract) != 1 || g.Extract[0].Description != "lowest price found, without shipping" {
 		t.Errorf("the quoted fix: extract %+v", g.Extract)
+	}
+}
+
+// TestRequireEvidence: require.evidence is read; source, its old name (the seed's), is read
+// the same with one warning naming the file and line; both in one entry are an error.
+func TestRequireEvidence(t *testing.T) {
+	g, err := ParseGrading("grading.yaml", []byte(seedExample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Warnings) != 1 || !strings.HasPrefix(g.Warnings[0], "grading.yaml:8: require.source is the old name of require.evidence") {
+		t.Errorf("seed example (source:) warnings %q", g.Warnings)
+	}
+	doc := func(ev string) string {
+		return "extract:\n  price: { type: money, description: the price }\nrequire:\n  - id: p\n    field: price\n    equals: 1\n" + ev
+	}
+	g, err = ParseGrading("g.yaml", []byte(doc(`    evidence: { url: "https://x.test/", text: "£1" }`+"\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := g.Require[0].Evidence; e == nil || e.URL != "https://x.test/" || e.Text != "£1" || e.Line != 7 || len(g.Warnings) != 0 {
+		t.Errorf("evidence %+v, warnings %q", e, g.Warnings)
+	}
+	_, err = ParseGrading("g.yaml", []byte(doc(`    evidence: { url: "https://x.test/", text: "a" }`+"\n"+`    source: { url: "https://x.test/", text: "a" }`+"\n")))
+	if err == nil || !strings.Contains(err.Error(), "g.yaml:8: require entry: give evidence once (source is its old name)") {
+		t.Errorf("both: %v", err)
+	}
+	_, err = ParseGrading("g.yaml", []byte(doc(`    evidence: { url: "https://x.test/" }`+"\n")))
+	if err == nil || !strings.Contains(err.Error(), "evidence: needs both url and text") {
+		t.Errorf("no text: %v", err)
 	}
 }

@@ -155,15 +155,15 @@ source URL is recorded and its response holds the source text.`,
 }
 
 // gradingOf loads the task's grading.yaml; (nil, "", nil) when the target is no task or the
-// task has none.
-func gradingOf(t *task.Task) (*grade.Grading, string, error) {
-	gr, name, _, err := gradingWithHash(t)
+// task has none. Its warnings (grade.Grading.Warnings) go to warn, one line each.
+func gradingOf(t *task.Task, warn io.Writer) (*grade.Grading, string, error) {
+	gr, name, _, err := gradingWithHash(t, warn)
 	return gr, name, err
 }
 
 // gradingWithHash is gradingOf, also returning the sha256 of the bytes parsed (empty when
 // the file could not be read).
-func gradingWithHash(t *task.Task) (*grade.Grading, string, string, error) {
+func gradingWithHash(t *task.Task, warn io.Writer) (*grade.Grading, string, string, error) {
 	if t == nil || !t.HasGrading() {
 		return nil, "", "", nil
 	}
@@ -177,6 +177,11 @@ func gradingWithHash(t *task.Task) (*grade.Grading, string, string, error) {
 		return nil, name, "", err
 	}
 	gr, err := grade.ParseGrading(name, data)
+	if gr != nil {
+		for _, w := range gr.Warnings {
+			fmt.Fprintln(warn, "pab: warning:", w)
+		}
+	}
 	return gr, name, grade.HashBytes(data), err
 }
 
@@ -254,7 +259,7 @@ func runGrade(cmd *cobra.Command, g *globalFlags, target string, files gradeFile
 			problem = fmt.Errorf("task card: %w", err)
 		}
 		var sha string
-		in.Grading, in.GradingFile, sha, err = gradingWithHash(t)
+		in.Grading, in.GradingFile, sha, err = gradingWithHash(t, errOut)
 		if err != nil && problem == nil {
 			problem = err
 		}
@@ -399,7 +404,7 @@ func runGradeCheck(cmd *cobra.Command, g *globalFlags, target string) error {
 	if s.target.Task == nil || !s.target.Task.HasGrading() {
 		return fmt.Errorf("grade --check: %s has no grading.yaml", target)
 	}
-	gr, name, err := gradingOf(s.target.Task)
+	gr, name, err := gradingOf(s.target.Task, cmd.ErrOrStderr())
 	if err != nil {
 		return fmt.Errorf("grade --check: %w", err)
 	}
@@ -411,7 +416,7 @@ func reportSourceCheck(out, errOut io.Writer, gr *grade.Grading, name string, b 
 	probs := grade.CheckSources(gr, b)
 	n := 0
 	for _, q := range gr.Require {
-		if q.Source != nil {
+		if q.Evidence != nil {
 			n++
 		}
 	}
@@ -419,14 +424,14 @@ func reportSourceCheck(out, errOut io.Writer, gr *grade.Grading, name string, b 
 		for _, p := range probs {
 			fmt.Fprintln(errOut, p)
 		}
-		return fmt.Errorf("%s: %d of %d sources are not backed by the recording", name, len(probs), n)
+		return fmt.Errorf("%s: %d of %d evidence entries are not backed by the recording", name, len(probs), n)
 	}
 	guardItems := ""
 	if gs := gr.Guard; gs != nil {
 		guardItems = fmt.Sprintf("; guard (%s, ends %s): %d required fields, %d uploads, %d forbidden", gs.Mode, gs.EndState,
 			len(gs.RequiredFields), len(gs.Uploads), len(gs.Forbid))
 	}
-	fmt.Fprintf(out, "%s: valid; %d require, %d checks, %d trace%s; %d of %d sources found in the recording\n",
+	fmt.Fprintf(out, "%s: valid; %d require, %d checks, %d trace%s; %d of %d evidence entries found in the recording\n",
 		name, len(gr.Require), len(gr.Checks), len(gr.Trace), guardItems, n, n)
 	return nil
 }
@@ -513,7 +518,7 @@ func runCalibrate(cmd *cobra.Command, g *globalFlags, labelsFile, jsonOut string
 			if err != nil {
 				return fmt.Errorf("calibrate: %s: %w", where, err)
 			}
-			gr, name, err := gradingOf(t)
+			gr, name, err := gradingOf(t, cmd.ErrOrStderr())
 			if err != nil {
 				return fmt.Errorf("calibrate: %s: %w", where, err)
 			}

@@ -104,7 +104,7 @@ func withoutBuild(t *testing.T, data []byte) []byte {
 func TestGradeCheck(t *testing.T) {
 	for _, id := range []string{"books-sapiens-price", "archive-org-jobs", "lil-former-projects"} {
 		stdout, stderr, code := runPab(t, "grade", "--check", id)
-		if code != 0 || !strings.Contains(stdout, "sources found in the recording") {
+		if code != 0 || !strings.Contains(stdout, "evidence entries found in the recording") {
 			t.Errorf("%s: exit %d\n%s%s", id, code, stdout, stderr)
 		}
 	}
@@ -131,8 +131,10 @@ require:
 	}
 	for _, want := range []string{
 		`tasks/books-sapiens-price/grading.yaml:6: require on price: the recorded response for http://books.toscrape.com/ (1 exchange(s), status 200) does not hold the text "£99.99"`,
-		"tasks/books-sapiens-price/grading.yaml:9: require on price: source url http://books.toscrape.com/nowhere.html is not in the recording",
-		"2 of 3 sources are not backed by the recording",
+		"tasks/books-sapiens-price/grading.yaml:9: require on price: evidence url http://books.toscrape.com/nowhere.html is not in the recording",
+		"2 of 3 evidence entries are not backed by the recording",
+		// source: is evidence's old name: read the same, one warning per entry
+		"pab: warning: tasks/books-sapiens-price/grading.yaml:9: require.source is the old name of require.evidence",
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
@@ -397,7 +399,7 @@ require:
     source: { url: "http://books.toscrape.com/", text: "£54.23" }
 `)
 	stdout, stderr, code = runIn(t, root, "import", "--task", "books", filepath.Join(repoRoot, "testdata/sites/books.toscrape.warc"), "--replace")
-	if code != 0 || !strings.Contains(stdout, "1 of 1 sources found in the recording") {
+	if code != 0 || !strings.Contains(stdout, "1 of 1 evidence entries found in the recording") {
 		t.Errorf("import with a good source: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }

@@ -303,7 +303,7 @@ func runImport(cmd *cobra.Command, repo *task.Repo, id string, args []string, o 
 // recording (as pab grade --check does). The recording stays imported either way; a
 // grading that does not fit it is an error, so the author sees it now.
 func checkGradingSources(t *task.Task, bundleDir string, out, errOut io.Writer) error {
-	gr, name, err := gradingOf(t)
+	gr, name, err := gradingOf(t, errOut)
 	if err != nil {
 		return fmt.Errorf("import: the recording was imported, but %w", err)
 	}

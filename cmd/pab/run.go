@@ -262,7 +262,7 @@ func (h *runHarness) OpenTask(ctx context.Context, id string) (batch.Task, error
 			t.problem = fmt.Errorf("task card: %w", err)
 		}
 		var sha string
-		t.grading, t.gradingFile, sha, err = gradingWithHash(tk)
+		t.grading, t.gradingFile, sha, err = gradingWithHash(tk, h.errOut)
 		if err != nil && t.problem == nil {
 			t.problem = err
 		}
