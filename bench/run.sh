@@ -252,7 +252,7 @@ done
 
 # ---- throughput and latency, interleaved -------------------------------------------------
 fresh_cache "$S/cache-warm"
-start_pab "$R/repo" "$S/cache-warm" # unpack once
+start_pab "$R/repo" "$S/cache-warm" # fill the cache once (stamps; a format 2 recording is unpacked)
 stop_peer
 for rep in $(seq "$REPS"); do
   for conns in $CONNS; do
@@ -334,7 +334,7 @@ done
 for size in $SIZES; do
   RR=$S/r$size
   fresh_cache "$S/cache-mem"
-  start_pab "$RR/repo" "$S/cache-mem" # unpack once
+  start_pab "$RR/repo" "$S/cache-mem" # fill the cache once (stamps; a format 2 recording is unpacked)
   stop_peer
   for rep in $(seq "$REPS"); do
     log "memory: pab serving the $size recording (run $rep)"

@@ -334,7 +334,7 @@ func auditedInput(dir, work string, errOut io.Writer) (string, error) {
 	case isRegularFile(filepath.Join(dir, warc.ManifestFile)):
 		probs = warc.Audit(dir)
 	default:
-		return "", fmt.Errorf("import: %s is neither a bundle directory (manifest.json, archive/data.warc, ...) nor a published recording (warc.tar.gz, ...)", dir)
+		return "", fmt.Errorf("import: %s is neither a bundle directory (manifest.json, archive/data.warc, ...) nor a published recording (manifest.json with data.warc.gz, or warc.tar.gz, ...)", dir)
 	}
 	for _, p := range probs {
 		if p.Unresolved {
