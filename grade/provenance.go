@@ -2,11 +2,8 @@ package grade
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"hash"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -14,6 +11,7 @@ import (
 	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/sites"
+	"github.com/pab-dev/pab/warc"
 )
 
 // Provenance says what produced a result (seed 003: "a run can record exactly which code
@@ -123,19 +121,10 @@ func RulesHash(rs *rules.Set, root string) (string, []string, error) {
 				return "", nil, fmt.Errorf("rules hash: %w", err)
 			}
 		}
-		writeFramed(h, name, data)
+		warc.FrameBytes(h, name, data)
 		names = append(names, name)
 	}
 	return hex.EncodeToString(h.Sum(nil)), names, nil
-}
-
-func writeFramed(h hash.Hash, name string, data []byte) {
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(data)))
-	io.WriteString(h, name)
-	h.Write([]byte{0})
-	h.Write(n[:])
-	h.Write(data)
 }
 
 // ruleFileName is path relative to root when inside it, else its last two elements.

@@ -2,7 +2,6 @@ package task
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -219,40 +218,11 @@ func (t *Target) RecordingHash() (hash, of string, err error) {
 func HashBundle(dir string) (string, error) {
 	h := sha256.New()
 	for _, name := range []string{warc.ManifestFile, warc.PagesFile, warc.EntriesFile, warc.WARCFile} {
-		if err := hashFramed(h, filepath.Join(dir, filepath.FromSlash(name)), name); err != nil {
+		if err := warc.HashFramed(h, filepath.Join(dir, filepath.FromSlash(name)), name); err != nil {
 			return "", fmt.Errorf("bundle %s: %w", dir, err)
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// hashFramed writes name, NUL, the file's size (8 bytes big-endian) and its bytes to w.
-func hashFramed(w io.Writer, path, name string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", path)
-	}
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(fi.Size()))
-	io.WriteString(w, name)
-	w.Write([]byte{0})
-	w.Write(n[:])
-	copied, err := io.Copy(w, io.LimitReader(f, fi.Size()))
-	if err != nil {
-		return fmt.Errorf("read %s at offset %d: %w", path, copied, err)
-	}
-	if copied != fi.Size() {
-		return fmt.Errorf("read %s: file shrank from %d to %d bytes while hashing", path, fi.Size(), copied)
-	}
-	return nil
 }
 
 // importWARC imports the WARC file at path into the cache once per content hash.

@@ -702,14 +702,18 @@ func HashRecording(recordingDir string) (string, error) {
 	}
 	h := sha256.New()
 	for _, path := range files {
-		if err := hashFile(h, path); err != nil {
+		if err := HashFramed(h, path, filepath.Base(path)); err != nil {
 			return "", err
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func hashFile(w io.Writer, path string) error {
+// HashFramed writes one file into a hash of HashRecording's framing: name, a NUL byte, the
+// file's size as 8 bytes big-endian, then its bytes. path must be a regular file; one that
+// changes size while it is read is an error naming it. Task bundles (task.HashBundle) and
+// rule files (grade's provenance) are hashed with the same framing.
+func HashFramed(w io.Writer, path, name string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -719,11 +723,10 @@ func hashFile(w io.Writer, path string) error {
 	if err != nil {
 		return err
 	}
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(fi.Size()))
-	io.WriteString(w, filepath.Base(path))
-	w.Write([]byte{0})
-	w.Write(n[:])
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", path)
+	}
+	frameHead(w, name, fi.Size())
 	copied, err := io.Copy(w, io.LimitReader(f, fi.Size()))
 	if err != nil {
 		return fmt.Errorf("read %s at offset %d: %w", path, copied, err)
@@ -732,6 +735,21 @@ func hashFile(w io.Writer, path string) error {
 		return fmt.Errorf("read %s: file shrank from %d to %d bytes while hashing", path, fi.Size(), copied)
 	}
 	return nil
+}
+
+// FrameBytes is HashFramed for data already in memory.
+func FrameBytes(w io.Writer, name string, data []byte) {
+	frameHead(w, name, int64(len(data)))
+	w.Write(data)
+}
+
+// frameHead writes name, NUL and size as 8 bytes big-endian.
+func frameHead(w io.Writer, name string, size int64) {
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(size))
+	io.WriteString(w, name)
+	w.Write([]byte{0})
+	w.Write(n[:])
 }
 
 // Unpack turns the published recording in recordingDir into a bundle directory destDir
