@@ -1941,23 +1941,7 @@ func (b *Bridge) pressKey(ctx context.Context, key string) *mcp.CallToolResult {
 		return textResult(msg, true)
 	}
 	if canCheck {
-		after, ok := b.evalJSON(ctx, formCheckJS)
-		var labels []string
-		if list, isList := after["changed"].([]any); ok && isList {
-			for _, x := range list {
-				if l, isStr := x.(string); isStr {
-					labels = append(labels, l)
-				}
-			}
-		}
-		for _, l := range labels {
-			b.emit(Event{Type: "policy.decision", Detail: map[string]any{"tool": tool, "class": ClassFill, "decision": "refused", "reason": "fill.unjustified", "field": l}})
-		}
-		if len(labels) > 0 {
-			b.inspect(ctx) // takes (and traces) the submit lock's refusals the change caused
-			b.mu.Lock()
-			b.refs.invalidate()
-			b.mu.Unlock()
+		if labels := b.formCheck(ctx, tool); len(labels) > 0 {
 			return textResult("That key changed the value of "+bound(strings.Join(labels, "; "), 400)+", and the change was undone: a key press may not set an answer. Answer with browser_click, browser_select_option or browser_type and a source_quote. Take a browser_snapshot.", true)
 		}
 	}

@@ -264,10 +264,12 @@ func (b *Bridge) clickSnap(ctx context.Context, ref, label string, own bool) boo
 	return ok
 }
 
-// clickCheck compares the form with clickSnap's values after a click: every control the
-// click changed that is not the click's own (clickSnap's own) is put back and traced
-// policy.decision refused fill.unjustified with its label. It returns the labels put back.
-func (b *Bridge) clickCheck(ctx context.Context, tool string) []string {
+// formCheck compares the form with the values taken before a click or key press (clickSnap,
+// or the key path's own snapshot): every control the action changed that is not its own
+// (clickSnap's own) is put back and traced policy.decision refused fill.unjustified with
+// its label. It returns the labels put back (none when the browser has no
+// browser_evaluate).
+func (b *Bridge) formCheck(ctx context.Context, tool string) []string {
 	b.mu.Lock()
 	_, has := b.child["browser_evaluate"]
 	b.mu.Unlock()
@@ -296,7 +298,7 @@ func (b *Bridge) clickCheck(ctx context.Context, tool string) []string {
 }
 
 // clickChecked forwards a click with the form state checked around it (clickSnap, then
-// clickCheck): a control the click changed that the click does not fill is put back. With
+// formCheck): a control the click changed that the click does not fill is put back. With
 // fill, the result goes through fill (the grounded answer g for the target). The page change
 // a click causes is handled after the check (afterClick).
 func (b *Bridge) clickChecked(ctx context.Context, tool string, node SnapNode, label string, forward map[string]any, fill *GroundResult, fieldLabel string) *mcp.CallToolResult {
@@ -316,7 +318,7 @@ func (b *Bridge) clickChecked(ctx context.Context, tool string, node SnapNode, l
 	if res.IsError {
 		return res
 	}
-	if labels := b.clickCheck(ctx, tool); len(labels) > 0 {
+	if labels := b.formCheck(ctx, tool); len(labels) > 0 {
 		return textResult("That click also changed the value of "+bound(strings.Join(labels, "; "), 400)+", which no grounded answer names; the change was undone. Answer each field with its own browser_click, browser_select_option or browser_type and a source_quote. Take a browser_snapshot.", true)
 	}
 	return b.afterClick(ctx, tool, res)
