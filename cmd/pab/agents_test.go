@@ -30,10 +30,10 @@ import (
 
 	"github.com/pab-dev/pab/internal/testtool"
 
+	"github.com/pab-dev/pab/batch"
 	"github.com/pab-dev/pab/grade"
 	"github.com/pab-dev/pab/guard"
 	"github.com/pab-dev/pab/internal/fakemodel"
-	batch "github.com/pab-dev/pab/run"
 )
 
 // Pinned by agents/package-lock.json.

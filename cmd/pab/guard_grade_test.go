@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pab-dev/pab/batch"
 	"github.com/pab-dev/pab/grade"
-	batch "github.com/pab-dev/pab/run"
 )
 
 // applyFill is one grounded answer of a scripted run: the field (role and label prefix in

@@ -22,8 +22,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/pab-dev/pab/batch"
 	"github.com/pab-dev/pab/guard"
-	batch "github.com/pab-dev/pab/run"
 )
 
 // TestGuardStdioMalformed: pab guard (with the real @playwright/mcp as its child) answers a

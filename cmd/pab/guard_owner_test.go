@@ -29,10 +29,10 @@ import (
 	"github.com/chromedp/chromedp/remote"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/pab-dev/pab/batch"
 	"github.com/pab-dev/pab/internal/browser"
 	"github.com/pab-dev/pab/internal/procgroup"
 	"github.com/pab-dev/pab/internal/testtool"
-	batch "github.com/pab-dev/pab/run"
 	"github.com/pab-dev/pab/tlsca"
 )
 

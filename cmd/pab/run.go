@@ -19,12 +19,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pab-dev/pab/batch"
 	"github.com/pab-dev/pab/grade"
 	"github.com/pab-dev/pab/guard"
 	"github.com/pab-dev/pab/internal/browser"
 	"github.com/pab-dev/pab/internal/procgroup"
 	"github.com/pab-dev/pab/replay"
-	batch "github.com/pab-dev/pab/run"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/tlsca"
 )

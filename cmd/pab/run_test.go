@@ -15,8 +15,8 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/pab-dev/pab/batch"
 	"github.com/pab-dev/pab/internal/proctest"
-	batch "github.com/pab-dev/pab/run"
 	"github.com/pab-dev/pab/warc"
 )
 

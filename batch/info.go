@@ -1,9 +1,9 @@
-// Package run runs an agent on many tasks, several times each (pab run): for every task and
+// Package batch runs an agent on many tasks, several times each (pab run): for every task and
 // repeat a fresh replay (and optionally a browser or pab guard), the agent command in its own
 // process group, then grading, into one run directory; at the end summary.json and
 // index.html for the batch. It also grades run directories written elsewhere (a Kubernetes
 // job) the same way (Collect). The layout and the agent contract are in docs/run.md.
-package run
+package batch
 
 import (
 	"encoding/json"
