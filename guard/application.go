@@ -135,7 +135,7 @@ func (a *Application) GroundingSources() []GroundingSource {
 }
 
 // AllowsHost reports whether host is one of the application's sites.
-func (a *Application) AllowsHost(host string) bool { return HostAllowed(a.Sites, host) }
+func (a *Application) AllowsHost(host string) bool { return hostAllowed(a.Sites, host) }
 
 // PathAllowed reports whether a URL path may be visited under the manifest (always true
 // without a manifest or without restrict_paths) and whether the page is sensitive.
@@ -147,7 +147,7 @@ func (a *Application) PathAllowed(path string) (allowed, sensitive bool) {
 		return true, false
 	}
 	for _, p := range a.Manifest.Paths {
-		if MatchPath(p.Path, path) {
+		if matchPath(p.Path, path) {
 			return true, p.Sensitive
 		}
 	}
@@ -325,7 +325,7 @@ func ParseApplication(data []byte, dir, name string) (*Application, error) {
 		if app.StartURL, err = p.str(n, "start_url"); err != nil {
 			return nil, err
 		}
-		_, host, refusal := CheckURL(app.StartURL)
+		_, host, refusal := checkURL(app.StartURL)
 		if refusal != "" {
 			return nil, p.errf(n, "start_url: %s", refusal)
 		}

@@ -33,7 +33,7 @@ type Browser interface {
 	CallTool(ctx context.Context, name string, args map[string]any) (*mcp.CallToolResult, error)
 }
 
-// PauseRequest asks a person to act. Reason is one of PauseReasons (captcha, login_required,
+// PauseRequest asks a person to act. Reason is one of pauseReasons (captcha, login_required,
 // consent_required, missing_answer, screening_ambiguity, external_redirect,
 // duplicate_application, anti_bot) or "sensitive_page". Question is at most 300 characters;
 // URL and Domain name the page concerned when there is one.
@@ -936,7 +936,7 @@ func blockerOf(s *pageState) string {
 }
 
 func hostOf(raw string) string {
-	_, h, refusal := CheckURL(raw)
+	_, h, refusal := checkURL(raw)
 	if refusal != "" {
 		return ""
 	}
@@ -1214,7 +1214,7 @@ func (b *Bridge) pageLimitReached() bool {
 }
 
 func (b *Bridge) navigate(ctx context.Context, raw string) *mcp.CallToolResult {
-	u, host, refusal := CheckURL(raw)
+	u, host, refusal := checkURL(raw)
 	if refusal != "" {
 		return b.refuse("browser_navigate", ClassRead, "bad_url", refusal, "")
 	}
@@ -1397,7 +1397,7 @@ func (b *Bridge) snapshot(ctx context.Context) *mcp.CallToolResult {
 		last := b.lastURL
 		b.mu.Unlock()
 		if snap.PageURL != last && snap.PageURL != "about:blank" {
-			_, host, refusal := CheckURL(snap.PageURL)
+			_, host, refusal := checkURL(snap.PageURL)
 			if refusal != "" || !b.allowsHost(host) {
 				return b.afterMove(ctx, "browser_snapshot", res)
 			}
@@ -1442,7 +1442,7 @@ func (b *Bridge) afterMove(ctx context.Context, tool string, res *mcp.CallToolRe
 		b.allow(tool, ClassRead, "about_blank")
 		return textResult(textOf(res)+"\n(The browser is at about:blank, the start of its history. Navigate to a page of this application's sites.)", res.IsError)
 	}
-	u, host, refusal := CheckURL(state.URL)
+	u, host, refusal := checkURL(state.URL)
 	if refusal != "" || !b.allowsHost(host) {
 		b.undo(ctx)
 		shown := host
@@ -1500,7 +1500,7 @@ func (b *Bridge) undo(ctx context.Context) {
 
 // landed counts and traces a page landed on, and pauses for a blocker or a sensitive page.
 func (b *Bridge) landed(ctx context.Context, tool string, res *mcp.CallToolResult, state *pageState) *mcp.CallToolResult {
-	u, host, _ := CheckURL(state.URL)
+	u, host, _ := checkURL(state.URL)
 	b.mu.Lock()
 	b.pages++
 	b.lastURL = state.URL
@@ -1582,11 +1582,11 @@ func (b *Bridge) click(ctx context.Context, args map[string]any) *mcp.CallToolRe
 		return b.refuse(tool, ClassRead, "lock_missing", "This page was open before the guard's submit lock was installed, so no click on it is safe. Open it again with browser_navigate, then take a browser_snapshot.", "")
 	}
 	inForm := f.InForm || f.Submits
-	if (f.Submits && f.Method == "post") || IsCommitLabel(f.Name, inForm) || IsCommitLabel(node.Name, inForm) || IsCommitLabel(element, inForm) || (f.ScriptSubs && f.InForm) {
+	if (f.Submits && f.Method == "post") || isCommitLabel(f.Name, inForm) || isCommitLabel(node.Name, inForm) || isCommitLabel(element, inForm) || (f.ScriptSubs && f.InForm) {
 		return b.submit(ctx, tool, forward)
 	}
 	if f.Href != "" {
-		if _, _, r := CheckURL(f.Href); r != "" && !strings.HasPrefix(f.Href, "#") {
+		if _, _, r := checkURL(f.Href); r != "" && !strings.HasPrefix(f.Href, "#") {
 			return b.refuse(tool, ClassRead, "bad_url", "That link is not an http(s) page: "+r, "")
 		}
 		if b.carriesTyped(f.Href) {
@@ -1603,7 +1603,7 @@ func (b *Bridge) click(ctx context.Context, args map[string]any) *mcp.CallToolRe
 		return b.refuse(tool, ClassRead, "new_tab", "That link opens a new tab, which an application run may not use. Open it with browser_navigate if it is on this application's sites.", "")
 	}
 	if in(fieldRoles, node.Role) {
-		if (node.Role == "checkbox" || node.Role == "switch" || node.Role == "menuitemcheckbox") && (IsConsentLabel(node.Name) || IsConsentLabel(f.Name)) {
+		if (node.Role == "checkbox" || node.Role == "switch" || node.Role == "menuitemcheckbox") && (isConsentLabel(node.Name) || isConsentLabel(f.Name)) {
 			return b.consent(ctx, tool, node, f)
 		}
 		g, r := GroundValue(node.Name, argStr(args, "source_quote"), f.Group, b.sources())
@@ -1616,8 +1616,8 @@ func (b *Bridge) click(ctx context.Context, args map[string]any) *mcp.CallToolRe
 		}
 		return b.clickChecked(ctx, tool, node, label, forward, &g, label)
 	}
-	isNav := in(navRoles, node.Role) || (node.Role == "button" && IsPaginationLabel(node.Name))
-	stepGet := f.Submits && f.Method != "post" && IsStepLabel(firstNonEmpty(node.Name, f.Name))
+	isNav := in(navRoles, node.Role) || (node.Role == "button" && isPaginationLabel(node.Name))
+	stepGet := f.Submits && f.Method != "post" && isStepLabel(firstNonEmpty(node.Name, f.Name))
 	if isNav || stepGet {
 		if b.pageLimitReached() {
 			return b.refuse(tool, ClassRead, "limit_pages", "The run's limit of "+strconv.Itoa(b.app.Limits.Pages)+" pages is reached. Call ready_for_review now.", "")
@@ -1626,7 +1626,7 @@ func (b *Bridge) click(ctx context.Context, args map[string]any) *mcp.CallToolRe
 		return b.clickChecked(ctx, tool, node, label, forward, nil, "")
 	}
 	fileInput := f.Tag == "input" && f.Type == "file"
-	step := (node.Role == "button" || f.Tag == "button") && IsStepLabel(firstNonEmpty(node.Name, f.Name)) && !f.Submits
+	step := (node.Role == "button" || f.Tag == "button") && isStepLabel(firstNonEmpty(node.Name, f.Name)) && !f.Submits
 	focus := in(focusRoles, node.Role) && !f.Submits
 	if fileInput || step || focus {
 		b.allow(tool, ClassFill, "")
@@ -1774,7 +1774,7 @@ func (b *Bridge) typeText(ctx context.Context, args map[string]any) *mcp.CallToo
 	if f == nil {
 		return b.refuse(tool, ClassFill, "probe_failed", "That field could not be read from the page. Take a fresh browser_snapshot.", "")
 	}
-	if IsCredentialLabel(node.Name) || IsCredentialLabel(f.Name) || f.Type == "password" {
+	if isCredentialLabel(node.Name) || isCredentialLabel(f.Name) || f.Type == "password" {
 		b.emit(Event{Type: "policy.decision", Detail: map[string]any{"tool": tool, "class": ClassFill, "decision": "paused", "reason": "login_required"}})
 		return b.signIn(ctx, tool, node, f)
 	}
@@ -1919,7 +1919,7 @@ const formCheckJS = `() => {
 // no value (an arrow on a select or a radio group, a Tab onto a consent radio ...).
 func (b *Bridge) pressKey(ctx context.Context, key string) *mcp.CallToolResult {
 	const tool = "browser_press_key"
-	if !IsSafeKey(key) {
+	if !isSafeKey(key) {
 		return b.refuse(tool, ClassSubmit, "unsafe_key", "That key is refused: only Tab, Shift+Tab, arrows, Escape, Home/End and PageUp/PageDown move between fields. Enter and Space can submit; type text with browser_type.", "")
 	}
 	b.mu.Lock()

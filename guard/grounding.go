@@ -166,11 +166,11 @@ func tokens(v string) [][2]int {
 	return out
 }
 
-// IsValueSpan reports whether value (trimmed of surrounding spaces) is, byte for byte,
+// isValueSpan reports whether value (trimmed of surrounding spaces) is, byte for byte,
 // whole or a span of whole tokens (tokens) of whole, not across a line break.
-func IsValueSpan(value, whole string) bool { return valueSpanIn(value, whole, 0, len(whole)) }
+func isValueSpan(value, whole string) bool { return valueSpanIn(value, whole, 0, len(whole)) }
 
-// valueSpanIn is IsValueSpan for an occurrence of value inside whole[lo:hi].
+// valueSpanIn is isValueSpan for an occurrence of value inside whole[lo:hi].
 func valueSpanIn(value, whole string, lo, hi int) bool {
 	v := strings.TrimSpace(value)
 	if v == "" {
@@ -253,10 +253,10 @@ func meaningWords(s string) []string {
 	return out
 }
 
-// SharesMeaning reports whether a field's label and a key have a content word in common, by
+// sharesMeaning reports whether a field's label and a key have a content word in common, by
 // its first five letters ("authorized" and "authorization", "located" and "location").
 // Either side empty: true (nothing to compare; not judged weak).
-func SharesMeaning(label, key string) bool {
+func sharesMeaning(label, key string) bool {
 	lw, kw := meaningWords(label), meaningWords(key)
 	if len(lw) == 0 || len(kw) == 0 {
 		return true
@@ -288,7 +288,7 @@ type GroundResult struct {
 // owner's sources. quote (source_quote) must be text of one source (after Normalize, as a
 // whole phrase, at least 2 characters); value must equal, byte for byte after trimming
 // surrounding spaces, a whole value of that source (WholeValues) that the quote covers or
-// lies in, or a span of whole tokens of it (IsValueSpan: never inside an email, URL, phone
+// lies in, or a span of whole tokens of it (isValueSpan: never inside an email, URL, phone
 // number or other identifier, never across lines, never a label); and the quote must hold
 // the value. Among the whole values that ground it, one whose key shares meaning with field
 // is preferred; when none does the result is Weak. It returns the refusal message for the
@@ -301,7 +301,7 @@ func GroundValue(value, quote, field string, sources []GroundingSource) (GroundR
 	inSource := make([]bool, len(sources))
 	found := false
 	for i, s := range sources {
-		if ContainsPhrase(Normalize(s.Text), q) {
+		if containsPhrase(Normalize(s.Text), q) {
 			inSource[i], found = true, true
 		}
 	}
@@ -312,7 +312,7 @@ func GroundValue(value, quote, field string, sources []GroundingSource) (GroundR
 	if v == "" {
 		return GroundResult{}, "The value is empty."
 	}
-	if !ContainsPhrase(q, v) {
+	if !containsPhrase(q, v) {
 		return GroundResult{}, "The value does not appear, as written, in the source_quote. Use the owner's value exactly, or call request_answer."
 	}
 	var best *GroundResult
@@ -323,12 +323,12 @@ func GroundValue(value, quote, field string, sources []GroundingSource) (GroundR
 		}
 		nc := trimEnd(Normalize(w.Context))
 		switch {
-		case ContainsPhrase(qq, nc):
+		case containsPhrase(qq, nc):
 			// the quote covers the whole value's line, sentence or answer: any span of it
-			if !IsValueSpan(value, w.Text) {
+			if !isValueSpan(value, w.Text) {
 				continue
 			}
-		case ContainsPhrase(nc, qq):
+		case containsPhrase(nc, qq):
 			// the quote is part of it: the value must lie inside the quoted part
 			lo, hi, ok := quoteRegion(w.Context, quote)
 			off := strings.Index(w.Context, w.Text)
@@ -338,7 +338,7 @@ func GroundValue(value, quote, field string, sources []GroundingSource) (GroundR
 		default:
 			continue
 		}
-		r := GroundResult{Kind: w.Kind, Key: w.Key, Weak: !SharesMeaning(field, w.Key)}
+		r := GroundResult{Kind: w.Kind, Key: w.Key, Weak: !sharesMeaning(field, w.Key)}
 		if best == nil || (best.Weak && !r.Weak) {
 			best = &r
 		}
@@ -359,8 +359,8 @@ func Ground(value, quote string, sources []GroundingSource) (kind, refusal strin
 	return r.Kind, refusal
 }
 
-// GroundingRefusal is Ground over sources of no particular kind (each a profile-like text).
-func GroundingRefusal(value, quote string, sources []string) string {
+// groundingRefusal is Ground over sources of no particular kind (each a profile-like text).
+func groundingRefusal(value, quote string, sources []string) string {
 	src := make([]GroundingSource, len(sources))
 	for i, s := range sources {
 		src[i] = GroundingSource{Kind: SourceProfile, Text: s}

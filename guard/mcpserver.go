@@ -257,7 +257,7 @@ func depthChecked(h http.Handler) http.Handler {
 			writeWireError(w, nil, codeInvalidRequest, fmt.Sprintf("request too large: a message is at most %d bytes", MaxRequestBytes))
 			return
 		}
-		if JSONDepth(data, MaxJSONDepth) > MaxJSONDepth {
+		if jsonDepth(data, MaxJSONDepth) > MaxJSONDepth {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
 			writeWireError(w, nil, codeParseError, fmt.Sprintf("parse error: JSON nested deeper than %d levels", MaxJSONDepth))

@@ -73,7 +73,7 @@ func (b *Bridge) sensitiveTarget(f *facts) (*url.URL, string) {
 		if raw == "" || strings.HasPrefix(raw, "#") {
 			continue
 		}
-		u, host, refusal := CheckURL(raw)
+		u, host, refusal := checkURL(raw)
 		if refusal != "" || !b.allowsHost(host) {
 			continue
 		}

@@ -69,11 +69,11 @@ func joined(a, b rune) bool {
 	return isWordRune(a) && isWordRune(b) && !isCJK(a) && !isCJK(b)
 }
 
-// ContainsPhrase reports whether needle occurs in hay as a whole phrase: not inside a longer
+// containsPhrase reports whether needle occurs in hay as a whole phrase: not inside a longer
 // word ("no" is not found in "notice"; Unicode letters, digits and marks are word characters;
 // Chinese, Japanese and Korean characters need no boundary). Both are compared as given: pass
 // Normalize'd text. An empty needle is never found.
-func ContainsPhrase(hay, needle string) bool {
+func containsPhrase(hay, needle string) bool {
 	if needle == "" {
 		return false
 	}
@@ -141,8 +141,8 @@ type CommitPhrase struct {
 	Strong bool
 }
 
-// CommitPhrases is the table of labels that commit an application, in nine languages.
-var CommitPhrases = []CommitPhrase{
+// commitPhrases is the table of labels that commit an application, in nine languages.
+var commitPhrases = []CommitPhrase{
 	// English
 	{"en", "submit", true}, {"en", "submit application", true}, {"en", "submit my application", true},
 	{"en", "send application", true}, {"en", "send my application", true}, {"en", "send your application", true},
@@ -186,9 +186,9 @@ var CommitPhrases = []CommitPhrase{
 	{"zh", "发送", false}, {"zh", "送出", true},
 }
 
-// StepPhrases are form-step and file-chooser buttons, matched at the start of a name: read
+// stepPhrases are form-step and file-chooser buttons, matched at the start of a name: read
 // or fill, never submit unless the DOM probe says the control submits a POST form.
-var StepPhrases = []string{
+var stepPhrases = []string{
 	// en
 	"next", "continue", "back", "previous", "add", "add another", "upload", "attach", "browse",
 	"choose file", "choose a file", "select file", "select a file", "remove", "delete", "edit",
@@ -218,9 +218,9 @@ var StepPhrases = []string{
 	"下一步", "上一步", "继续", "繼續", "返回", "添加", "上传", "選擇檔案", "选择文件", "删除", "编辑",
 }
 
-// ConsentStems mark a tick that is a legal or privacy agreement (the owner's call): matched at
+// consentStems mark a tick that is a legal or privacy agreement (the owner's call): matched at
 // the start of a word (Latin scripts) or anywhere (Chinese, Japanese).
-var ConsentStems = []string{
+var consentStems = []string{
 	// en
 	"agree", "consent", "terms", "privacy", "acknowledg", "certif", "accept", "declar", "gdpr",
 	"attest", "authoriz", "authoris",
@@ -245,8 +245,8 @@ var ConsentStems = []string{
 	"同意", "条款", "條款", "隐私", "隱私", "个人信息", "個人資料", "声明", "聲明",
 }
 
-// CredentialStems mark a sign-in field: never an application answer (pauses login_required).
-var CredentialStems = []string{
+// credentialStems mark a sign-in field: never an application answer (pauses login_required).
+var credentialStems = []string{
 	"password", "passcode", "passphrase", "one-time", "one time", "onetime", "otp",
 	"verification code", "security code", "2fa", "two-factor", "two factor", "mfa",
 	"authentication code", "passwort", "kennwort", "bestätigungscode", "sicherheitscode",
@@ -255,8 +255,8 @@ var CredentialStems = []string{
 	"パスワード", "暗証番号", "認証コード", "確認コード", "密码", "密碼", "验证码", "驗證碼",
 }
 
-// PaginationNames are names of buttons that page through results (read).
-var PaginationNames = []string{"more", "load more", "show more", "see more", "view more",
+// paginationNames are names of buttons that page through results (read).
+var paginationNames = []string{"more", "load more", "show more", "see more", "view more",
 	"next page", "previous page", "›", "»", "‹", "«", "mehr laden", "plus", "voir plus",
 	"ver más", "ver mais", "mostra altro", "meer laden", "もっと見る", "加载更多"}
 
@@ -271,16 +271,16 @@ func labelCore(name string) string {
 	return n
 }
 
-// IsCommitLabel reports whether a control's name commits the application: a strong phrase
+// isCommitLabel reports whether a control's name commits the application: a strong phrase
 // anywhere in it, or a weak phrase as the whole name of a control that belongs to a form.
-func IsCommitLabel(name string, inForm bool) bool {
+func isCommitLabel(name string, inForm bool) bool {
 	n := Normalize(name)
 	if n == "" {
 		return false
 	}
 	core := labelCore(name)
-	for _, p := range CommitPhrases {
-		if p.Strong && ContainsPhrase(n, p.Phrase) {
+	for _, p := range commitPhrases {
+		if p.Strong && containsPhrase(n, p.Phrase) {
 			return true
 		}
 		if !p.Strong && inForm && core == p.Phrase {
@@ -300,11 +300,11 @@ func hasPrefixPhrase(n, phrase string) bool {
 	return !ok || !joined(last, after)
 }
 
-// IsStepLabel reports whether a name is a form-step or file-chooser button (Next, Weiter,
-// 次へ, Upload, Add ...): it starts with one of StepPhrases.
-func IsStepLabel(name string) bool {
+// isStepLabel reports whether a name is a form-step or file-chooser button (Next, Weiter,
+// 次へ, Upload, Add ...): it starts with one of stepPhrases.
+func isStepLabel(name string) bool {
 	n := labelCore(name)
-	for _, p := range StepPhrases {
+	for _, p := range stepPhrases {
 		if hasPrefixPhrase(n, p) {
 			return true
 		}
@@ -312,9 +312,9 @@ func IsStepLabel(name string) bool {
 	return false
 }
 
-// IsPaginationLabel reports whether a button name pages through results (a page number,
+// isPaginationLabel reports whether a button name pages through results (a page number,
 // arrows, "Load more"...).
-func IsPaginationLabel(name string) bool {
+func isPaginationLabel(name string) bool {
 	n := Normalize(name)
 	if n == "" {
 		return false
@@ -332,7 +332,7 @@ func IsPaginationLabel(name string) bool {
 	if digits && len(n) <= 4 {
 		return true
 	}
-	for _, p := range PaginationNames {
+	for _, p := range paginationNames {
 		if n == p {
 			return true
 		}
@@ -368,20 +368,20 @@ func anyStem(name string, stems []string) bool {
 	return false
 }
 
-// IsConsentLabel reports whether a checkbox or switch name is an agreement (terms, privacy,
+// isConsentLabel reports whether a checkbox or switch name is an agreement (terms, privacy,
 // consent, certify ... in the nine languages): the owner ticks it, not the agent.
-func IsConsentLabel(name string) bool { return anyStem(name, ConsentStems) }
+func isConsentLabel(name string) bool { return anyStem(name, consentStems) }
 
-// IsCredentialLabel reports whether a field name asks for a password or a one-time code.
-func IsCredentialLabel(name string) bool { return anyStem(name, CredentialStems) }
+// isCredentialLabel reports whether a field name asks for a password or a one-time code.
+func isCredentialLabel(name string) bool { return anyStem(name, credentialStems) }
 
-// SafeKeys move between fields without typing, activating or submitting anything.
-var SafeKeys = []string{"Tab", "Shift+Tab", "ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight",
+// safeKeys move between fields without typing, activating or submitting anything.
+var safeKeys = []string{"Tab", "Shift+Tab", "ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight",
 	"Escape", "Home", "End", "PageUp", "PageDown"}
 
-// IsSafeKey reports whether key (exact Playwright key name) is one of SafeKeys.
-func IsSafeKey(key string) bool {
-	for _, k := range SafeKeys {
+// isSafeKey reports whether key (exact Playwright key name) is one of safeKeys.
+func isSafeKey(key string) bool {
+	for _, k := range safeKeys {
 		if key == k {
 			return true
 		}
@@ -389,10 +389,10 @@ func IsSafeKey(key string) bool {
 	return false
 }
 
-// CheckURL parses a URL the agent asked for (or a page landed on). Only absolute http and
+// checkURL parses a URL the agent asked for (or a page landed on). Only absolute http and
 // https URLs with a host are accepted; data:, blob:, javascript:, file: and every other scheme
 // are refused. It returns the URL and its host (lower case, no port), or a refusal message.
-func CheckURL(raw string) (*url.URL, string, string) {
+func checkURL(raw string) (*url.URL, string, string) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
 		return nil, "", "A URL is required."
@@ -421,10 +421,10 @@ func CheckURL(raw string) (*url.URL, string, string) {
 	return u, host, ""
 }
 
-// HostAllowed reports whether host matches one of the site patterns: an exact host name, or
+// hostAllowed reports whether host matches one of the site patterns: an exact host name, or
 // "*.example.com" for any subdomain of example.com (not example.com itself). IP literals match
 // only exactly.
-func HostAllowed(sites []string, host string) bool {
+func hostAllowed(sites []string, host string) bool {
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	if host == "" {
 		return false
@@ -443,10 +443,10 @@ func HostAllowed(sites []string, host string) bool {
 	return false
 }
 
-// MatchPath reports whether a URL path matches a manifest pattern: the same number of
+// matchPath reports whether a URL path matches a manifest pattern: the same number of
 // '/'-separated segments, each equal or a ":name" parameter matching one non-empty segment.
 // A trailing slash is ignored.
-func MatchPath(pattern, path string) bool {
+func matchPath(pattern, path string) bool {
 	trim := func(s string) []string {
 		if len(s) > 1 {
 			s = strings.TrimSuffix(s, "/")
@@ -473,7 +473,7 @@ func MatchPath(pattern, path string) bool {
 
 func init() {
 	// The tables are written readably; compare them in the same normalized form as labels.
-	for _, list := range [][]string{StepPhrases, ConsentStems, CredentialStems, PaginationNames} {
+	for _, list := range [][]string{stepPhrases, consentStems, credentialStems, paginationNames} {
 		for i := range list {
 			list[i] = Normalize(list[i])
 		}

@@ -29,9 +29,9 @@ func TestGroundingRefusal(t *testing.T) {
 		{"a label", "Notice period", "Notice period: 3 months", false},
 	}
 	for _, c := range cases {
-		got := GroundingRefusal(c.value, c.quote, src)
+		got := groundingRefusal(c.value, c.quote, src)
 		if (got == "") != c.ok {
-			t.Errorf("%s: GroundingRefusal(%q,%q) = %q, want ok=%v", c.name, c.value, c.quote, got, c.ok)
+			t.Errorf("%s: groundingRefusal(%q,%q) = %q, want ok=%v", c.name, c.value, c.quote, got, c.ok)
 		}
 	}
 }
@@ -99,20 +99,20 @@ func TestCommitLabels(t *testing.T) {
 		{"Submit application →", false, true}, {"Apply *", true, true},
 	}
 	for _, c := range cases {
-		if got := IsCommitLabel(c.label, c.inForm); got != c.want {
-			t.Errorf("IsCommitLabel(%q, inForm=%v) = %v, want %v", c.label, c.inForm, got, c.want)
+		if got := isCommitLabel(c.label, c.inForm); got != c.want {
+			t.Errorf("isCommitLabel(%q, inForm=%v) = %v, want %v", c.label, c.inForm, got, c.want)
 		}
 	}
 }
 
 func TestCommitPhrasesCoverNineLanguages(t *testing.T) {
 	langs := map[string]bool{}
-	for _, p := range CommitPhrases {
+	for _, p := range commitPhrases {
 		langs[p.Lang] = true
 		if Normalize(p.Phrase) != p.Phrase {
 			t.Errorf("phrase %q is not normalized", p.Phrase)
 		}
-		if !IsCommitLabel(p.Phrase, true) {
+		if !isCommitLabel(p.Phrase, true) {
 			t.Errorf("phrase %q does not commit its own label", p.Phrase)
 		}
 	}
@@ -126,22 +126,22 @@ func TestCommitPhrasesCoverNineLanguages(t *testing.T) {
 func TestStepLabels(t *testing.T) {
 	for _, s := range []string{"Next", "Continue", "Back", "Add another", "Upload", "Attach", "Weiter", "Zurück",
 		"Suivant", "Siguiente", "Próximo", "Avanti", "Volgende", "次へ", "下一步", "Next »", "Choose file"} {
-		if !IsStepLabel(s) {
-			t.Errorf("IsStepLabel(%q) = false", s)
+		if !isStepLabel(s) {
+			t.Errorf("isStepLabel(%q) = false", s)
 		}
 	}
 	for _, s := range []string{"Nextel account", "Submit", "Apply", "Go", "", "Continued education"} {
-		if IsStepLabel(s) {
-			t.Errorf("IsStepLabel(%q) = true", s)
+		if isStepLabel(s) {
+			t.Errorf("isStepLabel(%q) = true", s)
 		}
 	}
 	for _, s := range []string{"2", "Page 3", "Load more", "»"} {
-		if !IsPaginationLabel(s) {
-			t.Errorf("IsPaginationLabel(%q) = false", s)
+		if !isPaginationLabel(s) {
+			t.Errorf("isPaginationLabel(%q) = false", s)
 		}
 	}
-	if IsPaginationLabel("Submit") || IsPaginationLabel("12345") {
-		t.Error("IsPaginationLabel too wide")
+	if isPaginationLabel("Submit") || isPaginationLabel("12345") {
+		t.Error("isPaginationLabel too wide")
 	}
 }
 
@@ -150,37 +150,37 @@ func TestConsentAndCredentialLabels(t *testing.T) {
 		"I certify that the above is true", "GDPR consent", "Ich stimme der Datenschutzerklärung zu",
 		"J'accepte les conditions", "Acepto la política de privacidad", "Concordo com os termos",
 		"Accetto l'informativa", "Ik ga akkoord met de voorwaarden", "個人情報の取り扱いに同意する", "我同意隐私政策"} {
-		if !IsConsentLabel(s) {
-			t.Errorf("IsConsentLabel(%q) = false", s)
+		if !isConsentLabel(s) {
+			t.Errorf("isConsentLabel(%q) = false", s)
 		}
 	}
 	for _, s := range []string{"Yes", "No", "Remote", "Python", "Disagreeable? no: Sponsorship"} {
-		if IsConsentLabel(s) && s != "Disagreeable? no: Sponsorship" {
-			t.Errorf("IsConsentLabel(%q) = true", s)
+		if isConsentLabel(s) && s != "Disagreeable? no: Sponsorship" {
+			t.Errorf("isConsentLabel(%q) = true", s)
 		}
 	}
 	for _, s := range []string{"Password", "Enter your password", "One-time code", "Verification code", "2FA code",
 		"Passwort", "Mot de passe", "Contraseña", "Senha", "Wachtwoord", "パスワード", "密码", "验证码"} {
-		if !IsCredentialLabel(s) {
-			t.Errorf("IsCredentialLabel(%q) = false", s)
+		if !isCredentialLabel(s) {
+			t.Errorf("isCredentialLabel(%q) = false", s)
 		}
 	}
 	for _, s := range []string{"First Name", "Email", "Postcode", "Phone"} {
-		if IsCredentialLabel(s) {
-			t.Errorf("IsCredentialLabel(%q) = true", s)
+		if isCredentialLabel(s) {
+			t.Errorf("isCredentialLabel(%q) = true", s)
 		}
 	}
 }
 
 func TestSafeKeys(t *testing.T) {
 	for _, k := range []string{"Tab", "Shift+Tab", "ArrowDown", "Escape", "PageUp", "End"} {
-		if !IsSafeKey(k) {
-			t.Errorf("IsSafeKey(%q) = false", k)
+		if !isSafeKey(k) {
+			t.Errorf("isSafeKey(%q) = false", k)
 		}
 	}
 	for _, k := range []string{"Enter", " ", "Space", "a", "Control+Enter", "tab", "NumpadEnter", ""} {
-		if IsSafeKey(k) {
-			t.Errorf("IsSafeKey(%q) = true", k)
+		if isSafeKey(k) {
+			t.Errorf("isSafeKey(%q) = true", k)
 		}
 	}
 }
@@ -197,9 +197,9 @@ func TestCheckURL(t *testing.T) {
 		{"/relative", "", false}, {"", "", false}, {"https://user:pw@example.com/", "", false}, {"about:blank", "", false},
 	}
 	for _, c := range cases {
-		_, host, refusal := CheckURL(c.raw)
+		_, host, refusal := checkURL(c.raw)
 		if (refusal == "") != c.ok || host != c.host {
-			t.Errorf("CheckURL(%q) = host %q refusal %q, want host %q ok=%v", c.raw, host, refusal, c.host, c.ok)
+			t.Errorf("checkURL(%q) = host %q refusal %q, want host %q ok=%v", c.raw, host, refusal, c.host, c.ok)
 		}
 	}
 }
@@ -208,8 +208,8 @@ func TestHostAllowedAndMatchPath(t *testing.T) {
 	sites := []string{"job-boards.greenhouse.io", "*.greenhouse.io"}
 	for h, want := range map[string]bool{"job-boards.greenhouse.io": true, "boards.greenhouse.io": true,
 		"greenhouse.io": false, "evilgreenhouse.io": false, "greenhouse.io.evil.com": false, "JOB-BOARDS.GREENHOUSE.IO.": true, "": false} {
-		if got := HostAllowed(sites, h); got != want {
-			t.Errorf("HostAllowed(%q) = %v", h, got)
+		if got := hostAllowed(sites, h); got != want {
+			t.Errorf("hostAllowed(%q) = %v", h, got)
 		}
 	}
 	cases := []struct {
@@ -221,17 +221,17 @@ func TestHostAllowedAndMatchPath(t *testing.T) {
 		{"/axon/jobs/:id/confirmation", "/axon/jobs/1/confirmation", true}, {"/", "/", true}, {"/a/:x", "/a/", false},
 	}
 	for _, c := range cases {
-		if got := MatchPath(c.pattern, c.path); got != c.want {
-			t.Errorf("MatchPath(%q,%q) = %v", c.pattern, c.path, got)
+		if got := matchPath(c.pattern, c.path); got != c.want {
+			t.Errorf("matchPath(%q,%q) = %v", c.pattern, c.path, got)
 		}
 	}
 }
 
 func TestContainsPhrase(t *testing.T) {
-	if !ContainsPhrase("a no b", "no") || ContainsPhrase("notice", "no") || ContainsPhrase("ano", "no") || ContainsPhrase("x", "") {
-		t.Error("ContainsPhrase boundaries wrong")
+	if !containsPhrase("a no b", "no") || containsPhrase("notice", "no") || containsPhrase("ano", "no") || containsPhrase("x", "") {
+		t.Error("containsPhrase boundaries wrong")
 	}
-	if !ContainsPhrase("notice no", "no") {
+	if !containsPhrase("notice no", "no") {
 		t.Error("second occurrence not found")
 	}
 }

@@ -33,10 +33,10 @@ var (
 	roleRe    = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,40}$`)
 )
 
-// IsRefSyntax reports whether s looks like a snapshot ref (e12, f1e3): letters and digits,
+// isRefSyntax reports whether s looks like a snapshot ref (e12, f1e3): letters and digits,
 // starting with a letter, ending with a digit, at most 40 characters. CSS selectors and
 // Playwright locators do not pass.
-func IsRefSyntax(s string) bool {
+func isRefSyntax(s string) bool {
 	if len(s) == 0 || len(s) > 40 {
 		return false
 	}
@@ -249,7 +249,7 @@ func (t *refTracker) lookup(ref string) (SnapNode, string) {
 	if ref == "" {
 		return SnapNode{}, "A ref from the latest browser_snapshot is required." + fresh
 	}
-	if !IsRefSyntax(ref) {
+	if !isRefSyntax(ref) {
 		return SnapNode{}, "Only refs from the latest browser_snapshot (like e12) are accepted, not selectors or text." + fresh
 	}
 	if t.latest == nil {

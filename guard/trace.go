@@ -16,31 +16,31 @@ import (
 )
 
 // Event types, exactly seed 000's contract.
-var EventTypes = []string{
+var eventTypes = []string{
 	"engine.auth_checked", "engine.started", "engine.ended", "source.read", "browser.navigated",
 	"browser.blocked", "policy.decision", "field.filled", "artifact.uploaded", "review.ready",
 	"submit.attempted", "submit.confirmed", "submit.unconfirmed", "run.paused", "run.resumed", "note",
 }
 
-// PauseReasons are the reasons a run waits for a person (seed 000).
-var PauseReasons = []string{"captcha", "login_required", "consent_required", "missing_answer",
+// pauseReasons are the reasons a run waits for a person (seed 000).
+var pauseReasons = []string{"captcha", "login_required", "consent_required", "missing_answer",
 	"screening_ambiguity", "external_redirect", "duplicate_application", "anti_bot"}
 
-// BlockReasons are the reasons a run can end blocked: the pause reasons plus these.
-var BlockReasons = append(slices.Clone(PauseReasons), "submit_unconfirmed", "incomplete",
+// blockReasons are the reasons a run can end blocked: the pause reasons plus these.
+var blockReasons = append(slices.Clone(pauseReasons), "submit_unconfirmed", "incomplete",
 	"engine_not_signed_in", "api_key_refused", "source_unavailable", "artifact_changed")
 
-// Modes of a run.
-var Modes = []string{"fill_and_review", "auto_submit"}
+// modes of a run.
+var modes = []string{"fill_and_review", "auto_submit"}
 
-// EngineAuths are the values of Result.EngineAuth; the guard writes "unknown".
-var EngineAuths = []string{"machine-login", "subscription", "api-key", "missing_login", "unknown"}
+// engineAuths are the values of Result.EngineAuth; the guard writes "unknown".
+var engineAuths = []string{"machine-login", "subscription", "api-key", "missing_login", "unknown"}
 
-// DetailKeys is the whitelist of Event.Detail keys; any other key is dropped by the Tracer.
+// detailKeys is the whitelist of Event.Detail keys; any other key is dropped by the Tracer.
 // "field" is a field's label as the page shows it (field.filled, and a refused fill) and
 // "source" the kind of grounding source a filled value was quoted from (SourceProfile, ...):
 // neither is a typed value or grounding text.
-var DetailKeys = []string{"engine", "authMode", "engineAuth", "mode", "class", "tool", "decision",
+var detailKeys = []string{"engine", "authMode", "engineAuth", "mode", "class", "tool", "decision",
 	"reason", "role", "kind", "path", "sha256", "bytes", "gateId", "exitCode", "count", "status", "basis",
 	"field", "source"}
 
@@ -55,7 +55,7 @@ const (
 )
 
 // Event is one trace line. At is RFC 3339; Detail values are strings (at most 300 bytes),
-// numbers or booleans under DetailKeys only — never a typed value or grounding text.
+// numbers or booleans under detailKeys only — never a typed value or grounding text.
 type Event struct {
 	Type        string         `json:"type"`
 	At          string         `json:"at"`
@@ -115,7 +115,7 @@ func (t *Tracer) Count() int {
 	return t.count
 }
 
-// Emit cleans e (unknown type => a "note" with no detail; detail keys outside DetailKeys and
+// Emit cleans e (unknown type => a "note" with no detail; detail keys outside detailKeys and
 // non-primitive values dropped; strings bounded; URL kept only when http(s); At set when
 // empty) and writes it as one line.
 func (t *Tracer) Emit(e Event) {
@@ -143,18 +143,18 @@ func (t *Tracer) Emit(e Event) {
 }
 
 func cleanEvent(e Event) Event {
-	if !slices.Contains(EventTypes, e.Type) {
+	if !slices.Contains(eventTypes, e.Type) {
 		return Event{Type: "note", At: e.At}
 	}
 	e.URL = traceURL(e.URL)
 	e.Domain = bound(strings.ToLower(e.Domain), 253)
-	if !slices.Contains(PauseReasons, e.PauseReason) {
+	if !slices.Contains(pauseReasons, e.PauseReason) {
 		e.PauseReason = ""
 	}
 	if len(e.Detail) > 0 {
 		d := map[string]any{}
 		for k, v := range e.Detail {
-			if !slices.Contains(DetailKeys, k) {
+			if !slices.Contains(detailKeys, k) {
 				continue
 			}
 			switch x := v.(type) {
@@ -277,14 +277,14 @@ func ValidateResult(data []byte) (Result, error) {
 	if r.Outcome = oneOf([]string{"awaiting_review", "submitted", "blocked", "failed"}, o["outcome"]); r.Outcome == "" {
 		return Result{}, errors.New("outcome must be awaiting_review, submitted, blocked or failed")
 	}
-	if r.Mode = oneOf(Modes, o["mode"]); r.Mode == "" {
+	if r.Mode = oneOf(modes, o["mode"]); r.Mode == "" {
 		return Result{}, errors.New("mode is required")
 	}
 	if r.TraceID = str(o["traceId"], 100); r.TraceID == "" {
 		return Result{}, errors.New("traceId is required")
 	}
-	if r.EngineAuth = oneOf(EngineAuths, o["engineAuth"]); r.EngineAuth == "" {
-		return Result{}, fmt.Errorf("engineAuth must be one of %s", strings.Join(EngineAuths, ", "))
+	if r.EngineAuth = oneOf(engineAuths, o["engineAuth"]); r.EngineAuth == "" {
+		return Result{}, fmt.Errorf("engineAuth must be one of %s", strings.Join(engineAuths, ", "))
 	}
 	if f, ok := o["filled"].(float64); ok && f >= 0 && f == float64(int64(f)) && f < 1e9 {
 		r.Filled = int(f)
@@ -312,7 +312,7 @@ func ValidateResult(data []byte) (Result, error) {
 		r.Submitted = &Submitted{URL: u, At: at, GateID: gate}
 		r.SubmitAttempted = true
 	case "blocked":
-		if r.BlockReason = oneOf(BlockReasons, o["blockReason"]); r.BlockReason == "" {
+		if r.BlockReason = oneOf(blockReasons, o["blockReason"]); r.BlockReason == "" {
 			r.BlockReason = "incomplete"
 		}
 		if list, ok := o["questions"].([]any); ok {

@@ -133,10 +133,10 @@ func readLine(br *bufio.Reader, limit int) (line []byte, tooLong bool, err error
 	}
 }
 
-// JSONDepth returns the deepest nesting of arrays and objects in data, read byte by byte
+// jsonDepth returns the deepest nesting of arrays and objects in data, read byte by byte
 // (strings and their escapes skipped), without decoding; it stops counting past limit and
 // returns limit+1 then. Bytes that are not JSON are not judged here.
-func JSONDepth(data []byte, limit int) int {
+func jsonDepth(data []byte, limit int) int {
 	depth, deepest := 0, 0
 	inString, esc := false, false
 	for _, ch := range data {
@@ -175,7 +175,7 @@ func JSONDepth(data []byte, limit int) int {
 // SDK can take, else the JSON-RPC error code and message to answer with, and the request id
 // when it could be read.
 func checkMessage(line []byte) (id any, code int, msg string) {
-	if JSONDepth(line, MaxJSONDepth) > MaxJSONDepth {
+	if jsonDepth(line, MaxJSONDepth) > MaxJSONDepth {
 		return nil, codeParseError, fmt.Sprintf("parse error: JSON nested deeper than %d levels", MaxJSONDepth)
 	}
 	if !json.Valid(line) {

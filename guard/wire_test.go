@@ -131,8 +131,8 @@ func TestJSONDepth(t *testing.T) {
 		{`{}`, 1}, {`{"a":[1,{"b":2}]}`, 3}, {`"[[[["`, 0}, {`{"a":"\"[[["}`, 1},
 		{strings.Repeat("[", 100), MaxJSONDepth + 1}, {`not json`, 0},
 	} {
-		if got := JSONDepth([]byte(tc.in), MaxJSONDepth); got != tc.want {
-			t.Errorf("JSONDepth(%.40q) = %d, want %d", tc.in, got, tc.want)
+		if got := jsonDepth([]byte(tc.in), MaxJSONDepth); got != tc.want {
+			t.Errorf("jsonDepth(%.40q) = %d, want %d", tc.in, got, tc.want)
 		}
 	}
 }
