@@ -114,7 +114,7 @@ type recordProc struct {
 	cmd    *exec.Cmd
 	addr   string
 	stdout *bytes.Buffer
-	stderr *bytes.Buffer
+	stderr *syncBuffer // written by the copying goroutine while the test reads it
 	done   chan error
 }
 
@@ -137,7 +137,7 @@ func startRecordWith(t *testing.T, repo string, srv *httptest.Server, siteCA str
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
 	args := append([]string{"record", "--listen", "127.0.0.1:0",
 		"--resolve", fmt.Sprintf("shop.test:443:127.0.0.1:%d", port), "--upstream-ca", siteCA}, extra...)
-	p := &recordProc{cmd: pabIn(repo, args...), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	p := &recordProc{cmd: pabIn(repo, args...), stdout: &bytes.Buffer{}, stderr: &syncBuffer{}, done: make(chan error, 1)}
 	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stdout = p.stdout
 	errPipe, err := p.cmd.StderrPipe()
@@ -155,7 +155,7 @@ func startRecordWith(t *testing.T, repo string, srv *httptest.Server, siteCA str
 	})
 	sc := bufio.NewScanner(errPipe)
 	for sc.Scan() {
-		p.stderr.WriteString(sc.Text() + "\n")
+		fmt.Fprintln(p.stderr, sc.Text())
 		if m := recordLine.FindStringSubmatch(sc.Text()); m != nil {
 			p.addr = m[1]
 			break
