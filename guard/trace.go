@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pab-dev/pab/internal/textcut"
 )
 
 // Event types, exactly seed 000's contract.
@@ -185,18 +187,8 @@ func traceURL(s string) string {
 	return bound(u.String(), 2000)
 }
 
-// bound cuts s to at most n bytes on a rune boundary.
-func bound(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+// bound cuts s to at most n bytes on a rune boundary (textcut.Prefix).
+func bound(s string, n int) string { return textcut.Prefix(s, n) }
 
 // boundChars cuts s to at most n characters (code points); invalid bytes count one each.
 func boundChars(s string, n int) string {

@@ -557,17 +557,7 @@ func (r *resultWriter) write() {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := writeFileAtomic(r.path, r.bridge.Result()); err != nil {
+	if err := atomicfile.WriteJSON(r.path, r.bridge.Result(), 0o644); err != nil {
 		fmt.Fprintf(r.errOut, "pab guard: --result: %v\n", err)
 	}
-}
-
-// writeFileAtomic writes v as indented JSON to path through a temporary file in the same
-// directory, renamed over path.
-func writeFileAtomic(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(path, append(data, '\n'), 0o644)
 }
