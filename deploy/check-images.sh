@@ -127,7 +127,7 @@ cid=$("${P[@]}" run -d --network none --pull=never --read-only -v "$vol:/pab/rep
 	--tmpfs /tmp --tmpfs /pab/log "$replay") || fail "replay image's default command did not start"
 served=""
 for _ in $(seq 150); do
-	if served=$("${P[@]}" logs "$cid" 2>&1 | grep -m1 "^pab replay: $task .* on http://0.0.0.0:8899"); then
+	if served=$("${P[@]}" logs "$cid" 2>&1 | grep -m1 -E "^pab replay: $task \(.*\) on http://[^ ]*:8899$"); then
 		break
 	fi
 	[ "$("${P[@]}" inspect --format '{{.State.Running}}' "$cid" 2>/dev/null)" = true ] || break
