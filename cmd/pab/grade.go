@@ -155,7 +155,8 @@ source URL is recorded and its response holds the source text.`,
 }
 
 // gradingOf loads the task's grading.yaml; (nil, "", nil) when the target is no task or the
-// task has none. Its warnings (grade.Grading.Warnings) go to warn, one line each.
+// task has none. Its warnings (grade.Grading.Warnings) go to warn, one line each (nil:
+// not printed).
 func gradingOf(t *task.Task, warn io.Writer) (*grade.Grading, string, error) {
 	gr, name, _, err := gradingWithHash(t, warn)
 	return gr, name, err
@@ -177,7 +178,7 @@ func gradingWithHash(t *task.Task, warn io.Writer) (*grade.Grading, string, stri
 		return nil, name, "", err
 	}
 	gr, err := grade.ParseGrading(name, data)
-	if gr != nil {
+	if gr != nil && warn != nil {
 		for _, w := range gr.Warnings {
 			fmt.Fprintln(warn, "pab: warning:", w)
 		}
