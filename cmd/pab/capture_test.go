@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"io"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -79,34 +75,7 @@ func TestRecordCaptureThroughBrowser(t *testing.T) {
 	// pab browser: Chromium gets --lang and TZ from the capture
 	cmd := pabIn(repo, "browser", "capture-demo", "--chrome", chrome)
 	cmd.Env = append(cmd.Env, "TZ=UTC", "LANG=C", "LANGUAGE=")
-	errPipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Signal(syscall.SIGINT)
-		stopped := time.AfterFunc(30*time.Second, func() { cmd.Process.Kill() })
-		cmd.Wait()
-		stopped.Stop()
-	}()
-	var stderr bytes.Buffer
-	var ws string
-	deadline := time.AfterFunc(90*time.Second, func() { cmd.Process.Kill() })
-	sc := bufio.NewScanner(errPipe)
-	for ws == "" && sc.Scan() {
-		stderr.WriteString(sc.Text() + "\n")
-		if m := cdpLine.FindStringSubmatch(sc.Text()); m != nil {
-			ws = m[1]
-		}
-	}
-	deadline.Stop()
-	if ws == "" {
-		t.Fatalf("pab browser printed no CDP endpoint:\n%s", &stderr)
-	}
-	go io.Copy(io.Discard, errPipe)
+	ws, stderr := startPabBrowser(t, cmd)
 	ralloc, cancelR := remote.NewAllocator(context.Background(), ws, remote.NoModifyURL)
 	defer cancelR()
 	bctx, cancelB := chromedp.NewContext(ralloc)
@@ -114,11 +83,11 @@ func TestRecordCaptureThroughBrowser(t *testing.T) {
 	pctx, cancelP := context.WithTimeout(bctx, 60*time.Second)
 	defer cancelP()
 	if err := chromedp.Do(pctx, chromedp.Navigate("https://shop.test/"), chromedp.WaitVisible(chromedp.ID("go"))); err != nil {
-		t.Fatalf("replayed page: %v\n%s", err, &stderr)
+		t.Fatalf("replayed page: %v\n%s", err, stderr)
 	}
 	env, err := chromedp.Run(pctx, chromedp.Evaluate[string](`Intl.DateTimeFormat().resolvedOptions().timeZone + " " + navigator.language`))
 	if err != nil {
-		t.Fatalf("replayed page: %v\n%s", err, &stderr)
+		t.Fatalf("replayed page: %v\n%s", err, stderr)
 	}
 	if env != "Asia/Tokyo de-CH" {
 		t.Errorf("replayed page's time zone and language %q, want the capture's %q", env, "Asia/Tokyo de-CH")

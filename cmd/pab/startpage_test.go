@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -92,38 +93,7 @@ func TestStartPage(t *testing.T) {
 func TestBrowserStartPage(t *testing.T) {
 	chromiumPath(t)
 	cmd := pabCmd("browser", writeHeritrixBundle(t))
-	errPipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	var stderr bytes.Buffer
-	var ws string
-	deadline := time.AfterFunc(90*time.Second, func() { cmd.Process.Kill() })
-	sc := bufio.NewScanner(errPipe)
-	for ws == "" && sc.Scan() {
-		stderr.WriteString(sc.Text() + "\n")
-		if m := cdpLine.FindStringSubmatch(sc.Text()); m != nil {
-			ws = m[1]
-		}
-	}
-	deadline.Stop()
-	go func() { io.Copy(io.Discard, errPipe); done <- cmd.Wait() }()
-	if ws == "" {
-		t.Fatalf("pab browser printed no CDP endpoint:\n%s", &stderr)
-	}
+	ws, _ := startPabBrowser(t, cmd)
 	allocCtx, cancelAlloc := remote.NewAllocator(context.Background(), ws, remote.NoModifyURL)
 	defer cancelAlloc()
 	bctx, cancelB := chromedp.NewContext(allocCtx)
@@ -152,4 +122,43 @@ func TestBrowserStartPage(t *testing.T) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// startPabBrowser starts cmd (a `pab browser` command), stops it when the test ends
+// (SIGINT, then SIGKILL after 30 s), and waits at most 90 s for the CDP endpoint it prints;
+// it returns the endpoint and what it printed on stderr until then.
+func startPabBrowser(t *testing.T, cmd *exec.Cmd) (ws, stderr string) {
+	t.Helper()
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	var out bytes.Buffer
+	deadline := time.AfterFunc(90*time.Second, func() { cmd.Process.Kill() })
+	sc := bufio.NewScanner(errPipe)
+	for ws == "" && sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if m := cdpLine.FindStringSubmatch(sc.Text()); m != nil {
+			ws = m[1]
+		}
+	}
+	deadline.Stop()
+	go func() { io.Copy(io.Discard, errPipe); done <- cmd.Wait() }()
+	if ws == "" {
+		t.Fatalf("pab browser printed no CDP endpoint:\n%s", &out)
+	}
+	return ws, out.String()
 }
