@@ -417,6 +417,7 @@ type Bridge struct {
 	sensitiveOK     map[string]bool // host+path of sensitive pages the owner confirmed
 	engineStarted   bool
 	engineEnded     bool
+	snapOrigin      float64 // performance.timeOrigin of the document of the last form snapshot (formCheck); under mu
 }
 
 // NewBridge checks cfg (App, Browser and Pauser are required) and returns a Bridge. The
@@ -1879,7 +1880,7 @@ const formSnapJS = `() => {
   const t = a ? String(a.type || "").toLowerCase() : "";
   const bears = !!a && (a.tagName === "SELECT" || a.tagName === "TEXTAREA" || a.isContentEditable ||
     (a.tagName === "INPUT" && !["button", "submit", "reset", "image", "hidden"].includes(t)));
-  return { focusedValueBearing: bears, count: els.length };
+  return { focusedValueBearing: bears, count: els.length, origin: performance.timeOrigin };
 }`
 
 // formCheckJS compares every form control with formSnapJS's (or formSnapClickJS's) values
@@ -1888,7 +1889,7 @@ const formSnapJS = `() => {
 const formCheckJS = `() => {
   ` + formValueJS + `
   const snap = window.__pabFormSnap;
-  if (!snap) return { changed: [], missing: true };
+  if (!snap) return { changed: [], missing: true, origin: performance.timeOrigin };
   window.__pabFormSnap = undefined;
   const s = (v) => (typeof v === "string" ? v : "").replace(/\s+/g, " ").trim().slice(0, 200);
   // a label's own words: a label wrapping its control holds the control's text too (a select's options)
@@ -1931,6 +1932,7 @@ func (b *Bridge) pressKey(ctx context.Context, key string) *mcp.CallToolResult {
 		if !ok {
 			return b.refuse(tool, ClassRead, "inspect_failed", "The page's form could not be read, so the key press cannot be shown to be safe. Take a browser_snapshot.", "")
 		}
+		b.setSnapOrigin(before)
 		if v, _ := before["focusedValueBearing"].(bool); v && key != "Tab" && key != "Shift+Tab" && key != "Escape" {
 			class = ClassFill
 		}

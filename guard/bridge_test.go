@@ -40,6 +40,7 @@ type pwFake struct {
 	ticked     map[string]bool // consent boxes ticked (by consentTickJS, or the owner: tick)
 	changed    []string        // labels the last click changed beside its target (formCheckJS)
 	credFilled bool            // the owner typed into the credential field (credentialStateJS)
+	snapGone   bool            // the page removed the guard's form snapshot (formCheckJS answers missing)
 }
 
 func newPWFake(t *testing.T) *pwFake {
@@ -106,12 +107,26 @@ func (f *pwFake) CallTool(ctx context.Context, name string, args map[string]any)
 			}
 		} else if strings.Contains(fn, "window.__pabFormSnap = undefined") {
 			v = map[string]any{"changed": f.changed}
+			if f.snapGone {
+				v = map[string]any{"changed": []string{}, "missing": true, "origin": 1.0} // the same document
+			}
 			f.changed = nil
 		} else {
 			m := map[string]any{"url": f.cur, "title": "t"}
 			if page != nil {
 				for k, b := range page.state {
 					m[k] = b
+				}
+			}
+			v = m
+		}
+		if strings.Contains(fn, `"__pabFormSnap", { value`) { // a form snapshot: the document it was taken in
+			m := map[string]any{"origin": 1.0}
+			if mv, ok := v.(map[string]any); ok {
+				for k, x := range mv {
+					if k != "origin" {
+						m[k] = x
+					}
 				}
 			}
 			v = m

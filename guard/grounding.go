@@ -23,6 +23,9 @@ type WholeValue struct {
 	Text    string
 	Context string // the line, sentence or answer Text is the value of (Text itself when it has no key)
 	Source  int
+	// Exact: only Text itself grounds, never a span of it (a whole material: its words
+	// include its own labels, "Email" of "Email: ...", which are never values).
+	Exact bool
 }
 
 // sentenceEndRe ends a sentence: . ! ? (or their CJK forms) and then space or the end.
@@ -89,6 +92,9 @@ func WholeValues(sources []GroundingSource) []WholeValue {
 		}
 		if s.Kind == SourceMaterial {
 			add(i, s.Kind, "", s.Text, s.Text)
+			if n := len(out); n > 0 && out[n-1].Source == i {
+				out[n-1].Exact = true
+			}
 		}
 		for _, line := range strings.Split(s.Text, "\n") {
 			ss := sentences(line)
@@ -320,6 +326,9 @@ func GroundValue(value, quote, field string, sources []GroundingSource) (GroundR
 	for _, w := range WholeValues(sources) {
 		if !inSource[w.Source] {
 			continue
+		}
+		if w.Exact && strings.TrimSpace(value) != w.Text {
+			continue // a whole material grounds only as itself
 		}
 		nc := trimEnd(Normalize(w.Context))
 		switch {

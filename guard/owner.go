@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -234,13 +235,12 @@ const formSnapClickJS = `(el) => {
   ` + formValueJS + `
   const els = Array.from(document.querySelectorAll("input, select, textarea")).filter((x) => String(x.type || "").toLowerCase() !== "hidden").slice(0, 2000);
   const own = new Set();
-  if (window.__pabClickOwn === true && el) {
+  if (__PAB_OWN__ && el) {
     own.add(el);
     if (el.type === "radio" && el.name) els.forEach((x) => { if (x.type === "radio" && x.name === el.name && x.form === el.form) own.add(x); });
   }
-  window.__pabClickOwn = undefined;
   Object.defineProperty(window, "__pabFormSnap", { value: { els, vals: els.map(val), own }, configurable: true, writable: true, enumerable: false });
-  return { count: els.length };
+  return { count: els.length, origin: performance.timeOrigin };
 }`
 
 // clickSnap runs formSnapClickJS on the click's target; own marks the target as the
@@ -252,23 +252,36 @@ func (b *Bridge) clickSnap(ctx context.Context, ref, label string, own bool) boo
 	if !has {
 		return true // nothing to check with (a --browser-mcp server without browser_evaluate)
 	}
-	fn := formSnapClickJS
-	if own {
-		fn = strings.Replace(formSnapClickJS, "window.__pabClickOwn === true", "true", 1)
-	}
+	// the guard's own word, in the script's text: nothing the page sets can mark a control
+	fn := strings.Replace(formSnapClickJS, "__PAB_OWN__", strconv.FormatBool(own), 1)
 	res, err := b.cfg.Browser.CallTool(ctx, "browser_evaluate", map[string]any{"function": fn, "element": bound(firstNonEmpty(label, "control"), 200), b.refName("browser_evaluate"): ref})
 	if err != nil || res == nil || res.IsError {
 		return false
 	}
-	_, ok := evaluateResult(textOf(res))
+	v, ok := evaluateResult(textOf(res))
+	if ok {
+		b.setSnapOrigin(v)
+	}
 	return ok
+}
+
+// setSnapOrigin keeps the document (performance.timeOrigin) a form snapshot was taken in,
+// from formSnapJS's or formSnapClickJS's answer v, for formCheck.
+func (b *Bridge) setSnapOrigin(v map[string]any) {
+	o, _ := v["origin"].(float64)
+	b.mu.Lock()
+	b.snapOrigin = o
+	b.mu.Unlock()
 }
 
 // formCheck compares the form with the values taken before a click or key press (clickSnap,
 // or the key path's own snapshot): every control the action changed that is not its own
 // (clickSnap's own) is put back and traced policy.decision refused fill.unjustified with
 // its label. It returns the labels put back (none when the browser has no
-// browser_evaluate).
+// browser_evaluate). When the page removed the snapshot the guard kept in it (the same
+// document, by performance.timeOrigin, without it) it says so as the one label formUnchecked,
+// traced policy.decision refused form_check_failed: a page that hides what an action
+// changed is not taken to have changed nothing.
 func (b *Bridge) formCheck(ctx context.Context, tool string) []string {
 	b.mu.Lock()
 	_, has := b.child["browser_evaluate"]
@@ -277,6 +290,19 @@ func (b *Bridge) formCheck(ctx context.Context, tool string) []string {
 		return nil
 	}
 	after, ok := b.evalJSON(ctx, formCheckJS)
+	b.mu.Lock()
+	origin := b.snapOrigin
+	b.snapOrigin = 0
+	b.mu.Unlock()
+	// the snapshot gone from the document it was taken in: the page removed it (a new
+	// document, after a navigation, has none and no form of the old page to check)
+	if missing, _ := after["missing"].(bool); ok && missing && origin != 0 && after["origin"] == origin {
+		b.emit(Event{Type: "policy.decision", Detail: map[string]any{"tool": tool, "class": ClassFill, "decision": "refused", "reason": "form_check_failed"}})
+		b.mu.Lock()
+		b.refs.invalidate()
+		b.mu.Unlock()
+		return []string{formUnchecked}
+	}
 	var labels []string
 	if list, isList := after["changed"].([]any); ok && isList {
 		for _, x := range list {
@@ -296,6 +322,9 @@ func (b *Bridge) formCheck(ctx context.Context, tool string) []string {
 	}
 	return labels
 }
+
+// formUnchecked is formCheck's one label when the form's values could not be compared.
+const formUnchecked = "the page's form (its values could not be checked after the action: the page removed what the guard had kept, or could not be read)"
 
 // clickChecked forwards a click with the form state checked around it (clickSnap, then
 // formCheck): a control the click changed that the click does not fill is put back. With

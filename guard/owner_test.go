@@ -170,9 +170,10 @@ func TestBridgeClickFormState(t *testing.T) {
 	for _, c := range h.fb.calls {
 		fn, _ := c.args["function"].(string)
 		if c.name == "browser_evaluate" && strings.Contains(fn, "__pabFormSnap") && strings.Contains(fn, "own.add(el)") {
-			if strings.Contains(fn, "if (true && el)") {
+			switch {
+			case strings.Contains(fn, "if (true && el)"):
 				own++
-			} else {
+			case strings.Contains(fn, "if (false && el)"): // never a page global the page could set
 				other++
 			}
 		}
@@ -185,6 +186,13 @@ func TestBridgeClickFormState(t *testing.T) {
 	h.call(t, "browser_snapshot", nil)
 	if r := h.call(t, "browser_click", map[string]any{"target": "e17"}); r.IsError {
 		t.Fatalf("clean click: %s", textOf(r))
+	}
+	// the snapshot is not the page's to drop: a page that removes it has its click refused,
+	// not taken to have changed nothing (review)
+	h.fb.snapGone = true
+	h.call(t, "browser_snapshot", nil)
+	if r := h.call(t, "browser_click", map[string]any{"target": "e17"}); !r.IsError || len(h.events("policy.decision", "reason", "form_check_failed", "tool", "browser_click")) != 1 {
+		t.Fatalf("click after the page dropped the snapshot: %s\n%s", textOf(r), h.trace)
 	}
 }
 

@@ -43,6 +43,7 @@ func TestGroundValueIssue19(t *testing.T) {
 		{SourceProfile, "Jane Doe\nEmail: jane.doe@example.org\nPhone: +1 555 0100\nLocation: London, England, United Kingdom\nWork authorization: Yes\nSalary expectation: EUR 150,000"},
 		{SourceAnswer, "Will you now or in the future require visa sponsorship?\nNo"},
 		{SourceMaterial, "Dear hiring team, I build reliable backend systems.\nKind regards, Jane Doe"},
+		{SourceMaterial, "Salary expectation: 150,000 per year\nEmail: jane@example.com"},
 	}
 	for _, c := range []struct {
 		name, field, value, quote string
@@ -68,6 +69,11 @@ func TestGroundValueIssue19(t *testing.T) {
 		{"the whole material", "Cover letter", "Dear hiring team, I build reliable backend systems.\nKind regards, Jane Doe", "Dear hiring team, I build reliable backend systems.\nKind regards, Jane Doe", true, false, SourceMaterial},
 		{"a quote of part, the value outside it", "Last name", "Doe", "Kind regards", false, false, ""},
 		{"words across the material's lines", "Cover letter", "systems. Kind regards", "systems.\nKind regards", false, false, ""},
+		// a material's labels are labels too (review: the whole material let any span of it ground)
+		{"a material's label word", "Email", "Email", "Email: jane@example.com", false, false, ""},
+		{"a material's key", "Salary", "Salary expectation", "Salary expectation: 150,000 per year", false, false, ""},
+		{"a word of a material's key in another field", "Name", "expectation", "Salary expectation: 150,000 per year", false, false, ""},
+		{"a material's keyed value", "Expected salary", "150,000 per year", "Salary expectation: 150,000 per year", true, false, SourceMaterial},
 	} {
 		r, refusal := GroundValue(c.value, c.quote, c.field, src)
 		if (refusal == "") != c.ok || r.Weak != c.weak || r.Kind != c.kind {

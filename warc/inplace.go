@@ -168,10 +168,29 @@ func (z *zarchive) readMember(i int, p []byte, off int64) (int, error) {
 		z.drop(c)
 		return k, z.inflateErr(i, err)
 	}
+	if c.pos == m.off+m.n-4 {
+		// a payload read to its end stops before the record's closing CRLF CRLF: read it
+		// and the gzip trailer now, so a member whose CRC-32 or size is wrong fails before
+		// the payload's last bytes are handed out, not never (a miss, not a damaged body)
+		var tail [4]byte
+		n, err := io.ReadFull(c.zr, tail[:])
+		c.pos += int64(n)
+		if err != nil {
+			z.drop(c)
+			return 0, z.inflateErr(i, err)
+		}
+		if string(tail[:]) != "\r\n\r\n" {
+			z.drop(c)
+			return 0, fmt.Errorf("read %s: the record does not end with CRLF CRLF", z.where(i))
+		}
+	}
 	if c.pos == m.off+m.n {
 		err := z.finish(c)
 		z.drop(c)
-		return k, err
+		if err != nil {
+			return 0, err
+		}
+		return k, nil
 	}
 	z.park(c)
 	return k, nil
@@ -478,7 +497,8 @@ func openInPlace(root *os.Root, b *Bundle) (*Bundle, error) {
 }
 
 // entriesHint estimates the number of lines of the gzip file f from the inflated size its
-// trailer states (ISIZE, the size modulo 4 GiB; a guess only, never trusted): about 400
+// trailer states (ISIZE, the size modulo 4 GiB; a guess only, never trusted, and capped at
+// 64 times the file's size, so four hostile bytes cannot make it allocate): about 400
 // bytes a line, a little less than pab's entries take (424 to 641 bytes on average in the
 // shipped tasks and the bench recordings), so the entries are allocated once.
 func entriesHint(f *os.File) int {
@@ -490,8 +510,10 @@ func entriesHint(f *os.File) int {
 	if _, err := f.ReadAt(tail[:], fi.Size()-4); err != nil {
 		return 0
 	}
-	isize := uint32(tail[0]) | uint32(tail[1])<<8 | uint32(tail[2])<<16 | uint32(tail[3])<<24
-	return int(isize / 400)
+	isize := int64(uint32(tail[0]) | uint32(tail[1])<<8 | uint32(tail[2])<<16 | uint32(tail[3])<<24)
+	// the trailer is the file's word, not a fact: never more than JSONL compresses to
+	// (64 times the file, far above the 10 to 20 times entries reach)
+	return int(min(isize, fi.Size()*64) / 400)
 }
 
 func isDataFile(path string) bool {

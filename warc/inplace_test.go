@@ -623,3 +623,104 @@ func TestInPlaceConcurrentReads(t *testing.T) {
 		}
 	}
 }
+
+// TestInPlaceLargeMemberCRC: a body over smallMember is streamed from its member; one whose
+// bytes were changed (the gzip CRC-32 no longer matches) fails before its end is handed
+// out, instead of being served whole as if it were the recording (review finding: the
+// trailer was checked only when a read reached the record's end, which a body never does).
+func TestInPlaceLargeMemberCRC(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef", (smallMember*3)/16) + "tail"
+	xs := handExchanges()
+	xs[0].body = big
+	bundleDir := filepath.Join(t.TempDir(), "bundle")
+	writeHandBundle(t, bundleDir, xs)
+	rec := filepath.Join(t.TempDir(), "tasks", "hand", "recording")
+	if err := PackParts(bundleDir, rec, 1<<40); err != nil {
+		t.Fatal(err)
+	}
+	read := func() ([]byte, error) {
+		b, err := OpenBundle(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		r, err := b.Response(&b.Entries[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return io.ReadAll(r.Body)
+	}
+	if got, err := read(); err != nil || string(got) != big {
+		t.Fatalf("intact member: %d bytes, %v", len(got), err)
+	}
+	// the same record gzipped again with one payload byte changed, the old CRC-32 kept
+	b, err := OpenBundle(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := b.Entries[0]
+	b.Close()
+	data := filepath.Join(rec, RecordingDataFile)
+	raw, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := raw[e.RespGzOffset : e.RespGzOffset+e.RespGzLength]
+	zr, err := gzip.NewReader(bytes.NewReader(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr.Multistream(false)
+	plain, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain[bytes.Index(plain, []byte("0123456789abcdef"))+100] = 'X'
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.NoCompression)
+	zw.Write(plain)
+	zw.Close()
+	nm := buf.Bytes()
+	copy(nm[len(nm)-8:], m[len(m)-8:len(m)-4]) // the old CRC-32: wrong for these bytes
+	out := append(append(append([]byte{}, raw[:e.RespGzOffset]...), nm...), raw[e.RespGzOffset+e.RespGzLength:]...)
+	delta := int64(len(nm)) - e.RespGzLength
+	if err := os.WriteFile(data, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	editRecordingEntries(t, rec, func(es []Entry) {
+		for j := range es {
+			if j == 0 {
+				es[j].RespGzLength = int64(len(nm))
+			} else if es[j].RespGzOffset > e.RespGzOffset {
+				es[j].RespGzOffset += delta
+			}
+			if es[j].ReqLength > 0 && es[j].ReqGzOffset > e.RespGzOffset {
+				es[j].ReqGzOffset += delta
+			}
+		}
+	})
+	got, err := read()
+	if err == nil || !strings.Contains(err.Error(), "data.warc.gz") {
+		t.Fatalf("damaged member served: %d bytes (X: %v), err %v", len(got), bytes.Contains(got, []byte("X")), err)
+	}
+	if len(got) >= len(big) {
+		t.Errorf("the whole damaged body (%d bytes) was handed out before the error", len(got))
+	}
+}
+
+// TestInPlaceEntriesHintBounded: the inflated size an entries.jsonl.gz trailer claims is
+// capped by the file's own size, so four hostile bytes cannot make OpenBundle allocate
+// hundreds of MB ahead (review finding: 317 MB for a 436-byte file).
+func TestInPlaceEntriesHintBounded(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "entries-*.jsonl.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, 436)
+	copy(body[len(body)-4:], []byte{0xff, 0xff, 0xff, 0xff})
+	f.Write(body)
+	defer f.Close()
+	if h := entriesHint(f); h > 436*64/400 {
+		t.Errorf("hint %d entries for a 436-byte file claiming 4 GiB", h)
+	}
+}
