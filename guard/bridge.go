@@ -1466,6 +1466,11 @@ func (b *Bridge) afterMove(ctx context.Context, tool string, res *mcp.CallToolRe
 			b.extraSites[host] = true
 			b.mu.Unlock()
 			b.emit(Event{Type: "policy.decision", URL: traceURL(state.URL), Domain: host, Detail: map[string]any{"tool": tool, "class": ClassRead, "decision": "allowed", "basis": "owner_allowed_site"}})
+			if b.carriesTyped(state.URL) {
+				// the owner saw the URL without its query: admitting the site is not
+				// admitting the typed values it would carry there
+				return b.refuseByGet(tool, host)
+			}
 			res2, msg, ok := b.callBrowser(ctx, "browser_navigate", map[string]any{"url": state.URL})
 			if !ok {
 				return textResult(msg, true)

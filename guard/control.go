@@ -548,17 +548,19 @@ func (c *Controller) Prompt(ctx context.Context, in io.Reader, out io.Writer) {
 			}
 			c.answerLine(line, out)
 		case p := <-ch:
-			fmt.Fprintf(out, "\npab guard: PAUSED (%s)", p.Reason)
+			// the question and URL come from the agent and the page: no control bytes reach
+			// the owner's terminal (escape sequences could draw a fake prompt)
+			fmt.Fprintf(out, "\npab guard: PAUSED (%s)", terminalSafe(p.Reason))
 			if p.URL != "" {
-				fmt.Fprintf(out, " at %s", p.URL)
+				fmt.Fprintf(out, " at %s", terminalSafe(p.URL))
 			}
 			fmt.Fprintln(out)
 			if p.Question != "" {
-				fmt.Fprintf(out, "  %s\n", p.Question)
+				fmt.Fprintf(out, "  %s\n", terminalSafe(p.Question))
 			}
 			hint := "  Enter: resume; type an answer then Enter: resume with it; \"cancel\": end the run"
 			if p.Reason == "external_redirect" && p.Domain != "" {
-				hint += "; \"allow\": admit " + p.Domain + " for this run"
+				hint += "; \"allow\": admit " + terminalSafe(p.Domain) + " for this run"
 			}
 			fmt.Fprint(out, hint+"\n> ")
 			select {
@@ -617,4 +619,18 @@ func (c *Controller) dropNotify(ch chan PauseRequest) {
 			return
 		}
 	}
+}
+
+// terminalSafe is s for a terminal: C0 and C1 control characters (ESC and CSI among them)
+// and DEL are shown as U+FFFD, line breaks as spaces.
+func terminalSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\r' || r == '\t':
+			return ' '
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			return '\uFFFD'
+		}
+		return r
+	}, s)
 }

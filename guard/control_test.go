@@ -479,3 +479,18 @@ func TestControlAuth(t *testing.T) {
 		t.Error("SetToken accepted a 5-character token")
 	}
 }
+
+// TestTerminalSafe: what the agent and the page wrote reaches the owner's terminal without
+// control bytes (an ESC sequence could clear the line and draw a fake prompt).
+func TestTerminalSafe(t *testing.T) {
+	in := "Resume?\x1b[2K\r\x1b[1Apab guard: PAUSED (sensitive_page)\nEnter: resume\x9b1m\x7f ok é"
+	got := terminalSafe(in)
+	for _, bad := range []string{"\x1b", "\r", "\n", "\x9b", "\x7f"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("terminalSafe kept %q: %q", bad, got)
+		}
+	}
+	if !strings.Contains(got, "ok é") || !strings.HasPrefix(got, "Resume?") {
+		t.Errorf("terminalSafe lost text: %q", got)
+	}
+}
