@@ -1,0 +1,117 @@
+package replay
+
+// This file is the Server's cache of parsed response heads and small payloads.
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/pab-dev/pab/warc"
+)
+
+// maxCachedHeads bounds the response heads a Server keeps parsed (a few hundred bytes
+// each); when full, the cache starts again empty.
+const maxCachedHeads = 1 << 14
+
+// responseHead is the parsed head of one recorded response, shared read-only by every
+// answer of its entry.
+type responseHead struct {
+	status   int
+	header   http.Header // replayHeader of the recorded fields; cloned per answer
+	clock    bool        // wantsClock of the recorded status and fields
+	size     int64
+	recordID string
+	ra       io.ReaderAt // data.warc, read at off
+	off      int64
+	reader   io.Reader // the payload reader, when not a section of ra (then never cached)
+}
+
+// body returns a reader of the payload with its own position.
+func (h *responseHead) body() io.Reader {
+	if h.ra != nil {
+		return io.NewSectionReader(h.ra, h.off, h.size)
+	}
+	return h.reader
+}
+
+// headCache keeps the parsed response heads of the entries served, and the payloads of
+// the small ones (smallBody); safe for concurrent use.
+type headCache struct {
+	mu sync.RWMutex
+	m  map[*warc.Entry]*responseHead
+
+	bodyMu    sync.RWMutex
+	bodies    map[*responseHead][]byte
+	bodyBytes int64
+}
+
+// smallBody returns h's payload from memory, reading it once from the WARC, when it is
+// at most maxCachedBody bytes and a section of the file; else nil (the caller streams it).
+func (c *headCache) smallBody(h *responseHead) []byte {
+	if h.ra == nil || h.size <= 0 || h.size > maxCachedBody {
+		return nil
+	}
+	c.bodyMu.RLock()
+	data, ok := c.bodies[h]
+	c.bodyMu.RUnlock()
+	if ok {
+		return data
+	}
+	data = make([]byte, h.size)
+	if _, err := h.ra.ReadAt(data, h.off); err != nil {
+		return nil // streamed instead, and the read error reported there
+	}
+	c.bodyMu.Lock()
+	if c.bodies == nil || c.bodyBytes+h.size > maxCachedBodies {
+		c.bodies, c.bodyBytes = make(map[*responseHead][]byte), 0
+	}
+	if _, ok := c.bodies[h]; !ok {
+		c.bodies[h] = data
+		c.bodyBytes += h.size
+	}
+	c.bodyMu.Unlock()
+	return data
+}
+
+// get returns e's response head from the cache, or reads it from b (warc.Bundle.Response)
+// and keeps it. Errors are not kept: the next request tries again.
+func (c *headCache) get(b *warc.Bundle, e *warc.Entry) (*responseHead, error) {
+	c.mu.RLock()
+	h := c.m[e]
+	c.mu.RUnlock()
+	if h != nil {
+		return h, nil
+	}
+	resp, err := b.Response(e)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Status < 200 || resp.Status > 999 {
+		return nil, fmt.Errorf("entry %s: recorded status %d cannot be replayed", e.ID, resp.Status)
+	}
+	h = &responseHead{status: resp.Status, header: replayHeader(resp.Header), clock: wantsClock(resp.Status, resp.Header),
+		size: resp.Size, recordID: resp.RecordID}
+	sr, ok := resp.Body.(*io.SectionReader)
+	if !ok {
+		h.reader = resp.Body
+		return h, nil
+	}
+	h.ra, h.off, _ = sr.Outer()
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedHeads {
+		c.m = make(map[*warc.Entry]*responseHead)
+	}
+	c.m[e] = h
+	c.mu.Unlock()
+	return h, nil
+}
+
+// Bounds of the payloads kept in memory: each at most maxCachedBody bytes, all together
+// at most maxCachedBodies (when full, the cache starts again empty). Serving a small
+// payload again costs no read of the WARC file.
+const (
+	maxCachedBody   = 64 << 10
+	maxCachedBodies = 16 << 20
+)
