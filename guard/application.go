@@ -275,80 +275,108 @@ func ParseApplication(data []byte, dir, name string) (*Application, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n := fields["id"]; n == nil {
-		return nil, p.errf(root, "id is required")
-	} else if app.ID, err = p.str(n, "id"); err != nil {
+	if err := p.identity(root, fields, app); err != nil {
 		return nil, err
+	}
+	if err := p.sites(root, fields, app); err != nil {
+		return nil, err
+	}
+	if err := p.settings(fields, app); err != nil {
+		return nil, err
+	}
+	return app, nil
+}
+
+// identity reads the application's id, mode and gate (fields of root) into app.
+func (p *appParser) identity(root *yaml.Node, fields map[string]*yaml.Node, app *Application) error {
+	var err error
+	if n := fields["id"]; n == nil {
+		return p.errf(root, "id is required")
+	} else if app.ID, err = p.str(n, "id"); err != nil {
+		return err
 	} else if !idRe.MatchString(app.ID) {
-		return nil, p.errf(n, "id must be 1-100 letters, digits, '-' or '_'")
+		return p.errf(n, "id must be 1-100 letters, digits, '-' or '_'")
 	}
 	if n := fields["mode"]; n != nil {
 		if app.Mode, err = p.str(n, "mode"); err != nil {
-			return nil, err
+			return err
 		}
 		if app.Mode != "fill_and_review" && app.Mode != "auto_submit" {
-			return nil, p.errf(n, "mode must be fill_and_review or auto_submit, not %q", app.Mode)
+			return p.errf(n, "mode must be fill_and_review or auto_submit, not %q", app.Mode)
 		}
 	}
 	if n := fields["gate"]; n != nil {
 		if app.Gate, err = p.str(n, "gate"); err != nil {
-			return nil, err
+			return err
 		}
 		if !gateRe.MatchString(app.Gate) {
-			return nil, p.errf(n, "gate must be 1-100 letters, digits or . _ : -")
+			return p.errf(n, "gate must be 1-100 letters, digits or . _ : -")
 		}
 		if app.Mode != "auto_submit" {
-			return nil, p.errf(n, "gate is only used with mode: auto_submit")
+			return p.errf(n, "gate is only used with mode: auto_submit")
 		}
 	}
 	if app.Mode == "auto_submit" && app.Gate == "" {
-		return nil, p.errf(root, "mode auto_submit requires gate (the submit gate id)")
+		return p.errf(root, "mode auto_submit requires gate (the submit gate id)")
 	}
+	return nil
+}
+
+// sites reads the allowed sites and the start_url (fields of root) into app.
+func (p *appParser) sites(root *yaml.Node, fields map[string]*yaml.Node, app *Application) error {
+	var err error
 	n := fields["sites"]
 	if n == nil {
-		return nil, p.errf(root, "sites is required (the allowed host names)")
+		return p.errf(root, "sites is required (the allowed host names)")
 	}
 	if app.Sites, err = p.strList(n, "sites"); err != nil {
-		return nil, err
+		return err
 	}
 	if len(app.Sites) == 0 {
-		return nil, p.errf(n, "sites must list at least one host")
+		return p.errf(n, "sites must list at least one host")
 	}
 	for i, s := range app.Sites {
 		s = strings.ToLower(strings.TrimSuffix(s, "."))
 		if !hostRe.MatchString(s) || len(s) > 253 {
-			return nil, p.errf(n.Content[i], "sites: %q is not a host name or *.domain pattern", s)
+			return p.errf(n.Content[i], "sites: %q is not a host name or *.domain pattern", s)
 		}
 		app.Sites[i] = s
 	}
 	if n := fields["start_url"]; n != nil {
 		if app.StartURL, err = p.str(n, "start_url"); err != nil {
-			return nil, err
+			return err
 		}
 		_, host, refusal := checkURL(app.StartURL)
 		if refusal != "" {
-			return nil, p.errf(n, "start_url: %s", refusal)
+			return p.errf(n, "start_url: %s", refusal)
 		}
 		if !app.AllowsHost(host) {
-			return nil, p.errf(n, "start_url: %s is not one of sites", host)
+			return p.errf(n, "start_url: %s is not one of sites", host)
 		}
 	}
+	return nil
+}
+
+// settings reads limits, grounding, artifacts and manifest into app, and sets the
+// grounding mode's default (strict under auto_submit, else lenient).
+func (p *appParser) settings(fields map[string]*yaml.Node, app *Application) error {
+	var err error
 	if n := fields["limits"]; n != nil {
 		lf, err := p.mapping(n, "limits", "actions", "pages", "minutes")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for key, dst := range map[string]*int{"actions": &app.Limits.Actions, "pages": &app.Limits.Pages, "minutes": &app.Limits.Minutes} {
 			if v := lf[key]; v != nil {
 				if *dst, err = p.intRange(v, "limits."+key, 1, 100000); err != nil {
-					return nil, err
+					return err
 				}
 			}
 		}
 	}
 	if n := fields["grounding"]; n != nil {
 		if err := p.grounding(n, app); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if app.Grounding.Mode == "" {
@@ -360,7 +388,7 @@ func ParseApplication(data []byte, dir, name string) (*Application, error) {
 	if n := fields["artifacts"]; n != nil {
 		af, err := p.mapping(n, "artifacts", "resume", "cover_letter")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, kind := range []string{"resume", "cover_letter"} {
 			v := af[kind]
@@ -369,17 +397,17 @@ func ParseApplication(data []byte, dir, name string) (*Application, error) {
 			}
 			art, err := p.artifact(v, kind)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			app.Artifacts[kind] = art
 		}
 	}
 	if n := fields["manifest"]; n != nil {
 		if app.Manifest, err = p.manifest(n); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return app, nil
+	return nil
 }
 
 func (p *appParser) mapping(n *yaml.Node, what string, keys ...string) (map[string]*yaml.Node, error) {

@@ -85,22 +85,6 @@ func (b *Bridge) sensitiveTarget(f *facts) (*url.URL, string) {
 	return nil, ""
 }
 
-// consentStateJS reads whether a consent control (the ref's element) is ticked: a checkbox's
-// checked, else aria-checked / aria-pressed.
-const consentStateJS = `(el) => {
-  const aria = el.getAttribute && (el.getAttribute("aria-checked") || el.getAttribute("aria-pressed"));
-  const ticked = typeof el.checked === "boolean" ? el.checked : aria === "true";
-  return { ticked: !!ticked, connected: !!el.isConnected };
-}`
-
-// consentTickJS ticks a consent control for the owner (a click on the element itself, so the
-// page's handlers run) unless it is ticked already, and reports the state after.
-const consentTickJS = `(el) => {
-  const state = () => { const aria = el.getAttribute && (el.getAttribute("aria-checked") || el.getAttribute("aria-pressed")); return typeof el.checked === "boolean" ? el.checked : aria === "true"; };
-  if (!state()) el.click();
-  return { ticked: !!state(), connected: !!el.isConnected };
-}`
-
 // consentTicked runs fn (consentStateJS or consentTickJS) on the element ref and reports
 // whether it is ticked; false when it cannot be read (the page moved, the element is gone).
 func (b *Bridge) consentTicked(ctx context.Context, ref, label, fn string) bool {
@@ -168,10 +152,6 @@ func (b *Bridge) consent(ctx context.Context, tool string, node SnapNode, f *fac
 	}
 }
 
-// credentialStateJS reads whether a credential field (the ref's element) is still on the
-// page and whether it holds a value (never the value itself).
-const credentialStateJS = `(el) => ({ connected: !!el.isConnected, filled: typeof el.value === "string" && el.value.length > 0 })`
-
 // signIn handles the agent at a credential field: the agent never types a credential. The
 // run pauses (login_required). In a browser the owner sees, their resume is rechecked: the
 // field must be gone (the page moved on: signed in) or hold a value the owner typed; else
@@ -226,22 +206,6 @@ func (b *Bridge) credentialDone(ctx context.Context, ref string) bool {
 	filled, _ := v["filled"].(bool)
 	return !connected || filled
 }
-
-// formSnapClickJS is formSnapJS for a click on el: the values of the page's form controls
-// (hidden inputs aside: a page's own bookkeeping, not an answer) are kept in the page; el
-// and, for a radio, the radios of its group are marked as the click's own (a grounded fill
-// of el may change them). The values stay in the page; only the count comes back.
-const formSnapClickJS = `(el) => {
-  ` + formValueJS + `
-  const els = Array.from(document.querySelectorAll("input, select, textarea")).filter((x) => String(x.type || "").toLowerCase() !== "hidden").slice(0, 2000);
-  const own = new Set();
-  if (__PAB_OWN__ && el) {
-    own.add(el);
-    if (el.type === "radio" && el.name) els.forEach((x) => { if (x.type === "radio" && x.name === el.name && x.form === el.form) own.add(x); });
-  }
-  Object.defineProperty(window, "__pabFormSnap", { value: { els, vals: els.map(val), own }, configurable: true, writable: true, enumerable: false });
-  return { count: els.length, origin: performance.timeOrigin };
-}`
 
 // clickSnap runs formSnapClickJS on the click's target; own marks the target as the
 // control the click fills (a grounded radio or checkbox). false: the form could not be read.

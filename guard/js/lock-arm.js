@@ -1,0 +1,1 @@
+() => typeof window.__pabGuardLock === "function" && window.__pabGuardLock("@TOKEN@", @ON@)

@@ -1,0 +1,1 @@
+() => typeof window.__pabGuardTyped === "function" && window.__pabGuardTyped("@TOKEN@", @LIST@)
