@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -22,7 +21,7 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/net/http/httpguts"
+	"github.com/pab-dev/pab/internal/atomicfile"
 )
 
 // Problem is one finding of Audit. File is the path of the file it concerns as the caller
@@ -286,21 +285,6 @@ func auditManifest(data []byte, path string, published bool) []Problem {
 	return probs
 }
 
-// auditRec is what the sequential scan of data.warc learned about one record.
-type auditRec struct {
-	off, length    int64
-	typ, target    string
-	exchID         string
-	recordID       string
-	refersTo       string // WARC-Refers-To of a revisit
-	payloadDigest  string // WARC-Payload-Digest as written
-	firstLine      string // HTTP request or status line
-	payloadSHA     string // hex sha256 of the block after the HTTP head
-	payloadLen     int64
-	hasHTTP        bool
-	referencedFrom string // id of the entry pointing at it
-}
-
 // auditContent checks data.warc, entries.jsonl and pages.jsonl of the bundle in dir.
 func auditContent(dir string, names auditNames) []Problem {
 	var probs []Problem
@@ -344,217 +328,6 @@ func auditContent(dir string, names auditNames) []Problem {
 		pf.Close()
 	}
 	return probs
-}
-
-func recWhere(r *auditRec) string {
-	if r.exchID != "" {
-		return "entry " + r.exchID
-	}
-	return fmt.Sprintf("offset %d", r.off)
-}
-
-// scanWARC reads every record of a bundle's data.warc in order and checks its framing,
-// digests, credentials and header lines. It stops at the first record it cannot frame.
-func scanWARC(f *os.File, name string) ([]*auditRec, int64, []Problem) {
-	var probs []Problem
-	var recs []*auditRec
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, -1, []Problem{{File: name, Msg: err.Error()}}
-	}
-	size := fi.Size()
-	br := bufio.NewReaderSize(f, 256<<10)
-	var off int64
-	for off < size {
-		rec, probsOfRec, err := scanRecord(br, off, name)
-		probs = append(probs, probsOfRec...)
-		if err != nil {
-			probs = append(probs, Problem{File: name, Where: fmt.Sprintf("offset %d", off), Msg: err.Error() + "; the rest of the file is not checked"})
-			return recs, -1, probs
-		}
-		recs = append(recs, rec)
-		off += rec.length
-	}
-	return recs, size, probs
-}
-
-// scanRecord reads the record starting at off from br.
-func scanRecord(br *bufio.Reader, off int64, name string) (*auditRec, []Problem, error) {
-	rec := &auditRec{off: off}
-	var n int64
-	var lines []string
-	for {
-		line, err := readBoundedLine(br, MaxWARCHeaderBytes-n)
-		n += int64(len(line))
-		if err != nil {
-			return nil, nil, fmt.Errorf("warc header: %w", err)
-		}
-		line = strings.TrimRight(line, "\r\n")
-		if line == "" {
-			break
-		}
-		lines = append(lines, line)
-	}
-	if len(lines) == 0 || !strings.HasPrefix(lines[0], "WARC/") {
-		return nil, nil, errors.New("no WARC version line where a record should start")
-	}
-	cl := int64(-1)
-	var blockDigest string
-	for _, l := range lines[1:] {
-		k, v, ok := strings.Cut(l, ":")
-		if !ok {
-			return nil, nil, fmt.Errorf("malformed warc header line %.60q", l)
-		}
-		v = strings.TrimSpace(v)
-		switch strings.ToLower(strings.TrimSpace(k)) {
-		case "warc-type":
-			rec.typ = v
-		case "warc-target-uri":
-			rec.target = v
-		case "rr-exchange-id":
-			rec.exchID = v
-		case "warc-record-id":
-			rec.recordID = v
-		case "warc-refers-to":
-			rec.refersTo = v
-		case "warc-payload-digest":
-			rec.payloadDigest = v
-		case "warc-block-digest":
-			blockDigest = v
-		case "content-length":
-			c, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || c < 0 {
-				return nil, nil, fmt.Errorf("bad Content-Length %q", v)
-			}
-			cl = c
-		}
-	}
-	if cl < 0 {
-		return nil, nil, errors.New("no Content-Length")
-	}
-	where := func() string { return recWhere(rec) }
-	var probs []Problem
-	add := func(format string, args ...any) {
-		probs = append(probs, Problem{File: name, Where: where(), Msg: fmt.Sprintf(format, args...)})
-	}
-
-	blockHash := sha256.New()
-	block := io.TeeReader(io.LimitReader(br, cl), blockHash)
-	payloadHash := sha256.New()
-	httpRec := rec.typ == "response" || rec.typ == "request" || rec.typ == "revisit"
-	if httpRec {
-		rec.hasHTTP = true
-		hb := bufio.NewReaderSize(block, 4096)
-		var headLen int64
-		var head []string
-		for {
-			line, err := readBoundedLine(hb, MaxHTTPHeaderBytes-headLen)
-			headLen += int64(len(line))
-			if err == io.EOF && line == "" {
-				break // a head ended by the end of the block (a revisit)
-			}
-			if err != nil && err != io.EOF {
-				return nil, nil, fmt.Errorf("http header: %w", err)
-			}
-			line = strings.TrimRight(line, "\r\n")
-			if line == "" {
-				break
-			}
-			head = append(head, line)
-		}
-		if len(head) > 0 {
-			rec.firstLine = head[0]
-		}
-		auditHTTPHead(rec.typ, head, add)
-		m, err := io.Copy(payloadHash, hb)
-		if err != nil {
-			return nil, nil, fmt.Errorf("block: %w", err)
-		}
-		rec.payloadLen = m
-	}
-	if _, err := io.Copy(io.Discard, block); err != nil {
-		return nil, nil, fmt.Errorf("block: %w", err)
-	}
-	var tail [4]byte
-	if _, err := io.ReadFull(br, tail[:]); err != nil || string(tail[:]) != "\r\n\r\n" {
-		return nil, nil, fmt.Errorf("the %d-byte block is not followed by CRLF CRLF (Content-Length wrong or file cut short)", cl)
-	}
-	rec.length = n + cl + 4
-	rec.payloadSHA = hex.EncodeToString(payloadHash.Sum(nil))
-	if blockDigest != "" {
-		if msg := digestMismatch(blockDigest, blockHash); msg != "" {
-			add("WARC-Block-Digest %s", msg)
-		}
-	}
-	if httpRec && rec.typ != "revisit" && rec.payloadDigest != "" {
-		if d, ok := strings.CutPrefix(rec.payloadDigest, "sha256:"); ok && d != rec.payloadSHA {
-			add("WARC-Payload-Digest %s does not match the payload (sha256:%s)", rec.payloadDigest, rec.payloadSHA)
-		}
-	}
-	return rec, probs, nil
-}
-
-// digestMismatch compares a "sha256:<hex>" digest with h; other algorithms are not checked.
-func digestMismatch(digest string, h hash.Hash) string {
-	d, ok := strings.CutPrefix(digest, "sha256:")
-	if !ok {
-		return ""
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); d != got {
-		return fmt.Sprintf("%s does not match the block (sha256:%s)", digest, got)
-	}
-	return ""
-}
-
-// auditHTTPHead checks an HTTP head (first line and header lines) of a record of type typ.
-func auditHTTPHead(typ string, head []string, add func(string, ...any)) {
-	if len(head) == 0 {
-		add("%s record has no HTTP head", typ)
-		return
-	}
-	what := "response"
-	if typ == "request" {
-		what = "request"
-	}
-	for i, line := range head[1:] {
-		name, value, ok := strings.Cut(line, ":")
-		if line[0] == ' ' || line[0] == '\t' || !ok || !httpguts.ValidHeaderFieldName(name) {
-			add("%s header line %d %.60q is not a \"Name: value\" field (a value joined by a newline, as older recorders stored repeated fields)", what, i+1, line)
-			continue
-		}
-		value = strings.TrimSpace(value)
-		switch {
-		case typ == "request" && slices.ContainsFunc(credentialHeaders, func(c string) bool { return strings.EqualFold(c, name) }):
-			add("request stores the %s header", name)
-		case typ != "request" && (strings.EqualFold(name, "Set-Cookie") || strings.EqualFold(name, "Set-Cookie2")) && value != "REDACTED":
-			add("%s value is not REDACTED", name)
-		}
-	}
-}
-
-// readBoundedLine reads one line (with its terminator) of at most max bytes.
-func readBoundedLine(br *bufio.Reader, max int64) (string, error) {
-	var b []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		b = append(b, chunk...)
-		if int64(len(b)) > max {
-			return "", fmt.Errorf("header longer than the limit")
-		}
-		switch err {
-		case nil:
-			return string(b), nil
-		case bufio.ErrBufferFull:
-			continue
-		case io.EOF:
-			if len(b) == 0 {
-				return "", io.EOF
-			}
-			return string(b), io.EOF
-		default:
-			return "", err
-		}
-	}
 }
 
 // auditEntries checks indexes/entries.jsonl against the scanned records. warcSize is -1
@@ -783,7 +556,7 @@ func auditFormat3Archive(files []string, workDir string, names auditNames, budge
 	entries, entriesErr := readEntries(f, names.entries, MaxWARCBytes)
 	f.Close()
 	var spans []memberSpan
-	err = createSynced(filepath.Join(workDir, WARCFile), func(w io.Writer) error {
+	err = atomicfile.WriteNew(filepath.Join(workDir, WARCFile), 0o644, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 256<<10)
 		var err error
 		spans, err = inflateMembers(files[3:], bw, MaxWARCBytes, budget)

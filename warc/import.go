@@ -19,8 +19,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"golang.org/x/net/html"
 )
 
 // Bounds of an import (docs/import.md, "Limits and memory"). Bodies never stay in memory:
@@ -220,21 +218,10 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 		return rep, err
 	}
 	defer sp.close()
-	var inputs []importInput
-	for _, path := range paths {
-		if !strings.HasSuffix(strings.ToLower(path), ".wacz") {
-			p := path
-			inputs = append(inputs, importInput{name: p, open: func() (*Reader, error) { return OpenReader(p) }})
-			continue
-		}
-		zr, members, err := openWACZ(path)
-		if err != nil {
-			return rep, err
-		}
-		defer zr.Close()
-		for _, m := range members {
-			inputs = append(inputs, importInput{name: m.name, open: m.open})
-		}
+	inputs, closeInputs, err := importInputs(paths)
+	defer closeInputs()
+	if err != nil {
+		return rep, err
 	}
 	var resps []*inRec
 	for fi, in := range inputs {
@@ -263,8 +250,44 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 	if err := resolveRevisits(resps, sp, warn); err != nil {
 		return rep, err
 	}
+	kept := settleHeads(resps, warn)
+	m := Manifest{TaskID: opts.TaskID, Locale: opts.Locale, Timezone: opts.Timezone, NotFound: notFoundPages(kept)}
+	return rep, writeImport(ctx, dir, m, kept, rep, warn, sp)
+}
 
-	// Status and header of every exchange, needed before writing for not_found.
+// importInputs lists the WARC streams of paths: each file as itself, each WACZ as its WARC
+// members (openWACZ). The returned func closes the WACZ files opened so far; call it even
+// on an error.
+func importInputs(paths []string) ([]importInput, func(), error) {
+	var inputs []importInput
+	var closers []io.Closer
+	closeAll := func() {
+		for _, c := range closers {
+			c.Close()
+		}
+	}
+	for _, path := range paths {
+		if !strings.HasSuffix(strings.ToLower(path), ".wacz") {
+			p := path
+			inputs = append(inputs, importInput{name: p, open: func() (*Reader, error) { return OpenReader(p) }})
+			continue
+		}
+		zr, members, err := openWACZ(path)
+		if err != nil {
+			return nil, closeAll, err
+		}
+		closers = append(closers, zr)
+		for _, m := range members {
+			inputs = append(inputs, importInput{name: m.name, open: m.open})
+		}
+	}
+	return inputs, closeAll, nil
+}
+
+// settleHeads sets the status and header of every exchange (a resolved revisit takes its
+// original's), needed before writing for not_found; an unresolved revisit without HTTP
+// headers is kept as a 200 with a warning.
+func settleHeads(resps []*inRec, warn func(string)) []*inRec {
 	var kept []*inRec
 	for _, x := range resps {
 		switch {
@@ -279,8 +302,13 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 		}
 		kept = append(kept, x)
 	}
+	return kept
+}
 
-	m := Manifest{TaskID: opts.TaskID, Locale: opts.Locale, Timezone: opts.Timezone}
+// notFoundPages is the manifest's not_found: per lower-case host, the first recorded GET
+// with a 404 text/html response; nil when there is none.
+func notFoundPages(kept []*inRec) map[string]string {
+	var nf map[string]string
 	for _, x := range kept {
 		if x.status == http.StatusNotFound && methodOf(x) == http.MethodGet && mimeOf(x.header.Get("Content-Type")) == "text/html" {
 			u, err := url.Parse(x.rec.TargetURI)
@@ -288,15 +316,20 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 				continue
 			}
 			host := strings.ToLower(u.Host)
-			if m.NotFound == nil {
-				m.NotFound = map[string]string{}
+			if nf == nil {
+				nf = map[string]string{}
 			}
-			if _, ok := m.NotFound[host]; !ok {
-				m.NotFound[host] = x.rec.TargetURI
+			if _, ok := nf[host]; !ok {
+				nf[host] = x.rec.TargetURI
 			}
 		}
 	}
+	return nf
+}
 
+// writeImport writes the kept exchanges and their pages as a bundle at dir, in order,
+// counting them in rep; on any error the partial bundle is removed (BundleWriter.Abort).
+func writeImport(ctx context.Context, dir string, m Manifest, kept []*inRec, rep *ImportReport, warn func(string), sp *spool) error {
 	signals := false
 	for _, x := range kept {
 		if x.req != nil && navSignal(x.req.rec.HTTP.HTTPHeader()) != "" {
@@ -307,22 +340,22 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 
 	bw, err := NewBundleWriter(dir, m)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	for _, x := range kept {
 		if err := ctx.Err(); err != nil {
 			bw.Abort()
-			return rep, fmt.Errorf("import: %w", err)
+			return fmt.Errorf("import: %w", err)
 		}
 		ex, err := buildExchange(x, rep, warn, sp)
 		if err != nil {
 			bw.Abort()
-			return rep, err
+			return err
 		}
 		e, err := bw.Add(ex)
 		if err != nil {
 			bw.Abort()
-			return rep, fmt.Errorf("import %s at %s: %w", x.path, x.rec.Where(), err)
+			return fmt.Errorf("import %s at %s: %w", x.path, x.rec.Where(), err)
 		}
 		x.exchangeID = e.ID
 		rep.Exchanges++
@@ -334,12 +367,12 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 		p, ok, err := pageOf(x, e, signals, sp)
 		if err != nil {
 			bw.Abort()
-			return rep, err
+			return err
 		}
 		if ok {
 			if err := bw.AddPage(p); err != nil {
 				bw.Abort()
-				return rep, err
+				return err
 			}
 			rep.Pages++
 			if rep.Title == "" && p.Note == "" {
@@ -350,10 +383,7 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 	for _, s := range bw.Warnings() {
 		warn("write: " + s)
 	}
-	if err := bw.Close(); err != nil {
-		return rep, err
-	}
-	return rep, nil
+	return bw.Close()
 }
 
 // importInput is one WARC stream of an import: a file, or a WARC member of a WACZ.
@@ -669,370 +699,4 @@ func resolveRevisits(resps []*inRec, sp *spool, warn func(string)) error {
 		}
 	}
 	return nil
-}
-
-// repairedHeader returns m's header as an http.Header. A field name with blanks between
-// valid token words ("Upgrade-Insecure Requests", written by node-warc for
-// "Upgrade-Insecure-Requests") is read with dashes instead, with a warning; other names
-// that are not tokens are kept and left for the writer to drop.
-func repairedHeader(m *HTTPMessage, x *inRec, warn func(string)) http.Header {
-	h := make(http.Header, len(m.Header))
-	for _, f := range m.Header {
-		name := f.Name
-		if strings.ContainsAny(name, " \t") {
-			words := strings.Fields(name)
-			ok := true
-			for _, w := range words {
-				ok = ok && isHTTPToken(w)
-			}
-			if ok {
-				name = strings.Join(words, "-")
-				warn(fmt.Sprintf("%s at %s: HTTP header name %q read as %q", x.path, x.rec.Where(), f.Name, name))
-			}
-		}
-		h.Add(name, f.Value)
-	}
-	return h
-}
-
-func methodOf(x *inRec) string {
-	if x.req != nil && x.req.rec.HTTP != nil {
-		return x.req.rec.HTTP.Method
-	}
-	return http.MethodGet
-}
-
-// decodedBody decodes (once) the body of a response record, from the spool into the
-// spool (see decodeSpooled).
-func (x *inRec) decodedBody(rep *ImportReport, warn func(string), sp *spool) (span, string, error) {
-	if !x.decodedDone {
-		x.decodedDone = true
-		h := x.rec.HTTP.HTTPHeader()
-		d, enc, cut, err := decodeSpooled(sp, h, x.rec.body, MaxImportDecodedSize)
-		var se *sinkError
-		switch {
-		case errors.As(err, &se):
-			if errors.Is(err, errSpoolFull) {
-				return span{}, "", fmt.Errorf("import %s at %s: the decoded bodies hold more than %d bytes", x.path, x.rec.Where(), sp.limit)
-			}
-			return span{}, "", fmt.Errorf("import %s at %s: %w", x.path, x.rec.Where(), err)
-		case err != nil:
-			rep.DecodeFailures++
-			x.keptEnc = len(contentCodings(h)) > 0
-			warn(fmt.Sprintf("%s at %s: body of %s kept encoded, with its Content-Encoding %q: %v", x.path, x.rec.Where(), x.rec.TargetURI, h.Get("Content-Encoding"), err))
-		}
-		x.decoded, x.origEnc = d, enc
-		x.truncated = strings.TrimSpace(x.rec.Get("WARC-Truncated"))
-		if cut {
-			rep.Truncated++
-			if x.truncated == "" {
-				x.truncated = "unspecified"
-			}
-			warn(fmt.Sprintf("%s at %s: chunked body of %s ends before its last chunk (cut short); stored the %d data bytes it holds, without the chunk framing, marked WARC-Truncated: %s",
-				x.path, x.rec.Where(), x.rec.TargetURI, d.n, x.truncated))
-		}
-	}
-	return x.decoded, x.origEnc, nil
-}
-
-// decodeSpooled is DecodePayloadLimit for a body in the spool: each step (the chunked
-// framing, then each content coding) reads one region of sp and appends its result as a
-// new one, through fixed-size buffers. It returns the region of the payload. An error of
-// the spool itself (full, or the disk) is a *sinkError; any other error means a coding
-// could not be removed, and the region returned is then the body with only the chunked
-// framing removed, origEncoding "", as DecodePayloadLimit does.
-//
-// Unlike DecodePayloadLimit, a chunked body cut short (chunkDecoder.truncated: it ends
-// inside a chunk or before the last chunk) is de-chunked too, keeping every data byte it
-// holds, and truncated is true (bundle-format.md, rule F3): chunk framing is never stored as
-// payload.
-func decodeSpooled(sp *spool, header http.Header, body span, limit int64) (decoded span, origEncoding string, truncated bool, err error) {
-	if hasToken(header.Values("Transfer-Encoding"), "chunked") {
-		m := sp.mark()
-		dc := newChunkDecoder(sp)
-		if _, err := io.Copy(dc, sp.section(body)); err != nil {
-			sp.truncate(m)
-			return body, "", false, &sinkError{err}
-		}
-		if truncated = dc.truncated(); dc.ok() || truncated {
-			body = sp.since(m)
-		} else {
-			sp.truncate(m)
-		}
-	}
-	codings := contentCodings(header)
-	if len(codings) == 0 {
-		return body, "", truncated, nil
-	}
-	orig := strings.Join(codings, ", ")
-	if body.n == 0 {
-		return body, orig, truncated, nil
-	}
-	start := sp.mark()
-	out := body
-	for i := len(codings) - 1; i >= 0; i-- {
-		src := out
-		m := sp.mark()
-		err := decodeOneTo(codings[i], func() io.Reader { return sp.section(src) }, sp, func() { sp.truncate(m) }, limit, MaxImportZstdWindow)
-		if err != nil {
-			sp.truncate(start)
-			var se *sinkError
-			if errors.As(err, &se) {
-				return body, "", truncated, err
-			}
-			return body, "", truncated, fmt.Errorf("content-encoding %s: %w", codings[i], err)
-		}
-		out = sp.since(m)
-	}
-	return out, orig, truncated, nil
-}
-
-// requestBody reads the body of a request record from the spool, de-chunked when its
-// header says chunked and it parses so; it is at most MaxRequestBodySize bytes.
-func (x *inRec) requestBody(h http.Header, sp *spool) ([]byte, error) {
-	if x.rec.body.n > MaxRequestBodySize {
-		return nil, fmt.Errorf("import %s at %s: request body of %s is %d bytes, more than the limit of %d", x.path, x.rec.Where(), x.rec.TargetURI, x.rec.body.n, MaxRequestBodySize)
-	}
-	body, err := sp.readPrefix(x.rec.body, x.rec.body.n)
-	if err != nil {
-		return nil, fmt.Errorf("import %s at %s: %w", x.path, x.rec.Where(), err)
-	}
-	if hasToken(h.Values("Transfer-Encoding"), "chunked") {
-		if d, ok := Dechunk(body); ok {
-			body = d
-		}
-	}
-	return body, nil
-}
-
-// htmlTitle is (once) the title of the decoded payload, read from its first 1 MiB.
-func (x *inRec) htmlTitle(sp *spool) (string, error) {
-	if !x.titleDone {
-		doc, err := sp.readPrefix(x.decoded, 1<<20)
-		if err != nil {
-			return "", fmt.Errorf("import %s at %s: %w", x.path, x.rec.Where(), err)
-		}
-		x.title, x.titleDone = HTMLTitle(doc), true
-	}
-	return x.title, nil
-}
-
-// buildExchange turns x into the Exchange to write; its payload is a region of sp.
-func buildExchange(x *inRec, rep *ImportReport, warn func(string), sp *spool) (Exchange, error) {
-	ex := Exchange{
-		Method:     methodOf(x),
-		URL:        x.rec.TargetURI,
-		Date:       x.rec.Date,
-		Status:     x.status,
-		RespHeader: x.header,
-	}
-	if x.rec.HTTP != nil {
-		ex.Proto = x.rec.HTTP.Proto
-	}
-	ex.Protocols = protocolsOf(x)
-	if x.req != nil {
-		q := x.req.rec.HTTP
-		ex.ReqHeader = repairedHeader(q, x.req, warn)
-		body, err := x.req.requestBody(ex.ReqHeader, sp)
-		if err != nil {
-			return ex, err
-		}
-		ex.ReqBody = body
-	}
-	switch {
-	case x.rec.Type == "response":
-		body, enc, err := x.decodedBody(rep, warn, sp)
-		if err != nil {
-			return ex, err
-		}
-		ex.BodyAt, ex.BodySize, ex.OrigEncoding = sp.section(body), body.n, enc
-		ex.Truncated = x.truncated
-	case x.orig != nil:
-		rep.RevisitsResolved++
-		body, enc, err := x.orig.decodedBody(rep, warn, sp)
-		if err != nil {
-			return ex, err
-		}
-		ex.OrigEncoding = enc
-		if x.orig.exchangeID != "" {
-			ex.RevisitOf = x.orig.exchangeID
-		} else {
-			// the original comes later (or was skipped): store the payload here
-			ex.BodyAt, ex.BodySize = sp.section(body), body.n
-			ex.Truncated = x.orig.truncated
-		}
-		switch {
-		case x.orig.keptEnc:
-			// The original's payload is still encoded: its Content-Encoding describes it.
-			ex.RespHeader = cloneHeader(ex.RespHeader)
-			ex.RespHeader["Content-Encoding"] = x.orig.rec.HTTP.HTTPHeader().Values("Content-Encoding")
-		case enc == "":
-			// The stored payload carries no encoding: a Content-Encoding of the revisit's
-			// own header does not describe it.
-			delHeader(ex.RespHeader, "Content-Encoding")
-		}
-	default:
-		rep.RevisitsUnresolved++
-		t, _ := ParseWARCDate(x.rec.Get("WARC-Refers-To-Date"))
-		ex.Unresolved = &UnresolvedRevisit{
-			TargetURI:     CleanTargetURI(x.rec.Get("WARC-Refers-To-Target-URI")),
-			Date:          t,
-			PayloadDigest: x.rec.Get("WARC-Payload-Digest"),
-		}
-		ex.OrigEncoding = strings.ToLower(strings.TrimSpace(ex.RespHeader.Get("Content-Encoding")))
-	}
-	ex.ResourceType = resourceType(x, ex)
-	return ex, nil
-}
-
-// protocolsOf lists the WARC-Protocol values (WARC 1.1 section 5.15) of a response's record
-// and of its request's, in record order, each once.
-func protocolsOf(x *inRec) []string {
-	var out []string
-	add := func(r *Record) {
-		for _, v := range r.Header.Values("WARC-Protocol") {
-			if v = strings.TrimSpace(v); v != "" && !slices.Contains(out, v) {
-				out = append(out, v)
-			}
-		}
-	}
-	add(x.rec)
-	if x.req != nil {
-		add(x.req.rec)
-	}
-	return out
-}
-
-// resourceType is the RR-Resource-Type of an exchange: the input's own RR-Resource-Type
-// or WARC-Resource-Type when present, else from the request's Sec-Fetch-Dest, else from
-// the response's media type. Values follow the DevTools resource types in lower case:
-// document, stylesheet, script, image, font, media, manifest, fetch, other.
-func resourceType(x *inRec, ex Exchange) string {
-	for _, name := range []string{HeaderResourceType, "WARC-Resource-Type"} {
-		if v := strings.ToLower(strings.TrimSpace(x.rec.Get(name))); v != "" {
-			return v
-		}
-	}
-	switch strings.ToLower(ex.ReqHeader.Get("Sec-Fetch-Dest")) {
-	case "document", "iframe", "frame":
-		return "document"
-	case "style":
-		return "stylesheet"
-	case "script", "worker", "sharedworker", "serviceworker":
-		return "script"
-	case "image":
-		return "image"
-	case "font":
-		return "font"
-	case "audio", "video", "track":
-		return "media"
-	case "manifest":
-		return "manifest"
-	case "empty":
-		return "fetch"
-	}
-	mt := mimeOf(ex.RespHeader.Get("Content-Type"))
-	switch {
-	case mt == "text/html" || mt == "application/xhtml+xml":
-		return "document"
-	case mt == "text/css":
-		return "stylesheet"
-	case strings.Contains(mt, "javascript") || mt == "text/ecmascript":
-		return "script"
-	case strings.HasPrefix(mt, "image/"):
-		return "image"
-	case strings.HasPrefix(mt, "font/") || strings.Contains(mt, "font-woff") || mt == "application/vnd.ms-fontobject":
-		return "font"
-	case strings.HasPrefix(mt, "audio/") || strings.HasPrefix(mt, "video/"):
-		return "media"
-	case strings.Contains(mt, "json") || strings.HasSuffix(mt, "/xml"):
-		return "fetch"
-	}
-	return "other"
-}
-
-// navSignal says what a request's headers tell of it being a navigation: "yes", "no",
-// or "" when they tell nothing (no Sec-Fetch-Dest, no Accept naming text/html).
-func navSignal(q http.Header) string {
-	if dest := strings.ToLower(q.Get("Sec-Fetch-Dest")); dest != "" {
-		if dest == "document" {
-			return "yes"
-		}
-		return "no"
-	}
-	if strings.Contains(strings.ToLower(strings.Join(q.Values("Accept"), ",")), "text/html") {
-		return "yes"
-	}
-	return ""
-}
-
-// pageOf decides whether an exchange is a top-level page (see ImportWARCs); signals
-// tells whether any request of the input carries navigation headers. The title is read
-// from the payload in sp.
-func pageOf(x *inRec, e Entry, signals bool, sp *spool) (Page, bool, error) {
-	if e.Status < 200 || e.Status > 399 || e.Status == 204 || e.Status == 205 || e.Mime != "text/html" || e.Unresolved {
-		return Page{}, false, nil
-	}
-	if e.Method != http.MethodGet && e.Method != http.MethodPost {
-		return Page{}, false, nil
-	}
-	var q http.Header
-	if x.req != nil {
-		q = x.req.rec.HTTP.HTTPHeader()
-	}
-	switch navSignal(q) {
-	case "no":
-		return Page{}, false, nil
-	case "":
-		if signals || e.Method != http.MethodGet {
-			return Page{}, false, nil
-		}
-	}
-	src := x
-	if x.orig != nil {
-		src = x.orig // a revisit's payload is its original's
-	}
-	if !src.decodedDone {
-		return Page{URL: e.URL, TS: e.TS, Fetched: e.Method}, true, nil
-	}
-	title, err := src.htmlTitle(sp)
-	if err != nil {
-		return Page{}, false, err
-	}
-	return Page{URL: e.URL, TS: e.TS, Fetched: e.Method, Title: title}, true, nil
-}
-
-// HTMLTitle returns the text of the first <title> element of an HTML document, blanks
-// collapsed, at most 300 bytes, or "" when there is none; it reads at most the first 1 MiB
-// of doc.
-func HTMLTitle(doc []byte) string {
-	if len(doc) > 1<<20 {
-		doc = doc[:1<<20]
-	}
-	z := html.NewTokenizer(bytes.NewReader(doc))
-	for {
-		switch z.Next() {
-		case html.ErrorToken:
-			return ""
-		case html.StartTagToken:
-			name, _ := z.TagName()
-			if string(name) != "title" {
-				continue
-			}
-			var sb strings.Builder
-			for {
-				tt := z.Next()
-				if tt == html.TextToken {
-					sb.Write(z.Text())
-					continue
-				}
-				break
-			}
-			t := strings.Join(strings.Fields(sb.String()), " ")
-			if len(t) > 300 {
-				t = t[:300]
-			}
-			return t
-		}
-	}
 }

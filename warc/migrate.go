@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/pab-dev/pab/internal/atomicfile"
 )
 
 // Format1File is the archive of a format 1 recording: a gzip-compressed tar of manifest.json,
@@ -200,7 +201,7 @@ func UnpackFormat1(recordingDir, destDir string) error {
 		return fmt.Errorf("unpack %s: %w", name, err)
 	}
 	for _, d := range append(slices.Clone(format1Dirs), ".") {
-		if err := syncPath(filepath.Join(destDir, d)); err != nil {
+		if err := atomicfile.SyncDir(filepath.Join(destDir, d)); err != nil {
 			return fmt.Errorf("unpack %s: %w", name, err)
 		}
 	}
@@ -267,7 +268,7 @@ func extractFormat1Tar(r io.Reader, destDir string, u *unpackBudget) error {
 		if u.allow >= 0 && hdr.Size > u.allow-u.used {
 			return u.add(hdr.Size)
 		}
-		err = createSynced(filepath.Join(destDir, filepath.FromSlash(name)), func(w io.Writer) error {
+		err = atomicfile.WriteNew(filepath.Join(destDir, filepath.FromSlash(name)), 0o644, func(w io.Writer) error {
 			n, err := io.Copy(&budgetWriter{w: w, u: u}, tr)
 			if err != nil {
 				return fmt.Errorf("tar entry %s after %d of %d bytes: %w", name, n, hdr.Size, err)
@@ -398,7 +399,7 @@ func DropLegacyManifestFields(recordingDir string) ([]string, error) {
 		os.Remove(tmp)
 		return nil, fmt.Errorf("rewrite %s: %w", path, err)
 	}
-	if err := syncPath(recordingDir); err != nil {
+	if err := atomicfile.SyncDir(recordingDir); err != nil {
 		return nil, fmt.Errorf("rewrite %s: %w", path, err)
 	}
 	return dropped, nil

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/pab-dev/pab/internal/atomicfile"
 )
 
 // Names of the files of a published recording directory.
@@ -145,7 +146,7 @@ func packStaged(bundleDir, recordingDir string, partSize int64, format int) (str
 			return "", fmt.Errorf("pack: %w", err)
 		}
 	}
-	if err := syncPath(tmp); err != nil {
+	if err := atomicfile.SyncDir(tmp); err != nil {
 		return "", fmt.Errorf("pack: %w", err)
 	}
 	done = true
@@ -213,7 +214,7 @@ func RecoverRecording(recordingDir string) ([]string, error) {
 		notes = append(notes, "removed "+path+", left by an interrupted write")
 	}
 	if len(notes) > 0 {
-		if err := syncPath(parent); err != nil {
+		if err := atomicfile.SyncDir(parent); err != nil {
 			return notes, fmt.Errorf("recover %s: %w", recordingDir, err)
 		}
 	}
@@ -354,49 +355,30 @@ func copyBundleFile(root *os.Root, bundleDir, name, dst string, compress bool) e
 	})
 }
 
-// writeJSONFile writes v as indented JSON and a newline to the new file path.
+// writeJSONFile writes v as indented JSON (json.MarshalIndent: <, > and & escaped, as every
+// published manifest has been, so the bytes and the recording hash stay the same) and a
+// newline to the new file path (atomicfile.WriteNew).
 func writeJSONFile(path string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	data = append(data, '\n')
-	return createSynced(path, func(w io.Writer) error {
+	return writeNewFile(path, append(data, '\n'))
+}
+
+// writeNewFile writes data to the new file path, mode 0644 (atomicfile.WriteNew).
+func writeNewFile(path string, data []byte) error {
+	return atomicfile.WriteNew(path, 0o644, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})
 }
 
-// createSynced creates the file path (which must not exist, mode 0644), fills it with
-// fill, and syncs and closes it. Errors from fill are returned as they are. The file is left behind on error: callers write into a
-// temporary directory that they remove.
+// createSynced is atomicfile.WriteNew with mode 0644.
+//
+// Deprecated: call atomicfile.WriteNew (kept until inplace.go's three calls move).
 func createSynced(path string, fill func(io.Writer) error) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if err := fill(f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	return f.Close()
-}
-
-// syncPath fsyncs a file or directory.
-func syncPath(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return atomicfile.WriteNew(path, 0o644, fill)
 }
 
 // replaceDir moves the complete directory tmp to dst. An existing dst is first moved aside
@@ -407,7 +389,7 @@ func replaceDir(tmp, dst string) error {
 		if err := os.Rename(tmp, dst); err != nil {
 			return err
 		}
-		return syncPath(parent)
+		return atomicfile.SyncDir(parent)
 	}
 	// a fresh unused name: os.Rename refuses to replace even an empty directory
 	old, err := os.MkdirTemp(parent, "."+filepath.Base(dst)+".old-*")
@@ -426,7 +408,7 @@ func replaceDir(tmp, dst string) error {
 		}
 		return err
 	}
-	if err := syncPath(parent); err != nil {
+	if err := atomicfile.SyncDir(parent); err != nil {
 		return err
 	}
 	return os.RemoveAll(old)

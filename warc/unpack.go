@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/pab-dev/pab/internal/atomicfile"
 )
 
 // Bounds applied by Unpack to what a recording may expand to.
@@ -258,7 +259,7 @@ func UnpackWith(recordingDir, destDir string, l UnpackLimits) (err error) {
 		}
 	}
 	for _, d := range []string{filepath.Dir(WARCFile), filepath.Dir(EntriesFile), filepath.Dir(PagesFile), "."} {
-		if err := syncPath(filepath.Join(destDir, d)); err != nil {
+		if err := atomicfile.SyncDir(filepath.Join(destDir, d)); err != nil {
 			return fmt.Errorf("unpack %s: %w", recordingDir, err)
 		}
 	}
@@ -352,7 +353,7 @@ func copyBounded(src, dst string, max int64, gunzip bool, u *unpackBudget) error
 		defer zr.Close()
 		r = zr
 	}
-	return createSynced(dst, func(w io.Writer) error {
+	return atomicfile.WriteNew(dst, 0o644, func(w io.Writer) error {
 		n, err := io.Copy(&budgetWriter{w: w, u: u}, io.LimitReader(r, max+1))
 		if le, ok := asLimitError(err); ok {
 			return le
@@ -416,7 +417,7 @@ func unpackWARC(parts []string, dst string, max int64, u *unpackBudget) error {
 		return fmt.Errorf("read %s at offset %d: %w", name, cr.offset(), err)
 	}
 	defer zr.Close()
-	err = createSynced(dst, func(w io.Writer) error { return extractWARCTar(zr, w, max, u) })
+	err = atomicfile.WriteNew(dst, 0o644, func(w io.Writer) error { return extractWARCTar(zr, w, max, u) })
 	if le, ok := asLimitError(err); ok {
 		return le
 	}

@@ -543,61 +543,6 @@ func (w *BundleWriter) writeRecord(hdr []Field, head []byte, payload io.Reader, 
 	return n, err
 }
 
-// EncodeRecord writes one WARC 1.1 record (WARC 1.1 section 4) to w: the version line, the
-// header fields in the order and spelling given (gowarc.WarcFields' form, "Name: value"),
-// Content-Length, a blank line, the block (head, then the payloadLen bytes of payload, nil
-// when there are none) and CRLF CRLF. The block is streamed, never held whole. It returns
-// the bytes written; the first write error, or a payload of another length than
-// payloadLen, is the error. It is the one WARC record encoder of pab (the bundle writer,
-// record's journal).
-func EncodeRecord(w io.Writer, hdr []Field, head []byte, payload io.Reader, payloadLen int64) (int64, error) {
-	fields := make(gowarc.WarcFields, 0, len(hdr)+1)
-	for _, f := range hdr {
-		fields.Add(f.Name, f.Value)
-	}
-	// gowarc canonicalises unknown names ("Rr-Exchange-Id"); keep the names as given.
-	for i, f := range hdr {
-		fields[i].Name = f.Name
-	}
-	fields.AddInt64(gowarc.ContentLength, int64(len(head))+payloadLen)
-	cw := &stickyWriter{w: w}
-	io.WriteString(cw, gowarc.V1_1.String()+"\r\n")
-	if _, err := fields.Write(cw); err != nil {
-		return cw.n, err
-	}
-	io.WriteString(cw, "\r\n")
-	cw.Write(head)
-	if payload != nil {
-		n, err := io.Copy(cw, payload)
-		if err == nil && n != payloadLen {
-			err = fmt.Errorf("payload has %d bytes, not %d", n, payloadLen)
-		}
-		if err != nil {
-			return cw.n, err
-		}
-	}
-	io.WriteString(cw, "\r\n\r\n")
-	return cw.n, cw.err
-}
-
-// stickyWriter counts the bytes written through it and keeps the first error (later
-// writes are dropped).
-type stickyWriter struct {
-	w   io.Writer
-	n   int64
-	err error
-}
-
-func (c *stickyWriter) Write(p []byte) (int, error) {
-	if c.err != nil {
-		return 0, c.err
-	}
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	c.err = err
-	return n, err
-}
-
 // writeHeader writes header fields, names sorted, one line per value. A value holding
 // line breaks (older recorders joined repeated fields with "\n") becomes one line per
 // part. Fields whose name is not an HTTP token, or whose value holds control bytes, are
@@ -676,7 +621,7 @@ func (w *BundleWriter) finish() error {
 			return err
 		}
 	}
-	if err := writeFileSync(filepath.Join(w.tmp, PagesFile), pb.Bytes()); err != nil {
+	if err := writeNewFile(filepath.Join(w.tmp, PagesFile), pb.Bytes()); err != nil {
 		return err
 	}
 	m := w.m
@@ -690,7 +635,7 @@ func (w *BundleWriter) finish() error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileSync(filepath.Join(w.tmp, ManifestFile), append(mb, '\n')); err != nil {
+	if err := writeNewFile(filepath.Join(w.tmp, ManifestFile), append(mb, '\n')); err != nil {
 		return err
 	}
 	for _, d := range []string{filepath.Dir(WARCFile), filepath.Dir(EntriesFile), filepath.Dir(PagesFile), "."} {
@@ -761,50 +706,6 @@ func writeJSONLine(b io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func writeFileSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// recordID derives a WARC-Record-ID from the record's content: a urn:uuid made of the
-// first 16 bytes of a sha256 (version 8, RFC 9562 section 5.8), so equal input gives
-// equal ids and no randomness reaches the archive.
-func recordID(exchangeID, kind, url, date string, block []byte) string {
-	h := recordIDHash(exchangeID, kind, url, date)
-	h.Write(block)
-	return recordIDFrom(h)
-}
-
-// recordIDHash starts the hash of recordID; the block is written to it next.
-func recordIDHash(exchangeID, kind, url, date string) hash.Hash {
-	h := sha256.New()
-	for _, s := range []string{exchangeID, kind, url, date} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	return h
-}
-
-// recordIDFrom is the WARC-Record-ID of a recordIDHash that has seen the block.
-func recordIDFrom(h hash.Hash) string {
-	sum := h.Sum(nil)
-	sum[6] = sum[6]&0x0f | 0x80
-	sum[8] = sum[8]&0x3f | 0x80
-	x := hex.EncodeToString(sum[:16])
-	return "<urn:uuid:" + x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:32] + ">"
-}
-
 func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
@@ -856,34 +757,4 @@ func getHeader(h http.Header, name string) string {
 		return h[best][0]
 	}
 	return ""
-}
-
-// protocolFields are the WARC-Protocol fields of an exchange: each value once, lower case as
-// WARC 1.1 section 5.15 writes them, values that are not one field value dropped.
-func protocolFields(ps []string) []Field {
-	var out []Field
-	seen := map[string]bool{}
-	for _, p := range ps {
-		p = strings.ToLower(strings.TrimSpace(p))
-		if p == "" || seen[p] || !validFieldValue(p) {
-			continue
-		}
-		seen[p] = true
-		out = append(out, Field{"WARC-Protocol", p})
-	}
-	return out
-}
-
-// validFieldValue reports whether v can be written as one WARC header field value: at most
-// 1024 bytes, no control characters.
-func validFieldValue(v string) bool {
-	if len(v) > 1024 {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }

@@ -89,7 +89,34 @@ func MarshalJSON(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// SyncDir fsyncs the directory dir, so that a rename or a new file in it is durable.
+// WriteNew creates the file path, which must not exist yet (O_EXCL: an existing path is an
+// *fs.PathError wrapping fs.ErrExist), with mode perm, lets fill write its data straight to
+// it, then fsyncs and closes it. It is for files inside a directory that is itself made in
+// a temporary place and renamed into place whole (a staged bundle or recording), where
+// Write's per-file rename is not needed. An error of fill is returned as it is; a failed
+// sync is "sync PATH: ..."; on any error the partial file is removed.
+func WriteNew(path string, perm os.FileMode, fill func(w io.Writer) error) (err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(path)
+		}
+	}()
+	if err = fill(f); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// SyncDir fsyncs the directory dir, so that a rename or a new file in it is durable. It
+// works on a regular file as well (its data and metadata).
 func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,5 +84,42 @@ func TestWriteJSON(t *testing.T) {
 	}
 	if err := SyncDir(filepath.Join(dir, "missing")); err == nil {
 		t.Error("SyncDir of a missing directory succeeded")
+	}
+}
+
+// TestWriteNew: the file is created with its mode and data; an existing path is refused
+// (fs.ErrExist) and left as it was; a fill that fails returns its error as it is and leaves
+// no partial file.
+func TestWriteNew(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "new")
+	fill := func(s string) func(io.Writer) error {
+		return func(w io.Writer) error { _, err := io.WriteString(w, s); return err }
+	}
+	if err := WriteNew(p, 0o600, fill("one")); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(p)
+	fi, _ := os.Stat(p)
+	if string(data) != "one" || fi.Mode().Perm() != 0o600 {
+		t.Errorf("got %q %v, want \"one\" -rw-------", data, fi.Mode())
+	}
+	if err := WriteNew(p, 0o644, fill("two")); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("over an existing file: err = %v, want fs.ErrExist", err)
+	}
+	if data, _ := os.ReadFile(p); string(data) != "one" {
+		t.Errorf("the existing file changed: %q", data)
+	}
+	boom := errors.New("boom")
+	q := filepath.Join(dir, "failed")
+	err := WriteNew(q, 0o644, func(w io.Writer) error {
+		w.Write([]byte("partial"))
+		return boom
+	})
+	if err != boom {
+		t.Errorf("err = %v, want boom as it is", err)
+	}
+	if _, err := os.Stat(q); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a failed fill left %s behind (%v)", q, err)
 	}
 }
