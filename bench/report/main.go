@@ -16,12 +16,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -100,9 +98,49 @@ func readKV(path string) map[string]string {
 }
 
 func run(dir, out, notes string) error {
-	f, err := os.Open(filepath.Join(dir, "results.jsonl"))
+	recs, err := readResults(filepath.Join(dir, "results.jsonl"))
 	if err != nil {
 		return err
+	}
+	gb, _ := os.ReadFile(filepath.Join(dir, "gobench.txt"))
+	rp := &report{recs: recs, cfg: readKV(filepath.Join(dir, "config.txt")), gb: string(gb)}
+	rp.w = func(format string, a ...any) { fmt.Fprintf(&rp.b, format, a...) }
+	rp.header(readKV(filepath.Join(dir, "machine.txt")))
+	rp.throughput()
+	rp.pacedRuns()
+	if len(rp.h2runs) > 0 {
+		writeH2(rp.w, rp.h2runs, rp.cfg)
+	}
+	rp.handlerTimes()
+	if pls := filter(recs, "pageload"); len(pls) > 0 {
+		writePageLoads(rp.w, pls, rp.cfg)
+	}
+	rp.startTimes()
+	rp.memory()
+	rp.benchmarks()
+	rp.dials()
+	rp.goals()
+	if prof, err := os.ReadFile(filepath.Join(dir, "pprof.md")); err == nil && len(prof) > 0 {
+		rp.w("\n## Where pab's CPU per request goes\n\n")
+		rp.w("A CPU profile of `pab replay` (`PAB_CPUPROFILE`) through one more HTTPS run with 16 connections, no warmup, summarized by `bench/pprofsum.py`: each sample goes to the first category that a frame of its stack matches (TLS, the replay's own steps, GC), the rest to the innermost frame of pab's code or of net/http. The baseline pays the TLS, net/http and runtime rows too; pab's own rows are the lookup, the log line, the payload read and the rest of the handler.\n\n")
+		rp.b.Write(prof)
+	}
+	if notes != "" {
+		data, err := os.ReadFile(notes)
+		if err != nil {
+			return err
+		}
+		rp.w("\n")
+		rp.b.Write(data)
+	}
+	return os.WriteFile(out, []byte(rp.b.String()), 0o644)
+}
+
+// readResults reads results.jsonl: one rec a line, blank lines skipped.
+func readResults(path string) ([]rec, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	var recs []rec
@@ -115,19 +153,37 @@ func run(dir, out, notes string) error {
 		}
 		var r rec
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			return fmt.Errorf("results.jsonl: %q: %w", line, err)
+			return nil, fmt.Errorf("results.jsonl: %q: %w", line, err)
 		}
 		recs = append(recs, r)
 	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	m := readKV(filepath.Join(dir, "machine.txt"))
-	cfg := readKV(filepath.Join(dir, "config.txt"))
-	gb, _ := os.ReadFile(filepath.Join(dir, "gobench.txt"))
+	return recs, sc.Err()
+}
 
-	var b strings.Builder
-	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+// report is docs/performance.md being written: the results, the run's settings, and the
+// runs sorted by kind as the sections need them.
+type report struct {
+	b    strings.Builder
+	w    func(format string, a ...any)
+	recs []rec
+	cfg  map[string]string
+	gb   string // gobench.txt
+
+	loads, paced, h2runs []rec  // kind load: saturated, paced (rate > 0), h2 or one host
+	cells                []cell // the saturated cells, https first, by connections
+	pcells               []pcell
+}
+
+// pcell is one paced cell: scheme, connections, rate.
+type pcell struct {
+	scheme string
+	conns  int
+	rate   float64
+}
+
+// header writes the title, the machine and the run.
+func (rp *report) header(m map[string]string) {
+	w, cfg := rp.w, rp.cfg
 	w("# Performance: pab replay against whistle, mitmproxy and a minimal Go MITM baseline\n\n")
 	w("Written by `bench/run.sh` (see bench/README.md); do not edit by hand, run it again.\n\n")
 	w("- **Date:** %s\n", m["date"])
@@ -136,15 +192,55 @@ func run(dir, out, notes string) error {
 		m["go"], m["pab"], m["mitmproxy"], m["whistle"], m["node"], m["chromium"])
 	w("- **Load on the machine:** %s at the start, %s at the end (`uptime`: load average over 1, 5, 15 minutes). The machine is shared with other jobs, so every number below is noisy: runs are interleaved and repeated, and shown as ranges.\n", m["load_before"], m["load_after"])
 	w("- **Run:** %s\n\n", cfg["mode"])
+}
 
-	var loads, paced, h2runs []rec
+// pick returns a peer's runs of a cell that answered at all.
+func (rp *report) pick(peer string, c cell) []rec {
+	var out []rec
+	for _, x := range rp.loads {
+		if x.Label == peer && x.Scheme == c.scheme && x.Conns == c.conns && x.Requests > 0 {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// stalled counts the runs of a cell that got no answer in the whole timed window (shown,
+// never averaged in).
+func (rp *report) stalled(peer string, c cell) string {
+	n := 0
+	for _, x := range rp.loads {
+		if x.Label == peer && x.Scheme == c.scheme && x.Conns == c.conns && x.Requests == 0 {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (+%d run stalled: no answer in %s)", n, rp.cfg["duration"])
+}
+
+// pickPaced returns a peer's runs of a paced cell.
+func (rp *report) pickPaced(peer string, c pcell) []rec {
+	var out []rec
+	for _, x := range rp.paced {
+		if x.Label == peer && x.Scheme == c.scheme && x.Conns == c.conns && x.Rate == c.rate {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// throughput writes the saturated runs: one row a cell, then one a run.
+func (rp *report) throughput() {
+	w, recs, cfg := rp.w, rp.recs, rp.cfg
 	for _, r := range filter(recs, "load") {
 		if r.Host != "" || r.Proto == "h2" {
-			h2runs = append(h2runs, r)
+			rp.h2runs = append(rp.h2runs, r)
 		} else if r.Rate > 0 {
-			paced = append(paced, r)
+			rp.paced = append(rp.paced, r)
 		} else {
-			loads = append(loads, r)
+			rp.loads = append(rp.loads, r)
 		}
 	}
 	w("## Throughput and latency through the proxy\n\n")
@@ -153,55 +249,31 @@ func run(dir, out, notes string) error {
 	w("The *baseline* is `bench/baseline`: a minimal MITM proxy written for this comparison with Go's standard library (CONNECT, `tls.Server` with one ECDSA P-256 leaf signed by pab's CA for every host, `net/http` serving HTTP/1.1 keep-alive inside the tunnel, answers from an in-memory map of the same bodies; no rules, no lookup index, no log, no recording on disk). It is the speed limit of this machine for a Go MITM proxy, not a usable replay: *pab ÷ baseline* below 1× in rps, and above 1× in CPU per request, is what pab's own work costs.\n\n")
 	w("| scheme | conns | pab rps | baseline rps | mitmproxy rps | whistle rps | pab ÷ baseline (rps) | pab ÷ baseline (CPU/request) | pab ÷ mitmproxy | pab ÷ whistle | pab p50 / p99 / p99.9 ms | baseline p50 / p99 / p99.9 ms | mitmproxy p50 / p99 / p99.9 ms | whistle p50 / p99 / p99.9 ms |\n")
 	w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	var cells []cell
-	for _, r := range loads {
+	for _, r := range rp.loads {
 		c := cell{r.Scheme, r.Conns}
-		if !slices.Contains(cells, c) {
-			cells = append(cells, c)
+		if !slices.Contains(rp.cells, c) {
+			rp.cells = append(rp.cells, c)
 		}
 	}
-	slices.SortFunc(cells, func(a, b cell) int {
+	slices.SortFunc(rp.cells, func(a, b cell) int {
 		if a.scheme != b.scheme {
 			return -strings.Compare(a.scheme, b.scheme)
 		}
 		return a.conns - b.conns
 	})
-	// pick returns a peer's runs of a cell that answered at all; stalled counts the runs
-	// that got no answer in the whole timed window (shown, never averaged in).
-	pick := func(peer string, c cell) []rec {
-		var out []rec
-		for _, r := range loads {
-			if r.Label == peer && r.Scheme == c.scheme && r.Conns == c.conns && r.Requests > 0 {
-				out = append(out, r)
-			}
-		}
-		return out
-	}
-	stalled := func(peer string, c cell) string {
-		n := 0
-		for _, r := range loads {
-			if r.Label == peer && r.Scheme == c.scheme && r.Conns == c.conns && r.Requests == 0 {
-				n++
-			}
-		}
-		if n == 0 {
-			return ""
-		}
-		return fmt.Sprintf(" (+%d run stalled: no answer in %s)", n, cfg["duration"])
-	}
-	for _, c := range cells {
-		p, bl, mi, wh := pick("pab", c), pick("baseline", c), pick("mitmproxy", c), pick("whistle", c)
+	for _, c := range rp.cells {
+		p, bl, mi, wh := rp.pick("pab", c), rp.pick("baseline", c), rp.pick("mitmproxy", c), rp.pick("whistle", c)
 		w("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.scheme, c.conns,
-			rng(p, rpsOf, 0)+stalled("pab", c), rng(bl, rpsOf, 0)+stalled("baseline", c),
-			rng(mi, rpsOf, 0)+stalled("mitmproxy", c), rng(wh, rpsOf, 0)+stalled("whistle", c),
+			rng(p, rpsOf, 0)+rp.stalled("pab", c), rng(bl, rpsOf, 0)+rp.stalled("baseline", c),
+			rng(mi, rpsOf, 0)+rp.stalled("mitmproxy", c), rng(wh, rpsOf, 0)+rp.stalled("whistle", c),
 			ratioOf(p, bl, rpsOf, 2), ratioOf(p, bl, cpuOf, 2), ratio(p, mi), ratio(p, wh), lat(p), lat(bl), lat(mi), lat(wh))
 	}
 	w("\nPer run, CPU and connections:\n\n")
 	w("| peer | scheme | conns | rep | rps | p50 ms | p99 ms | p99.9 ms | CPU ms/request | cores used | peak RSS MB (tree) | new TCP connections per request | errors | bad | verified bodies |\n")
 	w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, c := range cells {
+	for _, c := range rp.cells {
 		for _, peer := range peers {
-			for _, r := range loads {
+			for _, r := range rp.loads {
 				if r.Label != peer || r.Scheme != c.scheme || r.Conns != c.conns {
 					continue
 				}
@@ -214,34 +286,23 @@ func run(dir, out, notes string) error {
 			}
 		}
 	}
+}
 
+// pacedRuns writes the runs at a fixed request rate.
+func (rp *report) pacedRuns() {
+	w := rp.w
 	w("\n### Added latency at a fixed request rate\n\n")
 	w("The runs above send each next request as soon as the last is answered, so at 16 or 64 connections they measure a saturated proxy (and a client sharing its 2 cores): latency there is mostly queueing. Here the same 16 connections send at a fixed total rate, paced evenly; latency counts from each request's scheduled time, so a proxy that falls behind is charged for the wait. A rate a peer cannot sustain shows as large latencies.\n\n")
 	w("| scheme | conns | rate (requests/s) | peer | achieved rps | p50 ms | p99 ms | p99.9 ms | CPU ms/request |\n|---|---|---|---|---|---|---|---|---|\n")
-	type pcell struct {
-		scheme string
-		conns  int
-		rate   float64
-	}
-	var pcells []pcell
-	for _, r := range paced {
+	for _, r := range rp.paced {
 		c := pcell{r.Scheme, r.Conns, r.Rate}
-		if !slices.Contains(pcells, c) {
-			pcells = append(pcells, c)
+		if !slices.Contains(rp.pcells, c) {
+			rp.pcells = append(rp.pcells, c)
 		}
 	}
-	pickPaced := func(peer string, c pcell) []rec {
-		var out []rec
-		for _, r := range paced {
-			if r.Label == peer && r.Scheme == c.scheme && r.Conns == c.conns && r.Rate == c.rate {
-				out = append(out, r)
-			}
-		}
-		return out
-	}
-	for _, c := range pcells {
+	for _, c := range rp.pcells {
 		for _, peer := range peers {
-			rs := pickPaced(peer, c)
+			rs := rp.pickPaced(peer, c)
 			if len(rs) == 0 {
 				continue
 			}
@@ -250,11 +311,11 @@ func run(dir, out, notes string) error {
 				rng(rs, func(r rec) float64 { return r.P999 }, 2), rng(rs, func(r rec) float64 { return r.CPUPerReq }, 3))
 		}
 	}
+}
 
-	if len(h2runs) > 0 {
-		writeH2(w, h2runs, cfg)
-	}
-
+// handlerTimes writes the time inside pab's handler, from its log.
+func (rp *report) handlerTimes() {
+	w, recs := rp.w, rp.recs
 	if hs := filter(recs, "handler"); len(hs) > 0 {
 		w("\n### Time inside pab's handler\n\n")
 		w("From pab's own log (`ms` of every line, warmup included): from the request reaching the handler to its answer being ready, i.e. reading the request, the lookup and opening the recorded response; TLS, parsing and sending are not in it. Unlike the client's latencies above, it is not inflated by the client waiting for a core.\n\n")
@@ -276,11 +337,11 @@ func run(dir, out, notes string) error {
 				rng(rs, func(r rec) float64 { return r.P50 }, 3), rng(rs, func(r rec) float64 { return r.P99 }, 3), rng(rs, func(r rec) float64 { return r.P999 }, 3))
 		}
 	}
+}
 
-	if pls := filter(recs, "pageload"); len(pls) > 0 {
-		writePageLoads(w, pls, cfg)
-	}
-
+// startTimes writes the start times.
+func (rp *report) startTimes() {
+	w, recs := rp.w, rp.recs
 	starts := filter(recs, "start")
 	w("\n## Start time\n\n")
 	w("From launching the command to the first correct answer (an HTTPS request through the proxy whose body matches the recording), measured by `bench/load -mode start`. *Cold*: an empty cache (`PAB_CACHE`); *warm*: the cache kept from an earlier start. The task's published recording is format 3 (docs/bundle-format.md, \"Published layout\"): read in place (`data.warc.gz` parts, one gzip member per record), so cold and warm do the same work, the entries read and the index built, and the cache holds no copy of the WARC (a format 2 recording, `warc.tar.gz` parts, was unpacked into the cache on a cold start). `bench/startup.sh` compares this against an older pab in the same run. The peers load only the URL cycle (mitmproxy its flow file, whistle its rules, the baseline its bodies into memory and signs its one leaf), so their times are a floor, not a like-for-like comparison.\n\n")
@@ -300,12 +361,16 @@ func run(dir, out, notes string) error {
 		}
 		w("| %s | %s |\n", l, rng(rs, func(r rec) float64 { return r.Seconds }, 3))
 	}
+}
 
+// memory writes the peak RSS figures.
+func (rp *report) memory() {
+	w, recs, cfg := rp.w, rp.recs, rp.cfg
 	rss := filter(recs, "rss")
 	w("\n## Memory\n\n")
 	w("Peak resident set size of the whole process tree, sampled every 100 ms while serving the load (https, 16 connections) after a warm start, and right after start (idle).\n\n")
 	w("| what | MB |\n|---|---|\n")
-	labels = nil
+	var labels []string
 	for _, r := range rss {
 		if !slices.Contains(labels, r.Label) {
 			labels = append(labels, r.Label)
@@ -322,7 +387,7 @@ func run(dir, out, notes string) error {
 	}
 	for _, peer := range peers {
 		var rs []rec
-		for _, r := range loads {
+		for _, r := range rp.loads {
 			if r.Label == peer {
 				rs = append(rs, r)
 			}
@@ -331,14 +396,22 @@ func run(dir, out, notes string) error {
 			w("| %s, during the throughput runs above (%s) | %s |\n", peer, cfg["recording"], rng(rs, func(r rec) float64 { return r.PeakRSSMB }, 0))
 		}
 	}
+}
 
+// benchmarks writes the go test -bench table.
+func (rp *report) benchmarks() {
+	w := rp.w
 	w("\n## Lookup and key benchmarks (`go test -bench`)\n\n")
 	w("`go test ./replay ./rules -run '^$' -bench 'Lookup100k|KeyOfRequest|NewIndex100k|Handler|KeyNormalize' -benchmem` over in-memory indexes of 100,000 entries (replay/lookup_bench_test.go, rules/key_bench_test.go). *cpu-ns/op* is the process's CPU time per operation (getrusage), which the other jobs on the machine disturb less than wall time (*ns/op*).\n\n")
 	w("| benchmark | ns/op | cpu-ns/op | B/op | allocs/op |\n|---|---|---|---|---|\n")
-	for _, g := range parseGoBench(string(gb)) {
+	for _, g := range parseGoBench(rp.gb) {
 		w("| %s | %s | %s | %s | %s |\n", g.name, g.rng("ns/op", 0), g.rng("cpu-ns/op", 0), g.rng("B/op", 0), g.rng("allocs/op", 0))
 	}
+}
 
+// dials writes the outbound-connection check.
+func (rp *report) dials() {
+	w, recs := rp.w, rp.recs
 	dials := filter(recs, "dialcheck")
 	w("\n## No peer dials out\n\n")
 	w("Each peer was run once under `strace -f -e trace=connect` while serving https and http requests; every `connect` to an address other than loopback, or to port 53 anywhere, counts as outbound.\n\n")
@@ -346,12 +419,16 @@ func run(dir, out, notes string) error {
 	for _, r := range dials {
 		w("| %s | %d | %d | %s |\n", r.Label, r.Connects, r.Outbound, r.Detail)
 	}
+}
 
+// goals writes the table of the goals, each met or missed.
+func (rp *report) goals() {
+	w, recs := rp.w, rp.recs
 	w("\n## Goals (issue 9)\n\n")
 	w("| goal | measured | verdict |\n|---|---|---|\n")
 	c16 := cell{"https", 16}
 	goalRatio := func(peer string) {
-		p, q := pick("pab", c16), pick(peer, c16)
+		p, q := rp.pick("pab", c16), rp.pick(peer, c16)
 		if len(p) == 0 || len(q) == 0 {
 			w("| HTTPS keep-alive, 16 conns: ≥ 5× %s | not measured | — |\n", peer)
 			return
@@ -361,11 +438,11 @@ func run(dir, out, notes string) error {
 	}
 	goalRatio("whistle")
 	goalRatio("mitmproxy")
-	for _, c := range pcells {
+	for _, c := range rp.pcells {
 		if c.scheme != "https" || c.conns != 16 {
 			continue
 		}
-		if p := pickPaced("pab", c); len(p) > 0 {
+		if p := rp.pickPaced("pab", c); len(p) > 0 {
 			x := maxOf(p, func(r rec) float64 { return r.P99 })
 			w("| p99 added latency < 2 ms at 16 conns (https, paced at %.0f requests/s) | %s ms | %s |\n", c.rate, rng(p, func(r rec) float64 { return r.P99 }, 2),
 				verdict(x < 2, fmt.Sprintf("%.1f× the goal (worst run)", x/2)))
@@ -388,14 +465,14 @@ func run(dir, out, notes string) error {
 		w("| p99 time inside pab's handler < 2 ms (%s) | %s ms | %s |\n", l, rng(rs, func(r rec) float64 { return r.P99 }, 3),
 			verdict(x < 2, fmt.Sprintf("%.1f× the goal (worst run)", x/2)))
 	}
-	if p := pick("pab", c16); len(p) > 0 {
+	if p := rp.pick("pab", c16); len(p) > 0 {
 		x := maxOf(p, func(r rec) float64 { return r.P99 })
 		w("| p99 latency < 2 ms at 16 conns (https, saturated: as fast as answered) | %s ms | %s |\n", rng(p, func(r rec) float64 { return r.P99 }, 2),
 			verdict(x < 2, fmt.Sprintf("%.1f× the goal (worst run); queueing on a saturated 2-core machine shared with the client", x/2)))
 	}
 	for _, l := range []string{"pab 75MB warm", "pab 75MB cold"} {
 		var rs []rec
-		for _, r := range starts {
+		for _, r := range filter(recs, "start") {
 			if r.Label == l {
 				rs = append(rs, r)
 			}
@@ -411,7 +488,7 @@ func run(dir, out, notes string) error {
 		}
 	}
 	var big []rec
-	for _, r := range rss {
+	for _, r := range filter(recs, "rss") {
 		if strings.Contains(r.Label, "500MB") && strings.Contains(r.Label, "serving") {
 			big = append(big, r)
 		}
@@ -422,7 +499,7 @@ func run(dir, out, notes string) error {
 	} else {
 		w("| RSS < 150 MB serving the 500 MB recording | not measured in this run (quick mode) | — |\n")
 	}
-	gbs := parseGoBench(string(gb))
+	gbs := parseGoBench(rp.gb)
 	for _, g := range []struct{ name, what string }{
 		{"BenchmarkLookup100k/exact", "exact lookup < 2 µs"},
 		{"BenchmarkLookup100k/fuzzy", "fuzzy lookup < 50 µs"},
@@ -446,40 +523,7 @@ func run(dir, out, notes string) error {
 			}
 		}
 	}
-	writeShellGoals(w, pick, h2runs)
-	if prof, err := os.ReadFile(filepath.Join(dir, "pprof.md")); err == nil && len(prof) > 0 {
-		w("\n## Where pab's CPU per request goes\n\n")
-		w("A CPU profile of `pab replay` (`PAB_CPUPROFILE`) through one more HTTPS run with 16 connections, no warmup, summarized by `bench/pprofsum.py`: each sample goes to the first category that a frame of its stack matches (TLS, the replay's own steps, GC), the rest to the innermost frame of pab's code or of net/http. The baseline pays the TLS, net/http and runtime rows too; pab's own rows are the lookup, the log line, the payload read and the rest of the handler.\n\n")
-		b.Write(prof)
-	}
-	if notes != "" {
-		data, err := os.ReadFile(notes)
-		if err != nil {
-			return err
-		}
-		w("\n")
-		b.Write(data)
-	}
-	return os.WriteFile(out, []byte(b.String()), 0o644)
-}
-
-func verdict(ok bool, miss string) string {
-	if ok {
-		return "met"
-	}
-	return "missed: " + miss
-}
-
-func rpsOf(r rec) float64 { return r.RPS }
-
-func cpuOf(r rec) float64 { return r.CPUPerReq }
-
-// ratioOf is mean f over p divided by mean f over q, with prec decimals.
-func ratioOf(p, q []rec, f func(rec) float64, prec int) string {
-	if len(p) == 0 || len(q) == 0 || mean(q, f) == 0 {
-		return "—"
-	}
-	return "**" + strconv.FormatFloat(mean(p, f)/mean(q, f), 'f', prec, 64) + "×**"
+	writeShellGoals(w, rp.pick, rp.h2runs)
 }
 
 // writeH2 writes the HTTP/2 against HTTP/1.1 section: pab and the baseline, one host's
@@ -601,125 +645,7 @@ func writePageLoads(w func(string, ...any), pls []rec, cfg map[string]string) {
 	w("\n")
 }
 
-// quantile is the q-quantile of sorted samples (nearest rank).
-func quantile(s []float64, q float64) float64 {
-	i := int(q*float64(len(s))+0.5) - 1
-	return s[min(max(i, 0), len(s)-1)]
-}
-
-func filter(rs []rec, kind string) []rec {
-	var out []rec
-	for _, r := range rs {
-		if r.Kind == kind {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-func mean(rs []rec, f func(rec) float64) float64 {
-	if len(rs) == 0 {
-		return math.NaN()
-	}
-	s := 0.0
-	for _, r := range rs {
-		s += f(r)
-	}
-	return s / float64(len(rs))
-}
-
-func maxOf(rs []rec, f func(rec) float64) float64 {
-	x := math.Inf(-1)
-	for _, r := range rs {
-		x = math.Max(x, f(r))
-	}
-	return x
-}
-
-func minOf(rs []rec, f func(rec) float64) float64 {
-	x := math.Inf(1)
-	for _, r := range rs {
-		x = math.Min(x, f(r))
-	}
-	return x
-}
-
-func rng(rs []rec, f func(rec) float64, prec int) string {
-	if len(rs) == 0 {
-		return "—"
-	}
-	lo, hi := minOf(rs, f), maxOf(rs, f)
-	if strconv.FormatFloat(lo, 'f', prec, 64) == strconv.FormatFloat(hi, 'f', prec, 64) {
-		return strconv.FormatFloat(lo, 'f', prec, 64)
-	}
-	return strconv.FormatFloat(lo, 'f', prec, 64) + "–" + strconv.FormatFloat(hi, 'f', prec, 64)
-}
-
-func ratio(p, q []rec) string {
-	if len(p) == 0 || len(q) == 0 {
-		return "—"
-	}
-	return fmt.Sprintf("**%.1f×**", mean(p, rpsOf)/mean(q, rpsOf))
-}
-
-func lat(rs []rec) string {
-	if len(rs) == 0 {
-		return "—"
-	}
-	return rng(rs, func(r rec) float64 { return r.P50 }, 2) + " / " + rng(rs, func(r rec) float64 { return r.P99 }, 2) + " / " + rng(rs, func(r rec) float64 { return r.P999 }, 2)
-}
-
-// goBench is one benchmark's results over the -count runs: unit → values.
-type goBench struct {
-	name string
-	vals map[string][]float64
-}
-
-func (g goBench) minOf(unit string) float64 {
-	if len(g.vals[unit]) == 0 {
-		return 0
-	}
-	return slices.Min(g.vals[unit])
-}
-
-func (g goBench) rng(unit string, prec int) string {
-	vs := g.vals[unit]
-	if len(vs) == 0 {
-		return "—"
-	}
-	lo, hi := slices.Min(vs), slices.Max(vs)
-	a, b := strconv.FormatFloat(lo, 'f', prec, 64), strconv.FormatFloat(hi, 'f', prec, 64)
-	if a == b {
-		return a
-	}
-	return a + "–" + b
-}
-
 var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+\d+\s+(.*)$`)
-
-func parseGoBench(s string) []goBench {
-	var out []goBench
-	idx := map[string]int{}
-	for _, l := range strings.Split(s, "\n") {
-		m := benchLine.FindStringSubmatch(strings.TrimSpace(l))
-		if m == nil {
-			continue
-		}
-		i, ok := idx[m[1]]
-		if !ok {
-			i = len(out)
-			idx[m[1]] = i
-			out = append(out, goBench{name: m[1], vals: map[string][]float64{}})
-		}
-		f := strings.Fields(m[3])
-		for j := 0; j+1 < len(f); j += 2 {
-			if v, err := strconv.ParseFloat(f[j], 64); err == nil {
-				out[i].vals[f[j+1]] = append(out[i].vals[f[j+1]], v)
-			}
-		}
-	}
-	return out
-}
 
 type cell struct {
 	scheme string
