@@ -11,7 +11,6 @@ import (
 	"strings"
 )
 
-
 func verdict(ok bool, miss string) string {
 	if ok {
 		return "met"
