@@ -238,74 +238,136 @@ type loadSpec struct {
 }
 
 func runLoad(sp loadSpec) error {
-	proxy, caFile, cycleFile, scheme, conns, dur, warm := sp.proxy, sp.caFile, sp.cycleFile, sp.scheme, sp.conns, sp.dur, sp.warm
-	verifyEvery, label, rep, watch, rate, proto, streams := sp.verifyEvery, sp.label, sp.rep, sp.watch, sp.rate, sp.proto, sp.streams
-	if proxy == "" || cycleFile == "" {
+	if err := sp.check(); err != nil {
+		return err
+	}
+	targets, err := readCycle(sp.cycleFile, sp.scheme, sp.host)
+	if err != nil {
+		return err
+	}
+	lr := &loadRun{sp: sp, targets: targets}
+	clients, err := lr.clients()
+	for _, c := range clients {
+		defer c.Transport.(*http.Transport).CloseIdleConnections()
+	}
+	if err != nil {
+		return err
+	}
+	goroutines := sp.conns * sp.streams
+	for w := 0; w < goroutines; w++ {
+		lr.wg.Add(1)
+		go lr.worker(w, goroutines, clients[w/sp.streams])
+	}
+	time.Sleep(sp.warm)
+	var cpu0 float64
+	var peak atomic.Int64
+	watchDone := make(chan struct{})
+	if sp.watch > 0 {
+		cpu0, _ = treeStats(sp.watch)
+		go samplePeak(sp.watch, &peak, watchDone)
+	}
+	opened0 := lr.opened.Load()
+	lr.timing.Store(true)
+	t0 := time.Now()
+	time.Sleep(sp.dur)
+	lr.timing.Store(false)
+	elapsed := time.Since(t0)
+	var cpu1 float64
+	if sp.watch > 0 {
+		var rss int64
+		cpu1, rss = treeStats(sp.watch)
+		if rss > peak.Load() {
+			peak.Store(rss)
+		}
+		close(watchDone)
+	}
+	newConns := lr.opened.Load() - opened0
+	lr.stop.Store(true)
+	lr.wg.Wait()
+	r := lr.result(elapsed, newConns)
+	if sp.watch > 0 {
+		r.CPUms = (cpu1 - cpu0) * 1000
+		if r.Requests > 0 {
+			r.CPUPerReq = r.CPUms / float64(r.Requests)
+		}
+		r.Cores = (cpu1 - cpu0) / elapsed.Seconds()
+		r.PeakRSSMB = float64(peak.Load()) / (1 << 20)
+	}
+	return json.NewEncoder(os.Stdout).Encode(r)
+}
+
+// check validates the flags of a load run; an error names the flag.
+func (sp loadSpec) check() error {
+	if sp.proxy == "" || sp.cycleFile == "" {
 		return errors.New("-proxy and -cycle are required")
 	}
-	if scheme != "https" && scheme != "http" {
-		return fmt.Errorf("-scheme %q: want https or http", scheme)
+	if sp.scheme != "https" && sp.scheme != "http" {
+		return fmt.Errorf("-scheme %q: want https or http", sp.scheme)
 	}
-	if conns < 1 || conns > 4096 {
-		return fmt.Errorf("-c %d: want 1 to 4096", conns)
+	if sp.conns < 1 || sp.conns > 4096 {
+		return fmt.Errorf("-c %d: want 1 to 4096", sp.conns)
 	}
-	switch {
+	switch proto, streams := sp.proto, sp.streams; {
 	case proto != "h1" && proto != "h2":
 		return fmt.Errorf("-proto %q: want h1 or h2", proto)
-	case proto == "h2" && scheme != "https":
+	case proto == "h2" && sp.scheme != "https":
 		return errors.New("-proto h2 needs -scheme https (h2 is negotiated inside the TLS tunnel)")
 	case streams < 1 || streams > 1000:
 		return fmt.Errorf("-streams %d: want 1 to 1000", streams)
 	case streams > 1 && proto != "h2":
 		return errors.New("-streams above 1 needs -proto h2 (an HTTP/1.1 connection carries one request at a time)")
 	}
-	targets, err := readCycle(cycleFile, scheme, sp.host)
-	if err != nil {
-		return err
-	}
-	var (
-		timing     atomic.Bool
-		stop       atomic.Bool
-		requests   atomic.Int64
-		errs       atomic.Int64
-		mismatches atomic.Int64
-		verified   atomic.Int64
-		opened     atomic.Int64
-		h2Seen     atomic.Int64
-		h1Seen     atomic.Int64
-		firstErr   sync.Once
-		firstMsg   string
-		mu         sync.Mutex
-		lat        []time.Duration
-		wg         sync.WaitGroup
-	)
-	note := func(err error) {
-		errs.Add(1)
-		firstErr.Do(func() { firstMsg = err.Error() })
-	}
-	// Each worker has its own transport (its connections); with h2 its streams goroutines
-	// share it. An h2 worker first sends one request per host alone, so that its one
-	// connection to the host exists before its streams start.
+	return nil
+}
+
+// loadRun is one load run in progress: the workers' shared counters and latencies.
+type loadRun struct {
+	sp      loadSpec
+	targets []target
+
+	timing, stop                                                 atomic.Bool
+	requests, errs, mismatches, verified, opened, h2Seen, h1Seen atomic.Int64
+
+	firstErr sync.Once
+	firstMsg string
+	mu       sync.Mutex
+	lat      []time.Duration
+	wg       sync.WaitGroup
+}
+
+// note counts a failed request and keeps the first error's text.
+func (lr *loadRun) note(err error) {
+	lr.errs.Add(1)
+	lr.firstErr.Do(func() { lr.firstMsg = err.Error() })
+}
+
+// clients makes one client a connection. Each has its own transport (its connections);
+// with h2 its streams goroutines share it. An h2 client first sends one request per host
+// alone, so that its one connection to the host exists before its streams start. The
+// clients made so far are returned with an error too (for their idle connections to be
+// closed).
+func (lr *loadRun) clients() ([]*http.Client, error) {
+	sp := lr.sp
 	var hosts []string
-	for _, t := range targets {
+	for _, t := range lr.targets {
 		if u, err := url.Parse(t.url); err == nil && !slices.Contains(hosts, u.Host) {
 			hosts = append(hosts, u.Host)
 		}
 	}
-	clients := make([]*http.Client, conns)
-	for w := range clients {
-		tr, err := newTransport(proxy, caFile, &opened, proto, streams)
+	var clients []*http.Client
+	for range sp.conns {
+		tr, err := newTransport(sp.proxy, sp.caFile, &lr.opened, sp.proto, sp.streams)
 		if err != nil {
-			return err
+			return clients, err
 		}
-		defer tr.CloseIdleConnections()
-		clients[w] = &http.Client{Transport: tr, Timeout: 30 * time.Second,
+		c := &http.Client{Transport: tr, Timeout: 30 * time.Second,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		if proto == "h2" {
+		clients = append(clients, c)
+		if sp.proto == "h2" {
 			for _, h := range hosts {
-				for _, t := range targets {
+				for _, t := range lr.targets {
 					if strings.Contains(t.url, "://"+h+"/") {
-						if resp, err := clients[w].Get(t.url); err == nil {
+						if resp, err := c.Get(t.url); err == nil {
 							io.Copy(io.Discard, resp.Body)
 							resp.Body.Close()
 						}
@@ -315,125 +377,111 @@ func runLoad(sp loadSpec) error {
 			}
 		}
 	}
-	goroutines := conns * streams
-	for w := 0; w < goroutines; w++ {
-		client := clients[w/streams]
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			local := make([]time.Duration, 0, 1<<14)
-			h := sha256.New()
-			buf := make([]byte, 64<<10)
-			var interval time.Duration
-			next := time.Now()
-			if rate > 0 {
-				interval = time.Duration(float64(goroutines) / rate * float64(time.Second))
-				next = next.Add(interval * time.Duration(w) / time.Duration(goroutines))
-			}
-			for i := w * 7919; !stop.Load(); i++ {
-				t := targets[i%len(targets)]
-				t0 := time.Now()
-				if rate > 0 {
-					// Paced: latency counts from the scheduled send time, so a proxy that
-					// falls behind is charged for the wait (no coordinated omission).
-					if d := time.Until(next); d > 0 {
-						time.Sleep(d)
-					}
-					t0 = next
-					next = next.Add(interval)
-				}
-				resp, err := client.Get(t.url)
-				if err != nil {
-					note(err)
-					time.Sleep(10 * time.Millisecond)
-					continue
-				}
-				check := verifyEvery > 0 && i%verifyEvery == 0
-				var n int64
-				if check {
-					h.Reset()
-					n, err = io.CopyBuffer(h, resp.Body, buf)
-				} else {
-					n, err = io.CopyBuffer(io.Discard, resp.Body, buf)
-				}
-				resp.Body.Close()
-				d := time.Since(t0)
-				if !timing.Load() {
-					continue
-				}
-				switch {
-				case err != nil:
-					note(err)
-					continue
-				case resp.StatusCode != 200 || n != t.size:
-					mismatches.Add(1)
-					firstErr.Do(func() {
-						firstMsg = fmt.Sprintf("%s: status %d, %d bytes, want 200 and %d", t.url, resp.StatusCode, n, t.size)
-					})
-				case check:
-					verified.Add(1)
-					if hex.EncodeToString(h.Sum(nil)) != t.sha256 {
-						mismatches.Add(1)
-						firstErr.Do(func() { firstMsg = t.url + ": body differs from the recording" })
-					}
-				}
-				if resp.ProtoMajor == 2 {
-					h2Seen.Add(1)
-				} else {
-					h1Seen.Add(1)
-				}
-				requests.Add(1)
-				local = append(local, d)
-			}
-			mu.Lock()
-			lat = append(lat, local...)
-			mu.Unlock()
-		}(w)
+	return clients, nil
+}
+
+// worker w of goroutines sends requests through client until the run stops, checking
+// every answer's status and size (and every verifyEvery-th body's sha256), and keeps the
+// latencies of the timed window.
+func (lr *loadRun) worker(w, goroutines int, client *http.Client) {
+	defer lr.wg.Done()
+	rate, verifyEvery, targets := lr.sp.rate, lr.sp.verifyEvery, lr.targets
+	local := make([]time.Duration, 0, 1<<14)
+	h := sha256.New()
+	buf := make([]byte, 64<<10)
+	var interval time.Duration
+	next := time.Now()
+	if rate > 0 {
+		interval = time.Duration(float64(goroutines) / rate * float64(time.Second))
+		next = next.Add(interval * time.Duration(w) / time.Duration(goroutines))
 	}
-	time.Sleep(warm)
-	var cpu0 float64
-	var peak atomic.Int64
-	watchDone := make(chan struct{})
-	if watch > 0 {
-		cpu0, _ = treeStats(watch)
-		go func() {
-			tk := time.NewTicker(100 * time.Millisecond)
-			defer tk.Stop()
-			for {
-				select {
-				case <-watchDone:
-					return
-				case <-tk.C:
-					if _, rss := treeStats(watch); rss > peak.Load() {
-						peak.Store(rss)
-					}
-				}
+	for i := w * 7919; !lr.stop.Load(); i++ {
+		t := targets[i%len(targets)]
+		t0 := time.Now()
+		if rate > 0 {
+			// Paced: latency counts from the scheduled send time, so a proxy that
+			// falls behind is charged for the wait (no coordinated omission).
+			if d := time.Until(next); d > 0 {
+				time.Sleep(d)
 			}
-		}()
-	}
-	opened0 := opened.Load()
-	timing.Store(true)
-	t0 := time.Now()
-	time.Sleep(dur)
-	timing.Store(false)
-	elapsed := time.Since(t0)
-	var cpu1 float64
-	if watch > 0 {
-		var rss int64
-		cpu1, rss = treeStats(watch)
-		if rss > peak.Load() {
-			peak.Store(rss)
+			t0 = next
+			next = next.Add(interval)
 		}
-		close(watchDone)
+		resp, err := client.Get(t.url)
+		if err != nil {
+			lr.note(err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		check := verifyEvery > 0 && i%verifyEvery == 0
+		var n int64
+		if check {
+			h.Reset()
+			n, err = io.CopyBuffer(h, resp.Body, buf)
+		} else {
+			n, err = io.CopyBuffer(io.Discard, resp.Body, buf)
+		}
+		resp.Body.Close()
+		d := time.Since(t0)
+		if !lr.timing.Load() {
+			continue
+		}
+		switch {
+		case err != nil:
+			lr.note(err)
+			continue
+		case resp.StatusCode != 200 || n != t.size:
+			lr.mismatches.Add(1)
+			lr.firstErr.Do(func() {
+				lr.firstMsg = fmt.Sprintf("%s: status %d, %d bytes, want 200 and %d", t.url, resp.StatusCode, n, t.size)
+			})
+		case check:
+			lr.verified.Add(1)
+			if hex.EncodeToString(h.Sum(nil)) != t.sha256 {
+				lr.mismatches.Add(1)
+				lr.firstErr.Do(func() { lr.firstMsg = t.url + ": body differs from the recording" })
+			}
+		}
+		if resp.ProtoMajor == 2 {
+			lr.h2Seen.Add(1)
+		} else {
+			lr.h1Seen.Add(1)
+		}
+		lr.requests.Add(1)
+		local = append(local, d)
 	}
-	newConns := opened.Load() - opened0
-	stop.Store(true)
-	wg.Wait()
+	lr.mu.Lock()
+	lr.lat = append(lr.lat, local...)
+	lr.mu.Unlock()
+}
+
+// samplePeak keeps in peak the largest RSS of the process tree of pid, sampled every
+// 100 ms until done is closed.
+func samplePeak(pid int, peak *atomic.Int64, done <-chan struct{}) {
+	tk := time.NewTicker(100 * time.Millisecond)
+	defer tk.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tk.C:
+			if _, rss := treeStats(pid); rss > peak.Load() {
+				peak.Store(rss)
+			}
+		}
+	}
+}
+
+// result is the run's Result without the CPU and RSS figures: counts, rates, latency
+// percentiles and the protocol the answers came over.
+func (lr *loadRun) result(elapsed time.Duration, newConns int64) Result {
+	sp := lr.sp
+	lat := lr.lat
 	slices.Sort(lat)
-	r := Result{Kind: "load", Rate: rate, Label: label, Rep: rep, Scheme: scheme, Conns: conns, Proto: proto, Streams: streams, Host: sp.host,
-		Seconds: elapsed.Seconds(), Requests: requests.Load(),
-		Errors: errs.Load(), Mismatches: mismatches.Load(), Verified: verified.Load(), FirstError: firstMsg, NewConns: newConns}
-	switch n2, n1 := h2Seen.Load(), h1Seen.Load(); {
+	r := Result{Kind: "load", Rate: sp.rate, Label: sp.label, Rep: sp.rep, Scheme: sp.scheme, Conns: sp.conns, Proto: sp.proto, Streams: sp.streams, Host: sp.host,
+		Seconds: elapsed.Seconds(), Requests: lr.requests.Load(),
+		Errors: lr.errs.Load(), Mismatches: lr.mismatches.Load(), Verified: lr.verified.Load(), FirstError: lr.firstMsg, NewConns: newConns}
+	switch n2, n1 := lr.h2Seen.Load(), lr.h1Seen.Load(); {
 	case n2 > 0 && n1 > 0:
 		r.ProtoSeen = fmt.Sprintf("mixed: h2 %d, http/1.1 %d", n2, n1)
 	case n2 > 0:
@@ -446,15 +494,7 @@ func runLoad(sp loadSpec) error {
 	if len(lat) > 0 {
 		r.Max = ms(lat[len(lat)-1])
 	}
-	if watch > 0 {
-		r.CPUms = (cpu1 - cpu0) * 1000
-		if r.Requests > 0 {
-			r.CPUPerReq = r.CPUms / float64(r.Requests)
-		}
-		r.Cores = (cpu1 - cpu0) / elapsed.Seconds()
-		r.PeakRSSMB = float64(peak.Load()) / (1 << 20)
-	}
-	return json.NewEncoder(os.Stdout).Encode(r)
+	return r
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
