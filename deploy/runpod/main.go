@@ -201,33 +201,11 @@ func (r *runner) run(ctx context.Context, claims map[string]string, limit time.D
 		return st, err
 	}
 	// every container's arguments first: a pod runpod cannot honour fails before it starts
-	type planned struct {
-		c    *corev1.Container
-		args []string
-	}
 	r.name = nameRE.ReplaceAllString(p.Name, "-") + "-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 36)
-	var inits, mains []planned
-	for i := range p.Spec.InitContainers {
-		c := &p.Spec.InitContainers[i]
-		a, err := runArgs(p, c, r.name, r.name+"-"+c.Name, r.vols)
-		if err != nil {
-			os.RemoveAll(work)
-			return st, err
-		}
-		if c.StartupProbe != nil && !sidecar(c) {
-			os.RemoveAll(work)
-			return st, fmt.Errorf("init container %s: a startupProbe on a plain init container is not valid", c.Name)
-		}
-		inits = append(inits, planned{c, a})
-	}
-	for i := range p.Spec.Containers {
-		c := &p.Spec.Containers[i]
-		a, err := runArgs(p, c, r.name, r.name+"-"+c.Name, r.vols)
-		if err != nil {
-			os.RemoveAll(work)
-			return st, err
-		}
-		mains = append(mains, planned{c, a})
+	inits, mains, err := r.plan()
+	if err != nil {
+		os.RemoveAll(work)
+		return st, err
 	}
 	initCs := make([]*corev1.Container, len(inits))
 	for i, in := range inits {
@@ -286,61 +264,13 @@ func (r *runner) run(ctx context.Context, claims map[string]string, limit time.D
 		st.InitContainerStatuses, st.ContainerStatuses = r.statuses(p.Spec.InitContainers), r.statuses(p.Spec.Containers)
 		return st, nil
 	}
-	for _, in := range inits {
-		name := r.name + "-" + in.c.Name
-		t0 := time.Now()
-		if _, err := r.podmanOut(dctx, append([]string{"run"}, in.args...)...); err != nil {
-			return fail("ContainerCannotRun", err.Error())
-		}
-		r.started = append(r.started, name)
-		if sidecar(in.c) {
-			if in.c.StartupProbe != nil {
-				if err := r.probe(dctx, name, in.c.StartupProbe); err != nil {
-					return fail("StartupProbeFailed", fmt.Sprintf("sidecar %s: %v", in.c.Name, err))
-				}
-				r.say("sidecar %s started; startup probe passed after %.2fs", in.c.Name, time.Since(t0).Seconds())
-			} else {
-				r.say("sidecar %s started", in.c.Name)
-			}
-			continue
-		}
-		code, err := r.wait(dctx, name)
-		if err != nil {
-			return fail("DeadlineExceeded", fmt.Sprintf("init container %s: %v", in.c.Name, err))
-		}
-		r.say("init container %s exited %d after %.2fs", in.c.Name, code, time.Since(t0).Seconds())
-		if code != 0 {
-			return fail("InitContainerFailed", fmt.Sprintf("init container %s exited %d", in.c.Name, code))
-		}
+	if reason, msg := r.startInits(dctx, inits); reason != "" {
+		return fail(reason, msg)
 	}
 	st.Phase = corev1.PodRunning
-	var names []string
-	t0 := time.Now()
-	for _, m := range mains {
-		name := r.name + "-" + m.c.Name
-		if _, err := r.podmanOut(dctx, append([]string{"run"}, m.args...)...); err != nil {
-			return fail("ContainerCannotRun", err.Error())
-		}
-		r.started = append(r.started, name)
-		names = append(names, name)
-		r.say("container %s started", m.c.Name)
-	}
-	failed := ""
-	for i, name := range names {
-		code, err := r.wait(dctx, name)
-		if err != nil {
-			r.say("deadline of %s reached: killing the containers", limit)
-			for _, n := range names {
-				c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				r.podmanOut(c, "kill", n) //nolint:errcheck // it may have ended already
-				cancel()
-			}
-			return fail("DeadlineExceeded", fmt.Sprintf("the pod ran longer than %s", limit))
-		}
-		r.say("container %s exited %d after %.2fs", mains[i].c.Name, code, time.Since(t0).Seconds())
-		if code != 0 && failed == "" {
-			failed = fmt.Sprintf("container %s exited %d", mains[i].c.Name, code)
-		}
+	failed, reason, msg := r.runMains(dctx, mains, limit)
+	if reason != "" {
+		return fail(reason, msg)
 	}
 	r.stopSidecars(initCs, grace)
 	st.InitContainerStatuses, st.ContainerStatuses = r.statuses(p.Spec.InitContainers), r.statuses(p.Spec.Containers)
@@ -351,6 +281,107 @@ func (r *runner) run(ctx context.Context, claims map[string]string, limit time.D
 	}
 	r.say("pod %s: %s", p.Name, st.Phase)
 	return st, nil
+}
+
+// planned is a container of the pod with its podman run arguments.
+type planned struct {
+	c    *corev1.Container
+	args []string
+}
+
+// plan turns every init container and container of the pod into podman run arguments, so
+// that a pod runpod cannot honour fails before anything starts.
+func (r *runner) plan() (inits, mains []planned, err error) {
+	p := r.pod
+	for i := range p.Spec.InitContainers {
+		c := &p.Spec.InitContainers[i]
+		a, err := runArgs(p, c, r.name, r.name+"-"+c.Name, r.vols)
+		if err != nil {
+			return nil, nil, err
+		}
+		if c.StartupProbe != nil && !sidecar(c) {
+			return nil, nil, fmt.Errorf("init container %s: a startupProbe on a plain init container is not valid", c.Name)
+		}
+		inits = append(inits, planned{c, a})
+	}
+	for i := range p.Spec.Containers {
+		c := &p.Spec.Containers[i]
+		a, err := runArgs(p, c, r.name, r.name+"-"+c.Name, r.vols)
+		if err != nil {
+			return nil, nil, err
+		}
+		mains = append(mains, planned{c, a})
+	}
+	return inits, mains, nil
+}
+
+// startInits runs the init containers in order, as the kubelet does: a sidecar
+// (restartPolicy Always) is started and waited on through its startup probe, a plain one
+// run to its end. A failure is returned as the pod's reason and message ("" when all
+// started).
+func (r *runner) startInits(dctx context.Context, inits []planned) (reason, msg string) {
+	for _, in := range inits {
+		name := r.name + "-" + in.c.Name
+		t0 := time.Now()
+		if _, err := r.podmanOut(dctx, append([]string{"run"}, in.args...)...); err != nil {
+			return "ContainerCannotRun", err.Error()
+		}
+		r.started = append(r.started, name)
+		if sidecar(in.c) {
+			if in.c.StartupProbe != nil {
+				if err := r.probe(dctx, name, in.c.StartupProbe); err != nil {
+					return "StartupProbeFailed", fmt.Sprintf("sidecar %s: %v", in.c.Name, err)
+				}
+				r.say("sidecar %s started; startup probe passed after %.2fs", in.c.Name, time.Since(t0).Seconds())
+			} else {
+				r.say("sidecar %s started", in.c.Name)
+			}
+			continue
+		}
+		code, err := r.wait(dctx, name)
+		if err != nil {
+			return "DeadlineExceeded", fmt.Sprintf("init container %s: %v", in.c.Name, err)
+		}
+		r.say("init container %s exited %d after %.2fs", in.c.Name, code, time.Since(t0).Seconds())
+		if code != 0 {
+			return "InitContainerFailed", fmt.Sprintf("init container %s exited %d", in.c.Name, code)
+		}
+	}
+	return "", ""
+}
+
+// runMains starts the pod's containers and waits for each to end. failed names the first
+// that exited non-zero; a container that cannot start, or the deadline (every container
+// is then killed), is returned as the pod's reason and message instead.
+func (r *runner) runMains(dctx context.Context, mains []planned, limit time.Duration) (failed, reason, msg string) {
+	var names []string
+	t0 := time.Now()
+	for _, m := range mains {
+		name := r.name + "-" + m.c.Name
+		if _, err := r.podmanOut(dctx, append([]string{"run"}, m.args...)...); err != nil {
+			return "", "ContainerCannotRun", err.Error()
+		}
+		r.started = append(r.started, name)
+		names = append(names, name)
+		r.say("container %s started", m.c.Name)
+	}
+	for i, name := range names {
+		code, err := r.wait(dctx, name)
+		if err != nil {
+			r.say("deadline of %s reached: killing the containers", limit)
+			for _, n := range names {
+				c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				r.podmanOut(c, "kill", n) //nolint:errcheck // it may have ended already
+				cancel()
+			}
+			return "", "DeadlineExceeded", fmt.Sprintf("the pod ran longer than %s", limit)
+		}
+		r.say("container %s exited %d after %.2fs", mains[i].c.Name, code, time.Since(t0).Seconds())
+		if code != 0 && failed == "" {
+			failed = fmt.Sprintf("container %s exited %d", mains[i].c.Name, code)
+		}
+	}
+	return failed, "", ""
 }
 
 // makeDirs makes each emptyDir directory (mode 0777, as the kubelet does) and each
