@@ -26,8 +26,27 @@ func (s *Server) openai(w http.ResponseWriter, body []byte, rec *Request) {
 		return
 	}
 	rec.Model, rec.Stream = req.Model, req.Stream
+	c := openaiConvo(req.Tools, req.Input)
+	a := s.decide(c, rec)
+
+	item := s.openaiItem(a)
+	resp := map[string]any{"id": s.newID("resp"), "object": "response", "created_at": time.Now().Unix(),
+		"model": req.Model, "status": "completed", "output": []any{item},
+		"usage": map[string]any{"input_tokens": len(body)/4 + 1, "input_tokens_details": map[string]any{"cached_tokens": 0},
+			"output_tokens": 20, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": len(body)/4 + 21}}
+	if !req.Stream {
+		writeJSON(w, resp)
+		return
+	}
+	streamOpenAI(w, resp, item, a.answer)
+}
+
+// openaiConvo reads a Responses API request's tools and input items (a string, or a list
+// of messages, function calls and their outputs, tool searches and their outputs) into a
+// conversation.
+func openaiConvo(tools []json.RawMessage, input json.RawMessage) *convo {
 	c := &convo{results: map[string]result{}}
-	for _, raw := range req.Tools {
+	for _, raw := range tools {
 		var t map[string]any
 		if json.Unmarshal(raw, &t) == nil {
 			c.addTool(t, "")
@@ -35,9 +54,9 @@ func (s *Server) openai(w http.ResponseWriter, body []byte, rec *Request) {
 	}
 	var items []map[string]any
 	var user []string
-	if err := json.Unmarshal(req.Input, &items); err != nil {
+	if err := json.Unmarshal(input, &items); err != nil {
 		var text string
-		json.Unmarshal(req.Input, &text)
+		json.Unmarshal(input, &text)
 		user = append(user, text)
 	}
 	for _, it := range items {
@@ -77,8 +96,12 @@ func (s *Server) openai(w http.ResponseWriter, body []byte, rec *Request) {
 		}
 	}
 	c.userText = strings.Join(user, "\n")
-	a := s.decide(c, rec)
+	return c
+}
 
+// openaiItem is the output item of the action: a tool search call, a function call, or an
+// assistant message.
+func (s *Server) openaiItem(a action) map[string]any {
 	var item map[string]any
 	if a.call != nil && a.call.search {
 		item = map[string]any{"type": "tool_search_call", "id": s.newID("ts"), "call_id": s.newID("call"),
@@ -94,14 +117,12 @@ func (s *Server) openai(w http.ResponseWriter, body []byte, rec *Request) {
 		item = map[string]any{"type": "message", "id": s.newID("msg"), "role": "assistant", "status": "completed",
 			"content": []any{map[string]any{"type": "output_text", "text": a.answer, "annotations": []any{}}}}
 	}
-	resp := map[string]any{"id": s.newID("resp"), "object": "response", "created_at": time.Now().Unix(),
-		"model": req.Model, "status": "completed", "output": []any{item},
-		"usage": map[string]any{"input_tokens": len(body)/4 + 1, "input_tokens_details": map[string]any{"cached_tokens": 0},
-			"output_tokens": 20, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": len(body)/4 + 21}}
-	if !req.Stream {
-		writeJSON(w, resp)
-		return
-	}
+	return item
+}
+
+// streamOpenAI writes resp as the Responses API's server-sent events: created,
+// in_progress, the output item added, its deltas and done, then completed.
+func streamOpenAI(w http.ResponseWriter, resp, item map[string]any, answer string) {
 	e := newSSE(w)
 	seq := 0
 	ev := func(name string, data map[string]any) {
@@ -133,10 +154,10 @@ func (s *Server) openai(w http.ResponseWriter, body []byte, rec *Request) {
 		ev("response.output_item.added", map[string]any{"output_index": 0, "item": added})
 		part := map[string]any{"type": "output_text", "text": "", "annotations": []any{}}
 		ev("response.content_part.added", map[string]any{"item_id": item["id"], "output_index": 0, "content_index": 0, "part": part})
-		ev("response.output_text.delta", map[string]any{"item_id": item["id"], "output_index": 0, "content_index": 0, "delta": a.answer})
-		ev("response.output_text.done", map[string]any{"item_id": item["id"], "output_index": 0, "content_index": 0, "text": a.answer})
+		ev("response.output_text.delta", map[string]any{"item_id": item["id"], "output_index": 0, "content_index": 0, "delta": answer})
+		ev("response.output_text.done", map[string]any{"item_id": item["id"], "output_index": 0, "content_index": 0, "text": answer})
 		ev("response.content_part.done", map[string]any{"item_id": item["id"], "output_index": 0, "content_index": 0,
-			"part": map[string]any{"type": "output_text", "text": a.answer, "annotations": []any{}}})
+			"part": map[string]any{"type": "output_text", "text": answer, "annotations": []any{}}})
 	default:
 		ev("response.output_item.added", map[string]any{"output_index": 0, "item": added})
 	}
