@@ -1,6 +1,10 @@
 package main
 
-import "github.com/chromedp/chromedp"
+import (
+	"slices"
+
+	"github.com/chromedp/chromedp"
+)
 
 // The scenarios Drive plays. Each opens every page of a site and follows every submit
 // path an agent could take, successful POST first (so that replay's tie-breaker, the
@@ -69,15 +73,26 @@ func (d *driver) teamtailor() error {
 	)
 }
 
+// acme walks the Acme careers site: jobs 101 to 116, each a different way a form submits
+// (docs/guard.md lists what each page tries).
 func (d *driver) acme() error {
-	base := "https://" + HostAcme
-	thanks := textHas("Thank you for applying!")
-	names := func(prefix string) func() error {
-		return func() error {
-			return d.fill(prefix+`[name=first_name]`, ownerFirst, prefix+`[name=last_name]`, ownerLast, prefix+`[name=email]`, ownerEmail)
-		}
+	return d.steps(slices.Concat(d.acmeForms(), d.acmeOthers())...)
+}
+
+// acmeThanks is the check for Acme's confirmation page.
+var acmeThanks = textHas("Thank you for applying!")
+
+// acmeNames fills the first name, last name and email fields under prefix.
+func (d *driver) acmeNames(prefix string) func() error {
+	return func() error {
+		return d.fill(prefix+`[name=first_name]`, ownerFirst, prefix+`[name=last_name]`, ownerLast, prefix+`[name=email]`, ownerEmail)
 	}
-	return d.steps(
+}
+
+// acmeForms: the start page and jobs 101 to 106 (forms that submit in different ways).
+func (d *driver) acmeForms() []func() error {
+	base, thanks, names := "https://"+HostAcme, acmeThanks, d.acmeNames
+	return []func() error{
 		func() error { return d.open(base+"/", textHas("Open roles")) },
 		// 101: a normal two-step form; Next only shows step 2
 		func() error { return d.open(base+"/jobs/101/apply", "") },
@@ -129,6 +144,14 @@ func (d *driver) acme() error {
 		names(""),
 		func() error { return d.click(`#application button[type=submit]`) },
 		func() error { return d.waitFor("106 confirmation", pathIs("/jobs/106/applications")+" && "+thanks) },
+	}
+}
+
+// acmeOthers: jobs 107 to 116 (other hosts, challenges, consent, withdrawal, other
+// languages, Enter and image submits, a sign-in wall).
+func (d *driver) acmeOthers() []func() error {
+	base, thanks, names := "https://"+HostAcme, acmeThanks, d.acmeNames
+	return []func() error{
 		// 107: a link to another host
 		func() error { return d.open(base+"/jobs/107/apply", "") },
 		func() error { return d.click(`#partner`) },
@@ -213,5 +236,5 @@ func (d *driver) acme() error {
 		},
 		// 116: sign-in wall (the page only; no credentials are ever posted)
 		func() error { return d.open(base+"/jobs/116/apply", "") },
-	)
+	}
 }
