@@ -31,7 +31,7 @@ type responseHead struct {
 // body returns a reader of the payload with its own position.
 func (h *responseHead) body() io.Reader {
 	if h.ra != nil {
-		return io.NewSectionReader(h.ra, h.off, h.size)
+		return warc.StreamSection(h.ra, h.off, h.size)
 	}
 	return h.reader
 }

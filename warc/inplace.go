@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/gzip"
 )
@@ -54,8 +55,15 @@ const (
 	smallMember = 64 << 10
 	// memberCacheBytes bounds the inflated small members kept (least recently used out).
 	memberCacheBytes = 1 << 20
-	// maxIdleCursors bounds the streaming inflaters kept between reads.
+	// maxIdleCursors bounds the streaming inflaters kept between reads, and the spare
+	// inflaters (with their read buffers) kept for the next member opened.
 	maxIdleCursors = 16
+	// headPrefix is how much of a streamed member is inflated once and kept in the member
+	// cache: the WARC head and the HTTP head that a response's first reads ask for (4 KiB
+	// each, readHeadLines) are served from it without an inflate of their own.
+	headPrefix = 8 << 10
+	// memberBufSize is the read buffer of an inflater over a member's compressed bytes.
+	memberBufSize = 32 << 10
 )
 
 // zmember is one gzip member of the archive: the record at [off, off+n) of the logical
@@ -82,20 +90,30 @@ type zarchive struct {
 	lru     list.List
 	cached  int64
 	cursors []*zcursor // idle, positioned inside a member
-	spare   []*gzip.Reader
+	spare   []inflater // idle, at no member
+
+	opens atomic.Int64 // members opened (inflated from their start), for the tests
 }
 
+// cachedMember is a member's inflated bytes in the cache: all of a small member, the first
+// headPrefix bytes of a streamed one.
 type cachedMember struct {
 	i    int
 	data []byte
+}
+
+// inflater is a gzip reader with the buffered reader it reads a member's compressed bytes
+// through; both are reset for the next member.
+type inflater struct {
+	zr *gzip.Reader
+	br *bufio.Reader
 }
 
 // zcursor is an inflater positioned at logical offset pos inside member i.
 type zcursor struct {
 	i   int
 	pos int64
-	zr  *gzip.Reader
-	br  *bufio.Reader
+	inflater
 }
 
 // memberAt returns the index of the member holding logical offset off, or -1.
@@ -149,22 +167,42 @@ func (z *zarchive) readMember(i int, p []byte, off int64) (int, error) {
 		}
 		return copy(p[:want], data[off-m.off:]), nil
 	}
+	if off < m.off+min(headPrefix, m.n) {
+		head, err := z.prefix(i)
+		if err != nil {
+			return 0, err
+		}
+		return copy(p[:want], head[off-m.off:]), nil
+	}
 	c, err := z.cursor(i, off)
 	if err != nil {
 		return 0, err
 	}
+	k, done, err := z.readCursor(c, p[:want], off)
+	if err == nil && !done {
+		z.park(c)
+	}
+	return k, err
+}
+
+// readCursor reads len(p) bytes (at most to the member's end) of cursor c's member at
+// logical offset off, at or after c's position. done reports that c reached the member's
+// end, or failed: then c's inflater is given back (drop) and c must not be used again.
+func (z *zarchive) readCursor(c *zcursor, p []byte, off int64) (k int, done bool, err error) {
+	i := c.i
+	m := &z.mems[i]
 	if skip := off - c.pos; skip > 0 {
 		if _, err := io.CopyN(io.Discard, c.zr, skip); err != nil {
 			z.drop(c)
-			return 0, z.inflateErr(i, err)
+			return 0, true, z.inflateErr(i, err)
 		}
 		c.pos = off
 	}
-	k, err := io.ReadFull(c.zr, p[:want])
+	k, err = io.ReadFull(c.zr, p)
 	c.pos += int64(k)
 	if err != nil {
 		z.drop(c)
-		return k, z.inflateErr(i, err)
+		return k, true, z.inflateErr(i, err)
 	}
 	if c.pos == m.off+m.n-4 {
 		// a payload read to its end stops before the record's closing CRLF CRLF: read it
@@ -175,23 +213,90 @@ func (z *zarchive) readMember(i int, p []byte, off int64) (int, error) {
 		c.pos += int64(n)
 		if err != nil {
 			z.drop(c)
-			return 0, z.inflateErr(i, err)
+			return 0, true, z.inflateErr(i, err)
 		}
 		if string(tail[:]) != "\r\n\r\n" {
 			z.drop(c)
-			return 0, fmt.Errorf("read %s: the record does not end with CRLF CRLF", z.where(i))
+			return 0, true, fmt.Errorf("read %s: the record does not end with CRLF CRLF", z.where(i))
 		}
 	}
 	if c.pos == m.off+m.n {
 		err := z.finish(c)
 		z.drop(c)
 		if err != nil {
-			return 0, err
+			return 0, true, err
 		}
-		return k, nil
+		return k, true, nil
 	}
-	z.park(c)
-	return k, nil
+	return k, false, nil
+}
+
+// StreamSection returns a reader of the n bytes of ra from off, for a payload read once
+// from its start to its end; ra is the archive a Response.Body reads (the Outer of its
+// *io.SectionReader). Over the archive of a format 3 recording read in place, the reader
+// owns the inflater of the streamed member it is in: reads that continue one another never
+// go through the archive's shared list of parked inflaters, which enough concurrent streams
+// would evict (each then inflating its member again from the start), and the inflater is
+// given back at the member's end or on an error. Any other ra gives
+// io.NewSectionReader(ra, off, n). The reader is not safe for concurrent use; its errors
+// are those of a read of Response.Body (the part file and the member's offset).
+func StreamSection(ra io.ReaderAt, off, n int64) io.Reader {
+	z, ok := ra.(*zarchive)
+	if !ok || off < 0 || n < 0 || off > z.size-n {
+		return io.NewSectionReader(ra, off, n)
+	}
+	return &zstream{z: z, off: off, end: off + n}
+}
+
+// zstream is StreamSection's reader over a format 3 archive: the logical bytes [off, end),
+// read through c, the cursor it owns, inside streamed members.
+type zstream struct {
+	z        *zarchive
+	off, end int64
+	c        *zcursor // nil, or owned: not in the archive's lists
+}
+
+func (s *zstream) Read(p []byte) (int, error) {
+	if s.off >= s.end {
+		return 0, io.EOF
+	}
+	if rest := s.end - s.off; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	z := s.z
+	if s.c == nil || s.c.pos != s.off {
+		i := z.memberAt(s.off)
+		if i < 0 {
+			return 0, fmt.Errorf("offset %d of %s is in no gzip member", s.off, WARCFile)
+		}
+		if m := &z.mems[i]; m.n <= smallMember || s.off < m.off+headPrefix {
+			k, err := z.readMember(i, p, s.off) // from the member cache
+			s.off += int64(k)
+			return k, err
+		}
+		if s.c == nil || s.c.i != i || s.c.pos > s.off {
+			if s.c != nil {
+				z.drop(s.c)
+			}
+			c, err := z.cursor(i, s.off)
+			if err != nil {
+				s.c = nil
+				return 0, err
+			}
+			s.c = c
+		}
+	}
+	m := &z.mems[s.c.i]
+	want := min(int64(len(p)), m.off+m.n-s.off)
+	k, done, err := z.readCursor(s.c, p[:want], s.off)
+	if done {
+		s.c = nil
+	}
+	s.off += int64(k)
+	return k, err
 }
 
 // inflateErr is a read error of member i: a member that ends early is named as such.
@@ -219,48 +324,48 @@ func (z *zarchive) finish(c *zcursor) error {
 	return nil
 }
 
-// openMember returns a gzip reader at the start of member i (from the spare list when it
-// has one).
-func (z *zarchive) openMember(i int) (*gzip.Reader, *bufio.Reader, error) {
+// openMember returns an inflater at the start of member i (the spare list's, with its
+// read buffer, when it has one).
+func (z *zarchive) openMember(i int) (inflater, error) {
+	z.opens.Add(1)
 	m := &z.mems[i]
-	br := bufio.NewReaderSize(io.NewSectionReader(z.parts[m.part], m.zoff, m.zn), 32<<10)
+	src := io.NewSectionReader(z.parts[m.part], m.zoff, m.zn)
 	z.mu.Lock()
-	var zr *gzip.Reader
+	var f inflater
 	if k := len(z.spare); k > 0 {
-		zr, z.spare = z.spare[k-1], z.spare[:k-1]
+		f, z.spare = z.spare[k-1], z.spare[:k-1]
 	}
 	z.mu.Unlock()
 	var err error
-	if zr == nil {
-		zr, err = gzip.NewReader(br)
+	if f.zr == nil {
+		f.br = bufio.NewReaderSize(src, memberBufSize)
+		f.zr, err = gzip.NewReader(f.br)
 	} else {
-		err = zr.Reset(br)
+		f.br.Reset(src)
+		err = f.zr.Reset(f.br)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", z.where(i), err)
+		// the inflater is fine (Reset again for the next member), the member is not
+		z.drop(&zcursor{inflater: f})
+		return inflater{}, fmt.Errorf("read %s: %w", z.where(i), err)
 	}
-	zr.Multistream(false)
-	return zr, br, nil
+	f.zr.Multistream(false)
+	return f, nil
 }
 
 // smallMember returns member i inflated whole, from the cache or read now (and kept).
 func (z *zarchive) smallMember(i int) ([]byte, error) {
-	z.mu.Lock()
-	if el, ok := z.cache[i]; ok {
-		z.lru.MoveToFront(el)
-		data := el.Value.(*cachedMember).data
-		z.mu.Unlock()
+	if data := z.cachedData(i); data != nil {
 		return data, nil
 	}
-	z.mu.Unlock()
 	m := &z.mems[i]
-	zr, _, err := z.openMember(i)
+	f, err := z.openMember(i)
 	if err != nil {
 		return nil, err
 	}
 	data := make([]byte, m.n)
-	c := &zcursor{i: i, zr: zr}
-	if _, err := io.ReadFull(zr, data); err != nil {
+	c := &zcursor{i: i, inflater: f}
+	if _, err := io.ReadFull(f.zr, data); err != nil {
 		z.drop(c)
 		return nil, z.inflateErr(i, err)
 	}
@@ -269,20 +374,61 @@ func (z *zarchive) smallMember(i int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	z.keep(i, data)
+	return data, nil
+}
+
+// keep puts data, member i's inflated bytes (all or its head prefix), in the cache, the
+// least recently used out beyond memberCacheBytes.
+func (z *zarchive) keep(i int, data []byte) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	if _, ok := z.cache[i]; !ok {
-		if z.cache == nil {
-			z.cache = make(map[int]*list.Element)
-		}
-		z.cache[i] = z.lru.PushFront(&cachedMember{i: i, data: data})
-		z.cached += m.n
-		for z.cached > memberCacheBytes && z.lru.Len() > 1 {
-			old := z.lru.Remove(z.lru.Back()).(*cachedMember)
-			delete(z.cache, old.i)
-			z.cached -= int64(len(old.data))
-		}
+	if _, ok := z.cache[i]; ok {
+		return
 	}
+	if z.cache == nil {
+		z.cache = make(map[int]*list.Element)
+	}
+	z.cache[i] = z.lru.PushFront(&cachedMember{i: i, data: data})
+	z.cached += int64(len(data))
+	for z.cached > memberCacheBytes && z.lru.Len() > 1 {
+		old := z.lru.Remove(z.lru.Back()).(*cachedMember)
+		delete(z.cache, old.i)
+		z.cached -= int64(len(old.data))
+	}
+}
+
+// cachedData returns member i's bytes in the cache (marked recently used), or nil.
+func (z *zarchive) cachedData(i int) []byte {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if el, ok := z.cache[i]; ok {
+		z.lru.MoveToFront(el)
+		return el.Value.(*cachedMember).data
+	}
+	return nil
+}
+
+// prefix returns the first headPrefix bytes (all, when fewer) of the streamed member i,
+// from the cache or inflated now (and kept); the cursor that inflated them is parked at
+// their end, where the body's read continues.
+func (z *zarchive) prefix(i int) ([]byte, error) {
+	if data := z.cachedData(i); data != nil {
+		return data, nil
+	}
+	m := &z.mems[i]
+	f, err := z.openMember(i)
+	if err != nil {
+		return nil, err
+	}
+	c := &zcursor{i: i, pos: m.off, inflater: f}
+	data := make([]byte, min(headPrefix, m.n))
+	if _, done, err := z.readCursor(c, data, m.off); err != nil {
+		return nil, err
+	} else if !done {
+		z.park(c)
+	}
+	z.keep(i, data)
 	return data, nil
 }
 
@@ -303,11 +449,11 @@ func (z *zarchive) cursor(i int, off int64) (*zcursor, error) {
 		return c, nil
 	}
 	z.mu.Unlock()
-	zr, br, err := z.openMember(i)
+	f, err := z.openMember(i)
 	if err != nil {
 		return nil, err
 	}
-	return &zcursor{i: i, pos: z.mems[i].off, zr: zr, br: br}, nil
+	return &zcursor{i: i, pos: z.mems[i].off, inflater: f}, nil
 }
 
 // park keeps c for a later read that continues where it stopped.
@@ -316,18 +462,20 @@ func (z *zarchive) park(c *zcursor) {
 	defer z.mu.Unlock()
 	if len(z.cursors) >= maxIdleCursors {
 		old := z.cursors[0]
-		z.cursors = z.cursors[1:]
-		z.spare = append(z.spare, old.zr)
+		z.cursors = slices.Delete(z.cursors, 0, 1)
+		if len(z.spare) < maxIdleCursors {
+			z.spare = append(z.spare, old.inflater)
+		}
 	}
 	z.cursors = append(z.cursors, c)
 }
 
-// drop gives c's inflater back to the spare list.
+// drop gives c's inflater back to the spare list (kept up to maxIdleCursors).
 func (z *zarchive) drop(c *zcursor) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	if len(z.spare) < maxIdleCursors {
-		z.spare = append(z.spare, c.zr)
+		z.spare = append(z.spare, c.inflater)
 	}
 }
 
