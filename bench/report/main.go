@@ -320,19 +320,9 @@ func (rp *report) handlerTimes() {
 		w("\n### Time inside pab's handler\n\n")
 		w("From pab's own log (`ms` of every line, warmup included): from the request reaching the handler to its answer being ready, i.e. reading the request, the lookup and opening the recorded response; TLS, parsing and sending are not in it. Unlike the client's latencies above, it is not inflated by the client waiting for a core.\n\n")
 		w("| load | requests logged | p50 ms | p99 ms | p99.9 ms |\n|---|---|---|---|---|\n")
-		var hl []string
-		for _, r := range hs {
-			if !slices.Contains(hl, r.Label) {
-				hl = append(hl, r.Label)
-			}
-		}
+		hl, by := byLabel(hs)
 		for _, l := range hl {
-			var rs []rec
-			for _, r := range hs {
-				if r.Label == l {
-					rs = append(rs, r)
-				}
-			}
+			rs := by[l]
 			w("| %s | %s | %s | %s | %s |\n", l, rng(rs, func(r rec) float64 { return float64(r.Requests) }, 0),
 				rng(rs, func(r rec) float64 { return r.P50 }, 3), rng(rs, func(r rec) float64 { return r.P99 }, 3), rng(rs, func(r rec) float64 { return r.P999 }, 3))
 		}
@@ -346,19 +336,9 @@ func (rp *report) startTimes() {
 	w("\n## Start time\n\n")
 	w("From launching the command to the first correct answer (an HTTPS request through the proxy whose body matches the recording), measured by `bench/load -mode start`. *Cold*: an empty cache (`PAB_CACHE`); *warm*: the cache kept from an earlier start. The task's published recording is format 3 (docs/bundle-format.md, \"Published layout\"): read in place (`data.warc.gz` parts, one gzip member per record), so cold and warm do the same work, the entries read and the index built, and the cache holds no copy of the WARC (a format 2 recording, `warc.tar.gz` parts, was unpacked into the cache on a cold start). `bench/startup.sh` compares this against an older pab in the same run. The peers load only the URL cycle (mitmproxy its flow file, whistle its rules, the baseline its bodies into memory and signs its one leaf), so their times are a floor, not a like-for-like comparison.\n\n")
 	w("| what | seconds |\n|---|---|\n")
-	var labels []string
-	for _, r := range starts {
-		if !slices.Contains(labels, r.Label) {
-			labels = append(labels, r.Label)
-		}
-	}
+	labels, by := byLabel(starts)
 	for _, l := range labels {
-		var rs []rec
-		for _, r := range starts {
-			if r.Label == l {
-				rs = append(rs, r)
-			}
-		}
+		rs := by[l]
 		w("| %s | %s |\n", l, rng(rs, func(r rec) float64 { return r.Seconds }, 3))
 	}
 }
@@ -370,19 +350,9 @@ func (rp *report) memory() {
 	w("\n## Memory\n\n")
 	w("Peak resident set size of the whole process tree, sampled every 100 ms while serving the load (https, 16 connections) after a warm start, and right after start (idle).\n\n")
 	w("| what | MB |\n|---|---|\n")
-	var labels []string
-	for _, r := range rss {
-		if !slices.Contains(labels, r.Label) {
-			labels = append(labels, r.Label)
-		}
-	}
+	labels, by := byLabel(rss)
 	for _, l := range labels {
-		var rs []rec
-		for _, r := range rss {
-			if r.Label == l {
-				rs = append(rs, r)
-			}
-		}
+		rs := by[l]
 		w("| %s | %s |\n", l, rng(rs, func(r rec) float64 { return r.RSSMB }, 0))
 	}
 	for _, peer := range peers {

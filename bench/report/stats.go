@@ -147,3 +147,17 @@ func parseGoBench(s string) []goBench {
 	}
 	return out
 }
+
+// byLabel groups runs by label: the labels in order of first appearance, and each
+// label's runs in order.
+func byLabel(rs []rec) ([]string, map[string][]rec) {
+	var labels []string
+	by := map[string][]rec{}
+	for _, r := range rs {
+		if _, ok := by[r.Label]; !ok {
+			labels = append(labels, r.Label)
+		}
+		by[r.Label] = append(by[r.Label], r)
+	}
+	return labels, by
+}
