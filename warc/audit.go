@@ -6,7 +6,6 @@ package warc
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -340,19 +339,11 @@ func auditEntries(r io.Reader, names auditNames, byOff map[int64]*auditRec, warc
 		rec    *auditRec // the response record, when found
 	}
 	seen := map[string]stored{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxEntryLineBytes)
-	line := 0
-	for sc.Scan() {
-		line++
-		data := bytes.TrimSpace(sc.Bytes())
-		if len(data) == 0 {
-			continue
-		}
+	line, err := scanLines(r, MaxEntryLineBytes, func(line int, data []byte) error {
 		e, err := decodeStrictJSON[Entry](data)
 		if err != nil {
 			probs = append(probs, Problem{File: names.entries, Where: fmt.Sprintf("line %d", line), Msg: err.Error()})
-			continue
+			return nil
 		}
 		where := fmt.Sprintf("line %d", line)
 		if e.ID != "" {
@@ -407,9 +398,10 @@ func auditEntries(r io.Reader, names auditNames, byOff map[int64]*auditRec, warc
 			rec.refersTo != "" && rec.refersTo != orig.rec.recordID {
 			add(names.entries, "the revisit record's WARC-Refers-To %s is not the record of %s (%s)", rec.refersTo, e.RevisitOf, orig.rec.recordID)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		probs = append(probs, Problem{File: names.entries, Where: fmt.Sprintf("line %d", line+1), Msg: err.Error() + "; the rest of the file is not checked"})
+		return nil
+	})
+	if err != nil {
+		probs = append(probs, Problem{File: names.entries, Where: fmt.Sprintf("line %d", line), Msg: err.Error() + "; the rest of the file is not checked"})
 	}
 	return probs
 }
@@ -505,15 +497,7 @@ func checkCommon(e *Entry, rec *auditRec, names auditNames, add func(string, str
 // auditPages checks pages/pages.jsonl line by line.
 func auditPages(r io.Reader, path string) []Problem {
 	var probs []Problem
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxPageLineBytes)
-	line := 0
-	for sc.Scan() {
-		line++
-		data := bytes.TrimSpace(sc.Bytes())
-		if len(data) == 0 {
-			continue
-		}
+	line, err := scanLines(r, MaxPageLineBytes, func(line int, data []byte) error {
 		where := fmt.Sprintf("line %d", line)
 		p, err := decodeStrictJSON[Page](data)
 		switch {
@@ -524,9 +508,10 @@ func auditPages(r io.Reader, path string) []Problem {
 		case p.Fetched != "" && p.Fetched != "GET" && p.Fetched != "POST" && p.Fetched != "none":
 			probs = append(probs, Problem{File: path, Where: where, Msg: fmt.Sprintf("fetched %q is not GET, POST or none", p.Fetched)})
 		}
-	}
-	if err := sc.Err(); err != nil {
-		probs = append(probs, Problem{File: path, Where: fmt.Sprintf("line %d", line+1), Msg: err.Error()})
+		return nil
+	})
+	if err != nil {
+		probs = append(probs, Problem{File: path, Where: fmt.Sprintf("line %d", line), Msg: err.Error()})
 	}
 	return probs
 }

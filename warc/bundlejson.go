@@ -143,16 +143,8 @@ func readPages(r io.Reader, path string) ([]Page, error) {
 // true only when the result is exactly what the strict decoder gives; otherwise the line
 // goes through decodeStrictJSON. The *T given to each is only valid during the call.
 func readJSONL[T any](r io.Reader, path string, maxLine int, fast func(data []byte, v *T) bool, each func(line int, v *T) error) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
-	line := 0
 	var buf T
-	for sc.Scan() {
-		line++
-		data := bytes.TrimSpace(sc.Bytes())
-		if len(data) == 0 {
-			continue
-		}
+	line, err := scanLines(r, maxLine, func(line int, data []byte) error {
 		var v *T
 		var err error
 		if fast != nil {
@@ -168,17 +160,36 @@ func readJSONL[T any](r io.Reader, path string, maxLine int, fast func(data []by
 		if err == nil {
 			err = each(line, v)
 		}
-		if err != nil {
-			return fmt.Errorf("read %s line %d: %w", path, line, err)
+		return err
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, bufio.ErrTooLong):
+		return fmt.Errorf("read %s line %d: longer than %d bytes", path, line, maxLine)
+	default:
+		return fmt.Errorf("read %s line %d: %w", path, line, err)
+	}
+}
+
+// scanLines calls each with every line of r that is not blank, spaces trimmed, numbered
+// from 1, and stops at the first error of each or of reading (bufio.ErrTooLong for a line
+// longer than max bytes); it returns the number of the line that failed with the error.
+func scanLines(r io.Reader, max int, each func(line int, data []byte) error) (int, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), max)
+	line := 0
+	for sc.Scan() {
+		line++
+		data := bytes.TrimSpace(sc.Bytes())
+		if len(data) == 0 {
+			continue
+		}
+		if err := each(line, data); err != nil {
+			return line, err
 		}
 	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return fmt.Errorf("read %s line %d: longer than %d bytes", path, line+1, maxLine)
-		}
-		return fmt.Errorf("read %s line %d: %w", path, line+1, err)
-	}
-	return nil
+	return line + 1, sc.Err()
 }
 
 // decodeStrictJSON decodes one JSON object from data into a new T: unknown fields, a value

@@ -200,16 +200,7 @@ func UnpackFormat1(recordingDir, destDir string) error {
 	if err := writeJSONFile(mpath, m); err != nil {
 		return fmt.Errorf("unpack %s: %w", name, err)
 	}
-	for _, d := range append(slices.Clone(format1Dirs), ".") {
-		if err := atomicfile.SyncDir(filepath.Join(destDir, d)); err != nil {
-			return fmt.Errorf("unpack %s: %w", name, err)
-		}
-	}
-	b, err := OpenBundle(destDir)
-	if err != nil {
-		return fmt.Errorf("unpack %s: %w", name, err)
-	}
-	return b.Close()
+	return syncAndCheck(destDir, name, format1Dirs)
 }
 
 // extractFormat1Tar writes the four bundle files of a format 1 tar into destDir, within

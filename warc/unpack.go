@@ -258,14 +258,20 @@ func UnpackWith(recordingDir, destDir string, l UnpackLimits) (err error) {
 			return err
 		}
 	}
-	for _, d := range []string{filepath.Dir(WARCFile), filepath.Dir(EntriesFile), filepath.Dir(PagesFile), "."} {
+	return syncAndCheck(destDir, recordingDir, []string{filepath.Dir(WARCFile), filepath.Dir(EntriesFile), filepath.Dir(PagesFile)})
+}
+
+// syncAndCheck ends an unpack of name into destDir: it syncs the directories dirs and
+// destDir itself, then opens the bundle to check it reads. Errors are "unpack NAME: ...".
+func syncAndCheck(destDir, name string, dirs []string) error {
+	for _, d := range append(slices.Clone(dirs), ".") {
 		if err := atomicfile.SyncDir(filepath.Join(destDir, d)); err != nil {
-			return fmt.Errorf("unpack %s: %w", recordingDir, err)
+			return fmt.Errorf("unpack %s: %w", name, err)
 		}
 	}
 	b, err := OpenBundle(destDir)
 	if err != nil {
-		return fmt.Errorf("unpack %s: %w", recordingDir, err)
+		return fmt.Errorf("unpack %s: %w", name, err)
 	}
 	return b.Close()
 }
