@@ -19,11 +19,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -326,11 +327,7 @@ func publishCADir(dir string, files map[string]caFile) error {
 	if err := os.Chmod(tmp, 0o700); err != nil {
 		return err
 	}
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(files))
 	for _, name := range names {
 		if err := writeSynced(filepath.Join(tmp, name), files[name].data, files[name].perm); err != nil {
 			return err

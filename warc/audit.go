@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -234,11 +235,7 @@ func auditManifest(data []byte, path string, published bool) []Problem {
 		}
 		return probs
 	}
-	keys := make([]string, 0, len(raw))
-	for k := range raw {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(raw))
 	for _, k := range keys {
 		if !slices.Contains(manifestFields, k) && !slices.Contains(legacyManifestFields, k) {
 			add("unknown field %q", k)

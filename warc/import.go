@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -116,11 +117,7 @@ func (r *ImportReport) Summary() string {
 
 // SkippedSummary returns Skipped as "3 metadata, 1 warcinfo", sorted by reason.
 func (r *ImportReport) SkippedSummary() string {
-	keys := make([]string, 0, len(r.Skipped))
-	for k := range r.Skipped {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(r.Skipped))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%d %s", r.Skipped[k], k)

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
@@ -548,11 +549,7 @@ func (w *BundleWriter) writeRecord(hdr []Field, head []byte, payload io.Reader, 
 // part. Fields whose name is not an HTTP token, or whose value holds control bytes, are
 // left out with a warning.
 func (w *BundleWriter) writeHeader(b *bytes.Buffer, h http.Header, id, what string) {
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(h))
 	for _, k := range keys {
 		if !httpguts.ValidHeaderFieldName(k) {
 			w.warnings = append(w.warnings, fmt.Sprintf("%s: %s header %q left out: not a valid header name", id, what, k))

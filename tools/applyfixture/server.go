@@ -9,10 +9,11 @@ import (
 	"html/template"
 	"io"
 	"io/fs"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -411,11 +412,7 @@ func (s *server) acmeApply(p AcmePage) http.HandlerFunc {
 				Missing: miss, Back: p.Path, BackLabel: t[2]})
 			return
 		}
-		names := make([]string, 0, len(v))
-		for k := range v {
-			names = append(names, k)
-		}
-		sort.Strings(names)
+		names := slices.Sorted(maps.Keys(v))
 		t := confirmText[p.Lang]
 		s.render(w, http.StatusOK, "acme-confirmation.html", confirmation{Lang: p.Lang, Heading: t[0], Message: t[1],
 			Role: p.Title, Ref: "ACME-" + p.ID, Fields: strings.Join(names, ", ")})
