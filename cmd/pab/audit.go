@@ -2,13 +2,10 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
-	"github.com/pab-dev/pab/replay"
-	"github.com/pab-dev/pab/rules"
+	"github.com/pab-dev/pab/importer"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/warc"
 )
@@ -44,39 +41,15 @@ end of the record and listed as a warning; with --strict it is a problem.`, warc
 			arg := args[0]
 			var probs, warns []warc.Problem
 			target := arg
-			var repo *task.Repo
 			var err error
-			if !isRegularFile(arg) {
+			if isRegularFile(arg) {
+				probs, warns = warc.AuditWARCFile(arg, strict)
+			} else {
+				var repo *task.Repo
 				if repo, err = g.findRepo(); err != nil {
 					return err
 				}
-			}
-			switch {
-			case isRegularFile(arg):
-				probs, warns = warc.AuditWARCFile(arg, strict)
-			case isRecordingDir(arg):
-				rulesDirs := []string{repo.SitesDir()}
-				if parent := filepath.Dir(filepath.Clean(arg)); isRegularFile(filepath.Join(parent, task.CardFile)) {
-					rulesDirs = taskRulesDirs(repo, parent)
-				}
-				probs, err = auditRecording(repo, arg, rulesDirs)
-			case isRegularFile(filepath.Join(arg, warc.ManifestFile)):
-				probs = warc.Audit(arg)
-				var rulesDirs []string
-				if isDirPath(filepath.Join(arg, "rules")) {
-					rulesDirs = []string{filepath.Join(arg, "rules")} // as pab replay layers a bundle's rules
-				}
-				probs = append(probs, auditNotFoundKeys(arg, filepath.Join(arg, warc.ManifestFile), rulesDirs)...)
-			case isRegularFile(filepath.Join(arg, task.CardFile)):
-				target = filepath.Join(arg, "recording")
-				probs, err = auditRecording(repo, target, taskRulesDirs(repo, arg))
-			default:
-				var t *task.Task
-				if t, err = repo.Task(arg); err != nil {
-					return fmt.Errorf("audit: %s is not a task id, a task directory, a recording or a bundle directory (%v)", arg, err)
-				}
-				target = t.RecordingDir()
-				probs, err = auditRecording(repo, target, []string{repo.SitesDir(), t.RulesDir()})
+				target, probs, err = importer.Audit(repo, arg)
 			}
 			if err != nil {
 				return err
@@ -97,61 +70,4 @@ end of the record and listed as a warning; with --strict it is a problem.`, warc
 	}
 	cmd.Flags().BoolVar(&strict, "strict", false, "for a WARC file: a wrong WARC Content-Length is a problem (exit status 1), not a warning")
 	return cmd
-}
-
-// auditRecording audits a published recording, unpacking it into a temporary directory
-// of the cache, and checks its manifest's not_found keys against rulesDirs (see
-// auditNotFoundKeys).
-func auditRecording(repo *task.Repo, dir string, rulesDirs []string) ([]warc.Problem, error) {
-	if !isRecordingDir(dir) {
-		return nil, fmt.Errorf("audit: %s holds no recording", dir)
-	}
-	work, err := cacheWorkDir(repo, "audit-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(work)
-	bundle := filepath.Join(work, "bundle")
-	probs := warc.AuditRecording(dir, bundle)
-	return append(probs, auditNotFoundKeys(bundle, filepath.Join(dir, warc.RecordingManifestFile), rulesDirs)...), nil
-}
-
-// auditNotFoundKeys opens the bundle in bundleDir and lists, as problems of manifestPath,
-// the keys of its manifest's not_found that are neither a host of the recording nor a site
-// of the rules in rulesDirs (replay.NotFoundKeyProblems): replay never serves their pages.
-// A bundle that does not open gives nothing (the audit has listed why); rules that do not
-// load give one problem.
-func auditNotFoundKeys(bundleDir, manifestPath string, rulesDirs []string) []warc.Problem {
-	b, err := warc.OpenBundle(bundleDir)
-	if err != nil {
-		return nil
-	}
-	defer b.Close()
-	if len(b.Manifest.NotFound) == 0 {
-		return nil
-	}
-	rs, err := rules.Load(rulesDirs...)
-	if err != nil {
-		return []warc.Problem{{File: manifestPath, Msg: fmt.Sprintf("not_found keys not checked: %v", err)}}
-	}
-	var probs []warc.Problem
-	for _, msg := range replay.NotFoundKeyProblems(b.Manifest.NotFound, b.Entries, rs) {
-		probs = append(probs, warc.Problem{File: manifestPath, Msg: msg})
-	}
-	return probs
-}
-
-// taskRulesDirs are the rule directories of the task in taskDir, as pab replay layers
-// them (task.Resolve): the sites/ of the task's own repository when it sits in a tasks/
-// directory next to a sites/ directory, else repo's sites/, then the task's rules/.
-func taskRulesDirs(repo *task.Repo, taskDir string) []string {
-	sites := repo.SitesDir()
-	if abs, err := filepath.Abs(taskDir); err == nil {
-		taskDir = abs
-		parent := filepath.Dir(abs)
-		if filepath.Base(parent) == "tasks" && isDirPath(filepath.Join(filepath.Dir(parent), "sites")) {
-			sites = filepath.Join(filepath.Dir(parent), "sites")
-		}
-	}
-	return []string{sites, filepath.Join(taskDir, "rules")}
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/pab-dev/pab/crawl"
 	"github.com/pab-dev/pab/internal/browser"
-	"github.com/pab-dev/pab/replay"
 )
 
 // checkJSON is what pab check --crawl --json prints.
@@ -104,87 +103,63 @@ JSON. See docs/replay.md, "pab check TARGET --crawl".`,
 				return err
 			}
 			defer s.bundle.Close()
-			tap := crawl.NewTap()
-			var logW io.Writer = tap
+			ro := crawl.ReplayOptions{Bundle: s.bundle, Index: s.index, Rules: s.rules, CA: ca, Clock: clockOn, DeterministicRandom: detRand}
 			if logPath != "" {
 				f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 				if err != nil {
 					return fmt.Errorf("open log: %w", err)
 				}
 				defer f.Close()
-				logW = io.MultiWriter(tap, f)
+				ro.Log = f
 			}
-			srv, err := replay.New(replay.Options{Bundle: s.bundle, Index: s.index, Rules: s.rules, CA: ca,
-				Clock: clockOn, DeterministicRandom: detRand, Log: logW})
+			rp, err := crawl.StartReplay(ro)
 			if err != nil {
 				return err
 			}
-			ln, err := srv.Listen("127.0.0.1:0")
-			if err != nil {
-				return err
-			}
-			served := make(chan error, 1)
-			go func() { served <- srv.Serve(ln) }()
-			defer func() {
-				srv.Close()
-				<-served
-			}()
-			addr := ln.Addr().String()
+			defer rp.Close()
 			fmt.Fprintf(errOut, "pab check: replaying %s (%d exchanges, captured %s) on http://%s\n",
-				s.target.Name, len(s.bundle.Entries), s.bundle.Manifest.CapturedFrom, addr)
-
+				s.target.Name, len(s.bundle.Entries), s.bundle.Manifest.CapturedFrom, rp.Addr)
+			stdout := cmd.OutOrStdout()
 			if !doCrawl {
-				rep, err := replay.Check(ctx, addr, ca, s.bundle)
+				rep, err := rp.Check(ctx)
 				if err != nil {
 					return err
 				}
 				if jsonOut {
-					return writeJSON(cmd.OutOrStdout(), rep)
+					return writeJSON(stdout, rep)
 				}
-				rep.Print(cmd.OutOrStdout())
+				rep.Print(stdout)
 				return nil
 			}
-
-			setup := browser.Options{Proxy: addr, SPKI: ca.SPKIHash()}
+			var setup browser.Options
 			if setup.Locale, setup.Timezone, err = recordingLocale(s); err != nil {
 				return err
 			}
-			b, err := browser.Start(ctx, exe, setup, "", "")
-			if err != nil {
-				if ctx.Err() != nil {
-					return exitError{code: 130, msg: "interrupted"}
-				}
-				return err
-			}
-			defer b.Stop()
-			ws := b.CDP
 			maxLinks := links
 			if maxLinks == 0 {
 				maxLinks = -1 // crawl.Options: follow no link
 			}
-			rep, err := crawl.Run(ctx, crawl.Options{CDP: ws, Bundle: s.bundle, Tap: tap,
-				MaxPages: pages, MaxLinks: maxLinks, PageTimeout: timeout,
+			rep, err := rp.Browse(ctx, exe, setup, crawl.Options{MaxPages: pages, MaxLinks: maxLinks, PageTimeout: timeout,
 				Progress: func(done, queued int, p crawl.PageResult) {
 					fmt.Fprintf(errOut, "pab check: %d/%d %s %s\n", done, min(done+queued, pages), p.Verdict, p.URL)
 				}})
-			if err != nil {
-				if rep != nil && errors.Is(err, ctx.Err()) {
-					rep.Print(cmd.OutOrStdout())
-					return exitError{code: 130, msg: "interrupted"}
-				}
+			switch {
+			case errors.Is(err, crawl.ErrInterrupted):
+				return exitError{code: 130, msg: "interrupted"}
+			case err != nil && rep != nil && errors.Is(err, ctx.Err()):
+				rep.Print(stdout)
+				return exitError{code: 130, msg: "interrupted"}
+			case err != nil:
 				return err
+			case jsonOut:
+				err = writeJSON(stdout, checkJSON{Target: s.target.Name, CapturedFrom: s.bundle.Manifest.CapturedFrom, Report: rep})
+			default:
+				rep.Print(stdout)
 			}
-			if jsonOut {
-				if err := writeJSON(cmd.OutOrStdout(), checkJSON{Target: s.target.Name, CapturedFrom: s.bundle.Manifest.CapturedFrom, Report: rep}); err != nil {
-					return err
-				}
-			} else {
-				rep.Print(cmd.OutOrStdout())
-			}
-			if rep.Wrong > 0 {
+			if err == nil && rep.Wrong > 0 {
 				return exitError{code: 1, msg: fmt.Sprintf("check: %d of %d pages got a wrong-looking answer", rep.Wrong, len(rep.Pages))}
 			}
-			return nil
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&doCrawl, "crawl", false, "drive headless Chromium through the replay: recorded pages, then same-site links")

@@ -159,7 +159,7 @@ func TestImportConcurrent(t *testing.T) {
 // file description of the same lock file, which pab processes see as held) until release.
 func lockHolder(t *testing.T, root, id string) (release func()) {
 	t.Helper()
-	path := taskLockPath(filepath.Join(root, "tasks", id))
+	path := task.LockPath(filepath.Join(root, "tasks", id))
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestImportRecoversInterruptedWrite(t *testing.T) {
 	os.MkdirAll(filepath.Join(taskDir, ".recording.tmp-5678"), 0o755)
 	os.WriteFile(filepath.Join(taskDir, ".recording.tmp-5678", "warc.tar.gz.000"), []byte("half"), 0o644)
 	t.Setenv("PAB_CACHE", filepath.Join(root, ".cache"))
-	work := taskWorkRoot(&task.Repo{Root: root}, taskDir)
+	work := (&task.Repo{Root: root}).WorkRoot(taskDir)
 	os.MkdirAll(filepath.Join(work, "import-999", "in"), 0o755)
 
 	stdout, stderr, code := runIn(t, root, "import", "--task", "shop", "--no-check", second)

@@ -1,0 +1,111 @@
+package importer
+
+// audit.go: pab audit's work on a task, a recording or a bundle directory, and the
+// not_found check the import runs too.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/pab-dev/pab/replay"
+	"github.com/pab-dev/pab/rules"
+	"github.com/pab-dev/pab/task"
+	"github.com/pab-dev/pab/warc"
+)
+
+// Audit audits arg, a published recording directory, a bundle directory, a task directory
+// or a task id of repo (tried in that order), as pab audit does: the recording's problems
+// (warc.Audit, warc.AuditRecording) and its manifest's not_found keys checked against the
+// rules a replay would layer (NotFoundKeys). target is what was audited (a task's recording
+// directory for a task). An arg that is none of these, or a task without a recording, is
+// an error naming it.
+func Audit(repo *task.Repo, arg string) (target string, probs []warc.Problem, err error) {
+	target = arg
+	switch {
+	case IsRecordingDir(arg):
+		rulesDirs := []string{repo.SitesDir()}
+		if parent := filepath.Dir(filepath.Clean(arg)); isRegularFile(filepath.Join(parent, task.CardFile)) {
+			rulesDirs = TaskRulesDirs(repo, parent)
+		}
+		probs, err = AuditRecording(repo, arg, rulesDirs)
+	case isRegularFile(filepath.Join(arg, warc.ManifestFile)):
+		probs = warc.Audit(arg)
+		var rulesDirs []string
+		if isDirPath(filepath.Join(arg, "rules")) {
+			rulesDirs = []string{filepath.Join(arg, "rules")} // as pab replay layers a bundle's rules
+		}
+		probs = append(probs, NotFoundKeys(arg, filepath.Join(arg, warc.ManifestFile), rulesDirs)...)
+	case isRegularFile(filepath.Join(arg, task.CardFile)):
+		target = filepath.Join(arg, "recording")
+		probs, err = AuditRecording(repo, target, TaskRulesDirs(repo, arg))
+	default:
+		var t *task.Task
+		if t, err = repo.Task(arg); err != nil {
+			return target, nil, fmt.Errorf("audit: %s is not a task id, a task directory, a recording or a bundle directory (%v)", arg, err)
+		}
+		target = t.RecordingDir()
+		probs, err = AuditRecording(repo, target, []string{repo.SitesDir(), t.RulesDir()})
+	}
+	return target, probs, err
+}
+
+// AuditRecording audits the published recording in dir, unpacking it into a temporary
+// directory of repo's cache, and checks its manifest's not_found keys against rulesDirs
+// (see NotFoundKeys). A dir without a recording is an error naming it.
+func AuditRecording(repo *task.Repo, dir string, rulesDirs []string) ([]warc.Problem, error) {
+	if !IsRecordingDir(dir) {
+		return nil, fmt.Errorf("audit: %s holds no recording", dir)
+	}
+	if err := os.MkdirAll(repo.CacheDir(), 0o755); err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp(repo.CacheDir(), "audit-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	bundle := filepath.Join(work, "bundle")
+	probs := warc.AuditRecording(dir, bundle)
+	return append(probs, NotFoundKeys(bundle, filepath.Join(dir, warc.RecordingManifestFile), rulesDirs)...), nil
+}
+
+// NotFoundKeys opens the bundle in bundleDir and lists, as problems of manifestPath, the
+// keys of its manifest's not_found that are neither a host of the recording nor a site of
+// the rules in rulesDirs (replay.NotFoundKeyProblems): replay never serves their pages. A
+// bundle that does not open gives nothing (the audit has listed why); rules that do not
+// load give one problem.
+func NotFoundKeys(bundleDir, manifestPath string, rulesDirs []string) []warc.Problem {
+	b, err := warc.OpenBundle(bundleDir)
+	if err != nil {
+		return nil
+	}
+	defer b.Close()
+	if len(b.Manifest.NotFound) == 0 {
+		return nil
+	}
+	rs, err := rules.Load(rulesDirs...)
+	if err != nil {
+		return []warc.Problem{{File: manifestPath, Msg: fmt.Sprintf("not_found keys not checked: %v", err)}}
+	}
+	var probs []warc.Problem
+	for _, msg := range replay.NotFoundKeyProblems(b.Manifest.NotFound, b.Entries, rs) {
+		probs = append(probs, warc.Problem{File: manifestPath, Msg: msg})
+	}
+	return probs
+}
+
+// TaskRulesDirs are the rule directories of the task in taskDir, as pab replay layers
+// them (task.Resolve): the sites/ of the task's own repository when it sits in a tasks/
+// directory next to a sites/ directory, else repo's sites/, then the task's rules/.
+func TaskRulesDirs(repo *task.Repo, taskDir string) []string {
+	sites := repo.SitesDir()
+	if abs, err := filepath.Abs(taskDir); err == nil {
+		taskDir = abs
+		parent := filepath.Dir(abs)
+		if filepath.Base(parent) == "tasks" && isDirPath(filepath.Join(filepath.Dir(parent), "sites")) {
+			sites = filepath.Join(filepath.Dir(parent), "sites")
+		}
+	}
+	return []string{sites, filepath.Join(taskDir, "rules")}
+}

@@ -1,0 +1,435 @@
+// Package importer is pab's import pipeline: it turns WARC or WACZ files, a bundle
+// directory or a published recording into a task's recording (tasks/ID/recording, the
+// published layout of docs/bundle-format.md). Run audits the input, imports it, merges it
+// with the recording the task has, packs the result beside it, audits it again, publishes
+// it, writes task.yaml's card and capture, infers site rules and replays every recorded
+// request once offline (the self-check), all while holding the task's write lock
+// (task.Repo.LockTask). FinishRecording builds the bundle of a pab record session and
+// imports it the same way; Audit and Migrate are pab audit's and pab recording migrate's
+// work on a task. See docs/import.md.
+package importer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+
+	"github.com/pab-dev/pab/rules"
+	"github.com/pab-dev/pab/task"
+	"github.com/pab-dev/pab/warc"
+)
+
+// Options say what Run imports into which task, and where it reports.
+type Options struct {
+	// Repo is the task repository; TaskID the task (task.ValidID), whose recording is
+	// Repo.TasksDir()/TaskID/recording.
+	Repo   *task.Repo
+	TaskID string
+	// Inputs are WARC or WACZ files, or one bundle or published recording directory.
+	Inputs []string
+	// Replace drops the existing recording instead of merging with it; PreferNew merges but
+	// lets the new copies of requests recorded again replace the existing ones. They
+	// exclude each other.
+	Replace, PreferNew bool
+	// NoCheck skips the self-check (and GradingCheck).
+	NoCheck bool
+	// NoWait fails at once, instead of waiting, when another process holds the task's lock.
+	NoWait bool
+	// Title is the title of a new task.yaml ("": the WARC's or the first page's title).
+	Title string
+	// Locale (BCP 47) and Timezone (IANA), when set, go into the manifest and task.yaml's
+	// capture.
+	Locale, Timezone string
+	// Command names the writer in the lock's messages and errors ("pab import").
+	Command string
+	// Signals, once the lock is held, cancel the import between records (what was begun
+	// is removed); none: only ctx does.
+	Signals []os.Signal
+	// Out receives the report (what was imported, merged, inferred, the hit rates); ErrOut
+	// warnings and problems. Nil discards.
+	Out, ErrOut io.Writer
+	// GradingCheck, when set and NoCheck is not, runs after the self-check, with the task
+	// and the imported bundle directory, while the lock is held; its error is Run's (the
+	// recording stays imported).
+	GradingCheck func(t *task.Task, bundleDir string) error
+}
+
+// Result is what Run did.
+type Result struct {
+	// RecordingDir is the task's published recording directory.
+	RecordingDir string
+	// Merged says the import was merged with an existing recording of Before exchanges;
+	// Total is the number of exchanges published.
+	Merged        bool
+	Before, Total int
+	// Inferred are the paths of the rule files written (tasks/ID/rules/<site>.auto.yaml).
+	Inferred []string
+}
+
+// run is one import in progress: its options, the task and its work directory.
+type run struct {
+	o               Options
+	ctx             context.Context
+	t               *task.Task
+	taskDir, recDir string
+	work            string
+	out, errOut     io.Writer
+	dirInput, merge bool
+	oldCount        int
+	rep             *warc.ImportReport
+	res             Result
+	incoming, final string
+	staged          string
+	inferred        []*rules.InferredFile
+	layers          []ruleLayer
+	newTask         bool
+}
+
+// Run imports o.Inputs into tasks/o.TaskID/recording of o.Repo: audited, merged with the
+// existing recording unless o.Replace, packed beside it, audited again, published, with
+// inferred rules and a self-check. It holds the task's write lock throughout, so the
+// recording it merges with is the one the previous writer left. Nothing of the task changes
+// unless the whole import succeeds up to publishing. Errors name the input file or the
+// Options field; a missing Repo, TaskID or Inputs, or Replace with PreferNew, is an error
+// before anything is read.
+func Run(ctx context.Context, o Options) (Result, error) {
+	switch {
+	case o.Repo == nil:
+		return Result{}, errors.New("importer: Options.Repo is nil")
+	case o.TaskID == "":
+		return Result{}, errors.New("importer: Options.TaskID is empty")
+	case len(o.Inputs) == 0:
+		return Result{}, errors.New("importer: Options.Inputs is empty")
+	case o.Replace && o.PreferNew:
+		return Result{}, errors.New("importer: Options.Replace and Options.PreferNew exclude each other")
+	}
+	if err := task.ValidID(o.TaskID); err != nil {
+		return Result{}, err
+	}
+	r := &run{o: o, out: orDiscard(o.Out), errOut: orDiscard(o.ErrOut)}
+	r.taskDir = filepath.Join(o.Repo.TasksDir(), o.TaskID)
+	r.recDir = filepath.Join(r.taskDir, "recording")
+	r.res.RecordingDir = r.recDir
+	r.t = &task.Task{Repo: o.Repo, ID: o.TaskID, Dir: r.taskDir}
+	if err := r.checkInputs(); err != nil {
+		return Result{}, err
+	}
+	unlock, err := o.Repo.LockTask(r.taskDir, o.Command, o.NoWait, r.errOut)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
+	err = r.locked(ctx)
+	return r.res, err
+}
+
+// orDiscard is w, or io.Discard when w is nil.
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+// checkInputs checks that the inputs exist and are regular files or one directory.
+func (r *run) checkInputs() error {
+	for _, p := range r.o.Inputs {
+		st, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		switch {
+		case st.IsDir():
+			r.dirInput = true
+		case !st.Mode().IsRegular():
+			return fmt.Errorf("import: %s is not a regular file", p)
+		}
+	}
+	if r.dirInput && len(r.o.Inputs) > 1 {
+		return fmt.Errorf("import: give one bundle or recording directory, or WARC files")
+	}
+	return nil
+}
+
+// locked is the import once the task's lock is held: from here on the task is read as the
+// last writer left it.
+func (r *run) locked(ctx context.Context) error {
+	if f, err := warc.RecordingFormatOf(r.recDir); err != nil {
+		return fmt.Errorf("import: existing recording: %w", err)
+	} else if f != 0 && f != warc.RecordingFormat && !r.o.Replace {
+		return fmt.Errorf("import: %s holds a format %d recording; run pab recording migrate %s first, or pass --replace to drop it", r.recDir, f, r.o.TaskID)
+	}
+	old, err := warc.RecordingFiles(r.recDir)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	r.merge = len(old) > 0 && !r.o.Replace
+	if len(r.o.Signals) > 0 {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, r.o.Signals...)
+		defer stop()
+	}
+	r.ctx = ctx
+	if r.work, err = r.o.Repo.WorkDir(r.taskDir, "import-"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(r.work)
+	if err := r.readIncoming(); err != nil {
+		return err
+	}
+	if err := r.mergeOld(); err != nil {
+		return err
+	}
+	if err := r.stage(); err != nil {
+		return err
+	}
+	if err := r.publish(); err != nil {
+		return err
+	}
+	return r.check()
+}
+
+// readIncoming makes the incoming recording a bundle directory: a bundle or recording
+// input audited, WARC files imported.
+func (r *run) readIncoming() error {
+	var err error
+	r.incoming = filepath.Join(r.work, "in")
+	if r.dirInput {
+		r.incoming, err = auditedInput(r.o.Inputs[0], filepath.Join(r.work, "in"), r.errOut)
+		return err
+	}
+	r.rep, err = warc.ImportWARCs(r.o.Inputs, r.incoming, warc.ImportOptions{TaskID: r.o.TaskID, Context: r.ctx, Locale: r.o.Locale, Timezone: r.o.Timezone})
+	return err
+}
+
+// mergeOld merges the incoming bundle with the existing recording (or normalizes a
+// directory input alone) into the final bundle.
+func (r *run) mergeOld() error {
+	r.final = r.incoming
+	if !r.merge && !r.dirInput {
+		return nil
+	}
+	oldDir := ""
+	if r.merge {
+		oldDir = filepath.Join(r.work, "old")
+		if err := warc.Unpack(r.recDir, oldDir); err != nil {
+			return fmt.Errorf("import: existing recording: %w (pass --replace to drop it, or run pab recording migrate)", err)
+		}
+		var err error
+		if r.oldCount, err = warc.CountRecordingEntries(r.recDir); err != nil {
+			return err
+		}
+	}
+	r.final = filepath.Join(r.work, "merged")
+	if err := warc.Merge(oldDir, r.incoming, r.final, warc.MergeOptions{PreferNew: r.o.PreferNew, TaskID: r.o.TaskID, Context: r.ctx,
+		Locale: r.o.Locale, Timezone: r.o.Timezone}); err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	return nil
+}
+
+// failed removes a task directory this import created, and returns err.
+func (r *run) failed(err error) error {
+	if r.newTask {
+		os.RemoveAll(r.taskDir)
+	}
+	return err
+}
+
+// stage packs the final bundle beside the recording and audits it there, and infers the
+// rules. Nothing of the task changes before all of it has passed.
+func (r *run) stage() error {
+	_, statErr := os.Stat(r.taskDir)
+	r.newTask = os.IsNotExist(statErr)
+	if err := os.MkdirAll(r.taskDir, 0o755); err != nil {
+		return err
+	}
+	staged, err := warc.PackStaged(r.final, r.recDir, warc.PartSize)
+	if err != nil {
+		return r.failed(err)
+	}
+	// An unresolved revisit was already a warning of the import; it does not stop it.
+	if probs := warc.Blocking(warc.AuditRecording(staged, filepath.Join(r.work, "audit"))); len(probs) > 0 {
+		os.RemoveAll(staged)
+		for _, p := range probs {
+			fmt.Fprintln(r.errOut, strings.ReplaceAll(p.String(), staged, r.recDir+" (new)"))
+		}
+		return r.failed(r.auditFailed(len(probs)))
+	}
+	if r.inferred, r.layers, err = inferRules(r.t, r.final, r.work); err != nil {
+		os.RemoveAll(staged)
+		return r.failed(err)
+	}
+	// the audit's not_found check (pab audit): every key a host of the recording or a site
+	// name of the rules the task will replay with (sites/, its rules/, the rules inferred now)
+	if probs := NotFoundKeys(r.final, filepath.Join(r.recDir, warc.RecordingManifestFile)+" (new)",
+		[]string{r.o.Repo.SitesDir(), r.t.RulesDir(), filepath.Join(r.work, "inferred-rules")}); len(probs) > 0 {
+		os.RemoveAll(staged)
+		for _, p := range probs {
+			fmt.Fprintln(r.errOut, p)
+		}
+		return r.failed(r.auditFailed(len(probs)))
+	}
+	r.staged = staged
+	return nil
+}
+
+// auditFailed is the error of a new recording with n audit problems.
+func (r *run) auditFailed(n int) error {
+	return fmt.Errorf("import: the new recording fails the audit (%d problems, listed above); nothing was imported, %s is as it was", n, r.recDir)
+}
+
+// publish renames the staged recording into place, writes the inferred rules, the card and
+// its capture, and reports what was imported.
+func (r *run) publish() error {
+	if err := warc.Publish(r.staged, r.recDir); err != nil {
+		return r.failed(err)
+	}
+	names, err := writeInferredRules(r.t, r.inferred, r.out)
+	if err != nil {
+		return err
+	}
+	r.res.Inferred = names
+	title := r.o.Title
+	if title == "" && r.rep != nil {
+		title = r.rep.Title
+	}
+	if title == "" {
+		title = firstPageTitle(r.final)
+	}
+	if err := task.WriteCardIfMissing(r.taskDir, r.o.TaskID, title); err != nil {
+		return err
+	}
+	if err := writeCapture(r.t, r.final, r.errOut); err != nil {
+		return err
+	}
+	if r.rep != nil {
+		for _, w := range r.rep.Warnings {
+			fmt.Fprintln(r.errOut, "pab import: warning:", w)
+		}
+	}
+	fmt.Fprintf(r.out, "imported %s into %s\n", strings.Join(r.o.Inputs, " "), r.recDir)
+	if r.rep != nil {
+		fmt.Fprint(r.out, r.rep.Summary())
+	}
+	total, err := warc.CountRecordingEntries(r.recDir)
+	if err == nil {
+		r.res.Total = total
+	}
+	if err == nil && r.merge {
+		r.res.Merged, r.res.Before = true, r.oldCount
+		fmt.Fprintf(r.out, "merged with the existing recording: %d exchanges before, %d now\n", r.oldCount, total)
+	}
+	return nil
+}
+
+// check runs the self-check and the grading check, unless NoCheck.
+func (r *run) check() error {
+	if r.o.NoCheck {
+		return nil
+	}
+	if err := selfCheck(r.ctx, r.out, r.o.Repo, r.final, r.layers); err != nil {
+		fmt.Fprintln(r.errOut, "pab import: warning: the self-check did not run:", err)
+	}
+	if r.o.GradingCheck == nil {
+		return nil
+	}
+	return r.o.GradingCheck(r.t, r.final)
+}
+
+// auditedInput checks a bundle or published recording directory with the audit, printing
+// every problem to errOut, and returns a bundle directory holding it (dir itself, or the
+// recording unpacked into work).
+func auditedInput(dir, work string, errOut io.Writer) (string, error) {
+	var probs []warc.Problem
+	bundle := dir
+	switch {
+	case IsRecordingDir(dir):
+		probs = warc.AuditRecording(dir, work)
+		bundle = work
+	case isRegularFile(filepath.Join(dir, warc.ManifestFile)):
+		probs = warc.Audit(dir)
+	default:
+		return "", fmt.Errorf("import: %s is neither a bundle directory (manifest.json, archive/data.warc, ...) nor a published recording (manifest.json with data.warc.gz, or warc.tar.gz, ...)", dir)
+	}
+	for _, p := range probs {
+		if p.Unresolved {
+			fmt.Fprintln(errOut, "pab import: warning:", p)
+		}
+	}
+	if probs = warc.Blocking(probs); len(probs) > 0 {
+		for _, p := range probs {
+			fmt.Fprintln(errOut, p)
+		}
+		return "", fmt.Errorf("import: %s fails the audit (%d problems, listed above); nothing was imported", dir, len(probs))
+	}
+	return bundle, nil
+}
+
+// firstPageTitle is the title of the bundle's first page that has one, or "".
+func firstPageTitle(dir string) string {
+	b, err := warc.OpenBundle(dir)
+	if err != nil {
+		return ""
+	}
+	defer b.Close()
+	for _, p := range b.Pages {
+		if p.Title != "" {
+			return p.Title
+		}
+	}
+	return ""
+}
+
+// writeCapture puts the locale and time zone of the imported recording's manifest (bundle
+// directory final) into task.yaml's capture section (docs/import.md): added when the card
+// has none; a card whose capture says otherwise is left as it is, with one warning line on
+// errOut (the manifest is what replay uses).
+func writeCapture(t *task.Task, final string, errOut io.Writer) error {
+	b, err := warc.OpenBundle(final)
+	if err != nil {
+		return err
+	}
+	locale, tz := b.Manifest.Locale, b.Manifest.Timezone
+	b.Close()
+	if locale == "" && tz == "" {
+		return nil
+	}
+	changed, err := task.SetCapture(t.CardPath(), task.Capture{Locale: locale, Timezone: tz})
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	if changed != "" {
+		fmt.Fprintf(errOut, "pab import: warning: %s\n", changed)
+	}
+	return nil
+}
+
+// IsRecordingDir reports whether dir holds a published recording's archive: data.warc.gz
+// (format 3), warc.tar.gz (format 2) or bundle.tar.gz (format 1), whole or in parts, or an
+// entries.jsonl.
+func IsRecordingDir(dir string) bool {
+	for _, name := range []string{warc.RecordingDataFile, warc.RecordingDataPart(0), warc.RecordingWARCFile, warc.RecordingWARCFile + ".000", warc.RecordingEntriesFile, warc.Format1File, warc.Format1File + ".000"} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// isRegularFile reports whether path is a regular file (links followed).
+func isRegularFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// isDirPath reports whether path is a directory (links followed).
+func isDirPath(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}

@@ -1,0 +1,170 @@
+package importer
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/pab-dev/pab/task"
+	"github.com/pab-dev/pab/warc"
+)
+
+// testRepo is an empty task repository (sites/ empty) with its cache and pab's CA in
+// temporary directories.
+func testRepo(t *testing.T) *task.Repo {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "sites"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PAB_CACHE", filepath.Join(root, ".cache"))
+	t.Setenv("PAB_CA_DIR", filepath.Join(t.TempDir(), "ca"))
+	return &task.Repo{Root: root}
+}
+
+// recordedURLs unpacks the recording in dir and returns "METHOD URL" of its entries.
+func recordedURLs(t *testing.T, dir string) []string {
+	t.Helper()
+	bundle := filepath.Join(t.TempDir(), "b")
+	if err := warc.Unpack(dir, bundle); err != nil {
+		t.Fatal(err)
+	}
+	b, err := warc.OpenBundle(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var urls []string
+	for _, e := range b.Entries {
+		urls = append(urls, e.Method+" "+e.URL)
+	}
+	return urls
+}
+
+// TestRunImportsCorpusWARC: warcio's example.warc.gz imported into a new task is published
+// as a recording that passes the audit, with a task.yaml, the self-check's three hit-rate
+// lines (every request answered) and the grading check run on the imported bundle; a
+// second import of post-test.warc.gz is merged with it (all exchanges of both kept, the
+// counts said), and the lock and work directories are gone afterwards.
+func TestRunImportsCorpusWARC(t *testing.T) {
+	repo := testRepo(t)
+	var out, errOut bytes.Buffer
+	graded := ""
+	o := Options{Repo: repo, TaskID: "example", Inputs: []string{"testdata/example.warc.gz"}, Command: "pab import",
+		Out: &out, ErrOut: &errOut, GradingCheck: func(tk *task.Task, bundleDir string) error {
+			if _, err := os.Stat(filepath.Join(bundleDir, warc.ManifestFile)); err != nil {
+				t.Errorf("the grading check's bundle: %v", err)
+			}
+			graded = tk.ID
+			return nil
+		}}
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatalf("import: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	recDir := filepath.Join(repo.TasksDir(), "example", "recording")
+	if res.RecordingDir != recDir || res.Merged || res.Total < 2 {
+		t.Errorf("result %+v", res)
+	}
+	first := recordedURLs(t, recDir)
+	if !slices.Contains(first, "GET http://example.com/") {
+		t.Errorf("recorded %v, want GET http://example.com/", first)
+	}
+	if _, probs, err := Audit(repo, "example"); err != nil || len(probs) > 0 {
+		t.Errorf("audit: %v %v", probs, err)
+	}
+	if _, err := os.Stat(filepath.Join(repo.TasksDir(), "example", task.CardFile)); err != nil {
+		t.Errorf("no task.yaml: %v", err)
+	}
+	report := out.String()
+	if !strings.HasPrefix(report, "inferred rules: ") || !strings.Contains(report, "imported testdata/example.warc.gz into "+recDir+"\n") {
+		t.Errorf("report:\n%s", report)
+	}
+	hitRates := regexp.MustCompile(`(?m)^  (generic rules only|\+ inferred|\+ hand-written) +hit rate 100\.0%`).FindAllString(report, -1)
+	if !strings.Contains(report, "self-check: every recorded request replayed once") || len(hitRates) != 3 {
+		t.Errorf("self-check lines %q in:\n%s", hitRates, report)
+	}
+	if graded != "example" {
+		t.Errorf("the grading check ran for %q", graded)
+	}
+
+	out.Reset()
+	o.Inputs, o.GradingCheck = []string{"testdata/post-test.warc.gz"}, nil
+	res2, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatalf("second import: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	merged := recordedURLs(t, recDir)
+	posts, rest := 0, []string(nil)
+	for _, u := range merged {
+		if strings.HasPrefix(u, "POST http://httpbin.org/post") {
+			posts++
+		} else {
+			rest = append(rest, u)
+		}
+	}
+	// the recording captured first comes first (post-test's 2017 capture): both kept whole
+	if !res2.Merged || res2.Before != res.Total || res2.Total != len(merged) || posts != 3 || !slices.Equal(rest, first) {
+		t.Errorf("merge: result %+v, %d POSTs, recording %v", res2, posts, merged)
+	}
+	if want := "merged with the existing recording: " + strconv.Itoa(res.Total) + " exchanges before, " + strconv.Itoa(len(merged)) + " now\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, out.String())
+	}
+	if _, err := os.Stat(repo.WorkRoot(filepath.Join(repo.TasksDir(), "example"))); !os.IsNotExist(err) {
+		t.Errorf("the work root is left: %v", err)
+	}
+}
+
+// TestRunRefusesBadInput: a file that is no WARC is refused with its name and nothing of
+// the task changes (no task directory for a new task, the recording as it was for an
+// existing one); a directory that is neither a bundle nor a recording, and options that
+// contradict each other, are refused before anything is read.
+func TestRunRefusesBadInput(t *testing.T) {
+	repo := testRepo(t)
+	bad := filepath.Join(t.TempDir(), "notes.warc")
+	if err := os.WriteFile(bad, []byte("these are notes, not WARC records\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var errOut bytes.Buffer
+	o := Options{Repo: repo, TaskID: "fresh", Inputs: []string{bad}, NoCheck: true, Command: "pab import", ErrOut: &errOut}
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("import of %s: %v, want an error naming it", bad, err)
+	}
+	if _, err := os.Stat(filepath.Join(repo.TasksDir(), "fresh")); !os.IsNotExist(err) {
+		t.Errorf("the refused import left tasks/fresh: %v", err)
+	}
+
+	o.TaskID, o.Inputs = "example", []string{"testdata/example.warc.gz"}
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	recDir := filepath.Join(repo.TasksDir(), "example", "recording")
+	before, err := warc.HashRecording(recDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Inputs = []string{bad}
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("import of %s into a task: %v, want an error naming it", bad, err)
+	}
+	if after, err := warc.HashRecording(recDir); err != nil || after != before {
+		t.Errorf("the recording changed: %v", err)
+	}
+
+	empty := t.TempDir()
+	o.Inputs = []string{empty}
+	want := "import: " + empty + " is neither a bundle directory"
+	if _, err := Run(context.Background(), o); err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("import of an empty directory: %v, want %q...", err, want)
+	}
+	o.Inputs, o.Replace, o.PreferNew = []string{"testdata/example.warc.gz"}, true, true
+	if _, err := Run(context.Background(), o); err == nil || err.Error() != "importer: Options.Replace and Options.PreferNew exclude each other" {
+		t.Errorf("Replace with PreferNew: %v", err)
+	}
+}
