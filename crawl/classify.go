@@ -65,72 +65,106 @@ func (a *answered) final() *replay.LogLine { return a.lines[len(a.lines)-1] }
 var quotedURL = regexp.MustCompile(`['"](https?://[^'"\s]+)['"]`)
 
 // classify turns what the browser reported during a visit, and replay's log lines of it,
-// into the page's result.
+// into the page's result, in phases: the requests matched with their log lines, the
+// page's document, its resources, the browser's console messages, uncaught exceptions, and
+// the summary.
 func classify(v *visit, q queued, rec *recorded) PageResult {
-	pr := PageResult{URL: q.url, Depth: q.depth, From: q.from}
-	ix := newLogIndex(v.lines)
-	var all []*answered
-	byURL := map[string]*answered{} // last request of each URL
-	for _, r := range v.order {
+	c := &classification{v: v, rec: rec, pr: PageResult{URL: q.url, Depth: q.depth, From: q.from},
+		byURL: map[string]*answered{}, broken: map[string]bool{}}
+	c.match()
+	c.document()
+	c.resources()
+	c.console()
+	c.exceptions()
+	return c.summary()
+}
+
+// classification is one page's result while classify's phases put it together.
+type classification struct {
+	v   *visit
+	rec *recorded
+	pr  PageResult
+	all []*answered
+	// byURL is the last request of each URL; doc is the page's document request, docs
+	// the main-frame documents in order.
+	byURL    map[string]*answered
+	doc      *answered
+	docs     []*request
+	notes    []string
+	wrongDoc bool
+	// broken holds the URLs of pr.Broken (and of those past maxProblems).
+	broken map[string]bool
+}
+
+// match pairs every request of the visit, hop by hop, with replay's log lines.
+func (c *classification) match() {
+	ix := newLogIndex(c.v.lines)
+	for _, r := range c.v.order {
 		a := &answered{r: r}
 		for _, h := range r.hops {
 			a.lines = append(a.lines, ix.take(h.method, h.url))
 		}
-		all = append(all, a)
-		byURL[r.last().url] = a
-		pr.Requests += len(r.hops)
+		c.all = append(c.all, a)
+		c.byURL[r.last().url] = a
+		c.pr.Requests += len(r.hops)
 	}
-	docs := v.mainDocs()
-	var doc *answered
-	if len(docs) > 0 {
-		for _, a := range all {
-			if a.r == docs[0] {
-				doc = a
+}
+
+// document judges the page's own document (docVerdict) and a page that keeps navigating
+// by itself (script, meta refresh).
+func (c *classification) document() {
+	v := c.v
+	c.docs = v.mainDocs()
+	if len(c.docs) > 0 {
+		for _, a := range c.all {
+			if a.r == c.docs[0] {
+				c.doc = a
 			}
 		}
 	}
-	var notes []string
-	wrongDoc := false
 	switch {
-	case doc == nil:
-		pr.Verdict, wrongDoc = VerdictBroken, true
+	case c.doc == nil:
+		c.pr.Verdict, c.wrongDoc = VerdictBroken, true
 		switch {
 		case v.timedOut:
-			notes = append(notes, "the browser sent no request for the page in time")
+			c.notes = append(c.notes, "the browser sent no request for the page in time")
 		case v.navErr != "":
-			notes = append(notes, "the browser did not open the page: "+shorten(v.navErr, 160))
+			c.notes = append(c.notes, "the browser did not open the page: "+shorten(v.navErr, 160))
 		default:
-			notes = append(notes, "the browser sent no request for the page")
+			c.notes = append(c.notes, "the browser sent no request for the page")
 		}
 	default:
-		pr.Verdict, wrongDoc, notes = docVerdict(doc, v, rec, &pr)
+		c.pr.Verdict, c.wrongDoc, c.notes = docVerdict(c.doc, v, c.rec, &c.pr)
 	}
-
-	// a page that keeps navigating by itself (script, meta refresh)
-	if len(docs) > 1 {
+	if docs := c.docs; len(docs) > 1 {
 		last := docs[len(docs)-1]
-		pr.WentOn = last.hops[0].url
+		c.pr.WentOn = last.hops[0].url
 		if len(docs) > maxNavigations {
-			pr.Verdict, wrongDoc = VerdictRedirectLoop, true
-			notes = append(notes, fmt.Sprintf("the page keeps navigating by itself (script or meta refresh): %s", chain(docURLs(docs))))
+			c.pr.Verdict, c.wrongDoc = VerdictRedirectLoop, true
+			c.notes = append(c.notes, fmt.Sprintf("the page keeps navigating by itself (script or meta refresh): %s", chain(docURLs(docs))))
 		} else {
-			notes = append(notes, "then went on by itself to "+pr.WentOn)
+			c.notes = append(c.notes, "then went on by itself to "+c.pr.WentOn)
 		}
 	}
+}
 
-	// the page's resources
-	broken := map[string]bool{}
-	addBroken := func(p Problem) {
-		if broken[p.URL] {
-			return
-		}
-		broken[p.URL] = true
-		if len(pr.Broken) < maxProblems {
-			pr.Broken = append(pr.Broken, p)
-		}
+// addBroken lists a broken resource once per URL, at most maxProblems of them.
+func (c *classification) addBroken(p Problem) {
+	if c.broken[p.URL] {
+		return
 	}
-	for _, a := range all {
-		if a == doc {
+	c.broken[p.URL] = true
+	if len(c.pr.Broken) < maxProblems {
+		c.pr.Broken = append(c.pr.Broken, p)
+	}
+}
+
+// resources counts the page's misses and heuristic answers and lists the resources that
+// failed in the browser although the recording has them.
+func (c *classification) resources() {
+	pr, rec := &c.pr, c.rec
+	for _, a := range c.all {
+		if a == c.doc {
 			continue
 		}
 		r, fl := a.r, a.final()
@@ -158,22 +192,26 @@ func classify(v *visit, q queued, rec *recorded) PageResult {
 		}
 		switch {
 		case fl != nil && hitSource(fl.Source):
-			addBroken(Problem{URL: u, Type: string(r.typ), Reason: why + "; replay answered it " + answerOf(fl, rec.b)})
+			c.addBroken(Problem{URL: u, Type: string(r.typ), Reason: why + "; replay answered it " + answerOf(fl, rec.b)})
 		case fl == nil && rec.has(u):
-			addBroken(Problem{URL: u, Type: string(r.typ), Reason: why + "; it never reached replay, and the recording has it"})
+			c.addBroken(Problem{URL: u, Type: string(r.typ), Reason: why + "; it never reached replay, and the recording has it"})
 		}
 	}
-	// console messages of the browser (not of page scripts): fonts the sanitizer refused,
-	// resources refused by policy
+}
+
+// console reads the browser's console messages (not those of page scripts): fonts the
+// sanitizer refused, resources refused by policy, other errors counted as script errors.
+func (c *classification) console() {
+	pr, rec := &c.pr, c.rec
 	lastFont := -1 // index in pr.Broken of the font refused by the message before
-	for _, e := range v.logs {
+	for _, e := range c.v.logs {
 		text := e.Text
 		switch {
 		case strings.HasPrefix(text, "Failed to decode downloaded font:"):
 			u := canon(strings.TrimSpace(strings.TrimPrefix(text, "Failed to decode downloaded font:")))
 			lastFont = -1
-			if a := byURL[u]; a != nil && a.final() != nil && hitSource(a.final().Source) && !broken[u] {
-				addBroken(Problem{URL: u, Type: "Font", Reason: "Chromium's font sanitizer refused it; replay answered it " + answerOf(a.final(), rec.b)})
+			if a := c.byURL[u]; a != nil && a.final() != nil && hitSource(a.final().Source) && !c.broken[u] {
+				c.addBroken(Problem{URL: u, Type: "Font", Reason: "Chromium's font sanitizer refused it; replay answered it " + answerOf(a.final(), rec.b)})
 				if n := len(pr.Broken); n > 0 && pr.Broken[n-1].URL == u {
 					lastFont = n - 1
 				}
@@ -192,21 +230,29 @@ func classify(v *visit, q queued, rec *recorded) PageResult {
 		}
 		if m := quotedURL.FindStringSubmatch(text); m != nil {
 			u := canon(m[1])
-			if a := byURL[u]; a != nil && a.final() != nil && hitSource(a.final().Source) {
-				if !broken[u] {
-					addBroken(Problem{URL: u, Type: string(a.r.typ), Reason: shorten(text, 160) + "; replay answered it " + answerOf(a.final(), rec.b)})
+			if a := c.byURL[u]; a != nil && a.final() != nil && hitSource(a.final().Source) {
+				if !c.broken[u] {
+					c.addBroken(Problem{URL: u, Type: string(a.r.typ), Reason: shorten(text, 160) + "; replay answered it " + answerOf(a.final(), rec.b)})
 				}
 				continue
 			}
 		}
-		pr.ScriptErrors++
-		if pr.FirstScriptError == "" {
-			pr.FirstScriptError = shorten(text, 160)
-		}
+		c.scriptError(text)
 	}
-	// uncaught exceptions: put down to replay when the script that threw was answered by a
-	// heuristic match (another URL's recording)
-	for _, x := range v.exceptions {
+}
+
+// scriptError counts one script error, keeping the first one's text.
+func (c *classification) scriptError(text string) {
+	c.pr.ScriptErrors++
+	if c.pr.FirstScriptError == "" {
+		c.pr.FirstScriptError = shorten(text, 160)
+	}
+}
+
+// exceptions reads uncaught exceptions: put down to replay when the script that threw was
+// answered by a heuristic match (another URL's recording), else script errors.
+func (c *classification) exceptions() {
+	for _, x := range c.v.exceptions {
 		text := x.Text
 		if x.Exception != nil && x.Exception.Description != "" {
 			text += " " + x.Exception.Description
@@ -215,31 +261,32 @@ func classify(v *visit, q queued, rec *recorded) PageResult {
 		if x.StackTrace != nil && len(x.StackTrace.CallFrames) > 0 && x.StackTrace.CallFrames[0].URL != "" {
 			u = x.StackTrace.CallFrames[0].URL
 		}
-		if a := byURL[canon(u)]; a != nil && a != doc && a.final() != nil && heuristicSource(a.final().Source) {
-			addBroken(Problem{URL: a.r.last().url, Type: "Script", Reason: "threw " + shorten(text, 120) + "; replay answered it " + answerOf(a.final(), rec.b)})
+		if a := c.byURL[canon(u)]; a != nil && a != c.doc && a.final() != nil && heuristicSource(a.final().Source) {
+			c.addBroken(Problem{URL: a.r.last().url, Type: "Script", Reason: "threw " + shorten(text, 120) + "; replay answered it " + answerOf(a.final(), c.rec.b)})
 			continue
 		}
-		pr.ScriptErrors++
-		if pr.FirstScriptError == "" {
-			pr.FirstScriptError = shorten(text, 160)
-		}
+		c.scriptError(text)
 	}
-	pr.ScriptErrors += v.moreExc
+	c.pr.ScriptErrors += c.v.moreExc
+}
 
-	if len(broken) > 0 {
+// summary makes broken resources break the verdict and joins the notes into the detail.
+func (c *classification) summary() PageResult {
+	pr, notes := c.pr, c.notes
+	if len(c.broken) > 0 {
 		if pr.Verdict == VerdictOK || pr.Verdict == VerdictMiss {
 			pr.Verdict = VerdictBroken
 		}
-		wrongDoc = true
+		c.wrongDoc = true
 		var names []string
 		for i, p := range pr.Broken {
 			if i == 2 {
-				names = append(names, fmt.Sprintf("and %d more", len(broken)-2))
+				names = append(names, fmt.Sprintf("and %d more", len(c.broken)-2))
 				break
 			}
 			names = append(names, fmt.Sprintf("%s %s: %s", strings.ToLower(p.Type), p.URL, p.Reason))
 		}
-		notes = append(notes, fmt.Sprintf("%d broken: %s", len(broken), strings.Join(names, "; ")))
+		notes = append(notes, fmt.Sprintf("%d broken: %s", len(c.broken), strings.Join(names, "; ")))
 	}
 	if pr.Misses > 0 {
 		notes = append(notes, fmt.Sprintf("%d requests missed (first: %s)", pr.Misses, pr.FirstMisses[0]))
@@ -250,7 +297,7 @@ func classify(v *visit, q queued, rec *recorded) PageResult {
 	if pr.ScriptErrors > 0 {
 		notes = append(notes, fmt.Sprintf("%d script errors (first: %s)", pr.ScriptErrors, pr.FirstScriptError))
 	}
-	pr.Wrong = wrongDoc
+	pr.Wrong = c.wrongDoc
 	pr.Detail = strings.Join(notes, "; ")
 	return pr
 }
