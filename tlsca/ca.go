@@ -17,7 +17,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"math/big"
@@ -31,6 +30,7 @@ import (
 
 	"github.com/pab-dev/pab/internal/atomicfile"
 	"github.com/pab-dev/pab/internal/filelock"
+	"github.com/pab-dev/pab/internal/readlimit"
 )
 
 // File names of the CA inside its directory ($PAB_CACHE/ca).
@@ -177,18 +177,11 @@ func regularFileExists(path string) (bool, error) {
 	return true, nil
 }
 
+// readBounded reads a CA file of at most maxCAFileSize bytes; errors are "load CA: ...".
 func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	data, err := readlimit.File(path, maxCAFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("load CA: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxCAFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("load CA: read %s: %w", path, err)
-	}
-	if len(data) > maxCAFileSize {
-		return nil, fmt.Errorf("load CA: %s is larger than %d bytes", path, maxCAFileSize)
 	}
 	return data, nil
 }

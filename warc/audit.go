@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/pab-dev/pab/internal/atomicfile"
+	"github.com/pab-dev/pab/internal/readlimit"
 )
 
 // Problem is one finding of Audit. File is the path of the file it concerns as the caller
@@ -208,14 +209,7 @@ func readAuditFile(dir, name string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("larger than %d bytes", max)
-	}
-	return data, nil
+	return readlimit.All(f, max)
 }
 
 // auditManifest checks manifest.json's bytes. published: the manifest of a recording

@@ -19,6 +19,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/pab-dev/pab/internal/atomicfile"
+	"github.com/pab-dev/pab/internal/readlimit"
 )
 
 // Bounds applied by Unpack to what a recording may expand to.
@@ -292,14 +293,9 @@ func removeOutput(dir string, created bool) {
 // readRecordingManifest reads recording/manifest.json and checks its format first (3 or
 // 2), so a recording of another format gets the format error rather than a field error.
 func readRecordingManifest(recordingDir, path string) (Manifest, int, error) {
-	f, err := os.Open(path)
+	data, err := readlimit.File(path, MaxManifestBytes)
 	if err != nil {
 		return Manifest{}, 0, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxManifestBytes+1))
-	if err != nil {
-		return Manifest{}, 0, fmt.Errorf("read %s: %w", path, err)
 	}
 	var probe struct {
 		Format json.RawMessage `json:"format"`
