@@ -28,21 +28,30 @@ const (
 // is not an error: the problem is recorded in the AnswerInfo. Only a missing or unreadable
 // file, or one that is not a regular file, is an error.
 func ReadAnswer(path string) (*AnswerInfo, error) {
-	fi, err := os.Stat(path)
+	a, err := readAnswer(path)
 	if err != nil {
 		return nil, fmt.Errorf("answer: %w", err)
 	}
+	return a, nil
+}
+
+// readAnswer is ReadAnswer with errors not prefixed by "answer: ".
+func readAnswer(path string) (*AnswerInfo, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("answer: %s is not a regular file", path)
+		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("answer: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxAnswerSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("answer: read %s: %w", path, err)
+		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	a := AnswerFromBytes(data)
 	a.File = path

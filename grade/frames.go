@@ -2,12 +2,15 @@ package grade
 
 import (
 	"bytes"
+	"io"
+	"mime"
 	"net/url"
 	"strings"
 
 	"golang.org/x/net/html"
 
 	"github.com/pab-dev/pab/replay"
+	"github.com/pab-dev/pab/warc"
 )
 
 // MaxFrameSources bounds how many frame URLs FrameSources returns for one document.
@@ -92,4 +95,42 @@ func logURLKey(raw string) string {
 		return n
 	}
 	return raw
+}
+
+// MaxFrameScan bounds how much of a recorded document PageFrames reads for its frames, in bytes.
+const MaxFrameScan = 8 << 20
+
+// PageFrames maps the recorded exchanges that answered document requests of the log
+// (entry ids) to the frames their HTML embeds (FrameSources), for grade.Input.Frames.
+// Only 2xx HTML answers are read, each once, at most MaxFrameScan bytes of it; documents
+// without frames are left out.
+func PageFrames(b *warc.Bundle, lines []replay.LogLine) map[string][]string {
+	out := map[string][]string{}
+	done := map[string]bool{}
+	for i := range lines {
+		l := &lines[i]
+		if l.Entry == "" || l.Type != replay.TypeDocument || done[l.Entry] {
+			continue
+		}
+		done[l.Entry] = true
+		e := b.ByID(l.Entry)
+		if e == nil {
+			continue
+		}
+		resp, err := b.Response(e)
+		if err != nil || resp.Status < 200 || resp.Status > 299 {
+			continue
+		}
+		if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || (mt != "text/html" && mt != "application/xhtml+xml") {
+			continue
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, MaxFrameScan))
+		if err != nil {
+			continue
+		}
+		if fs := FrameSources(body, e.URL); len(fs) > 0 {
+			out[l.Entry] = fs
+		}
+	}
+	return out
 }

@@ -6,21 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pab-dev/pab/grade"
 	"github.com/pab-dev/pab/internal/atomicfile"
-	"github.com/pab-dev/pab/internal/pathx"
-	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/task"
-	"github.com/pab-dev/pab/warc"
 )
 
 // errGradeFailed makes pab exit 1 after the result files were written and the reason printed.
@@ -46,39 +40,35 @@ func (j *judgeFlags) add(cmd *cobra.Command) {
 	f.BoolVar(&j.noCache, "no-cache", false, "ask the judge even when the same prompt was answered before")
 }
 
-// validate checks the judge flags that need no judge to be built.
-func (j *judgeFlags) validate() error {
-	if j.samples < 1 || j.samples > 25 {
-		return fmt.Errorf("--samples: want 1 to 25, got %d", j.samples)
-	}
-	switch strings.ToLower(j.kind) {
-	case "", "api", "anthropic", "openai", "cli":
-	default:
-		return fmt.Errorf("--judge: want api, openai or cli, got %q", j.kind)
-	}
-	if j.timeout < 0 {
-		return fmt.Errorf("--judge-timeout: want a positive duration (0 means the default, 2m), got %v", j.timeout)
-	}
-	return nil
+// options are the judge flags as grade's settings.
+func (j *judgeFlags) options() *grade.JudgeOptions {
+	return &grade.JudgeOptions{JudgeConfig: grade.JudgeConfig{Kind: j.kind, Model: j.model, Fallback: j.fallback,
+		BaseURL: j.baseURL, Command: j.command, Timeout: j.timeout}, Samples: j.samples, NoCache: j.noCache}
 }
 
+// validate checks the judge flags that need no judge to be built; errors name the flag.
+func (j *judgeFlags) validate() error { return flagError(j.options().Validate()) }
+
 // open builds the cached judge; the cache lives in the repository's cache directory.
+// Errors name the flag.
 func (j *judgeFlags) open(repo *task.Repo) (*grade.Cache, error) {
-	if err := j.validate(); err != nil {
-		return nil, err
+	c, err := j.options().Open(repo.CacheDir())
+	return c, flagError(err)
+}
+
+// flagOf maps the fields of grade's and batch's options (grade.FieldError) to pab's flags.
+var flagOf = map[string]string{"Samples": "--samples", "Kind": "--judge", "Timeout": "--judge-timeout",
+	"Log": "--log", "Answer": "--answer", "GuardTrace": "--guard-trace", "GuardResult": "--guard-result"}
+
+// flagError rewrites a *grade.FieldError err as "FLAG: message"; other errors are returned
+// as they are.
+func flagError(err error) error {
+	if fe, ok := err.(*grade.FieldError); ok {
+		if f, ok := flagOf[fe.Field]; ok {
+			return fmt.Errorf("%s: %w", f, fe.Err)
+		}
 	}
-	jd, err := grade.NewJudge(grade.JudgeConfig{
-		Kind: j.kind, Model: j.model, Fallback: j.fallback, BaseURL: j.baseURL,
-		Command: j.command, Timeout: j.timeout,
-	})
-	if err != nil {
-		return nil, err
-	}
-	c := &grade.Cache{Judge: jd}
-	if !j.noCache {
-		c.Dir = filepath.Join(repo.CacheDir(), "judge")
-	}
-	return c, nil
+	return err
 }
 
 func newGradeCmd(g *globalFlags) *cobra.Command {
@@ -139,8 +129,8 @@ source URL is recorded and its response holds the source text.`,
 			if outDir == "" {
 				outDir = filepath.Dir(logFile)
 			}
-			return runGrade(cmd, g, args[0], gradeFiles{log: logFile, answer: answerFile, out: outDir,
-				guardTrace: guardTrace, guardResult: guardResult}, &jf)
+			return runGrade(cmd, g, args[0], grade.Files{Log: logFile, Answer: answerFile,
+				GuardTrace: guardTrace, GuardResult: guardResult}, outDir, &jf)
 		},
 	}
 	cmd.Flags().StringVar(&logFile, "log", "", "the replay log of the run (pab replay --log)")
@@ -154,146 +144,35 @@ source URL is recorded and its response holds the source text.`,
 	return cmd
 }
 
-// gradingOf loads the task's grading.yaml; (nil, "", nil) when the target is no task or the
-// task has none. Its warnings (grade.Grading.Warnings) go to warn, one line each (nil:
-// not printed).
+// gradingOf loads the task's grading.yaml (grade.LoadTaskGrading); (nil, "", nil) when the
+// target is no task or the task has none. Its warnings go to warn (nil: not printed).
 func gradingOf(t *task.Task, warn io.Writer) (*grade.Grading, string, error) {
-	gr, name, _, err := gradingWithHash(t, warn)
+	gr, name, _, err := grade.LoadTaskGrading(t, warn)
 	return gr, name, err
 }
 
-// gradingWithHash is gradingOf, also returning the sha256 of the bytes parsed (empty when
-// the file could not be read).
-func gradingWithHash(t *task.Task, warn io.Writer) (*grade.Grading, string, string, error) {
-	if t == nil || !t.HasGrading() {
-		return nil, "", "", nil
-	}
-	path := t.GradingPath()
-	name := path
-	if rel, ok := pathx.Rel(t.Repo.Root, path); ok {
-		name = rel
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, name, "", err
-	}
-	gr, err := grade.ParseGrading(name, data)
-	if gr != nil && warn != nil {
-		for _, w := range gr.Warnings {
-			fmt.Fprintln(warn, "pab: warning:", w)
-		}
-	}
-	return gr, name, grade.HashBytes(data), err
-}
-
-// provenance is what produced a grading of s (grade.Provenance): the recording's hash, the
-// grading file's (gradingSHA, from gradingWithHash), the rules in effect and this build.
-// What cannot be hashed is left empty and said in the returned notes.
-func provenance(s *session, gradingSHA string) (*grade.Provenance, []string) {
-	p := &grade.Provenance{Grading: gradingSHA, Pab: grade.ReadBuild()}
-	var notes []string
-	var err error
-	if p.Recording, p.RecordingOf, err = s.target.RecordingHash(); err != nil {
-		p.Recording, p.RecordingOf = "", ""
-		notes = append(notes, "provenance: the recording could not be hashed: "+err.Error())
-	}
-	if p.Rules, p.RuleFiles, err = grade.RulesHash(s.rules, s.repo.Root); err != nil {
-		p.Rules, p.RuleFiles = "", nil
-		notes = append(notes, "provenance: "+err.Error())
-	}
-	return p, notes
-}
-
-// gradeFiles are the files pab grade reads and the directory it writes.
-type gradeFiles struct {
-	log, answer, out        string
-	guardTrace, guardResult string
-}
-
-func runGrade(cmd *cobra.Command, g *globalFlags, target string, files gradeFiles, jf *judgeFlags) error {
-	logFile, answerFile, outDir := files.log, files.answer, files.out
+func runGrade(cmd *cobra.Command, g *globalFlags, target string, files grade.Files, outDir string, jf *judgeFlags) error {
 	errOut := cmd.ErrOrStderr()
 	if err := jf.validate(); err != nil {
 		return err
 	}
 	// Inputs the user named must exist: those are mistakes, reported before anything is written.
-	// Stat first: opening a FIFO would block.
-	if fi, err := os.Stat(logFile); err != nil {
-		return fmt.Errorf("grade: --log: %w", err)
-	} else if !fi.Mode().IsRegular() {
-		return fmt.Errorf("grade: --log: %s is not a regular file", logFile)
-	}
-	lf, err := os.Open(logFile)
+	lf, answer, err := files.Open()
 	if err != nil {
-		return fmt.Errorf("grade: --log: %w", err)
+		return fmt.Errorf("grade: %w", flagError(err))
 	}
 	defer lf.Close()
-	var answer *grade.AnswerInfo
-	if answerFile != "" {
-		if answer, err = grade.ReadAnswer(answerFile); err != nil {
-			return fmt.Errorf("grade: --%w", err)
-		}
-	}
-	for _, f := range []struct{ flag, path string }{{"guard-trace", files.guardTrace}, {"guard-result", files.guardResult}} {
-		if f.path == "" {
-			continue
-		}
-		if fi, err := os.Stat(f.path); err != nil {
-			return fmt.Errorf("grade: --%s: %w", f.flag, err)
-		} else if !fi.Mode().IsRegular() {
-			return fmt.Errorf("grade: --%s: %s is not a regular file", f.flag, f.path)
-		}
-	}
 	s, err := openSession(g, target, errOut)
 	if err != nil {
 		return fmt.Errorf("grade: %w", err)
 	}
 	defer s.bundle.Close()
-	in := grade.Input{Task: s.target.Name, Answer: answer, Rules: s.rules, Titles: pageTitles(s.bundle), RecordedHosts: recordedHosts(s.bundle),
-		FramesOf: frameLookup(s.bundle)}
-	var problem error
-	var gradingSHA string
-	if t := s.target.Task; t != nil {
-		if card, err := t.Card(); err == nil {
-			in.Title, in.Prompt = card.Title, card.Prompt
-		} else {
-			problem = fmt.Errorf("task card: %w", err)
-		}
-		var sha string
-		in.Grading, in.GradingFile, sha, err = gradingWithHash(t, errOut)
-		if err != nil && problem == nil {
-			problem = err
-		}
-		gradingSHA = sha
-	}
-	in.GradingError = problem
-	var provNotes []string
-	in.Provenance, provNotes = provenance(s, gradingSHA)
-	for _, n := range provNotes {
+	p := grade.Prepare(s.opened(), s.repo.Root, errOut)
+	for _, n := range p.Notes {
 		fmt.Fprintln(errOut, "pab grade:", n)
 	}
-	if in.Grading != nil && in.Grading.Guard != nil {
-		tr, rs := files.guardTrace, files.guardResult
-		if tr == "" {
-			tr = filepath.Join(filepath.Dir(logFile), grade.GuardTraceFile)
-		}
-		if rs == "" {
-			rs = filepath.Join(filepath.Dir(logFile), grade.GuardResultFile)
-		}
-		in.Guard, in.GuardError = grade.ReadGuardRun(tr, rs)
-	} else if files.guardTrace != "" || files.guardResult != "" {
-		fmt.Fprintln(errOut, "pab grade: --guard-trace and --guard-result are not used: the task's grading has no guard section")
-	}
-	var judge *grade.Cache
-	if problem == nil && needsJudge(in.Grading, answer) {
-		// A judge that cannot be set up (no key, no model) is a mistake on the command
-		// line: said before anything is written.
-		if judge, err = jf.open(s.repo); err != nil {
-			return fmt.Errorf("grade: %w", err)
-		}
-	}
-	// The log is read once, line by line, while grading: memory does not grow with it.
-	res, err := grade.GradeLog(cmd.Context(), in, lf, logFile, grade.Options{Judge: judge, Samples: jf.samples})
+	res, err := p.GradeFiles(cmd.Context(), files, lf, answer, grade.RunOptions{
+		OpenJudge: func() (*grade.Cache, error) { return jf.open(s.repo) }, Samples: jf.samples, Warn: errOut})
 	if err != nil {
 		return fmt.Errorf("grade: %w", err)
 	}
@@ -303,7 +182,7 @@ func runGrade(cmd *cobra.Command, g *globalFlags, target string, files gradeFile
 	if err := res.WriteFiles(outDir); err != nil {
 		return fmt.Errorf("grade: %w", err)
 	}
-	printResult(cmd.OutOrStdout(), res, outDir)
+	res.Print(cmd.OutOrStdout(), outDir)
 	if res.Status == grade.StatusError {
 		for _, n := range res.Notes {
 			fmt.Fprintln(errOut, "pab grade:", n)
@@ -311,88 +190,6 @@ func runGrade(cmd *cobra.Command, g *globalFlags, target string, files gradeFile
 		return errGradeFailed
 	}
 	return nil
-}
-
-// needsJudge reports whether grading will ask the judge anything.
-func needsJudge(g *grade.Grading, a *grade.AnswerInfo) bool {
-	if g == nil || a == nil || a.Text == "" {
-		return false
-	}
-	return len(g.Checks) > 0 || (len(g.Extract) > 0 && len(g.Require) > 0)
-}
-
-// frameLookup returns grade.Input.FramesOf for b: the frames of one recorded document, as
-// pageFrames finds them, each entry looked at once (only entries of b are kept, so the
-// cache is bounded by the recording, not by the log).
-func frameLookup(b *warc.Bundle) func(entry string) []string {
-	var mu sync.Mutex
-	cache := map[string][]string{}
-	return func(entry string) []string {
-		mu.Lock()
-		defer mu.Unlock()
-		if fs, ok := cache[entry]; ok {
-			return fs
-		}
-		if b.ByID(entry) == nil {
-			return nil
-		}
-		fs := pageFrames(b, []replay.LogLine{{Entry: entry, Type: replay.TypeDocument}})[entry]
-		cache[entry] = fs
-		return fs
-	}
-}
-
-// recordedHosts returns the hosts of a bundle's exchanges as grade.Input wants them.
-func recordedHosts(b *warc.Bundle) map[string]bool {
-	hosts := map[string]bool{}
-	for _, e := range b.Entries {
-		u, err := url.Parse(e.URL)
-		if err != nil {
-			continue
-		}
-		h := strings.ToLower(u.Host)
-		h = strings.TrimSuffix(strings.TrimSuffix(h, ":443"), ":80")
-		hosts[h] = true
-	}
-	return hosts
-}
-
-// pageTitles maps recorded exchange ids to the titles of the pages recorded at their URLs.
-func pageTitles(b *warc.Bundle) map[string]string {
-	byURL := map[string]string{}
-	for _, p := range b.Pages {
-		if p.Title != "" {
-			byURL[p.URL] = p.Title
-		}
-	}
-	out := map[string]string{}
-	for _, e := range b.Entries {
-		if t, ok := byURL[e.URL]; ok {
-			out[e.ID] = t
-		}
-	}
-	return out
-}
-
-func printResult(w io.Writer, r *grade.Result, outDir string) {
-	switch r.Status {
-	case grade.StatusScored:
-		verdict := "FAIL"
-		if r.Passed {
-			verdict = "PASS"
-		}
-		fmt.Fprintf(w, "%s: score %.3g (%s)\n", r.Task, *r.Score, verdict)
-	default:
-		fmt.Fprintf(w, "%s: %s\n", r.Task, strings.ReplaceAll(r.Status, "_", " "))
-	}
-	for _, it := range r.Items {
-		fmt.Fprintf(w, "  %-7s %-7s %s: %s\n", it.Result, it.Kind, it.ID, it.Reason)
-	}
-	fmt.Fprintf(w, "pages opened: %d, not found: %d\n", len(r.Pages.Opened), len(r.Pages.NotFound))
-	if j := r.Judge; j != nil {
-		fmt.Fprintf(w, "judge %s: %d calls, %d answered from the cache\n", j.Name, j.Calls, j.Cached)
-	}
-	fmt.Fprintf(w, "wrote %s and %s\n", filepath.Join(outDir, "result.json"), filepath.Join(outDir, "report.html"))
 }
 
 // runGradeCheck validates the task's grading.yaml against its recording.
@@ -412,30 +209,8 @@ func runGradeCheck(cmd *cobra.Command, g *globalFlags, target string) error {
 	return reportSourceCheck(cmd.OutOrStdout(), cmd.ErrOrStderr(), gr, name, s.bundle)
 }
 
-// reportSourceCheck runs grade.CheckSources and prints its outcome; problems are an error.
-func reportSourceCheck(out, errOut io.Writer, gr *grade.Grading, name string, b *warc.Bundle) error {
-	probs := grade.CheckSources(gr, b)
-	n := 0
-	for _, q := range gr.Require {
-		if q.Evidence != nil {
-			n++
-		}
-	}
-	if len(probs) > 0 {
-		for _, p := range probs {
-			fmt.Fprintln(errOut, p)
-		}
-		return fmt.Errorf("%s: %d of %d evidence entries are not backed by the recording", name, len(probs), n)
-	}
-	guardItems := ""
-	if gs := gr.Guard; gs != nil {
-		guardItems = fmt.Sprintf("; guard (%s, ends %s): %d required fields, %d uploads, %d forbidden", gs.Mode, gs.EndState,
-			len(gs.RequiredFields), len(gs.Uploads), len(gs.Forbid))
-	}
-	fmt.Fprintf(out, "%s: valid; %d require, %d checks, %d trace%s; %d of %d evidence entries found in the recording\n",
-		name, len(gr.Require), len(gr.Checks), len(gr.Trace), guardItems, n, n)
-	return nil
-}
+// reportSourceCheck is grade.ReportSourceCheck (pab import's self-check calls it too).
+var reportSourceCheck = grade.ReportSourceCheck
 
 func newCalibrateCmd(g *globalFlags) *cobra.Command {
 	var (
@@ -483,72 +258,10 @@ func runCalibrate(cmd *cobra.Command, g *globalFlags, labelsFile, jsonOut string
 	if err != nil {
 		return err
 	}
-	type taskInfo struct {
-		card    *task.Card
-		grading *grade.Grading
-		file    string
-	}
-	tasks := map[string]*taskInfo{}
-	var judge *grade.Cache
-	var runs []grade.CalibrationRun
-	base := filepath.Dir(labelsFile)
-	for _, l := range labels {
-		where := fmt.Sprintf("%s:%d", labelsFile, l.Line)
-		if l.Result != "" {
-			p := l.Result
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(base, p)
-			}
-			res, err := grade.ReadResult(p)
-			if err != nil {
-				return fmt.Errorf("calibrate: %s: %w", where, err)
-			}
-			if res.Task != l.Task {
-				return fmt.Errorf("calibrate: %s: %s is a result of task %s, not %s", where, l.Result, res.Task, l.Task)
-			}
-			runs = append(runs, grade.CalibrationRun{Label: l, Result: res})
-			continue
-		}
-		ti := tasks[l.Task]
-		if ti == nil {
-			t, err := repo.Task(l.Task)
-			if err != nil {
-				return fmt.Errorf("calibrate: %s: %w", where, err)
-			}
-			card, err := t.Card()
-			if err != nil {
-				return fmt.Errorf("calibrate: %s: %w", where, err)
-			}
-			gr, name, err := gradingOf(t, cmd.ErrOrStderr())
-			if err != nil {
-				return fmt.Errorf("calibrate: %s: %w", where, err)
-			}
-			if gr == nil {
-				return fmt.Errorf("calibrate: %s: task %s has no grading.yaml", where, l.Task)
-			}
-			ti = &taskInfo{card: card, grading: gr, file: name}
-			tasks[l.Task] = ti
-		}
-		var answer *grade.AnswerInfo
-		if l.AnswerFile != "" {
-			p := l.AnswerFile
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(base, p)
-			}
-			if answer, err = grade.ReadAnswer(p); err != nil {
-				return fmt.Errorf("calibrate: %s: %w", where, err)
-			}
-		} else {
-			answer = grade.AnswerFromBytes([]byte(l.Answer))
-		}
-		if judge == nil {
-			if judge, err = jf.open(repo); err != nil {
-				return fmt.Errorf("calibrate: judge: %w", err)
-			}
-		}
-		in := grade.Input{Task: l.Task, Title: ti.card.Title, Prompt: ti.card.Prompt, Grading: ti.grading, GradingFile: ti.file, Answer: answer}
-		res := grade.Grade(cmd.Context(), in, grade.Options{Judge: judge, Samples: jf.samples})
-		runs = append(runs, grade.CalibrationRun{Label: l, Result: res})
+	runs, err := grade.CalibrationRuns(cmd.Context(), labels, labelsFile, repo,
+		func() (*grade.Cache, error) { return jf.open(repo) }, jf.samples, cmd.ErrOrStderr())
+	if err != nil {
+		return fmt.Errorf("calibrate: %w", err)
 	}
 	c := grade.Calibrate(runs)
 	c.Print(cmd.OutOrStdout())

@@ -27,6 +27,11 @@ type session struct {
 	repo   *task.Repo
 }
 
+// opened is s as task.Open returned it.
+func (s *session) opened() *task.Opened {
+	return &task.Opened{Target: s.target, Bundle: s.bundle, Rules: s.rules, Index: s.index}
+}
+
 // openServing opens a target to serve, as openSession does, and loads pab's CA from the
 // repository's cache. When ctx ended while the target was being opened (Ctrl-C during an
 // unpack), it closes the bundle and returns exitError 130. The caller closes s.bundle.
