@@ -10,27 +10,27 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
 
-// lockedBuffer is an io.Writer safe for Run's goroutines and the test reading it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// output is a buffer Run's goroutines write to (through lockedWriter) while the test reads
+// it.
+type output struct {
+	lockedWriter
+	b bytes.Buffer
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
+func newOutput() *output {
+	o := &output{}
+	o.w = &o.b
+	return o
 }
 
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.String()
 }
 
 // runFiles writes an application file into a temporary directory and returns RunOptions
@@ -78,8 +78,8 @@ func TestRunStdinClosed(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer null.Close()
-			var stdout, stderr lockedBuffer
-			o.Stdin, o.Stdout, o.Stderr = null, &stdout, &stderr
+			stdout, stderr := newOutput(), newOutput()
+			o.Stdin, o.Stdout, o.Stderr = null, stdout, stderr
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			if err := Run(ctx, o); err != nil {
@@ -142,8 +142,8 @@ func TestRunOwnerCloses(t *testing.T) {
 	}
 	defer pr.Close()
 	defer pw.Close()
-	var stdout, stderr lockedBuffer
-	o.Stdin, o.Stdout, o.Stderr = pr, &stdout, &stderr
+	stdout, stderr := newOutput(), newOutput()
+	o.Stdin, o.Stdout, o.Stderr = pr, stdout, stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
@@ -207,7 +207,7 @@ func TestRunChecksFirst(t *testing.T) {
 	} {
 		bad := o
 		tc.set(&bad)
-		bad.Stderr = &lockedBuffer{}
+		bad.Stderr = newOutput()
 		err := Run(context.Background(), bad)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("Run: %v; want one line starting %q", err, tc.want)

@@ -83,13 +83,8 @@ func defaultBrowserMCP(repoRoot func() (string, error), findChromium func(string
 	if m.cdp != "" {
 		// the owner's running browser: its default context (their profile, their sign-ins);
 		// the lock is added to it as an init script for every new document
-		config := map[string]any{"browser": map[string]any{"initScript": []string{lockPath}}}
-		data, err := json.MarshalIndent(config, "", "  ")
+		configPath, err := writePlaywrightConfig(tmp, map[string]any{"browser": map[string]any{"initScript": []string{lockPath}}})
 		if err != nil {
-			return nil, err
-		}
-		configPath := filepath.Join(tmp, "playwright-mcp.json")
-		if err := os.WriteFile(configPath, data, 0o600); err != nil {
 			return nil, err
 		}
 		return []string{node, cli, "--config", configPath, "--cdp-endpoint", m.cdp, "--no-webmcp", "--output-dir", outDir}, nil
@@ -106,13 +101,8 @@ func defaultBrowserMCP(repoRoot func() (string, error), findChromium func(string
 		}
 		chromeArgs = append(chromeArgs, "--ignore-certificate-errors-spki-list="+ca.SPKIHash())
 	}
-	config := map[string]any{"browser": map[string]any{"launchOptions": map[string]any{"args": chromeArgs}, "initScript": []string{lockPath}}}
-	data, err := json.MarshalIndent(config, "", "  ")
+	configPath, err := writePlaywrightConfig(tmp, map[string]any{"browser": map[string]any{"launchOptions": map[string]any{"args": chromeArgs}, "initScript": []string{lockPath}}})
 	if err != nil {
-		return nil, err
-	}
-	configPath := filepath.Join(tmp, "playwright-mcp.json")
-	if err := os.WriteFile(configPath, data, 0o600); err != nil {
 		return nil, err
 	}
 	argv := []string{node, cli,
@@ -133,6 +123,20 @@ func defaultBrowserMCP(repoRoot func() (string, error), findChromium func(string
 		argv = append(argv, "--proxy-server", "http://"+proxy)
 	}
 	return argv, nil
+}
+
+// writePlaywrightConfig writes config, @playwright/mcp's configuration, as
+// tmp/playwright-mcp.json (indented JSON, mode 0600) and returns the file's path.
+func writePlaywrightConfig(tmp string, config map[string]any) (string, error) {
+	data, err := json.MarshalIndent(config, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	configPath := filepath.Join(tmp, "playwright-mcp.json")
+	if err := os.WriteFile(configPath, data, 0o600); err != nil {
+		return "", err
+	}
+	return configPath, nil
 }
 
 // checkCDPEndpoint checks a --cdp-endpoint URL: http, https, ws or wss, on a loopback host
