@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -66,16 +67,14 @@ func openSession(g *globalFlags, arg string, errOut io.Writer) (*session, error)
 	return &session{target: o.Target, bundle: o.Bundle, rules: o.Rules, index: o.Index, repo: repo}, nil
 }
 
+// replayFlags are pab replay's flags.
+type replayFlags struct {
+	listen, logPath, clock         string
+	check, detRand, http2On, debug bool
+}
+
 func newReplayCmd(g *globalFlags) *cobra.Command {
-	var (
-		listen  string
-		logPath string
-		check   bool
-		clock   string
-		detRand bool
-		http2On bool
-		debug   bool
-	)
+	var rf replayFlags
 	cmd := &cobra.Command{
 		Use:   "replay [TARGET]",
 		Short: "Serve a recording offline through an HTTP/HTTPS proxy",
@@ -106,95 +105,112 @@ prints hit rates and exits.`,
   pab replay crawl.warc.gz --check
   curl --proxy http://127.0.0.1:8899 --cacert "$(pab ca)" http://books.toscrape.com/`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			target, err := replayTarget(g, args)
-			if err != nil {
-				return err
-			}
-			// Ctrl-C (or SIGTERM) stops the proxy cleanly, or stops an unpack or import
-			// before the proxy starts, leaving nothing half-written.
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			s, ca, err := openServing(ctx, g, target, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer s.bundle.Close()
-			if check && !cmd.Flags().Changed("listen") {
-				listen = "127.0.0.1:0" // a check needs no fixed port
-			}
-			clockOn, err := clockSetting(clock, cmd.Flags().Changed("clock"), os.Getenv("RR_CLOCK"))
-			if err != nil {
-				return err
-			}
-			opts := replay.Options{Bundle: s.bundle, Index: s.index, Rules: s.rules, CA: ca,
-				Clock: clockOn, DeterministicRandom: detRand, DisableHTTP2: !http2On,
-				Debug: debugWriter(debug, cmd.ErrOrStderr())}
-			srv, err := replay.New(opts)
-			if err != nil {
-				return err
-			}
-			ln, err := srv.Listen(listen)
-			if err != nil {
-				return err
-			}
-			if logPath != "" {
-				// opened only once the proxy listens, so a failed start keeps an old log
-				f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-				if err != nil {
-					ln.Close()
-					return fmt.Errorf("open log: %w", err)
-				}
-				defer f.Close()
-				setLogRecording(srv, s, cmd.ErrOrStderr())
-				srv.SetLog(f)
-			}
-			errOut := cmd.ErrOrStderr()
-			fmt.Fprintf(errOut, "pab replay: %s (%d exchanges, captured %s) on http://%s\n",
-				s.target.Name, len(s.bundle.Entries), s.bundle.Manifest.CapturedFrom, ln.Addr())
-			fmt.Fprintf(errOut, "pab replay: CA %s\n", ca.CertPath())
-
-			served := make(chan error, 1)
-			go func() { served <- srv.Serve(ln) }()
-
-			if check {
-				rep, err := replay.Check(ctx, ln.Addr().String(), ca, s.bundle)
-				srv.Close()
-				<-served
-				if err != nil {
-					return err
-				}
-				rep.Print(cmd.OutOrStdout())
-				return nil
-			}
-			fmt.Fprintln(errOut, "pab replay: press Ctrl-C to stop")
-			select {
-			case <-ctx.Done():
-			case err := <-served:
-				if err != nil {
-					srv.Close()
-					return err
-				}
-			}
-			// requests in flight are answered and logged before the proxy closes
-			sctx, cancel := context.WithTimeout(context.Background(), replay.DefaultShutdownWait)
-			defer cancel()
-			err = srv.Shutdown(sctx)
-			<-served
-			if err != nil {
-				return fmt.Errorf("log: %w", err)
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runReplay(cmd, g, &rf, args) },
 	}
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8899", "address the proxy listens on (host:port; port 0 picks a free one)")
-	cmd.Flags().StringVar(&logPath, "log", "", "write one JSON line per request to this file (see docs/replay.md)")
-	cmd.Flags().BoolVar(&check, "check", false, "replay every recorded page once through the proxy, print hit rates and exit")
-	cmd.Flags().StringVar(&clock, "clock", "on", "page clock: on sets Date in every HTML page to the recording's time, off leaves pages alone (env RR_CLOCK=off)")
-	cmd.Flags().BoolVar(&detRand, "deterministic-random", false, "with the page clock, also make Math.random and crypto.getRandomValues repeatable per page")
-	cmd.Flags().BoolVar(&debug, "debug", false, "print the proxy's connection-level warnings to stderr: failed TLS handshakes, malformed requests, HTTP/2 protocol errors")
-	cmd.Flags().BoolVar(&http2On, "http2", true, "offer HTTP/2 inside HTTPS tunnels (ALPN h2); --http2=false answers over HTTP/1.1 only")
+	cmd.Flags().StringVar(&rf.listen, "listen", "127.0.0.1:8899", "address the proxy listens on (host:port; port 0 picks a free one)")
+	cmd.Flags().StringVar(&rf.logPath, "log", "", "write one JSON line per request to this file (see docs/replay.md)")
+	cmd.Flags().BoolVar(&rf.check, "check", false, "replay every recorded page once through the proxy, print hit rates and exit")
+	cmd.Flags().StringVar(&rf.clock, "clock", "on", "page clock: on sets Date in every HTML page to the recording's time, off leaves pages alone (env RR_CLOCK=off)")
+	cmd.Flags().BoolVar(&rf.detRand, "deterministic-random", false, "with the page clock, also make Math.random and crypto.getRandomValues repeatable per page")
+	cmd.Flags().BoolVar(&rf.debug, "debug", false, "print the proxy's connection-level warnings to stderr: failed TLS handshakes, malformed requests, HTTP/2 protocol errors")
+	cmd.Flags().BoolVar(&rf.http2On, "http2", true, "offer HTTP/2 inside HTTPS tunnels (ALPN h2); --http2=false answers over HTTP/1.1 only")
 	return cmd
+}
+
+// runReplay is pab replay: it serves TARGET until Ctrl-C, or with --check replays every
+// recorded page once and prints the hit rates.
+func runReplay(cmd *cobra.Command, g *globalFlags, rf *replayFlags, args []string) error {
+	target, err := replayTarget(g, args)
+	if err != nil {
+		return err
+	}
+	// Ctrl-C (or SIGTERM) stops the proxy cleanly, or stops an unpack or import
+	// before the proxy starts, leaving nothing half-written.
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	s, ca, err := openServing(ctx, g, target, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer s.bundle.Close()
+	listen := rf.listen
+	if rf.check && !cmd.Flags().Changed("listen") {
+		listen = "127.0.0.1:0" // a check needs no fixed port
+	}
+	clockOn, err := clockSetting(rf.clock, cmd.Flags().Changed("clock"), os.Getenv("RR_CLOCK"))
+	if err != nil {
+		return err
+	}
+	opts := replay.Options{Bundle: s.bundle, Index: s.index, Rules: s.rules, CA: ca,
+		Clock: clockOn, DeterministicRandom: rf.detRand, DisableHTTP2: !rf.http2On,
+		Debug: debugWriter(rf.debug, cmd.ErrOrStderr())}
+	srv, ln, closeLog, err := startServing(s, opts, listen, rf.logPath, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	errOut := cmd.ErrOrStderr()
+	fmt.Fprintf(errOut, "pab replay: %s (%d exchanges, captured %s) on http://%s\n",
+		s.target.Name, len(s.bundle.Entries), s.bundle.Manifest.CapturedFrom, ln.Addr())
+	fmt.Fprintf(errOut, "pab replay: CA %s\n", ca.CertPath())
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	if rf.check {
+		rep, err := replay.Check(ctx, ln.Addr().String(), ca, s.bundle)
+		srv.Close()
+		<-served
+		if err != nil {
+			return err
+		}
+		rep.Print(cmd.OutOrStdout())
+		return nil
+	}
+	fmt.Fprintln(errOut, "pab replay: press Ctrl-C to stop")
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		if err != nil {
+			srv.Close()
+			return err
+		}
+	}
+	// requests in flight are answered and logged before the proxy closes
+	sctx, cancel := context.WithTimeout(context.Background(), replay.DefaultShutdownWait)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	<-served
+	if err != nil {
+		return fmt.Errorf("log: %w", err)
+	}
+	return nil
+}
+
+// startServing makes the replay server of s with opts and has it listen on listen. With
+// logPath it also opens that log (only once the proxy listens, so a failed start keeps an
+// old log) and names the recording in its header (setLogRecording); the returned func
+// closes it. On error nothing is left open.
+func startServing(s *session, opts replay.Options, listen, logPath string, errOut io.Writer) (*replay.Server, net.Listener, func(), error) {
+	srv, err := replay.New(opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ln, err := srv.Listen(listen)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if logPath == "" {
+		return srv, ln, func() {}, nil
+	}
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		ln.Close()
+		return nil, nil, nil, fmt.Errorf("open log: %w", err)
+	}
+	setLogRecording(srv, s, errOut)
+	srv.SetLog(f)
+	return srv, ln, func() { f.Close() }, nil
 }
 
 // clockSetting decides whether the page clock is on: the --clock flag when given (on or
