@@ -3,6 +3,7 @@ package batch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -127,5 +128,36 @@ func TestLocalGuardExits(t *testing.T) {
 	last := lastLine(string(tail))
 	if last == "" || !strings.HasPrefix(err.Error(), "guard exited (") || !strings.HasSuffix(err.Error(), "before serving MCP: "+last) {
 		t.Errorf("Start: %v; guard.stderr %q", err, tail)
+	}
+}
+
+// TestBatchFieldErrors: bad counts and a bad Out are *grade.FieldError naming the field and
+// showing the value, so that pab run can name its flag.
+func TestBatchFieldErrors(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := Config{Harness: &Local{}, Tasks: []string{"t"}, Repeat: 1, Jobs: 1, Agent: "true", Out: t.TempDir()}
+	for _, tc := range []struct {
+		edit         func(*Config)
+		field, named string
+	}{
+		{func(c *Config) { c.Repeat = 0 }, "Repeat", "run: --repeat 0: want at least 1"},
+		{func(c *Config) { c.Jobs = -2 }, "Jobs", "run: --jobs -2: want at least 1"},
+		{func(c *Config) { c.Agent = " " }, "Agent", "run: --agent: the agent command is required"},
+		{func(c *Config) { c.Out = filepath.Join(file, "x") }, "Out", "run: --out: mkdir " + file + ": not a directory"},
+	} {
+		cfg := base
+		tc.edit(&cfg)
+		_, err := Batch(context.Background(), cfg)
+		var fe *grade.FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("%s: Batch = %v, want a FieldError on %s", tc.field, err, tc.field)
+			continue
+		}
+		if got := strings.Replace(err.Error(), fe.Error(), fe.Named("--"+strings.ToLower(tc.field)), 1); got != tc.named {
+			t.Errorf("%s: named %q, want %q", tc.field, got, tc.named)
+		}
 	}
 }

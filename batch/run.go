@@ -103,20 +103,24 @@ type job struct {
 	repeat int
 }
 
+// errWantOne is the error of a count below one.
+var errWantOne = errors.New("want at least 1")
+
 // Batch runs the agent on every task Repeat times, Jobs at a time, and writes summary.json
 // and index.html into Out. A failed run never stops the others; it ends with a status in
 // its run.json. When ctx ends, no new run starts, running agents are stopped and their runs
 // marked interrupted, the summary is written and ErrInterrupted returned. An error before
-// any run started (a bad Out, Out already holding a batch without Resume) is returned as is.
+// any run started (a bad Out, Out already holding a batch without Resume) is returned as is;
+// a bad Repeat, Jobs, Agent or Out is a *grade.FieldError naming the field.
 func Batch(ctx context.Context, cfg Config) (*Summary, error) {
 	if cfg.Repeat < 1 {
-		return nil, fmt.Errorf("run: --repeat %d: want at least 1", cfg.Repeat)
+		return nil, fmt.Errorf("run: %w", &grade.FieldError{Field: "Repeat", Value: strconv.Itoa(cfg.Repeat), Err: errWantOne})
 	}
 	if cfg.Jobs < 1 {
-		return nil, fmt.Errorf("run: --jobs %d: want at least 1", cfg.Jobs)
+		return nil, fmt.Errorf("run: %w", &grade.FieldError{Field: "Jobs", Value: strconv.Itoa(cfg.Jobs), Err: errWantOne})
 	}
 	if strings.TrimSpace(cfg.Agent) == "" {
-		return nil, errors.New("run: --agent CMD is required")
+		return nil, fmt.Errorf("run: %w", &grade.FieldError{Field: "Agent", Err: errors.New("the agent command is required")})
 	}
 	if len(cfg.Tasks) == 0 {
 		return nil, errors.New("run: no tasks")
@@ -135,15 +139,15 @@ func Batch(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	out, err := filepath.Abs(cfg.Out)
 	if err != nil {
-		return nil, fmt.Errorf("run: --out %s: %w", cfg.Out, err)
+		return nil, fmt.Errorf("run: %w", &grade.FieldError{Field: "Out", Value: cfg.Out, Err: err})
 	}
 	cfg.Out = out
 	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, fmt.Errorf("run: --out: %w", err)
+		return nil, fmt.Errorf("run: %w", &grade.FieldError{Field: "Out", Err: err})
 	}
 	if !cfg.Resume {
 		if used, err := holdsBatch(out, cfg.Tasks); err != nil {
-			return nil, fmt.Errorf("run: --out: %w", err)
+			return nil, fmt.Errorf("run: %w", &grade.FieldError{Field: "Out", Err: err})
 		} else if used != "" {
 			return nil, fmt.Errorf("run: %s already holds runs (%s): pass --resume to finish that batch, or another --out", out, used)
 		}

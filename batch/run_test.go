@@ -543,16 +543,17 @@ func TestCollect(t *testing.T) {
 	}
 }
 
-// TestBatchMistakes: bad configurations are refused before anything runs.
+// TestBatchMistakes: bad configurations are refused before anything runs (the errors name
+// Config's fields; pab run names its flags instead, TestBatchFieldErrors).
 func TestBatchMistakes(t *testing.T) {
 	h := &fakeHarness{}
 	for _, tc := range []struct {
 		cfg  Config
 		want string
 	}{
-		{Config{Harness: h, Tasks: []string{"a"}, Repeat: 0, Jobs: 1, Agent: "true"}, "--repeat"},
-		{Config{Harness: h, Tasks: []string{"a"}, Repeat: 1, Jobs: 0, Agent: "true"}, "--jobs"},
-		{Config{Harness: h, Tasks: []string{"a"}, Repeat: 1, Jobs: 1, Agent: " "}, "--agent"},
+		{Config{Harness: h, Tasks: []string{"a"}, Repeat: 0, Jobs: 1, Agent: "true"}, "Repeat 0: want at least 1"},
+		{Config{Harness: h, Tasks: []string{"a"}, Repeat: 1, Jobs: 0, Agent: "true"}, "Jobs 0: want at least 1"},
+		{Config{Harness: h, Tasks: []string{"a"}, Repeat: 1, Jobs: 1, Agent: " "}, "Agent: the agent command is required"},
 		{Config{Harness: h, Tasks: []string{"a", "a"}, Repeat: 1, Jobs: 1, Agent: "true"}, "twice"},
 		{Config{Harness: h, Tasks: []string{"../x"}, Repeat: 1, Jobs: 1, Agent: "true"}, "cannot name"},
 		{Config{Harness: h, Tasks: nil, Repeat: 1, Jobs: 1, Agent: "true"}, "no tasks"},

@@ -16,15 +16,25 @@ import (
 )
 
 // FieldError is a bad value of one field of an options struct of this package or of
-// package batch (Field is the Go field name, e.g. "Samples", "Log"). Error reads
-// "Field: Err"; cmd/pab maps Field to its flag, so that the message names what the user
-// typed.
+// package batch: Field is the Go field name ("Samples", "Log", "Repeat"), Value the bad value
+// when the message shows it (else ""), Err what is wrong with it. Error reads "Field Value:
+// Err"; cmd/pab puts its flag's name in place of Field (Named), so that the message names
+// what the user typed.
 type FieldError struct {
-	Field string
-	Err   error
+	Field, Value string
+	Err          error
 }
 
-func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
+func (e *FieldError) Error() string { return e.Named(e.Field) }
+
+// Named is e's message with name in place of the field: "name value: err", or "name: err"
+// when Value is empty.
+func (e *FieldError) Named(name string) string {
+	if e.Value != "" {
+		name += " " + e.Value
+	}
+	return name + ": " + e.Err.Error()
+}
 
 // Unwrap returns e.Err.
 func (e *FieldError) Unwrap() error { return e.Err }

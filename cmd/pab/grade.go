@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,18 +59,31 @@ func (j *judgeFlags) open(repo *task.Repo) (*grade.Cache, error) {
 
 // flagOf maps the fields of grade's and batch's options (grade.FieldError) to pab's flags.
 var flagOf = map[string]string{"Samples": "--samples", "Kind": "--judge", "Timeout": "--judge-timeout",
-	"Log": "--log", "Answer": "--answer", "GuardTrace": "--guard-trace", "GuardResult": "--guard-result"}
+	"Log": "--log", "Answer": "--answer", "GuardTrace": "--guard-trace", "GuardResult": "--guard-result",
+	"Repeat": "--repeat", "Jobs": "--jobs", "Agent": "--agent", "Out": "--out"}
 
-// flagError rewrites a *grade.FieldError err as "FLAG: message"; other errors are returned
-// as they are.
+// flagError is err with the *grade.FieldError it holds named by its flag (flagOf); other
+// errors, and nil, are returned as they are.
 func flagError(err error) error {
-	if fe, ok := err.(*grade.FieldError); ok {
-		if f, ok := flagOf[fe.Field]; ok {
-			return fmt.Errorf("%s: %w", f, fe.Err)
-		}
+	var fe *grade.FieldError
+	if !errors.As(err, &fe) {
+		return err
 	}
-	return err
+	f, ok := flagOf[fe.Field]
+	if !ok {
+		return err
+	}
+	return &flagErr{msg: strings.Replace(err.Error(), fe.Error(), fe.Named(f), 1), err: err}
 }
+
+// flagErr is an error whose message names a flag; it unwraps to the library's error.
+type flagErr struct {
+	msg string
+	err error
+}
+
+func (e *flagErr) Error() string { return e.msg }
+func (e *flagErr) Unwrap() error { return e.err }
 
 func newGradeCmd(g *globalFlags) *cobra.Command {
 	var (

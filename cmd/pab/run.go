@@ -99,7 +99,7 @@ func runOutcome(cmd *cobra.Command, sum *batch.Summary, out string, err error) e
 	if errors.Is(err, batch.ErrInterrupted) {
 		return exitError{code: 130, msg: "interrupted; finished runs are kept (--resume " + "--out " + out + " runs the rest)"}
 	}
-	return err
+	return flagError(err)
 }
 
 // stdoutIsTerminal reports whether w is a character device (a terminal).
