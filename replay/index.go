@@ -66,6 +66,12 @@ type Index struct {
 
 	resultMu sync.RWMutex
 	results  map[resultKey]Result // lookups of bodiless requests (lookupServed)
+
+	savedMu   sync.Mutex
+	saved     string        // what NewIndex did with the saved index (SavedIndexState)
+	savedDone chan struct{} // closed when the saved index is written (WaitSaved); nil when none is
+	saveNow   chan struct{} // closed to write it before saveDelay (savedWritten)
+	saveOnce  sync.Once
 }
 
 // resultKey identifies a bodiless request for the memo of lookup results: the lookup is
@@ -113,6 +119,15 @@ type IndexOptions struct {
 	// shown relative to in Result.Rule, the log and explanations ("sites/shop.yaml:12").
 	// Paths outside it are shown as loaded.
 	RuleRoot string
+	// SavedIndex, when set, is the path of a saved index file (docs/replay.md, "The saved
+	// index"): when it holds the entries computed under SavedKey, NewIndex reads them from it
+	// instead of computing them; otherwise it computes them and writes the file (through
+	// internal/atomicfile; a write that fails only costs the next start a rebuild).
+	// SavedIndexState says which happened.
+	SavedIndex string
+	// SavedKey is the identity of the recording, rules and pab the saved index must have
+	// been computed from (SavedIndexKey); a file of another key is rebuilt and replaced.
+	SavedKey SavedIndexKey
 }
 
 // indexed is one entry with its key, computed at start.
@@ -180,34 +195,20 @@ func NewIndex(b *warc.Bundle, rs *rules.Set, opts ...IndexOptions) (*Index, erro
 		skipped: map[string]string{},
 		texts:   map[textKey]*textIndex{},
 	}
+	var opt IndexOptions
 	if len(opts) > 0 {
-		ix.root = opts[0].RuleRoot
+		opt = opts[0]
 	}
+	ix.root = opt.RuleRoot
 	ix.labels = map[*rules.Endpoint]string{}
 	for _, f := range rs.Files() {
 		for _, ep := range f.Endpoints {
 			ix.labels[ep] = ix.label(ep.File, ep.Line)
 		}
 	}
-	// The keys are computed in parallel (the rules are read-only), then bucketed in
-	// recording order, so the index is the same whatever the number of workers.
 	n := len(b.Entries)
 	out := make([]built, n)
-	workers := min(runtime.GOMAXPROCS(0), max(1, n/2048))
-	chunk := (n + workers - 1) / max(1, workers)
-	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += chunk {
-		hi := min(n, lo+chunk)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			statics := map[string]bool{}
-			for i := lo; i < hi; i++ {
-				ix.build(&b.Entries[i], &out[i], statics)
-			}
-		}()
-	}
-	wg.Wait()
+	save := ix.fill(out, opt)
 	kept := 0
 	for i := range out {
 		if out[i].skip == "" {
@@ -244,12 +245,68 @@ func NewIndex(b *warc.Bundle, rs *rules.Set, opts ...IndexOptions) (*Index, erro
 		if o.ep != nil {
 			ix.addText(o.ep, o.r, ie, o.base)
 		}
-		*o = built{} // let the request body go
+		if save != nil {
+			o.r = rules.Request{} // let the request body go; the rest is saved
+		} else {
+			*o = built{} // let the request body go
+		}
 	}
 	for _, t := range ix.texts {
 		t.finish()
 	}
+	if save != nil {
+		ix.saveAsync(opt.SavedIndex, opt.SavedKey, out, save)
+	}
 	return ix, nil
+}
+
+// fill computes what NewIndex buckets for every entry into out (one per entry of ix.b):
+// read from the saved index opt.SavedIndex when it holds them under opt.SavedKey (its
+// search and promo candidates computed again), else computed. It returns why the saved
+// index was not used when it is to be written (saveAsync), else nil.
+func (ix *Index) fill(out []built, opt IndexOptions) (save error) {
+	if opt.SavedIndex == "" {
+		ix.buildAll(out)
+		return nil
+	}
+	data, err := readSaved(opt.SavedIndex)
+	var rebuild []int
+	if err == nil {
+		rebuild, err = decodeSaved(data, opt.SavedKey, out)
+	}
+	if err == nil {
+		statics := map[string]bool{}
+		for _, i := range rebuild {
+			ix.build(&ix.b.Entries[i], &out[i], statics)
+		}
+		ix.setSaved("loaded")
+		return nil
+	}
+	clear(out) // a damaged file may have filled part of it
+	ix.buildAll(out)
+	return err
+}
+
+// buildAll computes every entry's key and buckets into out. The keys are computed in
+// parallel (the rules are read-only), then bucketed in recording order by NewIndex, so the
+// index is the same whatever the number of workers.
+func (ix *Index) buildAll(out []built) {
+	n := len(out)
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/2048))
+	chunk := (n + workers - 1) / max(1, workers)
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(n, lo+chunk)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statics := map[string]bool{}
+			for i := lo; i < hi; i++ {
+				ix.build(&ix.b.Entries[i], &out[i], statics)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // exactSpan is where the recordings of one key are: the first and last position in

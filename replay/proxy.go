@@ -662,11 +662,18 @@ func (s *Server) setLog(w io.Writer) {
 }
 
 // Shutdown stops accepting connections and waits until every request in flight (plain
-// HTTP and inside tunnels, HTTP/1.1 and HTTP/2) has been answered and logged, or ctx
-// ends; then it closes every connection and flushes the log (see Close). It returns the
+// HTTP and inside tunnels, HTTP/1.1 and HTTP/2) has been answered and logged, and the
+// saved index this start computed is written (Index.WaitSaved), or ctx ends; then it
+// closes every connection and flushes the log (see Close). It returns the
 // first log write error.
 func (s *Server) Shutdown(ctx context.Context) error {
 	_ = s.shell.Shutdown(ctx) // on ctx's end it has closed every connection
+	// the saved index a start computed may still be being written: let it end (within ctx),
+	// so that the next start reads it
+	select {
+	case <-s.ix.savedWritten():
+	case <-ctx.Done():
+	}
 	return s.Close()
 }
 

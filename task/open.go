@@ -23,8 +23,9 @@ type Opened struct {
 // Open resolves arg (a task id, task directory, bundle directory, WARC or WACZ file;
 // Resolve), writes the target's warnings to notes, opens its bundle (OpenBundle), loads the
 // rules of its RulesDirs and builds the index (replay.NewIndex, rule locations relative to
-// repo.Root): what every command that serves or inspects a target does first. On error
-// nothing stays open.
+// repo.Root; read from the saved index in repo's cache when the recording, the rules and
+// pab are unchanged since it was saved, see savedindex.go): what every command that serves
+// or inspects a target does first. On error nothing stays open.
 func Open(arg string, repo *Repo, notes io.Writer) (*Opened, error) {
 	tgt, b, err := openBundle(arg, repo, notes, true)
 	if err != nil {
@@ -35,7 +36,9 @@ func Open(arg string, repo *Repo, notes io.Writer) (*Opened, error) {
 		b.Close()
 		return nil, err
 	}
-	idx, err := replay.NewIndex(b, rs, replay.IndexOptions{RuleRoot: repo.Root})
+	opts, _ := savedIndexOptions(repo.CacheDir(), tgt.BundleDir, rs)
+	opts.RuleRoot = repo.Root
+	idx, err := replay.NewIndex(b, rs, opts)
 	if err != nil {
 		b.Close()
 		return nil, err
