@@ -385,33 +385,37 @@ func (c *Controller) Handler() http.Handler {
 	}
 	mux.HandleFunc(ControlResumePath, resume)
 	mux.HandleFunc("/resume", resume)
-	cancel := func(w http.ResponseWriter, r *http.Request) {
-		if !postOnly(w, r) {
-			return
+	// emptyPost answers a POST with an empty JSON object body by do's reply; an error of do
+	// is 409 Conflict.
+	emptyPost := func(do func() (map[string]any, error)) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if !postOnly(w, r) {
+				return
+			}
+			var body struct{}
+			if !readBody(w, r, &body) {
+				return
+			}
+			reply, err := do()
+			if err != nil {
+				writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
+				return
+			}
+			writeJSON(w, http.StatusOK, reply)
 		}
-		var body struct{}
-		if !readBody(w, r, &body) {
-			return
-		}
-		if err := c.Cancel(); err != nil {
-			writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"cancelled": true, "status": c.Status()})
 	}
+	cancel := emptyPost(func() (map[string]any, error) {
+		if err := c.Cancel(); err != nil {
+			return nil, err
+		}
+		return map[string]any{"cancelled": true, "status": c.Status()}, nil
+	})
 	mux.HandleFunc(ControlCancelPath, cancel)
 	mux.HandleFunc("/cancel", cancel)
-	closeH := func(w http.ResponseWriter, r *http.Request) {
-		if !postOnly(w, r) {
-			return
-		}
-		var body struct{}
-		if !readBody(w, r, &body) {
-			return
-		}
+	closeH := emptyPost(func() (map[string]any, error) {
 		c.Close()
-		writeJSON(w, http.StatusOK, map[string]any{"closing": true})
-	}
+		return map[string]any{"closing": true}, nil
+	})
 	mux.HandleFunc(ControlClosePath, closeH)
 	mux.HandleFunc("/close", closeH)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
