@@ -172,7 +172,15 @@ func newReportView(r *Result) *reportView {
 	if r.Judge != nil {
 		samples = r.Judge.Samples
 	}
+	v.setStatus(r)
+	v.addItems(r, samples)
+	v.addExtracted(r, samples)
+	v.addRun(r)
+	return v
+}
 
+// setStatus sets v's badge, verdict, status line and page title from r's status.
+func (v *reportView) setStatus(r *Result) {
 	switch r.Status {
 	case StatusScored:
 		if r.Score != nil {
@@ -209,7 +217,11 @@ func newReportView(r *Result) *reportView {
 	if v.Verdict != "" {
 		v.PageTitle += " " + v.Verdict
 	}
+}
 
+// addItems adds r's items to v with their counts; samples is the judge's samples per
+// question.
+func (v *reportView) addItems(r *Result, samples int) {
 	counts := map[string]int{}
 	for _, it := range r.Items {
 		ri := reportItem{
@@ -245,7 +257,10 @@ func newReportView(r *Result) *reportView {
 		v.Items = append(v.Items, ri)
 	}
 	v.ItemCounts = reportCounts(counts, len(r.Items))
+}
 
+// addExtracted adds the fields extracted from r's answer to v.
+func (v *reportView) addExtracted(r *Result, samples int) {
 	for _, f := range r.Extracted {
 		rf := reportField{
 			Field:   f.Field,
@@ -269,7 +284,11 @@ func newReportView(r *Result) *reportView {
 		}
 		v.Extracted = append(v.Extracted, rf)
 	}
+}
 
+// addRun adds what r says of the run to v: the guard's files, the answer, the pages opened
+// and not found, the judge, the log and the request counts.
+func (v *reportView) addRun(r *Result) {
 	if gr := r.Guard; gr != nil {
 		g := &reportGuard{TraceFile: gr.TraceFile, ResultFile: gr.ResultFile, Lines: gr.Lines, Bad: gr.Bad,
 			Filled: gr.Filled, FilledMore: gr.FilledTotal - len(gr.Filled)}
@@ -326,7 +345,6 @@ func newReportView(r *Result) *reportView {
 		}
 		return v.Requests[a].Source < v.Requests[b].Source
 	})
-	return v
 }
 
 // reportMark gives an item result's symbol (shown next to its name, so colour is never the

@@ -420,17 +420,9 @@ func mvMatchBefore(rs []rune, e int, ms []mvMarker) (mvMarker, int, bool) {
 // mvScan finds the numbers of s. With money, currency markers and the short
 // scale words count; tokens carry a resolved currency.
 func mvScan(fn, s string, money bool) ([]mvToken, error) {
-	if len(s) > MaxValueInput {
-		return nil, mvErr(fn, s, "input is %d bytes, more than %d", len(s), MaxValueInput)
-	}
-	if !utf8.ValidString(s) {
-		return nil, mvErr(fn, s, "not valid UTF-8")
-	}
-	rs := []rune(norm.NFKC.String(s))
-	for i, r := range rs {
-		if unicode.IsSpace(r) {
-			rs[i] = ' '
-		}
+	rs, err := mvRunes(fn, s)
+	if err != nil {
+		return nil, err
 	}
 	n := len(rs)
 	digitAt := func(i int) bool { return i >= 0 && i < n && mvIsDigit(rs[i]) }
@@ -522,17 +514,8 @@ func mvScan(fn, s string, money bool) ([]mvToken, error) {
 		}
 		cur := ""
 		if money {
-			switch {
-			case hasPre && hasSuf:
-				c, ok := mvAgree(pre, suf)
-				if !ok {
-					return nil, mvErr(fn, s, "conflicting currencies %q and %q around %q", string(pre.text), string(suf.text), string(raw))
-				}
-				cur = c
-			case hasPre:
-				cur = pre.code
-			case hasSuf:
-				cur = suf.code
+			if cur, err = mvCurrency(fn, s, raw, pre, hasPre, suf, hasSuf); err != nil {
+				return nil, err
 			}
 			exp += suf.exp
 		}
@@ -550,6 +533,42 @@ func mvScan(fn, s string, money bool) ([]mvToken, error) {
 		toks = append(toks, mvToken{value: v, cur: cur, text: strings.TrimSpace(string(rs[k+1 : pos]))})
 	}
 	return toks, nil
+}
+
+// mvRunes is s as mvScan reads it: NFKC-normalized runes with every space a plain ' '.
+// Input over MaxValueInput bytes or not UTF-8 is an error (mvErr).
+func mvRunes(fn, s string) ([]rune, error) {
+	if len(s) > MaxValueInput {
+		return nil, mvErr(fn, s, "input is %d bytes, more than %d", len(s), MaxValueInput)
+	}
+	if !utf8.ValidString(s) {
+		return nil, mvErr(fn, s, "not valid UTF-8")
+	}
+	rs := []rune(norm.NFKC.String(s))
+	for i, r := range rs {
+		if unicode.IsSpace(r) {
+			rs[i] = ' '
+		}
+	}
+	return rs, nil
+}
+
+// mvCurrency is the currency of the number raw of s from its markers: the prefix pre, the
+// suffix suf (each when has*), both when they agree (mvAgree; else an error), "" for none.
+func mvCurrency(fn, s string, raw []rune, pre mvMarker, hasPre bool, suf mvMarker, hasSuf bool) (string, error) {
+	switch {
+	case hasPre && hasSuf:
+		c, ok := mvAgree(pre, suf)
+		if !ok {
+			return "", mvErr(fn, s, "conflicting currencies %q and %q around %q", string(pre.text), string(suf.text), string(raw))
+		}
+		return c, nil
+	case hasPre:
+		return pre.code, nil
+	case hasSuf:
+		return suf.code, nil
+	}
+	return "", nil
 }
 
 // mvAgree resolves the currency of markers before and after one number.
