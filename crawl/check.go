@@ -6,7 +6,10 @@ package crawl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
+	"os"
 
 	pbrowser "github.com/pab-dev/pab/internal/browser"
 	"github.com/pab-dev/pab/replay"
@@ -26,8 +29,9 @@ type ReplayOptions struct {
 	CA     *tlsca.CA
 	// Clock and DeterministicRandom are replay's page clock and repeatable randomness.
 	Clock, DeterministicRandom bool
-	// Log, when set, receives a copy of replay's log (one JSON line per request).
-	Log io.Writer
+	// LogPath, when set, is a file created (or truncated) that receives a copy of replay's
+	// log (one JSON line per request).
+	LogPath string
 }
 
 // Replay is a replay server on a free port of 127.0.0.1 whose log feeds Tap.
@@ -39,36 +43,47 @@ type Replay struct {
 
 	ca     *tlsca.CA
 	bundle *warc.Bundle
+	log    *os.File
 	srv    *replay.Server
 	served chan error
 }
 
-// StartReplay serves o.Bundle on 127.0.0.1:0 (replay.New with o). Errors are replay.New's
-// and the listener's. Close stops it.
+// StartReplay serves o.Bundle on 127.0.0.1:0 (replay.New with o). Errors are opening
+// LogPath's ("open log: ..."), replay.New's and the listener's. Close stops it.
 func StartReplay(o ReplayOptions) (*Replay, error) {
 	r := &Replay{Tap: NewTap(), ca: o.CA, bundle: o.Bundle, served: make(chan error, 1)}
 	var logW io.Writer = r.Tap
-	if o.Log != nil {
-		logW = io.MultiWriter(r.Tap, o.Log)
+	if o.LogPath != "" {
+		f, err := os.OpenFile(o.LogPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("open log: %w", err)
+		}
+		r.log, logW = f, io.MultiWriter(r.Tap, f)
 	}
 	srv, err := replay.New(replay.Options{Bundle: o.Bundle, Index: o.Index, Rules: o.Rules, CA: o.CA,
 		Clock: o.Clock, DeterministicRandom: o.DeterministicRandom, Log: logW})
-	if err != nil {
-		return nil, err
+	if err == nil {
+		r.srv = srv
+		var ln net.Listener
+		if ln, err = srv.Listen("127.0.0.1:0"); err == nil {
+			r.Addr = ln.Addr().String()
+			go func() { r.served <- srv.Serve(ln) }()
+			return r, nil
+		}
 	}
-	ln, err := srv.Listen("127.0.0.1:0")
-	if err != nil {
-		return nil, err
+	if r.log != nil {
+		r.log.Close()
 	}
-	r.srv, r.Addr = srv, ln.Addr().String()
-	go func() { r.served <- srv.Serve(ln) }()
-	return r, nil
+	return nil, err
 }
 
-// Close stops the replay and waits for its Serve to return.
+// Close stops the replay, waits for its Serve to return and closes the log file.
 func (r *Replay) Close() {
 	r.srv.Close()
 	<-r.served
+	if r.log != nil {
+		r.log.Close()
+	}
 }
 
 // Check is replay.Check against the replay: every recorded page and exchange requested

@@ -90,6 +90,15 @@ type Problem struct {
 	Reason string `json:"reason"`
 }
 
+// TargetReport is a Report with the replay target it crawled: what pab check --crawl
+// --json prints.
+type TargetReport struct {
+	// Target is the target's name (task id or path); CapturedFrom the manifest's.
+	Target       string `json:"target"`
+	CapturedFrom string `json:"captured_from,omitempty"`
+	*Report
+}
+
 // Report is the result of a crawl.
 type Report struct {
 	// Pages are the pages visited, in visit order.

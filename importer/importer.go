@@ -2,8 +2,9 @@
 // directory or a published recording into a task's recording (tasks/ID/recording, the
 // published layout of docs/bundle-format.md). Run audits the input, imports it, merges it
 // with the recording the task has, packs the result beside it, audits it again, publishes
-// it, writes task.yaml's card and capture, infers site rules and replays every recorded
-// request once offline (the self-check), all while holding the task's write lock
+// it, writes task.yaml's card and capture, infers site rules, replays every recorded
+// request once offline (the self-check) and checks the task's grading.yaml against the
+// recording, all while holding the task's write lock
 // (task.Repo.LockTask). FinishRecording builds the bundle of a pab record session and
 // imports it the same way; Audit and Migrate are pab audit's and pab recording migrate's
 // work on a task. See docs/import.md.
@@ -36,7 +37,7 @@ type Options struct {
 	// lets the new copies of requests recorded again replace the existing ones. They
 	// exclude each other.
 	Replace, PreferNew bool
-	// NoCheck skips the self-check (and GradingCheck).
+	// NoCheck skips the self-check and the check of the task's grading.yaml.
 	NoCheck bool
 	// NoWait fails at once, instead of waiting, when another process holds the task's lock.
 	NoWait bool
@@ -50,13 +51,9 @@ type Options struct {
 	// Signals, once the lock is held, cancel the import between records (what was begun
 	// is removed); none: only ctx does.
 	Signals []os.Signal
-	// Out receives the report (what was imported, merged, inferred, the hit rates); ErrOut
-	// warnings and problems. Nil discards.
+	// Out receives the report (what was imported, merged, inferred, the hit rates, the
+	// grading check); ErrOut warnings and problems. Nil discards.
 	Out, ErrOut io.Writer
-	// GradingCheck, when set and NoCheck is not, runs after the self-check, with the task
-	// and the imported bundle directory, while the lock is held; its error is Run's (the
-	// recording stays imported).
-	GradingCheck func(t *task.Task, bundleDir string) error
 }
 
 // Result is what Run did.
@@ -328,7 +325,9 @@ func (r *run) publish() error {
 	return nil
 }
 
-// check runs the self-check and the grading check, unless NoCheck.
+// check runs the self-check and checks the task's grading.yaml against the recording,
+// unless NoCheck. A grading that does not fit the recording is an error (the recording
+// stays imported).
 func (r *run) check() error {
 	if r.o.NoCheck {
 		return nil
@@ -336,10 +335,7 @@ func (r *run) check() error {
 	if err := selfCheck(r.ctx, r.out, r.o.Repo, r.final, r.layers); err != nil {
 		fmt.Fprintln(r.errOut, "pab import: warning: the self-check did not run:", err)
 	}
-	if r.o.GradingCheck == nil {
-		return nil
-	}
-	return r.o.GradingCheck(r.t, r.final)
+	return checkGradingSources(r.t, r.final, r.out, r.errOut)
 }
 
 // auditedInput checks a bundle or published recording directory with the audit, printing

@@ -49,21 +49,13 @@ func recordedURLs(t *testing.T, dir string) []string {
 
 // TestRunImportsCorpusWARC: warcio's example.warc.gz imported into a new task is published
 // as a recording that passes the audit, with a task.yaml, the self-check's three hit-rate
-// lines (every request answered) and the grading check run on the imported bundle; a
-// second import of post-test.warc.gz is merged with it (all exchanges of both kept, the
+// lines (every request answered); a second import of post-test.warc.gz is merged with it (all exchanges of both kept, the
 // counts said), and the lock and work directories are gone afterwards.
 func TestRunImportsCorpusWARC(t *testing.T) {
 	repo := testRepo(t)
 	var out, errOut bytes.Buffer
-	graded := ""
 	o := Options{Repo: repo, TaskID: "example", Inputs: []string{"testdata/example.warc.gz"}, Command: "pab import",
-		Out: &out, ErrOut: &errOut, GradingCheck: func(tk *task.Task, bundleDir string) error {
-			if _, err := os.Stat(filepath.Join(bundleDir, warc.ManifestFile)); err != nil {
-				t.Errorf("the grading check's bundle: %v", err)
-			}
-			graded = tk.ID
-			return nil
-		}}
+		Out: &out, ErrOut: &errOut}
 	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatalf("import: %v\n%s%s", err, out.String(), errOut.String())
@@ -90,12 +82,9 @@ func TestRunImportsCorpusWARC(t *testing.T) {
 	if !strings.Contains(report, "self-check: every recorded request replayed once") || len(hitRates) != 3 {
 		t.Errorf("self-check lines %q in:\n%s", hitRates, report)
 	}
-	if graded != "example" {
-		t.Errorf("the grading check ran for %q", graded)
-	}
 
 	out.Reset()
-	o.Inputs, o.GradingCheck = []string{"testdata/post-test.warc.gz"}, nil
+	o.Inputs = []string{"testdata/post-test.warc.gz"}
 	res2, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatalf("second import: %v\n%s%s", err, out.String(), errOut.String())
@@ -166,5 +155,41 @@ func TestRunRefusesBadInput(t *testing.T) {
 	o.Inputs, o.Replace, o.PreferNew = []string{"testdata/example.warc.gz"}, true, true
 	if _, err := Run(context.Background(), o); err == nil || err.Error() != "importer: Options.Replace and Options.PreferNew exclude each other" {
 		t.Errorf("Replace with PreferNew: %v", err)
+	}
+}
+
+// writeGrading writes the task's grading.yaml with one required field whose evidence is
+// text on http://example.com/.
+func writeGrading(t *testing.T, repo *task.Repo, id, text string) {
+	t.Helper()
+	g := "extract:\n  title: { type: money, description: the price }\nrequire:\n  - field: title\n    equals: 1\n" +
+		"    source: { url: \"http://example.com/\", text: \"" + text + "\" }\n"
+	if err := os.MkdirAll(filepath.Join(repo.TasksDir(), id), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo.TasksDir(), id, task.GradingFile), []byte(g), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunChecksGrading: after the self-check, the task's grading.yaml is checked against
+// the recording just imported: evidence the recording holds is reported found; evidence it
+// does not hold is an error naming grading.yaml, and the recording stays imported.
+func TestRunChecksGrading(t *testing.T) {
+	repo := testRepo(t)
+	writeGrading(t, repo, "example", "Example Domain")
+	var out, errOut bytes.Buffer
+	o := Options{Repo: repo, TaskID: "example", Inputs: []string{"testdata/example.warc.gz"}, Command: "pab import", Out: &out, ErrOut: &errOut}
+	if _, err := Run(context.Background(), o); err != nil || !strings.Contains(out.String(), "1 of 1") {
+		t.Fatalf("import with evidence the recording holds: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	writeGrading(t, repo, "example", "not on the page")
+	o.Replace = true
+	_, err := Run(context.Background(), o)
+	if err == nil || !strings.HasPrefix(err.Error(), "import: the recording was imported, but ") || !strings.Contains(errOut.String()+err.Error(), "grading.yaml") {
+		t.Errorf("import with evidence the recording lacks: %v\n%s", err, errOut.String())
+	}
+	if !IsRecordingDir(filepath.Join(repo.TasksDir(), "example", "recording")) {
+		t.Errorf("the recording is gone")
 	}
 }

@@ -18,8 +18,7 @@ import (
 
 // FinishOptions say where FinishRecording puts what a recording session left.
 type FinishOptions struct {
-	// Import gives the task (Repo, TaskID), NoWait, Signals, Out, ErrOut and GradingCheck
-	// of the import; Inputs, Title and Command are FinishRecording's.
+	// Import gives the task (Repo, TaskID), NoWait, Signals, Out and ErrOut of the import; Inputs, Title and Command are FinishRecording's.
 	Import Options
 	// WorkDir holds the session's journal (record.JournalPath).
 	WorkDir string

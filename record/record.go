@@ -616,3 +616,17 @@ func ParseResolve(s string) (from, to string, err error) {
 	}
 	return from, net.JoinHostPort(ip, port), nil
 }
+
+// ParseResolves is Options.Resolve from several ParseResolve values (a later one for the
+// same HOST:PORT wins); the first bad value is the error, as ParseResolve gives it.
+func ParseResolves(values []string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, s := range values {
+		from, to, err := ParseResolve(s)
+		if err != nil {
+			return nil, err
+		}
+		m[from] = to
+	}
+	return m, nil
+}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"embed"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -10,29 +12,25 @@ import (
 	"github.com/pab-dev/pab/warc"
 )
 
+// helpFiles holds the long help texts of pab import, record, recording migrate, audit and
+// check, one help/<command>.txt each.
+//
+//go:embed help/*.txt
+var helpFiles embed.FS
+
+// longHelp is the text of help/<name>.txt without its final newline ("" when missing:
+// TestLongHelp fails then).
+func longHelp(name string) string {
+	b, _ := helpFiles.ReadFile("help/" + name + ".txt")
+	return strings.TrimSuffix(string(b), "\n")
+}
+
 func newAuditCmd(g *globalFlags) *cobra.Command {
 	var strict bool
 	cmd := &cobra.Command{
 		Use:   "audit TARGET",
 		Short: "Check a recording for leaked credentials and damage before it is shared",
-		Long: fmt.Sprintf(`Check a recording and list every problem, one line each ("FILE: entry e000012: ...").
-TARGET is a task id, a task directory, a published recording directory
-(tasks/ID/recording) or a bundle directory (manifest.json, archive/data.warc, ...).
-
-The audit fails on: a manifest field pab does not write (start_url passes as
-legacy); a request that stores Cookie, Cookie2, Authorization or
-Proxy-Authorization; a Set-Cookie value other than REDACTED; an HTTP header line
-that is not a "Name: value" field (older recorders joined repeated fields with
-newlines); an entries.jsonl line that does not match its WARC records (record type,
-offsets, lengths, RR-Exchange-Id, URL, status, payload size and sha256 recomputed,
-request body); a damaged WARC; a record no entry points at; a published format other
-than %d; a manifest not_found key that is neither a host of the recording nor a site
-name of the rules (sites/ and the task's rules/, or a bundle's own rules/). Exit
-status 1 when there is any problem.
-
-TARGET may also be a WARC file (.warc or .warc.gz, before import): it is read as an
-import reads it. A record whose WARC Content-Length is wrong is read on at the real
-end of the record and listed as a warning; with --strict it is a problem.`, warc.RecordingFormat),
+		Long:  fmt.Sprintf(longHelp("audit"), warc.RecordingFormat),
 		Example: `  pab audit books-sapiens-price
   pab audit ./recorded-bundle
   pab audit --strict crawl.warc.gz`,

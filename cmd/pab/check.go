@@ -18,13 +18,6 @@ import (
 	"github.com/pab-dev/pab/internal/browser"
 )
 
-// checkJSON is what pab check --crawl --json prints.
-type checkJSON struct {
-	Target       string `json:"target"`
-	CapturedFrom string `json:"captured_from,omitempty"`
-	*crawl.Report
-}
-
 func newCheckCmd(g *globalFlags) *cobra.Command {
 	var (
 		doCrawl bool
@@ -40,50 +33,15 @@ func newCheckCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check TARGET [--crawl]",
 		Short: "Check that a recording replays as recorded (with --crawl, in Chromium)",
-		Long: `Start a replay of TARGET (a task id, task directory, bundle directory or WARC file)
-on a free loopback port and check it.
-
-Without --crawl this is 'pab replay TARGET --check': a Go client requests every
-recorded page and exchange once and pab prints the hit rates.
-
-With --crawl, headless Chromium (Debian's chromium, started with the flags of
-'pab browser') opens every recorded page, then follows same-site links breadth
-first, up to --pages pages and --links links a page, each page bounded by
---timeout. For each page it prints a verdict:
-
-  ok             answered exactly, with the payload recorded for that URL
-  fuzzy, search  answered by a heuristic rule with the recording of another URL
-  mismatch       answered exactly by key with a payload not recorded for that URL
-  miss           the recording has no answer (a link to a page never recorded)
-  broken         the browser rejected something the recording holds (a font the
-                 sanitizer refused, a recorded resource that failed to load, a
-                 script answered by a heuristic that threw), or the page did not load
-  redirect-loop  the page's redirects never end
-
-Rows marked "!" are wrong-looking answers: fuzzy, search or promo with another
-URL, mismatch, broken and redirect-loop. pab check exits 1 when there is one, so
-run it before trusting a recording as a benchmark. --json prints the report as
-JSON. See docs/replay.md, "pab check TARGET --crawl".`,
+		Long:  longHelp("check"),
 		Example: `  pab check books-sapiens-price --crawl
   pab check archive-org-jobs --crawl --pages 50 --json > crawl.json
   pab check crawl.warc.gz --crawl --links 0     # only the recorded pages
   pab check lil-former-projects                 # the Go client check, as pab replay --check`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !doCrawl {
-				for _, name := range []string{"pages", "links", "timeout", "chrome"} {
-					if cmd.Flags().Changed(name) {
-						return fmt.Errorf("check: --%s needs --crawl", name)
-					}
-				}
-			}
-			switch {
-			case pages < 1:
-				return fmt.Errorf("check: --pages %d: want at least 1", pages)
-			case links < 0:
-				return fmt.Errorf("check: --links %d: want 0 or more", links)
-			case timeout < time.Second:
-				return fmt.Errorf("check: --timeout %s: want at least 1s", timeout)
+			if err := checkCrawlFlags(cmd, doCrawl, pages, links, timeout); err != nil {
+				return err
 			}
 			clockOn, err := clockSetting(clock, cmd.Flags().Changed("clock"), os.Getenv("RR_CLOCK"))
 			if err != nil {
@@ -103,16 +61,8 @@ JSON. See docs/replay.md, "pab check TARGET --crawl".`,
 				return err
 			}
 			defer s.bundle.Close()
-			ro := crawl.ReplayOptions{Bundle: s.bundle, Index: s.index, Rules: s.rules, CA: ca, Clock: clockOn, DeterministicRandom: detRand}
-			if logPath != "" {
-				f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-				if err != nil {
-					return fmt.Errorf("open log: %w", err)
-				}
-				defer f.Close()
-				ro.Log = f
-			}
-			rp, err := crawl.StartReplay(ro)
+			rp, err := crawl.StartReplay(crawl.ReplayOptions{Bundle: s.bundle, Index: s.index, Rules: s.rules, CA: ca,
+				Clock: clockOn, DeterministicRandom: detRand, LogPath: logPath})
 			if err != nil {
 				return err
 			}
@@ -152,7 +102,7 @@ JSON. See docs/replay.md, "pab check TARGET --crawl".`,
 			case err != nil:
 				return err
 			case jsonOut:
-				err = writeJSON(stdout, checkJSON{Target: s.target.Name, CapturedFrom: s.bundle.Manifest.CapturedFrom, Report: rep})
+				err = writeJSON(stdout, crawl.TargetReport{Target: s.target.Name, CapturedFrom: s.bundle.Manifest.CapturedFrom, Report: rep})
 			default:
 				rep.Print(stdout)
 			}
@@ -172,6 +122,27 @@ JSON. See docs/replay.md, "pab check TARGET --crawl".`,
 	cmd.Flags().StringVar(&clock, "clock", "on", "page clock on or off, as for pab replay (env RR_CLOCK=off)")
 	cmd.Flags().BoolVar(&detRand, "deterministic-random", false, "also make Math.random and crypto.getRandomValues repeatable per page")
 	return cmd
+}
+
+// checkCrawlFlags checks --pages, --links and --timeout, and that they (and --chrome) are
+// given only with --crawl.
+func checkCrawlFlags(cmd *cobra.Command, doCrawl bool, pages, links int, timeout time.Duration) error {
+	if !doCrawl {
+		for _, name := range []string{"pages", "links", "timeout", "chrome"} {
+			if cmd.Flags().Changed(name) {
+				return fmt.Errorf("check: --%s needs --crawl", name)
+			}
+		}
+	}
+	switch {
+	case pages < 1:
+		return fmt.Errorf("check: --pages %d: want at least 1", pages)
+	case links < 0:
+		return fmt.Errorf("check: --links %d: want 0 or more", links)
+	case timeout < time.Second:
+		return fmt.Errorf("check: --timeout %s: want at least 1s", timeout)
+	}
+	return nil
 }
 
 // writeJSON prints v as indented JSON.

@@ -69,9 +69,9 @@ func writeCrawlBundle(t *testing.T) string {
 }
 
 // crawlJSON runs pab check TARGET --crawl --json EXTRA... and returns the report and exit code.
-func crawlJSON(t *testing.T, target string, extra ...string) (checkJSON, string, int) {
+func crawlJSON(t *testing.T, target string, extra ...string) (crawl.TargetReport, string, int) {
 	t.Helper()
-	var rep checkJSON
+	var rep crawl.TargetReport
 	stdout, stderr, code := runPab(t, append([]string{"check", target, "--crawl", "--json"}, extra...)...)
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || rep.Report == nil {
 		t.Fatalf("pab check %s --crawl --json: exit %d, output not a report (%v):\n%s\nstderr:\n%s", target, code, err, stdout, stderr)

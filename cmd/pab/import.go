@@ -4,7 +4,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"syscall"
 
@@ -29,39 +28,7 @@ func newImportCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import --task ID (FILE.warc[.gz]|FILE.wacz... | BUNDLE-DIR | RECORDING-DIR)",
 		Short: "Turn WARC files or a bundle into a task's recording (tasks/ID/recording, format 2)",
-		Long: `Import into tasks/ID/recording, in pab's published layout (format 2, see
-docs/bundle-format.md), one of:
-  - WARC or WACZ files written by any archiving tool (wget, warcprox, Browsertrix,
-    pywb, Webrecorder, Heritrix, pab export);
-  - a bundle directory (manifest.json, archive/data.warc, indexes/, pages/), such as
-    'pab record --out DIR' writes;
-  - a published recording directory (another task's recording/).
-A bundle or recording is audited first (see 'pab audit') and refused, with every
-problem listed, when the audit fails.
-
-From WARC files, response bodies are stored decoded, identical payloads of 1 KB or
-more once, requests lose Cookie and Authorization, and every Set-Cookie value
-becomes REDACTED (docs/import.md).
-
-When the task already has a recording, the two are merged: every exchange of both
-is kept, the recording captured first before the other, so a request recorded both
-times is answered from the earlier copy and a "latest" page from the newer one.
---prefer-new drops the existing exchanges recorded again (same method, URL and
-request body), so the new copies answer them; --replace drops the existing
-recording entirely.
-
-Afterwards rules are inferred from the recording and written to
-tasks/ID/rules/<site>.auto.yaml (hand-written rule files are never touched), and
-every recorded request is replayed once offline to print hit rates with the generic
-rules only, with the inferred rules, and with all the rules in effect.
-
-Nothing is written unless the whole import succeeds: the new recording is packed
-beside the old one, audited as 'pab audit' would, and only then renamed into
-place. A task.yaml with a title is created when the task has none.
-
-Writers of one task take turns: an import waits while another pab writes the
-task (an import, the end of a recording, a migration), saying so on stderr, and
-then merges with the recording that one left; --no-wait fails at once instead.`,
+		Long:  longHelp("import"),
 		Example: `  pab import --task my-books testdata/sites/books.toscrape.warc
   pab import --task my-task --replace crawl-00000.warc.gz crawl-00001.warc.gz
   pab import --task my-task ./recorded-bundle
@@ -115,36 +82,10 @@ func checkLocaleFlags(cmd, locale, timezone string) error {
 
 // importOptions completes o, the flags of pab import (or of pab record's import), with
 // what every import of command cmd gets: the repository, the task, the command's name in
-// lock messages, Ctrl-C and SIGTERM stopping it, its output writers, and the grading check
-// of the task's grading.yaml.
+// lock messages, Ctrl-C and SIGTERM stopping it, and its output writers.
 func importOptions(cmd *cobra.Command, repo *task.Repo, id string, o importer.Options) importer.Options {
 	o.Repo, o.TaskID, o.Command = repo, id, "pab "+cmd.Name()
 	o.Signals = []os.Signal{os.Interrupt, syscall.SIGTERM}
 	o.Out, o.ErrOut = cmd.OutOrStdout(), cmd.ErrOrStderr()
-	o.GradingCheck = func(t *task.Task, bundleDir string) error {
-		return checkGradingSources(t, bundleDir, o.Out, o.ErrOut)
-	}
 	return o
-}
-
-// checkGradingSources checks the task's grading.yaml, when it has one, against the imported
-// recording (as pab grade --check does). The recording stays imported either way; a
-// grading that does not fit it is an error, so the author sees it now.
-func checkGradingSources(t *task.Task, bundleDir string, out, errOut io.Writer) error {
-	gr, name, err := gradingOf(t, errOut)
-	if err != nil {
-		return fmt.Errorf("import: the recording was imported, but %w", err)
-	}
-	if gr == nil {
-		return nil
-	}
-	b, err := warc.OpenBundle(bundleDir)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	if err := reportSourceCheck(out, errOut, gr, name, b); err != nil {
-		return fmt.Errorf("import: the recording was imported, but %w", err)
-	}
-	return nil
 }

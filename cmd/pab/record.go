@@ -30,26 +30,7 @@ func newRecordCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "record --task ID",
 		Short: "Record a task: a proxy that forwards to the real sites and keeps every exchange",
-		Long: `Run an HTTP/HTTPS proxy that forwards every request to the real site, returns
-its answer unchanged, and records each exchange as it completes (HTTPS is
-intercepted with pab's CA, see 'pab ca'). Ctrl-C (SIGINT) or SIGTERM ends the
-recording: exchanges in flight are finished, then the recording is written as a
-bundle (docs/bundle-format.md). With --out DIR the bundle goes to DIR only; else it
-is imported into tasks/ID as 'pab import' would: audited, merged with the
-recording the task has, rules inferred, self-checked.
-
-Exchanges reach disk as they happen, in a journal (a WARC file) in the work
-directory (DIR.record next to --out, else $PAB_CACHE/record/ID). After a crash,
-run the same command again: the journal is cut after its last whole exchange and
-the recording goes on; --finish only writes the bundle from it. The work
-directory also keeps record.log.jsonl, one line per request, saying what was
-stored and what was not and why: an exchange an exclude rule of the task matches
-(sites/ and tasks/ID/rules/) is forwarded but not stored.
-
-The manifest gets the capture's locale and time zone: --locale, else the first tag
-of the browser's Accept-Language; --timezone, else the machine's (TZ, else
-/etc/timezone or the /etc/localtime link, else UTC), printed at the start. See
-docs/record.md.`,
+		Long:  longHelp("record"),
 		Example: `  pab record --task my-shop
   pab record --task my-shop --out /tmp/shop-bundle --redact 'jane@example.com' --redact 're:\d{3}-\d{2}-\d{4}'
   pab record --task staging --resolve shop.test:443:127.0.0.1:8443 --upstream-ca staging-ca.pem
@@ -85,16 +66,12 @@ docs/record.md.`,
 					return fmt.Errorf("record: --out %w", err)
 				}
 			}
-			ro := record.Options{WorkDir: work, Resolve: map[string]string{}, DisableHTTP2: !http2On, RuleRoot: repo.Root}
+			ro := record.Options{WorkDir: work, DisableHTTP2: !http2On, RuleRoot: repo.Root}
 			if ro.Redact, err = record.NewRedactor(redact); err != nil {
 				return err
 			}
-			for _, s := range resolve {
-				from, to, err := record.ParseResolve(s)
-				if err != nil {
-					return err
-				}
-				ro.Resolve[from] = to
+			if ro.Resolve, err = record.ParseResolves(resolve); err != nil {
+				return err
 			}
 			if upstreamCA != "" {
 				if ro.RootCAs, err = record.LoadRoots(upstreamCA); err != nil {

@@ -27,23 +27,7 @@ func newMigrateCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "migrate TASK...",
 		Short: "Rewrite tasks' recordings from an older format into the current one",
-		Long: fmt.Sprintf(`Rewrite the recording of each TASK (a task id or a task directory) into the
-current published layout, format %d (docs/bundle-format.md). The only older layout
-is format 1: one bundle.tar.gz (or its parts bundle.tar.gz.000, .001, ...) holding
-manifest.json, archive/data.warc, indexes/entries.jsonl and pages/pages.jsonl.
-
-The tar may hold only those four regular files, and the indexes/index.cdxj and
-datapackage.json that older bundles carried (skipped: pab builds its own indexes);
-anything else (another path, a link, a file twice) is refused and the recording is
-left as it was. The archive is kept byte for byte; the legacy manifest field
-start_url is dropped. The new recording replaces the old one only once it is
-complete. A recording already in format %d is left untouched, except that a legacy
-start_url is removed from its manifest.json (every other byte kept). Run 'pab audit
-TASK' afterwards.
-
-Each task is migrated holding its write lock: when another pab writes the task
-(an import, the end of a recording), migrate waits for it, or with --no-wait
-fails for that task at once.`, warc.RecordingFormat, warc.RecordingFormat),
+		Long:  fmt.Sprintf(longHelp("recording-migrate"), warc.RecordingFormat, warc.RecordingFormat),
 		Example: `  pab recording migrate books-sapiens-price
   pab recording migrate tasks/*`,
 		Args: cobra.MinimumNArgs(1),
