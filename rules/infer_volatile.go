@@ -119,12 +119,54 @@ type volatileCase struct {
 	changed           bool // a group where another value changed the response
 }
 
+// why is the evidence that c's parameter is volatile: its values are timestamps near the
+// recording, or random-looking and all distinct, or other values left the response
+// unchanged (unless the name matters elsewhere on the site); "" when none holds.
+func (c *volatileCase) why(matters bool) string {
+	distinct := len(c.values) >= 2
+	seenVals := map[string]bool{}
+	for _, v := range c.values {
+		if seenVals[v] {
+			distinct = false
+		}
+		seenVals[v] = true
+	}
+	switch {
+	case c.allStamps:
+		return fmt.Sprintf("epoch time within a day of the recording (%s)", short(c.values[0]))
+	case c.allRandom && distinct:
+		return fmt.Sprintf("%d loads, a new random-looking value each time (%s, %s)", len(c.values), short(c.values[0]), short(c.values[1]))
+	case c.unchanged > 0 && !matters:
+		return fmt.Sprintf("other values left the response unchanged (%s, %s)", short(c.values[0]), short(c.values[len(c.values)-1]))
+	}
+	return ""
+}
+
+// volatileRestKey is everything of a request but its field fs[i], in a stable form: the
+// method, host, path and the field's name, the other fields of fs, then those of other.
+func volatileRestKey(method, hostPort, path string, fs []field, i int, other []field) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s\x00%s\x00%s\x00%s", method, hostPort, path, fs[i].name)
+	for j, g := range fs {
+		if j != i {
+			fmt.Fprintf(&sb, "\x00%s=%s", g.name, g.value)
+		}
+	}
+	sb.WriteString("\x01")
+	for _, g := range other {
+		fmt.Fprintf(&sb, "\x00%s=%s", g.name, g.value)
+	}
+	return sb.String()
+}
+
 func (inf *inferrer) volatile() {
 	for _, body := range []bool{false, true} {
 		inf.volatileKind(body)
 	}
 }
 
+// volatileKind finds the volatile parameters of the query (body false) or of the body
+// (true) and adds them to the sites' drop (bodyDrop) rules with their evidence.
 func (inf *inferrer) volatileKind(body bool) {
 	type groupKey struct{ site, method, host, path, name string }
 	cases := map[groupKey]*volatileCase{}
@@ -162,19 +204,7 @@ func (inf *inferrer) volatileKind(body bool) {
 			c.times = append(c.times, o.s.Time)
 			c.allRandom = c.allRandom && looksRandom(f.value)
 			c.allStamps = c.allStamps && nearTimestamp(f.value, o.s.Time)
-			// Everything else of the request, in a stable form.
-			var sb strings.Builder
-			fmt.Fprintf(&sb, "%s\x00%s\x00%s\x00%s", o.method, o.hostPort, o.path, f.name)
-			for j, g := range fs {
-				if j != i {
-					fmt.Fprintf(&sb, "\x00%s=%s", g.name, g.value)
-				}
-			}
-			sb.WriteString("\x01")
-			for _, g := range other {
-				fmt.Fprintf(&sb, "\x00%s=%s", g.name, g.value)
-			}
-			rk := sb.String()
+			rk := volatileRestKey(o.method, o.hostPort, o.path, fs, i, other)
 			if _, ok := rest[rk]; !ok {
 				restOrder = append(restOrder, rk)
 				restCase[rk] = gk
@@ -215,23 +245,8 @@ func (inf *inferrer) volatileKind(body bool) {
 	bySite := map[string][]found{}
 	for _, gk := range order {
 		c := cases[gk]
-		distinct := len(c.values) >= 2
-		seenVals := map[string]bool{}
-		for _, v := range c.values {
-			if seenVals[v] {
-				distinct = false
-			}
-			seenVals[v] = true
-		}
-		var why string
-		switch {
-		case c.allStamps:
-			why = fmt.Sprintf("epoch time within a day of the recording (%s)", short(c.values[0]))
-		case c.allRandom && distinct:
-			why = fmt.Sprintf("%d loads, a new random-looking value each time (%s, %s)", len(c.values), short(c.values[0]), short(c.values[1]))
-		case c.unchanged > 0 && !matters[siteName{c.site, strings.ToLower(c.leaf)}]:
-			why = fmt.Sprintf("other values left the response unchanged (%s, %s)", short(c.values[0]), short(c.values[len(c.values)-1]))
-		default:
+		why := c.why(matters[siteName{c.site, strings.ToLower(c.leaf)}])
+		if why == "" {
 			continue
 		}
 		bySite[c.site] = append(bySite[c.site], found{leaf: c.leaf, evidence: c.where + ": " + why})

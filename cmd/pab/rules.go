@@ -53,48 +53,24 @@ Exit status: 0 when every file is valid, 1 when there is any problem.`,
 				return err
 			}
 			sitesDir := shortPath(repo.SitesDir())
-			type job struct {
-				dir  string
-				base []string
-			}
-			var jobs []job
+			var jobs []rules.CheckJob
 			if len(args) == 0 {
-				jobs = append(jobs, job{dir: sitesDir})
 				ids, err := repo.TaskIDs()
 				if err != nil {
 					return err
 				}
+				var dirs []string
 				for _, id := range ids {
-					jobs = append(jobs, job{dir: shortPath(filepath.Join(repo.TasksDir(), id, "rules")), base: []string{sitesDir}})
+					dirs = append(dirs, shortPath(filepath.Join(repo.TasksDir(), id, "rules")))
 				}
-			} else {
-				for _, dir := range args {
-					fi, err := os.Stat(dir)
-					if err != nil {
-						return fmt.Errorf("rules check: %w", err)
-					}
-					if !fi.IsDir() {
-						return fmt.Errorf("rules check: %s is not a directory", dir)
-					}
-					j := job{dir: shortPath(dir)}
-					if !samePath(dir, sitesDir) {
-						j.base = []string{sitesDir}
-					}
-					jobs = append(jobs, j)
-				}
+				jobs = rules.RepoJobs(sitesDir, dirs)
+			} else if jobs, err = rules.DirJobs(sitesDir, args, shortPath); err != nil {
+				return fmt.Errorf("rules check: %w", err)
 			}
 			out := cmd.OutOrStdout()
-			files, problems := 0, 0
-			for _, j := range jobs {
-				ps, err := rules.CheckDir(j.dir, j.base...)
-				if err != nil {
-					return err
-				}
-				for _, p := range ps {
-					fmt.Fprintln(out, p.String())
-				}
-				problems += len(ps)
-				files += countRuleFiles(j.dir)
+			problems, files, err := rules.CheckAll(jobs, func(p rules.Problem) { fmt.Fprintln(out, p.String()) })
+			if err != nil {
+				return err
 			}
 			if problems > 0 {
 				return exitError{code: 1, msg: fmt.Sprintf("rules check: %d %s in %d %s", problems, plural(problems, "problem"), files, plural(files, "rule file"))}
@@ -103,22 +79,6 @@ Exit status: 0 when every file is valid, 1 when there is any problem.`,
 			return nil
 		},
 	}
-}
-
-// countRuleFiles counts the *.yaml and *.yml files of dir that are not hidden.
-func countRuleFiles(dir string) int {
-	des, err := os.ReadDir(dir)
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, de := range des {
-		name := de.Name()
-		if name[0] != '.' && (filepath.Ext(name) == ".yaml" || filepath.Ext(name) == ".yml") {
-			n++
-		}
-	}
-	return n
 }
 
 // shortPath returns path relative to the current directory when it lies inside it, so
@@ -138,13 +98,7 @@ func shortPath(path string) string {
 	return path
 }
 
-// samePath reports whether a and b name the same directory (after making them absolute).
-func samePath(a, b string) bool {
-	x, err1 := filepath.Abs(a)
-	y, err2 := filepath.Abs(b)
-	return err1 == nil && err2 == nil && x == y
-}
-
+// plural is word, with an s unless n is 1.
 func plural(n int, word string) string {
 	if n == 1 {
 		return word
