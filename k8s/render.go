@@ -390,12 +390,14 @@ func AgentEnv(id, prompt string, cdp bool) []corev1.EnvVar {
 	return e
 }
 
+// job is the Indexed Job of task r: o.Repeat pods, each with the task, collector, replay
+// (and browser) sidecars and the agent, hardened and cut off at the agent's timeout plus
+// 15 minutes.
 func job(o Options, r runInfo) *batchv1.Job {
 	always := corev1.ContainerRestartPolicyAlways
 	runIndex := corev1.EnvVar{Name: "PAB_RUN_INDEX", ValueFrom: &corev1.EnvVarSource{
 		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + RunIndexAnnotation + "']"}}}
 	taskDir := RepoDir + "/tasks"
-	memory := corev1.StorageMediumMemory
 	volumes := []corev1.Volume{
 		{Name: "tasks", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
@@ -446,51 +448,10 @@ func job(o Options, r runInfo) *batchv1.Job {
 		},
 	}
 	if o.BrowserImage != "" {
-		volumes = append(volumes,
-			corev1.Volume{Name: "browser-tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-			corev1.Volume{Name: "shm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
-				Medium: memory, SizeLimit: ptr(resource.MustParse("512Mi"))}}})
-		benv := []corev1.EnvVar{env("PAB_CACHE", CacheDir), env("HOME", "/tmp"), env("TMPDIR", "/tmp")}
-		if r.timezone != "" {
-			benv = append(benv, env("TZ", r.timezone))
-		}
-		if r.locale != "" {
-			// pab browser --proxy has no --lang; Chromium on Linux takes its language from
-			// LANGUAGE (en_US form), and Accept-Language from that.
-			benv = append(benv, env("LANGUAGE", strings.ReplaceAll(r.locale, "-", "_")))
-		}
-		init = append(init, corev1.Container{
-			Name:          "browser",
-			Image:         o.BrowserImage,
-			RestartPolicy: &always,
-			Command: []string{"/usr/local/bin/pab", "--repo", "/tmp", "browser", "--proxy", ProxyAddr,
-				"--port", strconv.Itoa(CDPPort), "--chrome", "/usr/local/bin/chromium-pod"},
-			Env: benv,
-			VolumeMounts: []corev1.VolumeMount{mount("cache", CacheDir, true), mount("browser-tmp", "/tmp", false),
-				mount("shm", "/dev/shm", false)},
-			StartupProbe: &corev1.Probe{
-				ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
-					Command: []string{"/usr/local/bin/pab-pod", "probe", "http://127.0.0.1:" + strconv.Itoa(CDPPort) + "/json/version"}}},
-				PeriodSeconds: 1, TimeoutSeconds: 3, FailureThreshold: 120,
-			},
-			Resources:       res("500m", "512Mi", "2Gi"),
-			SecurityContext: hardened(true),
-		})
+		bc, bv := browserSidecar(o, r)
+		init, volumes = append(init, bc), append(volumes, bv...)
 	}
-	agent := corev1.Container{
-		Name:  "agent",
-		Image: o.AgentImage,
-		Env:   AgentEnv(r.id, r.prompt, o.BrowserImage != ""),
-		VolumeMounts: []corev1.VolumeMount{mount("out", OutDir, false), mount("cache", CacheDir, true),
-			mount("bin", BinDir, true), mount("agent-tmp", "/tmp", false)},
-		Resources: res("250m", "256Mi", "2Gi"),
-		// the agent's image is not ours: its root file system may need to be writable
-		SecurityContext: hardened(false),
-	}
-	if len(o.AgentCommand) > 0 {
-		agent.Command = append([]string{BinDir + "/pab-pod", "agent", "--out", OutDir, "--timeout", o.Timeout.String(), "--"},
-			o.AgentCommand...)
-	}
+	agent := agentContainer(o, r)
 	deadline := int64((o.Timeout + 15*time.Minute) / time.Second)
 	taskLabel := map[string]string{"pab.dev/task": nameOf(r.id)}
 	return &batchv1.Job{
@@ -532,6 +493,62 @@ func job(o Options, r runInfo) *batchv1.Job {
 			},
 		},
 	}
+}
+
+// browserSidecar is the browser's native sidecar of r's pods (pab browser --proxy through
+// the replay, with the recording's time zone and language) and the volumes it needs.
+func browserSidecar(o Options, r runInfo) (corev1.Container, []corev1.Volume) {
+	volumes := []corev1.Volume{
+		{Name: "browser-tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "shm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: ptr(resource.MustParse("512Mi"))}}}}
+	benv := []corev1.EnvVar{env("PAB_CACHE", CacheDir), env("HOME", "/tmp"), env("TMPDIR", "/tmp")}
+	if r.timezone != "" {
+		benv = append(benv, env("TZ", r.timezone))
+	}
+	if r.locale != "" {
+		// pab browser --proxy has no --lang; Chromium on Linux takes its language from
+		// LANGUAGE (en_US form), and Accept-Language from that.
+		benv = append(benv, env("LANGUAGE", strings.ReplaceAll(r.locale, "-", "_")))
+	}
+	always := corev1.ContainerRestartPolicyAlways
+	return corev1.Container{
+		Name:          "browser",
+		Image:         o.BrowserImage,
+		RestartPolicy: &always,
+		Command: []string{"/usr/local/bin/pab", "--repo", "/tmp", "browser", "--proxy", ProxyAddr,
+			"--port", strconv.Itoa(CDPPort), "--chrome", "/usr/local/bin/chromium-pod"},
+		Env: benv,
+		VolumeMounts: []corev1.VolumeMount{mount("cache", CacheDir, true), mount("browser-tmp", "/tmp", false),
+			mount("shm", "/dev/shm", false)},
+		StartupProbe: &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+				Command: []string{"/usr/local/bin/pab-pod", "probe", "http://127.0.0.1:" + strconv.Itoa(CDPPort) + "/json/version"}}},
+			PeriodSeconds: 1, TimeoutSeconds: 3, FailureThreshold: 120,
+		},
+		Resources:       res("500m", "512Mi", "2Gi"),
+		SecurityContext: hardened(true),
+	}, volumes
+}
+
+// agentContainer is the main container of r's pods: the agent's image with the run's
+// environment (AgentEnv), run through pab-pod when o.AgentCommand is set.
+func agentContainer(o Options, r runInfo) corev1.Container {
+	agent := corev1.Container{
+		Name:  "agent",
+		Image: o.AgentImage,
+		Env:   AgentEnv(r.id, r.prompt, o.BrowserImage != ""),
+		VolumeMounts: []corev1.VolumeMount{mount("out", OutDir, false), mount("cache", CacheDir, true),
+			mount("bin", BinDir, true), mount("agent-tmp", "/tmp", false)},
+		Resources: res("250m", "256Mi", "2Gi"),
+		// the agent's image is not ours: its root file system may need to be writable
+		SecurityContext: hardened(false),
+	}
+	if len(o.AgentCommand) > 0 {
+		agent.Command = append([]string{BinDir + "/pab-pod", "agent", "--out", OutDir, "--timeout", o.Timeout.String(), "--"},
+			o.AgentCommand...)
+	}
+	return agent
 }
 
 func withAnnotation(m metav1.ObjectMeta, k, v string) metav1.ObjectMeta {

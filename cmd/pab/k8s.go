@@ -64,24 +64,18 @@ See docs/deploy.md.`,
 				return err
 			}
 			o.Repo, o.AgentCommand = repo, agentCommand
-			o.TaskImages = map[string]string{}
+			var im *k8s.Images
 			if imagesFile != "" {
 				f, err := os.Open(imagesFile)
 				if err != nil {
 					return fmt.Errorf("--images: %w", err)
 				}
-				im, err := k8s.ReadImages(f)
+				read, err := k8s.ReadImages(f)
 				f.Close()
 				if err != nil {
 					return fmt.Errorf("--images %s: %w", imagesFile, err)
 				}
-				if o.ReplayImage == "" {
-					o.ReplayImage = im.Replay
-				}
-				if o.BrowserImage == "" {
-					o.BrowserImage = im.Browser
-				}
-				o.TaskImages = im.Task
+				im = &read
 			}
 			o.Tasks = args
 			if len(o.Tasks) == 0 {
@@ -92,26 +86,13 @@ See docs/deploy.md.`,
 					return fmt.Errorf("no tasks in %s", repo.TasksDir())
 				}
 			}
-			if taskPrefix != "" {
-				for _, id := range o.Tasks {
-					o.TaskImages[id] = taskPrefix + id
-				}
-			}
+			o.SetImages(im, taskPrefix)
 			files, err := k8s.Render(o)
 			if err != nil {
 				return fmt.Errorf("k8s render: %w", err)
 			}
 			if out == "" {
-				w := cmd.OutOrStdout()
-				for i, f := range files {
-					if i > 0 {
-						fmt.Fprintln(w, "---")
-					}
-					if _, err := w.Write(f.Data); err != nil {
-						return err
-					}
-				}
-				return nil
+				return k8s.WriteStream(cmd.OutOrStdout(), files)
 			}
 			if err := k8s.WriteFiles(out, files); err != nil {
 				return fmt.Errorf("k8s render: %w", err)
