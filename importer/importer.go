@@ -6,8 +6,8 @@
 // request once offline (the self-check) and checks the task's grading.yaml against the
 // recording, all while holding the task's write lock
 // (task.Repo.LockTask). FinishRecording builds the bundle of a pab record session and
-// imports it the same way; Audit and Migrate are pab audit's and pab recording migrate's
-// work on a task. See docs/import.md.
+// imports it the same way; Migrate is pab recording migrate's work on a task (pab audit's
+// is the sub-package audit). See docs/import.md.
 package importer
 
 import (
@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/pab-dev/pab/importer/audit"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/warc"
@@ -264,7 +265,7 @@ func (r *run) stage() error {
 	}
 	// the audit's not_found check (pab audit): every key a host of the recording or a site
 	// name of the rules the task will replay with (sites/, its rules/, the rules inferred now)
-	if probs := NotFoundKeys(r.final, filepath.Join(r.recDir, warc.RecordingManifestFile)+" (new)",
+	if probs := audit.NotFoundKeys(r.final, filepath.Join(r.recDir, warc.RecordingManifestFile)+" (new)",
 		[]string{r.o.Repo.SitesDir(), r.t.RulesDir(), filepath.Join(r.work, "inferred-rules")}); len(probs) > 0 {
 		os.RemoveAll(staged)
 		for _, p := range probs {
@@ -345,10 +346,10 @@ func auditedInput(dir, work string, errOut io.Writer) (string, error) {
 	var probs []warc.Problem
 	bundle := dir
 	switch {
-	case IsRecordingDir(dir):
+	case audit.IsRecordingDir(dir):
 		probs = warc.AuditRecording(dir, work)
 		bundle = work
-	case isRegularFile(filepath.Join(dir, warc.ManifestFile)):
+	case audit.IsBundleDir(dir):
 		probs = warc.Audit(dir)
 	default:
 		return "", fmt.Errorf("import: %s is neither a bundle directory (manifest.json, archive/data.warc, ...) nor a published recording (manifest.json with data.warc.gz, or warc.tar.gz, ...)", dir)
@@ -404,28 +405,4 @@ func writeCapture(t *task.Task, final string, errOut io.Writer) error {
 		fmt.Fprintf(errOut, "pab import: warning: %s\n", changed)
 	}
 	return nil
-}
-
-// IsRecordingDir reports whether dir holds a published recording's archive: data.warc.gz
-// (format 3), warc.tar.gz (format 2) or bundle.tar.gz (format 1), whole or in parts, or an
-// entries.jsonl.
-func IsRecordingDir(dir string) bool {
-	for _, name := range []string{warc.RecordingDataFile, warc.RecordingDataPart(0), warc.RecordingWARCFile, warc.RecordingWARCFile + ".000", warc.RecordingEntriesFile, warc.Format1File, warc.Format1File + ".000"} {
-		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// isRegularFile reports whether path is a regular file (links followed).
-func isRegularFile(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular()
-}
-
-// isDirPath reports whether path is a directory (links followed).
-func isDirPath(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.IsDir()
 }

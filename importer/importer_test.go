@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pab-dev/pab/importer/audit"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/warc"
 )
@@ -68,7 +69,7 @@ func TestRunImportsCorpusWARC(t *testing.T) {
 	if !slices.Contains(first, "GET http://example.com/") {
 		t.Errorf("recorded %v, want GET http://example.com/", first)
 	}
-	if _, probs, err := Audit(repo, "example"); err != nil || len(probs) > 0 {
+	if _, probs, err := audit.Audit(repo, "example"); err != nil || len(probs) > 0 {
 		t.Errorf("audit: %v %v", probs, err)
 	}
 	if _, err := os.Stat(filepath.Join(repo.TasksDir(), "example", task.CardFile)); err != nil {
@@ -189,7 +190,7 @@ func TestRunChecksGrading(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "import: the recording was imported, but ") || !strings.Contains(errOut.String()+err.Error(), "grading.yaml") {
 		t.Errorf("import with evidence the recording lacks: %v\n%s", err, errOut.String())
 	}
-	if !IsRecordingDir(filepath.Join(repo.TasksDir(), "example", "recording")) {
+	if !audit.IsRecordingDir(filepath.Join(repo.TasksDir(), "example", "recording")) {
 		t.Errorf("the recording is gone")
 	}
 }

@@ -58,7 +58,7 @@ func inferRules(t *task.Task, bundleDir, work string) ([]*rules.InferredFile, []
 // (rules.WriteAutoFiles: hand-written files are never touched), says which on out and
 // returns their paths.
 func writeInferredRules(t *task.Task, files []*rules.InferredFile, out io.Writer) ([]string, error) {
-	if len(files) > 0 || isDirPath(t.RulesDir()) {
+	if fi, err := os.Stat(t.RulesDir()); len(files) > 0 || err == nil && fi.IsDir() {
 		if err := rules.WriteAutoFiles(t.RulesDir(), files); err != nil {
 			return nil, err
 		}

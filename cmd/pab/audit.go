@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pab-dev/pab/importer"
+	"github.com/pab-dev/pab/importer/audit"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/warc"
 )
@@ -47,7 +47,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 				if repo, err = g.findRepo(); err != nil {
 					return err
 				}
-				target, probs, err = importer.Audit(repo, arg)
+				target, probs, err = audit.Audit(repo, arg)
 			}
 			if err != nil {
 				return err

@@ -1,7 +1,10 @@
-package importer
-
-// audit.go: pab audit's work on a task, a recording or a bundle directory, and the
-// not_found check the import runs too.
+// Package audit is pab audit's work on a task, a published recording or a bundle
+// directory: warc's audit (warc.Audit, warc.AuditRecording) plus the check of the
+// manifest's not_found keys against the rules a replay would layer (NotFoundKeys), which
+// the import pipeline (package importer) runs on every new recording too. It imports
+// neither grade nor record, so the lite build's pab audit stays small. See
+// docs/bundle-format.md, "Audit".
+package audit
 
 import (
 	"fmt"
@@ -29,7 +32,7 @@ func Audit(repo *task.Repo, arg string) (target string, probs []warc.Problem, er
 			rulesDirs = TaskRulesDirs(repo, parent)
 		}
 		probs, err = AuditRecording(repo, arg, rulesDirs)
-	case isRegularFile(filepath.Join(arg, warc.ManifestFile)):
+	case IsBundleDir(arg):
 		probs = warc.Audit(arg)
 		var rulesDirs []string
 		if isDirPath(filepath.Join(arg, "rules")) {
@@ -108,4 +111,32 @@ func TaskRulesDirs(repo *task.Repo, taskDir string) []string {
 		}
 	}
 	return []string{sites, filepath.Join(taskDir, "rules")}
+}
+
+// IsRecordingDir reports whether dir holds a published recording's archive: data.warc.gz
+// (format 3), warc.tar.gz (format 2) or bundle.tar.gz (format 1), whole or in parts, or an
+// entries.jsonl.
+func IsRecordingDir(dir string) bool {
+	for _, name := range []string{warc.RecordingDataFile, warc.RecordingDataPart(0), warc.RecordingWARCFile, warc.RecordingWARCFile + ".000", warc.RecordingEntriesFile, warc.Format1File, warc.Format1File + ".000"} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// IsBundleDir reports whether dir holds a bundle: a regular file manifest.json (links
+// followed).
+func IsBundleDir(dir string) bool { return isRegularFile(filepath.Join(dir, warc.ManifestFile)) }
+
+// isRegularFile reports whether path is a regular file (links followed).
+func isRegularFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// isDirPath reports whether path is a directory (links followed).
+func isDirPath(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
