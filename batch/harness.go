@@ -62,6 +62,45 @@ type Local struct {
 	judged   bool
 }
 
+// RepoTasks are the tasks of a batch in repo: ids, or every task of the repository when ids
+// is empty. Each must be a valid task id (task.ValidID) of a task of repo. Errors start
+// with "run: " and name the id or the tasks directory.
+func RepoTasks(repo *task.Repo, ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		var err error
+		if ids, err = repo.TaskIDs(); err != nil {
+			return nil, err
+		}
+		if len(ids) == 0 {
+			return nil, fmt.Errorf("run: no tasks in %s", repo.TasksDir())
+		}
+	}
+	for _, id := range ids {
+		if err := task.ValidID(id); err != nil {
+			return nil, fmt.Errorf("run: %v (pab run takes task ids of the repository)", err)
+		}
+		if _, err := repo.Task(id); err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
+	}
+	return ids, nil
+}
+
+// UseGuard sets h up to run 'pab guard' (the binary pabExe) with the application file app
+// for every run, browserMCP as its --browser-mcp and chrome as its --chrome. app is made
+// absolute and must exist: else a *grade.FieldError on GuardApp.
+func (h *Local) UseGuard(app, browserMCP, chrome, pabExe string) error {
+	abs, err := filepath.Abs(app)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return fmt.Errorf("run: %w", &grade.FieldError{Field: "GuardApp", Err: err})
+	}
+	h.GuardApp, h.GuardMCP, h.Chrome, h.PabExe = abs, browserMCP, chrome, pabExe
+	return nil
+}
+
 func (h *Local) loadCA() (*tlsca.CA, error) {
 	h.caOnce.Do(func() { h.ca, h.caErr = tlsca.LoadDefault() })
 	return h.ca, h.caErr

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -159,5 +160,37 @@ func TestBatchFieldErrors(t *testing.T) {
 		if got := strings.Replace(err.Error(), fe.Error(), fe.Named("--"+strings.ToLower(tc.field)), 1); got != tc.named {
 			t.Errorf("%s: named %q, want %q", tc.field, got, tc.named)
 		}
+	}
+}
+
+// TestRepoTasksAndUseGuard: the task list defaults to the repository's tasks, refuses ids
+// that are not tasks of it, and UseGuard refuses a missing application file naming the
+// field.
+func TestRepoTasksAndUseGuard(t *testing.T) {
+	repo := localRepo(t)
+	all, err := RepoTasks(repo, nil)
+	if err != nil || !slices.Contains(all, "books-sapiens-price") {
+		t.Errorf("RepoTasks(nil) = %v, %v; want the repository's tasks", all, err)
+	}
+	if got, err := RepoTasks(repo, []string{"archive-org-jobs"}); err != nil || !slices.Equal(got, []string{"archive-org-jobs"}) {
+		t.Errorf("RepoTasks(archive-org-jobs) = %v, %v", got, err)
+	}
+	for id, want := range map[string]string{"../x": "run: bad task id", "nosuch": `run: no task "nosuch"`} {
+		if _, err := RepoTasks(repo, []string{id}); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("RepoTasks(%q) = %v, want %q...", id, err, want)
+		}
+	}
+	if _, err := RepoTasks(&task.Repo{Root: t.TempDir()}, nil); err == nil || !strings.HasPrefix(err.Error(), "run: no tasks in ") {
+		t.Errorf("RepoTasks of an empty repository: %v", err)
+	}
+	var h Local
+	err = h.UseGuard(filepath.Join(t.TempDir(), "app.yaml"), "", "", "/bin/pab")
+	var fe *grade.FieldError
+	if !errors.As(err, &fe) || fe.Field != "GuardApp" || !errors.Is(err, os.ErrNotExist) || h.GuardApp != "" {
+		t.Errorf("UseGuard of a missing file = %v (guard app %q)", err, h.GuardApp)
+	}
+	app := filepath.Join(repo.Root, "README.md")
+	if err := h.UseGuard(app, "mcp", "chrome", "/bin/pab"); err != nil || h.GuardApp != app || h.GuardMCP != "mcp" || h.Chrome != "chrome" || h.PabExe != "/bin/pab" {
+		t.Errorf("UseGuard = %v, %+v", err, &h)
 	}
 }

@@ -60,7 +60,7 @@ func (j *judgeFlags) open(repo *task.Repo) (*grade.Cache, error) {
 // flagOf maps the fields of grade's and batch's options (grade.FieldError) to pab's flags.
 var flagOf = map[string]string{"Samples": "--samples", "Kind": "--judge", "Timeout": "--judge-timeout",
 	"Log": "--log", "Answer": "--answer", "GuardTrace": "--guard-trace", "GuardResult": "--guard-result",
-	"Repeat": "--repeat", "Jobs": "--jobs", "Agent": "--agent", "Out": "--out"}
+	"Repeat": "--repeat", "Jobs": "--jobs", "Agent": "--agent", "Out": "--out", "GuardApp": "--guard"}
 
 // flagError is err with the *grade.FieldError it holds named by its flag (flagOf); other
 // errors, and nil, are returned as they are.

@@ -16,7 +16,6 @@ import (
 
 	"github.com/pab-dev/pab/batch"
 	"github.com/pab-dev/pab/grade"
-	"github.com/pab-dev/pab/task"
 )
 
 // runFlags are pab run's flags.
@@ -153,22 +152,9 @@ func runBatch(cmd *cobra.Command, g *globalFlags, rf *runFlags, args []string) e
 	if rf.timeout < 0 {
 		return fmt.Errorf("run: --timeout %s: want 0 (none) or more", rf.timeout)
 	}
-	tasks := args
-	if len(tasks) == 0 {
-		if tasks, err = repo.TaskIDs(); err != nil {
-			return err
-		}
-		if len(tasks) == 0 {
-			return fmt.Errorf("run: no tasks in %s", repo.TasksDir())
-		}
-	}
-	for _, id := range tasks {
-		if err := task.ValidID(id); err != nil {
-			return fmt.Errorf("run: %v (pab run takes task ids of the repository)", err)
-		}
-		if _, err := repo.Task(id); err != nil {
-			return fmt.Errorf("run: %w", err)
-		}
+	tasks, err := batch.RepoTasks(repo, args)
+	if err != nil {
+		return err
 	}
 	if rf.browser {
 		if h.Chrome, err = findChromium(rf.chrome); err != nil {
@@ -176,16 +162,13 @@ func runBatch(cmd *cobra.Command, g *globalFlags, rf *runFlags, args []string) e
 		}
 	}
 	if rf.guardApp != "" {
-		if h.GuardApp, err = filepath.Abs(rf.guardApp); err != nil {
-			return err
+		exe, exeErr := os.Executable()
+		if err := h.UseGuard(rf.guardApp, rf.guardMCP, rf.chrome, exe); err != nil {
+			return flagError(err)
 		}
-		if _, err := os.Stat(h.GuardApp); err != nil {
-			return fmt.Errorf("run: --guard: %w", err)
+		if exeErr != nil {
+			return fmt.Errorf("run: --guard needs pab's own path: %w", exeErr)
 		}
-		if h.PabExe, err = os.Executable(); err != nil {
-			return fmt.Errorf("run: --guard needs pab's own path: %w", err)
-		}
-		h.Chrome, h.GuardMCP = rf.chrome, rf.guardMCP
 	} else if rf.guardMCP != "" {
 		return errors.New("run: --guard-browser-mcp needs --guard")
 	}
