@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/pab-dev/pab/grade"
@@ -192,5 +194,30 @@ func TestRepoTasksAndUseGuard(t *testing.T) {
 	app := filepath.Join(repo.Root, "README.md")
 	if err := h.UseGuard(app, "mcp", "chrome", "/bin/pab"); err != nil || h.GuardApp != app || h.GuardMCP != "mcp" || h.Chrome != "chrome" || h.PabExe != "/bin/pab" {
 		t.Errorf("UseGuard = %v, %+v", err, &h)
+	}
+}
+
+// TestLocalJudgeOnce: the runs of a batch, grading at once, open the judge once and share
+// it, error included.
+func TestLocalJudgeOnce(t *testing.T) {
+	var calls atomic.Int32
+	want := &grade.Cache{}
+	h := &Local{OpenJudge: func() (*grade.Cache, error) {
+		calls.Add(1)
+		return want, errors.New("slow key")
+	}}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if c, err := h.openJudge(); c != want || err == nil || err.Error() != "slow key" {
+				t.Errorf("openJudge = %p, %v", c, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := calls.Load(); n != 1 {
+		t.Errorf("OpenJudge called %d times, want 1", n)
 	}
 }

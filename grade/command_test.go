@@ -158,3 +158,107 @@ func TestGradeFilesExamples(t *testing.T) {
 		}
 	}
 }
+
+// TestCalibrationRuns grades labelled runs of a shipped task as pab grade calibrate does:
+// an answer graded by the stand-in judge (opened once, on first use), an answer file
+// relative to the labels file, a result compared as graded; errors name the label's line.
+func TestCalibrationRuns(t *testing.T) {
+	t.Setenv("PAB_CACHE", t.TempDir())
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := &task.Repo{Root: root}
+	books := filepath.Join(root, "docs", "examples", "books-sapiens-price")
+	right, err := os.ReadFile(filepath.Join(books, "right", "answer.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	labelsFile := filepath.Join(books, "labels.jsonl") // not read: paths are relative to it
+	labels := []Label{
+		{Task: "books-sapiens-price", Answer: string(right), Line: 1},
+		{Task: "books-sapiens-price", AnswerFile: "wrong/answer.txt", Line: 2},
+		{Task: "books-sapiens-price", Result: "right/result.json", Line: 3},
+	}
+	jo := JudgeOptions{Samples: 1, NoCache: true, JudgeConfig: JudgeConfig{Kind: "cli", Command: filepath.Join(root, "docs", "examples", "judge.sh")}}
+	opened := 0
+	open := func() (*Cache, error) { opened++; return jo.Open(t.TempDir()) }
+	runs, err := CalibrationRuns(context.Background(), labels, labelsFile, repo, open, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 3 || opened != 1 {
+		t.Fatalf("%d runs, judge opened %d times; want 3 runs, 1 opening", len(runs), opened)
+	}
+	// The judge's verdicts on the price: right, then wrong (no log: trace items do not count).
+	verdict := func(r *Result, id string) string {
+		for _, it := range r.Items {
+			if it.ID == id {
+				return it.Result
+			}
+		}
+		return "missing"
+	}
+	if v0, v1 := verdict(runs[0].Result, "price"), verdict(runs[1].Result, "price"); v0 != "pass" || v1 != "fail" {
+		t.Errorf("price: right %s, wrong %s; want pass, fail", v0, v1)
+	}
+	if a := runs[1].Result.Answer; a == nil || a.File != filepath.Join(books, "wrong", "answer.txt") {
+		t.Errorf("the answer file was not read relative to the labels file: %+v", a)
+	}
+	if runs[2].Result.Task != "books-sapiens-price" || !runs[2].Result.Passed {
+		t.Errorf("result run: %+v", runs[2].Result)
+	}
+	for _, tc := range []struct {
+		l    Label
+		want string
+	}{
+		{Label{Task: "lil-former-projects", Result: "right/result.json", Line: 4}, labelsFile + ":4: right/result.json is a result of task books-sapiens-price, not lil-former-projects"},
+		{Label{Task: "nosuch", Answer: "x", Line: 5}, labelsFile + `:5: no task "nosuch"`},
+		{Label{Task: "books-sapiens-price", AnswerFile: "nope.txt", Line: 6}, labelsFile + ":6: answer: stat "},
+	} {
+		if _, err := CalibrationRuns(context.Background(), []Label{tc.l}, labelsFile, repo, open, 1, nil); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("label %+v: %v, want %q...", tc.l, err, tc.want)
+		}
+	}
+	failing := func() (*Cache, error) { return nil, errors.New("no key") }
+	if _, err := CalibrationRuns(context.Background(), labels[:1], labelsFile, repo, failing, 1, nil); err == nil || err.Error() != "judge: no key" {
+		t.Errorf("a judge that cannot be opened: %v", err)
+	}
+}
+
+// TestReportSourceCheck checks a shipped grading against its recording: its summary line,
+// and the problems of an evidence entry the recording does not back.
+func TestReportSourceCheck(t *testing.T) {
+	t.Setenv("PAB_CACHE", t.TempDir())
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := task.Open("books-sapiens-price", &task.Repo{Root: root}, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Bundle.Close()
+	gr, name, _, err := LoadTaskGrading(o.Target.Task, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut strings.Builder
+	if err := ReportSourceCheck(&out, &errOut, gr, name, o.Bundle); err != nil || errOut.Len() > 0 {
+		t.Fatalf("ReportSourceCheck = %v, %s", err, errOut.String())
+	}
+	want := "tasks/books-sapiens-price/grading.yaml: valid; 2 require, 1 checks, 2 trace; 1 of 1 evidence entries found in the recording\n"
+	if out.String() != want {
+		t.Errorf("out %q, want %q", out.String(), want)
+	}
+	for _, q := range gr.Require {
+		if q.Evidence != nil {
+			q.Evidence.Text = "text that is on no recorded page"
+		}
+	}
+	out.Reset()
+	err = ReportSourceCheck(&out, &errOut, gr, name, o.Bundle)
+	if err == nil || err.Error() != name+": 1 of 1 evidence entries are not backed by the recording" || errOut.Len() == 0 || out.Len() > 0 {
+		t.Errorf("ReportSourceCheck with an evidence text not recorded = %v; stderr %q, stdout %q", err, errOut.String(), out.String())
+	}
+}
