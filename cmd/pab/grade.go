@@ -158,13 +158,6 @@ source URL is recorded and its response holds the source text.`,
 	return cmd
 }
 
-// gradingOf loads the task's grading.yaml (grade.LoadTaskGrading); (nil, "", nil) when the
-// target is no task or the task has none. Its warnings go to warn (nil: not printed).
-func gradingOf(t *task.Task, warn io.Writer) (*grade.Grading, string, error) {
-	gr, name, _, err := grade.LoadTaskGrading(t, warn)
-	return gr, name, err
-}
-
 func runGrade(cmd *cobra.Command, g *globalFlags, target string, files grade.Files, outDir string, jf *judgeFlags) error {
 	errOut := cmd.ErrOrStderr()
 	if err := jf.validate(); err != nil {
@@ -216,15 +209,12 @@ func runGradeCheck(cmd *cobra.Command, g *globalFlags, target string) error {
 	if s.target.Task == nil || !s.target.Task.HasGrading() {
 		return fmt.Errorf("grade --check: %s has no grading.yaml", target)
 	}
-	gr, name, err := gradingOf(s.target.Task, cmd.ErrOrStderr())
+	gr, name, _, err := grade.LoadTaskGrading(s.target.Task, cmd.ErrOrStderr())
 	if err != nil {
 		return fmt.Errorf("grade --check: %w", err)
 	}
-	return reportSourceCheck(cmd.OutOrStdout(), cmd.ErrOrStderr(), gr, name, s.bundle)
+	return grade.ReportSourceCheck(cmd.OutOrStdout(), cmd.ErrOrStderr(), gr, name, s.bundle)
 }
-
-// reportSourceCheck is grade.ReportSourceCheck (pab import's self-check calls it too).
-var reportSourceCheck = grade.ReportSourceCheck
 
 func newCalibrateCmd(g *globalFlags) *cobra.Command {
 	var (
