@@ -1,55 +1,54 @@
 package browser
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pab-dev/pab/internal/testtool"
 )
 
-// lockedBuffer is a strings.Builder safe for the test and Run writing at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// waitFor waits until w holds a line matching re.
-func waitFor(t *testing.T, w *lockedBuffer, re *regexp.Regexp) []string {
-	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := re.FindStringSubmatch(w.String()); m != nil {
-			return m
+// lines returns a writer for Run and a channel of the lines written to it.
+func lines(t *testing.T) (io.WriteCloser, <-chan string) {
+	r, w := io.Pipe()
+	ch := make(chan string, 16)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			ch <- sc.Text() + "\n"
 		}
-		time.Sleep(20 * time.Millisecond)
+	}()
+	t.Cleanup(func() { w.Close() })
+	return w, ch
+}
+
+// next is the next line of ch, waiting at most 90 seconds; it must match re.
+func next(t *testing.T, ch <-chan string, re *regexp.Regexp) []string {
+	t.Helper()
+	select {
+	case l, ok := <-ch:
+		m := re.FindStringSubmatch(l)
+		if !ok || m == nil {
+			t.Fatalf("line %q (open %v), want one matching %s", l, ok, re)
+		}
+		return m
+	case <-time.After(90 * time.Second):
+		t.Fatalf("no line matching %s within 90s", re)
 	}
-	t.Fatalf("no line matching %s in:\n%s", re, w.String())
 	return nil
 }
 
 var (
-	profileLine = regexp.MustCompile(`pab browser: profile (\S+)\n`)
-	cdpLine     = regexp.MustCompile(`pab browser: CDP ws://127\.0\.0\.1:\d+/devtools/browser/\S+\npab browser: press Ctrl-C to stop\n`)
+	profileLine = regexp.MustCompile(`^pab browser: profile (\S+)\n$`)
+	cdpLine     = regexp.MustCompile(`^pab browser: CDP ws://127\.0\.0\.1:\d+/devtools/browser/\S+\n$`)
+	ctrlCLine   = regexp.MustCompile(`^pab browser: press Ctrl-C to stop\n$`)
 )
 
 // TestRunReplayStopped runs a real headless Chromium: Run prints its profile and CDP
@@ -60,12 +59,13 @@ func TestRunReplayStopped(t *testing.T) {
 	if err != nil {
 		testtool.Missing(t, "chromium not found: %v", err)
 	}
-	var out lockedBuffer
+	w, out := lines(t)
 	stopped := make(chan error, 1)
 	done := make(chan error, 1)
-	go func() { done <- Run(context.Background(), exe, Options{}, "", stopped, &out) }()
-	profile := waitFor(t, &out, profileLine)[1]
-	waitFor(t, &out, cdpLine)
+	go func() { done <- Run(context.Background(), exe, Options{}, "", stopped, w) }()
+	profile := next(t, out, profileLine)[1]
+	next(t, out, cdpLine)
+	next(t, out, ctrlCLine)
 	if _, err := os.Stat(profile); err != nil {
 		t.Errorf("profile while running: %v", err)
 	}
@@ -89,18 +89,19 @@ func TestRunContextEnds(t *testing.T) {
 	if err != nil {
 		testtool.Missing(t, "chromium not found: %v", err)
 	}
-	var out lockedBuffer
+	w, out := lines(t)
 	profile := filepath.Join(t.TempDir(), "profile")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, exe, Options{Profile: profile}, "", nil, &out) }()
-	waitFor(t, &out, cdpLine)
+	go func() { done <- Run(ctx, exe, Options{Profile: profile}, "", nil, w) }()
+	if got := next(t, out, profileLine)[1]; got != profile {
+		t.Errorf("profile %q, want the one given, %q", got, profile)
+	}
+	next(t, out, cdpLine)
+	next(t, out, ctrlCLine)
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run after ctx ended = %v, want nil", err)
-	}
-	if !strings.HasPrefix(out.String(), "pab browser: profile "+profile+"\n") {
-		t.Errorf("output %q does not start with the given profile", out.String())
 	}
 	if _, err := os.Stat(profile); err != nil {
 		t.Errorf("a given profile was removed: %v", err)
