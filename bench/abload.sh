@@ -38,6 +38,7 @@ for rep in $(seq "$RUNS"); do
     if [ "$v" = base ]; then R=$S/base-r$SIZE; P=$BIN/pab-base; fi
     prof=()
     if [ "$v" = new ] && [ "${AB_PROFILE:-0}" = 1 ]; then prof=(PAB_CPUPROFILE="$S/ab-new-$rep.prof"); fi
+    : >"$S/ab-$v.err" # emptied before the launch: the wait below must not see the last run's line
     env PAB_CACHE="$S/ab-cache-$v" ${prof[@]+"${prof[@]}"} "$P" --repo "$R/repo" replay bench \
       --listen 127.0.0.1:$PORT --clock off 2>"$S/ab-$v.err" &
     pid=$!

@@ -53,11 +53,15 @@ const (
 	// found inflating below 1% of the CPU, so the cache stays small: it serves the reads
 	// of one record's head and body that follow one another, not a working set.
 	smallMember = 64 << 10
-	// memberCacheBytes bounds the inflated small members kept (least recently used out).
-	memberCacheBytes = 1 << 20
-	// maxIdleCursors bounds the streaming inflaters kept between reads, and the spare
-	// inflaters (with their read buffers) kept for the next member opened.
+	// memberCacheBytes bounds the inflated small members and head prefixes kept (least
+	// recently used out): enough for the records of the requests in flight, whose head and
+	// body reads follow one another (the proxy keeps hot payloads itself).
+	memberCacheBytes = 256 << 10
+	// maxIdleCursors bounds the streaming inflaters kept between reads.
 	maxIdleCursors = 16
+	// maxSpare bounds the spare inflaters (about 80 KiB each with their read buffers) kept
+	// for the next member opened.
+	maxSpare = 4
 	// headPrefix is how much of a streamed member is inflated once and kept in the member
 	// cache: the WARC head and the HTTP head that a response's first reads ask for (4 KiB
 	// each, readHeadLines) are served from it without an inflate of their own.
@@ -272,10 +276,19 @@ func (s *zstream) Read(p []byte) (int, error) {
 		if i < 0 {
 			return 0, fmt.Errorf("offset %d of %s is in no gzip member", s.off, WARCFile)
 		}
-		if m := &z.mems[i]; m.n <= smallMember || s.off < m.off+headPrefix {
+		m := &z.mems[i]
+		if m.n <= smallMember {
 			k, err := z.readMember(i, p, s.off) // from the member cache
 			s.off += int64(k)
 			return k, err
+		}
+		if s.off < m.off+headPrefix {
+			if head := z.cachedData(i); head != nil && s.off < m.off+int64(len(head)) {
+				k := copy(p, head[s.off-m.off:])
+				s.off += int64(k)
+				return k, nil
+			}
+			// the head prefix was let go: this stream's own cursor reads from here
 		}
 		if s.c == nil || s.c.i != i || s.c.pos > s.off {
 			if s.c != nil {
@@ -463,18 +476,18 @@ func (z *zarchive) park(c *zcursor) {
 	if len(z.cursors) >= maxIdleCursors {
 		old := z.cursors[0]
 		z.cursors = slices.Delete(z.cursors, 0, 1)
-		if len(z.spare) < maxIdleCursors {
+		if len(z.spare) < maxSpare {
 			z.spare = append(z.spare, old.inflater)
 		}
 	}
 	z.cursors = append(z.cursors, c)
 }
 
-// drop gives c's inflater back to the spare list (kept up to maxIdleCursors).
+// drop gives c's inflater back to the spare list (kept up to maxSpare).
 func (z *zarchive) drop(c *zcursor) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	if len(z.spare) < maxIdleCursors {
+	if len(z.spare) < maxSpare {
 		z.spare = append(z.spare, c.inflater)
 	}
 }

@@ -15,6 +15,13 @@
 // timed. With -watch PID, the CPU time of that process tree (the proxy) over the timed
 // loads is divided by their number. It prints one JSON object on stdout and a summary on
 // stderr. Only for loopback proxies: it refuses a -proxy that is not on 127.0.0.0/8 or ::1.
+//
+//	pageload -start -ca ca.pem -url http://books.toscrape.com/ -label new -mode warm -- pab --repo R replay TASK --listen 127.0.0.1:0
+//
+// With -start (start.go) it measures a task's page load from the launch of `pab replay`:
+// it runs the command after --, waits for its proxy address, starts Chromium on it and
+// loads -url once, and prints the time from the launch to the load event
+// (bench/pageload/start.sh loops it, cold and warm, against a baseline binary).
 package main
 
 import (
@@ -83,7 +90,20 @@ func main() {
 	chrome := flag.String("chromium", "chromium", "Chromium executable (looked up on PATH)")
 	proto := flag.String("proto", "", "copied into the result: what the proxy was set to offer (h1, h2)")
 	watch := flag.Int("watch", 0, "PID whose process tree's CPU time is measured over the timed loads")
+	start := flag.Bool("start", false, "start mode: launch the command after -- (pab replay TASK --listen 127.0.0.1:0 ...), start Chromium on its proxy and load -url once; print the time from the launch to the load event")
+	mode := flag.String("mode", "", "with -start: copied into the result (cold, warm)")
 	flag.Parse()
+	if *start {
+		r, err := runStart(*caFile, *pageURL, *chrome, *label, *mode, *rep, *timeout, flag.Args())
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pageload:", err)
+			os.Exit(1)
+		}
+		json.NewEncoder(os.Stdout).Encode(r)
+		fmt.Fprintf(os.Stderr, "pageload -start %s %s: %.1f ms from the launch to the load event (address %.1f, Chromium %.1f, page load %.1f ms; %d responses)\n",
+			r.Label, r.Mode, r.Total, r.Listen, r.Browser, r.Load, r.Responses)
+		return
+	}
 	r, err := run(*proxy, *caFile, *pageURL, *chrome, *label, *rep, *n, *warm, *expect, *timeout, *watch)
 	if r != nil {
 		r.Proto = *proto
