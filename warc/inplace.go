@@ -367,29 +367,7 @@ func (z *zarchive) openMember(i int) (inflater, error) {
 }
 
 // smallMember returns member i inflated whole, from the cache or read now (and kept).
-func (z *zarchive) smallMember(i int) ([]byte, error) {
-	if data := z.cachedData(i); data != nil {
-		return data, nil
-	}
-	m := &z.mems[i]
-	f, err := z.openMember(i)
-	if err != nil {
-		return nil, err
-	}
-	data := make([]byte, m.n)
-	c := &zcursor{i: i, inflater: f}
-	if _, err := io.ReadFull(f.zr, data); err != nil {
-		z.drop(c)
-		return nil, z.inflateErr(i, err)
-	}
-	err = z.finish(c)
-	z.drop(c)
-	if err != nil {
-		return nil, err
-	}
-	z.keep(i, data)
-	return data, nil
-}
+func (z *zarchive) smallMember(i int) ([]byte, error) { return z.inflateKept(i, z.mems[i].n) }
 
 // keep puts data, member i's inflated bytes (all or its head prefix), in the cache, the
 // least recently used out beyond memberCacheBytes.
@@ -425,7 +403,12 @@ func (z *zarchive) cachedData(i int) []byte {
 // prefix returns the first headPrefix bytes (all, when fewer) of the streamed member i,
 // from the cache or inflated now (and kept); the cursor that inflated them is parked at
 // their end, where the body's read continues.
-func (z *zarchive) prefix(i int) ([]byte, error) {
+func (z *zarchive) prefix(i int) ([]byte, error) { return z.inflateKept(i, headPrefix) }
+
+// inflateKept returns the first limit bytes (all, when fewer) of member i, from the cache
+// or inflated now and kept there; when the member has more, the cursor that inflated them
+// is parked at their end. A member read to its end is checked there (finish).
+func (z *zarchive) inflateKept(i int, limit int64) ([]byte, error) {
 	if data := z.cachedData(i); data != nil {
 		return data, nil
 	}
@@ -435,10 +418,12 @@ func (z *zarchive) prefix(i int) ([]byte, error) {
 		return nil, err
 	}
 	c := &zcursor{i: i, pos: m.off, inflater: f}
-	data := make([]byte, min(headPrefix, m.n))
-	if _, done, err := z.readCursor(c, data, m.off); err != nil {
+	data := make([]byte, min(limit, m.n))
+	_, done, err := z.readCursor(c, data, m.off)
+	if err != nil {
 		return nil, err
-	} else if !done {
+	}
+	if !done {
 		z.park(c)
 	}
 	z.keep(i, data)

@@ -135,6 +135,38 @@ func spkiHash(caFile string) (string, error) {
 	return base64.StdEncoding.EncodeToString(sum[:]), nil
 }
 
+// startChromium starts Chromium (the executable chrome, looked up on PATH) with
+// internal/browser's flags, proxy as its proxy and the CA of caFile trusted by its SPKI
+// hash, in a temporary profile, and returns its CDP context; stop ends it and removes the
+// profile.
+func startChromium(proxy, caFile, chrome string) (ctx context.Context, stop func(), err error) {
+	spki, err := spkiHash(caFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	exe, err := exec.LookPath(chrome)
+	if err != nil {
+		return nil, nil, errors.New("chromium not found: install Debian's package chromium (apt-get install chromium)")
+	}
+	profile, err := os.MkdirTemp("", "pageload-profile-")
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := cdpalloc.Options(exe, browser.Options{Proxy: proxy, SPKI: spki, Profile: profile})
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
+	stop = func() {
+		cancelBrowser()
+		cancelAlloc()
+		os.RemoveAll(profile)
+	}
+	if err := chromedp.Do(browserCtx); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("start chromium: %w", err)
+	}
+	return browserCtx, stop, nil
+}
+
 // loadOne is one page load's outcome.
 type loadOne struct {
 	ms, wall  float64
@@ -154,27 +186,11 @@ func run(proxy, caFile, pageURL, chrome, label string, rep, n, warm, expect int,
 	if n < 1 {
 		return nil, errors.New("-n: want at least 1")
 	}
-	spki, err := spkiHash(caFile)
+	browserCtx, stop, err := startChromium(proxy, caFile, chrome)
 	if err != nil {
 		return nil, err
 	}
-	exe, err := exec.LookPath(chrome)
-	if err != nil {
-		return nil, errors.New("chromium not found: install Debian's package chromium (apt-get install chromium)")
-	}
-	profile, err := os.MkdirTemp("", "pageload-profile-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(profile)
-	opts := cdpalloc.Options(exe, browser.Options{Proxy: proxy, SPKI: spki, Profile: profile})
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-	if err := chromedp.Do(browserCtx); err != nil {
-		return nil, fmt.Errorf("start chromium: %w", err)
-	}
+	defer stop()
 
 	res := &Result{Kind: "pageload", Label: label, Rep: rep, URL: pageURL}
 	protos := map[string]int{}

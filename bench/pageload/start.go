@@ -5,19 +5,13 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"regexp"
 	"time"
 
-	"github.com/chromedp/chromedp"
-
-	"github.com/pab-dev/pab/internal/browser"
-	"github.com/pab-dev/pab/internal/browser/cdpalloc"
 	"github.com/pab-dev/pab/internal/procgroup"
 )
 
@@ -46,28 +40,16 @@ type StartResult struct {
 var startAddr = regexp.MustCompile(`http://(127\.0\.0\.1:[0-9]+)`)
 
 // runStart launches argv (a `pab replay TASK --listen 127.0.0.1:0 ...` command line), waits
-// for its proxy address on stderr, starts Chromium with that proxy (internal/browser's
-// flags, the CA of caFile trusted by its SPKI hash), loads pageURL once in a new browser
+// for its proxy address on stderr, starts Chromium with that proxy (startChromium), loads pageURL once in a new browser
 // context with the cache disabled, and stops the command's process group (TERM, then
 // KILL after 5 s). A load that fails or answers a response that is not 200 is an error.
 func runStart(caFile, pageURL, chrome, label, mode string, rep int, timeout time.Duration, argv []string) (*StartResult, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("-start needs a command after --")
 	}
-	spki, err := spkiHash(caFile)
-	if err != nil {
-		return nil, err
-	}
-	exe, err := exec.LookPath(chrome)
-	if err != nil {
+	if _, err := exec.LookPath(chrome); err != nil { // before the launch: fail fast
 		return nil, errors.New("chromium not found: install Debian's package chromium (apt-get install chromium)")
 	}
-	profile, err := os.MkdirTemp("", "pageload-profile-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(profile)
-
 	cmd := exec.Command(argv[0], argv[1:]...)
 	procgroup.Set(cmd, true)
 	stderr, err := cmd.StderrPipe()
@@ -103,14 +85,11 @@ func runStart(caFile, pageURL, chrome, label, mode string, rep int, timeout time
 	case <-time.After(timeout):
 		return nil, fmt.Errorf("no proxy address on the command's stderr within %s", timeout)
 	}
-	opts := cdpalloc.Options(exe, browser.Options{Proxy: proxy, SPKI: spki, Profile: profile})
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-	if err := chromedp.Do(browserCtx); err != nil {
-		return nil, fmt.Errorf("start chromium: %w", err)
+	browserCtx, stop, err := startChromium(proxy, caFile, chrome)
+	if err != nil {
+		return nil, err
 	}
+	defer stop()
 	res.Browser = ms(time.Since(t0))
 	l := loadPage(browserCtx, pageURL, timeout)
 	res.Total = ms(time.Since(t0))

@@ -6,7 +6,7 @@
 # -start). Cold is an empty PAB_CACHE, warm the cache of the previous start. With
 # PAGESTART_BASE_PAB (a pab binary built from an older commit), every run also times that
 # binary, interleaved in the same loop, so the ratio between the two is measured under the
-# same load. See bench/README.md ("Page load from the start").
+# same load. Results: docs/performance.md (issue 20 follow-up, "Page load from the launch").
 #
 #   bench/pageload/start.sh                            books-sapiens-price, 7 runs
 #   PAGESTART_BASE_PAB=/tmp/pab-old PAGESTART_RUNS=9 bench/pageload/start.sh
