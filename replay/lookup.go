@@ -1,7 +1,7 @@
 package replay
 
 // This file is the lookup of a request in the Index: the steps blocked, exact and fuzzy
-// (search and promo are in search.go), the memo of route decisions and the explanations.
+// (search and promo are in search.go), the memo of routes (rules.Route) and the explanations.
 
 import (
 	"fmt"
@@ -32,7 +32,7 @@ func commonParams(a, b []string) int {
 type lookup struct {
 	req        rules.Request
 	key        rules.Key
-	ep         *rules.Endpoint // the endpoint that applies to the request, or nil
+	ep         *rules.Endpoint // the route's endpoint (rules.Route.Endpoint), or nil
 	methods    []string        // the request's method, then GET for a HEAD
 	keys       []rules.Key     // the request's key for each of methods
 	latest     bool            // a latest pattern matches: ties go to the last recording
@@ -80,39 +80,38 @@ func (ix *Index) lookup(r rules.Request, explain bool) (Result, *lookup) {
 // proxy normalizes it once for the lookup and the log line).
 func (ix *Index) lookupNormalized(r rules.Request, explain bool) (Result, *lookup) {
 	r.Method = strings.ToUpper(r.Method)
-	key := ix.rs.Key(r)
-	res := Result{Key: key}
-	l := &lookup{req: r, key: key, explain: explain}
 	if r.URL == nil {
-		res.Source, res.Note = SourceMiss, "no URL"
+		key := ix.rs.Key(r)
+		l := &lookup{req: r, key: key, explain: explain}
 		l.step(StepMiss, OutcomeYes, "the request has no URL")
-		return res, l
+		return Result{Key: key, Source: SourceMiss, Note: "no URL"}, l
 	}
 	rt := ix.route(r)
-	if m := rt.blocked; m.ok {
-		res.Source, res.Rule = SourceBlocked, ix.label(m.file, m.line)
-		l.step(StepBlocked, OutcomeYes, "block pattern %q (%s) matches: answered 204 without a lookup", m.pat, res.Rule)
+	key := rt.Key(r)
+	res := Result{Key: key}
+	l := &lookup{req: r, key: key, explain: explain}
+	if m := rt.Blocked; m != nil {
+		res.Source, res.Rule = SourceBlocked, ix.label(m.File, m.Line)
+		l.step(StepBlocked, OutcomeYes, "block pattern %q (%s) matches: answered 204 without a lookup", m.Pattern, res.Rule)
 		return res, l
 	}
 	l.step(StepBlocked, OutcomeNo, "no block rule matches")
-	if m := rt.excluded; m.ok {
-		res.Source, res.Note, res.Rule = SourceMiss, noteExcluded, ix.label(m.file, m.line)
-		l.step(StepExcluded, OutcomeYes, "exclude pattern %q (%s) matches: never stored, never replayed", m.pat, res.Rule)
+	if m := rt.Excluded; m != nil {
+		res.Source, res.Note, res.Rule = SourceMiss, noteExcluded, ix.label(m.File, m.Line)
+		l.step(StepExcluded, OutcomeYes, "exclude pattern %q (%s) matches: never stored, never replayed", m.Pattern, res.Rule)
 		l.step(StepMiss, OutcomeYes, "excluded URLs always miss")
 		return res, l
 	}
-	l.ep = rt.ep
+	l.ep = rt.Endpoint
 	l.methodsBuf[0], l.keysBuf[0] = key.Method, key
 	l.methods, l.keys = l.methodsBuf[:1], l.keysBuf[:1]
-	if key.Method == "HEAD" {
-		// A HEAD is also looked up as the GET it stands for, under the GET's endpoint
-		// (route gives the GET's endpoint when the HEAD has none).
-		g := r
-		g.Method = "GET"
-		l.methods, l.keys = append(l.methods, "GET"), append(l.keys, ix.rs.Key(g))
+	if g, ok := rt.GETKey(r); ok {
+		// A HEAD is also looked up as the GET it stands for, under the GET's endpoint (the
+		// route's Endpoint is the GET's when the HEAD has none).
+		l.methods, l.keys = append(l.methods, "GET"), append(l.keys, g)
 	}
-	if m := rt.latest; m.ok {
-		l.latest, l.latestRule, l.latestPat = true, ix.label(m.file, m.line), m.pat
+	if m := rt.Latest; m != nil {
+		l.latest, l.latestRule, l.latestPat = true, ix.label(m.File, m.Line), m.Pattern
 	}
 	switch {
 	case ix.exactStep(l):
@@ -136,34 +135,22 @@ func (ix *Index) lookupNormalized(r rules.Request, explain bool) (Result, *looku
 	return res, l
 }
 
-// maxRoutes bounds the memo of route decisions; when full it starts again empty.
+// maxRoutes bounds the memo of routes; when full it starts again empty.
 const maxRoutes = 1 << 14
 
-// routeKey is what the location patterns (block, exclude, latest) and the endpoints see of
-// a request: its method and its normalized host and path, never its query or body.
+// routeKey is what a rules.Route is computed from: the request's method and the parts of
+// its URL that make the normalized host and path, never its query or body.
 type routeKey struct{ method, host, path, rawPath, opaque string }
 
-// locMatch is a location pattern that matched (rules.Set.BlockedBy and friends).
-type locMatch struct {
-	file string
-	line int
-	pat  string
-	ok   bool
-}
+// route is the memo's value (Index.routes): the rules' route of one routeKey.
+type route = rules.Route
 
-// route is what the rules decide from a routeKey alone. Excluded is only looked at when
-// not blocked, and the endpoint and latest only when neither, as the lookup uses them.
-type route struct {
-	blocked, excluded, latest locMatch
-	// ep is the endpoint that applies; for a HEAD without one, the GET's.
-	ep *rules.Endpoint
-}
-
-// route returns the decisions of the rules for r's method, host and path (r.URL is
-// normalized and not nil). The rules are fixed for the index's life, so each decision is
-// computed once per distinct route and kept (up to maxRoutes): location patterns are
-// globs tried one by one, which is most of a lookup's time otherwise.
-func (ix *Index) route(r rules.Request) *route {
+// route returns the rules' route of r (rules.Set.Route; r.URL is normalized and not nil):
+// the endpoint, the block, exclude and latest verdicts, and what the key needs. The rules
+// are fixed for the index's life, so a route is computed once per distinct method, host
+// and path and kept (up to maxRoutes): location patterns are globs tried one by one, which
+// is most of a lookup's time otherwise.
+func (ix *Index) route(r rules.Request) *rules.Route {
 	u := r.URL
 	k := routeKey{method: r.Method, host: u.Host, path: u.Path, rawPath: u.RawPath, opaque: u.Opaque}
 	ix.routeMu.RLock()
@@ -172,20 +159,7 @@ func (ix *Index) route(r rules.Request) *route {
 	if rt != nil {
 		return rt
 	}
-	loc := func(file string, line int, pat string, ok bool) locMatch { return locMatch{file, line, pat, ok} }
-	rt = &route{blocked: loc(ix.rs.BlockedBy(u))}
-	if !rt.blocked.ok {
-		rt.excluded = loc(ix.rs.ExcludedBy(u))
-	}
-	if !rt.blocked.ok && !rt.excluded.ok {
-		rt.ep = ix.rs.Endpoint(r)
-		if rt.ep == nil && r.Method == "HEAD" {
-			g := r
-			g.Method = "GET"
-			rt.ep = ix.rs.Endpoint(g)
-		}
-		rt.latest = loc(ix.rs.LatestBy(u))
-	}
+	rt = ix.rs.Route(r)
 	if len(k.method)+len(k.host)+len(k.path)+len(k.rawPath)+len(k.opaque) > maxMemoKey {
 		return rt // decided again next time: see maxMemoKey
 	}

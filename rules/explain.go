@@ -7,9 +7,10 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// explain.go tells which file (and line) a location pattern or an xhr_not_found comes
-// from, for replay's log and pab inspect. It reuses the matching of Blocked, Excluded and
-// Latest, so the pattern it names is the one that decided.
+// explain.go holds the matching of the location patterns (block, exclude, latest) that
+// Blocked, Excluded, Latest and Set.Route share, and tells which file (and line) a pattern
+// or an xhr_not_found comes from, for replay's log and pab inspect: the pattern it names
+// is the one that decided.
 
 // noteLines records the line of each item of a list field (block, exclude, latest, ...) and
 // the line of a mapping field's value (xhr_not_found), for Origin lookups. It is called by
@@ -38,47 +39,117 @@ func (f *File) itemLine(field string, i int) int {
 	return 0
 }
 
-// locationBy finds the first pattern of list that matches u, in the order matchLocation
-// tries them, and the file (winner first within a site) that lists it.
-func (s *Set) locationBy(u *url.URL, field string, list func(*site) []location, fileList func(*File) []string) (file string, line int, pattern string, ok bool) {
-	if s == nil || len(s.sites) == 0 {
-		return "", 0, "", false
+// locKind is one of a site's location lists: block, exclude or latest.
+type locKind int
+
+const (
+	locBlock locKind = iota
+	locExclude
+	locLatest
+)
+
+// field is the rule file field that holds kind's patterns.
+func (k locKind) field() string {
+	switch k {
+	case locExclude:
+		return "exclude"
+	case locLatest:
+		return "latest"
 	}
-	t := newTarget(u)
+	return "block"
+}
+
+// of is kind's combined list of st, in precedence order.
+func (k locKind) of(st *site) []location {
+	switch k {
+	case locExclude:
+		return st.exclude
+	case locLatest:
+		return st.latest
+	}
+	return st.block
+}
+
+// inFile is kind's patterns as written in f.
+func (k locKind) inFile(f *File) []string {
+	switch k {
+	case locExclude:
+		return f.Exclude
+	case locLatest:
+		return f.Latest
+	}
+	return f.Block
+}
+
+// findLocation returns the first pattern of kind that matches t and the site that lists
+// it, or nil: the sites in order (others by name, _default last), each site's list in
+// precedence order. A pattern whose host part is only stars applies only to the requests
+// its site's hosts match (whether the site applies is found once, when first needed).
+func (s *Set) findLocation(t target, kind locKind) (*site, *location) {
+	if s == nil {
+		return nil, nil
+	}
 	for _, st := range s.sites {
-		for _, l := range list(st) {
-			if l.siteLocal && !st.applies(t.hostPort, t.hostname) {
-				continue
-			}
-			if !l.match(t.hostPort, t.hostname, t.path) {
-				continue
-			}
-			for _, f := range st.files {
-				if i := slices.Index(fileList(f), l.text); i >= 0 {
-					return f.Path, f.itemLine(field, i), l.text, true
+		applies, known := false, false
+		list := kind.of(st)
+		for i := range list {
+			l := &list[i]
+			if l.siteLocal {
+				if !known {
+					applies, known = st.applies(t.hostPort, t.hostname), true
+				}
+				if !applies {
+					continue
 				}
 			}
-			return "", 0, l.text, true // not reached: every pattern comes from a file
+			if l.match(t.hostPort, t.hostname, t.path) {
+				return st, l
+			}
 		}
 	}
-	return "", 0, "", false
+	return nil, nil
+}
+
+// matchOf is findLocation with where the pattern is written: the first file of its site
+// (winner first) that lists it, and its line there. It is nil when no pattern matches.
+func (s *Set) matchOf(t target, kind locKind) *Match {
+	st, l := s.findLocation(t, kind)
+	if l == nil {
+		return nil
+	}
+	for _, f := range st.files {
+		if i := slices.Index(kind.inFile(f), l.text); i >= 0 {
+			return &Match{File: f.Path, Line: f.itemLine(kind.field(), i), Pattern: l.text}
+		}
+	}
+	return &Match{Pattern: l.text} // not reached: every pattern comes from a file
+}
+
+// locationBy is matchOf for u, as the four results of BlockedBy and friends.
+func (s *Set) locationBy(u *url.URL, kind locKind) (file string, line int, pattern string, ok bool) {
+	m := s.matchOf(newTarget(u), kind)
+	if m == nil {
+		return "", 0, "", false
+	}
+	return m.File, m.Line, m.Pattern, true
 }
 
 // BlockedBy is Blocked with the reason: the `block` pattern that matches u as written, and
 // the path (File.Path) and line of the rule file that lists it. When several files of a
 // site list the same pattern, the winning one is named. line is 0 for files built in code.
+// Set.Route gives the same verdict as a Match.
 func (s *Set) BlockedBy(u *url.URL) (file string, line int, pattern string, ok bool) {
-	return s.locationBy(u, "block", func(st *site) []location { return st.block }, func(f *File) []string { return f.Block })
+	return s.locationBy(u, locBlock)
 }
 
 // ExcludedBy is Excluded with the `exclude` pattern and its file and line (see BlockedBy).
 func (s *Set) ExcludedBy(u *url.URL) (file string, line int, pattern string, ok bool) {
-	return s.locationBy(u, "exclude", func(st *site) []location { return st.exclude }, func(f *File) []string { return f.Exclude })
+	return s.locationBy(u, locExclude)
 }
 
 // LatestBy is Latest with the `latest` pattern and its file and line (see BlockedBy).
 func (s *Set) LatestBy(u *url.URL) (file string, line int, pattern string, ok bool) {
-	return s.locationBy(u, "latest", func(st *site) []location { return st.latest }, func(f *File) []string { return f.Latest })
+	return s.locationBy(u, locLatest)
 }
 
 // XHRNotFoundFrom names the rule file, and the line of its xhr_not_found, whose answer

@@ -355,48 +355,27 @@ func newTarget(u *url.URL) target {
 	return t
 }
 
-func (s *Set) matchLocation(u *url.URL, list func(*site) []location) bool {
-	if s == nil || len(s.sites) == 0 {
-		return false
-	}
-	t := newTarget(u)
-	for _, st := range s.sites {
-		applies, known := false, false
-		for _, l := range list(st) {
-			if l.siteLocal {
-				if !known {
-					applies, known = st.applies(t.hostPort, t.hostname), true
-				}
-				if !applies {
-					continue
-				}
-			}
-			if l.match(t.hostPort, t.hostname, t.path) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // Blocked reports whether a `block` pattern matches u: replay answers it with 204 and no
 // body. Patterns match the normalized host and path, never the query or the scheme; see
 // location for which files' patterns apply.
 func (s *Set) Blocked(u *url.URL) bool {
-	return s.matchLocation(u, func(st *site) []location { return st.block })
+	_, l := s.findLocation(newTarget(u), locBlock)
+	return l != nil
 }
 
 // Excluded reports whether an `exclude` pattern matches u: such exchanges are never
 // replayed (left out of the index), and pab record does not store them (record.Options.Rules);
 // an imported recording keeps those it holds.
 func (s *Set) Excluded(u *url.URL) bool {
-	return s.matchLocation(u, func(st *site) []location { return st.exclude })
+	_, l := s.findLocation(newTarget(u), locExclude)
+	return l != nil
 }
 
 // Latest reports whether a `latest` pattern matches u: of several recordings of its key,
 // the last one answers (carts, checkouts) instead of the earliest.
 func (s *Set) Latest(u *url.URL) bool {
-	return s.matchLocation(u, func(st *site) []location { return st.latest })
+	_, l := s.findLocation(newTarget(u), locLatest)
+	return l != nil
 }
 
 // XHRNotFound returns the `xhr_not_found` answer for a missed API call to host (a host or
@@ -447,79 +426,6 @@ func endpointFor(sites []*site, method, hostPort, hostname, path string) (*Endpo
 		}
 	}
 	return nil, nil
-}
-
-// Endpoint returns the endpoint that applies to r, or nil: the first whose match (and host,
-// when set) fits, trying the sites whose hosts match r's host by name and _default last,
-// and within a site the winning file's endpoints first.
-func (s *Set) Endpoint(r Request) *Endpoint {
-	var t target
-	if r.URL != nil {
-		t = newTarget(r.URL)
-	} else {
-		t.path = "/"
-	}
-	var buf [maxSites]*site
-	e, _ := endpointFor(s.applicable(buf[:0], t.hostPort, t.hostname), normMethod(r.Method), t.hostPort, t.hostname, t.path)
-	return e
-}
-
-// Key computes the matching key of r under the rules that apply to its host (see Key and
-// docs/rules.md). When an endpoint applies, its key template replaces the path, its
-// keep_params replaces drop_params and its body_keep limits the body's top-level fields.
-// Key never fails: a request it cannot read as structured data is keyed by digest.
-func (s *Set) Key(r Request) Key {
-	u := r.URL
-	if u == nil {
-		u = &url.URL{}
-	}
-	var k Key
-	k.Method = normMethod(r.Method)
-	t := newTarget(u)
-	k.Host = t.hostPort
-	k.Path = t.path
-
-	var buf [maxSites]*site
-	sts := s.applicable(buf[:0], t.hostPort, t.hostname)
-	ep, caps := endpointFor(sts, k.Method, t.hostPort, t.hostname, t.path)
-
-	var keep func(string) bool
-	switch {
-	case ep != nil && ep.KeepParams != nil:
-		keepList := ep.KeepParams
-		keep = func(name string) bool { return matchAnyName(keepList, name) }
-	default:
-		for _, st := range sts {
-			if len(st.drop) > 0 {
-				keep = func(name string) bool {
-					for _, st := range sts {
-						if st.dropM.match(name) {
-							return false
-						}
-					}
-					return true
-				}
-				break
-			}
-		}
-	}
-	k.Params = parseParams(u.RawQuery, keep)
-	sortParams(k.Params)
-
-	var bf bodyFilter
-	var dropBuf [maxSites]*nameMatcher
-	bf.drop = dropBuf[:0]
-	for _, st := range sts {
-		if len(st.bodyDrop) > 0 {
-			bf.drop = append(bf.drop, st.bodyDropM)
-		}
-	}
-	if ep != nil {
-		bf.keep = ep.BodyKeep
-		k.Path = ep.pat.expand(t.path, caps)
-	}
-	k.Body = normBody(r.Body, r.ContentType, &bf)
-	return k
 }
 
 // Site returns the name of the first site (by name order, _default excluded) whose hosts
