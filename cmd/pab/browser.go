@@ -39,20 +39,7 @@ func newBrowserCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "browser TARGET | --proxy ADDR",
 		Short: "Start Chromium set up for replay and print its CDP endpoint",
-		Long: `Start Debian's Chromium with every request going through pab's proxy, pab's CA
-trusted (and no other certificate error ignored), QUIC and Chromium's own calls
-home off, and a fresh profile that is removed at exit. An agent attaches over the
-Chrome DevTools Protocol at the ws:// address printed on stderr.
-
-With TARGET (a task id, task directory, bundle directory or WARC file) pab serves
-the recording itself on a free loopback port, uses the recording's time zone and
-language and page clock (--clock, --deterministic-random, as for 'pab replay'),
-and opens the first recorded page that replay answers with a 2xx HTML document
-(following recorded redirects). With --proxy, Chromium goes through
-an already running 'pab replay' or 'pab record' of this repository's cache.
-
-Headless unless --headed. Runs until Ctrl-C or until Chromium exits. See
-docs/browser.md.`,
+		Long:  longHelp("browser"),
 		Example: `  pab browser lil-former-projects
   pab browser books-sapiens-price --headed --url http://books.toscrape.com/
   pab browser --proxy 127.0.0.1:8899 --port 9222`,

@@ -20,21 +20,7 @@ func newExportCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export TARGET (--warc FILE.warc[.gz] | --wacz FILE.wacz)",
 		Short: "Write a recording as a standard WARC or WACZ file for other tools",
-		Long: `Write the recording of TARGET for other web-archive tools (pywb, ReplayWeb.page,
-warcio, ...). TARGET is as for 'pab replay': a task id, a task directory, a bundle
-directory or a WARC file.
-
---warc writes one WARC 1.1 file: a warcinfo record, then every exchange's response
-(or revisit) and request records exactly as pab stores them: decoded bodies, no
-Cookie or Authorization, Set-Cookie values REDACTED. A name ending in .gz gives one
-gzip member per record.
-
---wacz writes a WACZ 1.1.1 package (a ZIP): archive/data.warc.gz, a CDXJ index
-(indexes/index.cdx), pages/pages.jsonl, datapackage.json with the sha256 and size
-of every file, and datapackage-digest.json. 'pab import' reads it back.
-
-The file is written beside its destination and renamed into place; the same
-recording always gives the same bytes.`,
+		Long:  longHelp("export"),
 		Example: `  pab export books-sapiens-price --warc books.warc.gz
   pab export tasks/archive-org-jobs --wacz archive-org-jobs.wacz
   pab import --task copy-of-jobs archive-org-jobs.wacz`,

@@ -95,38 +95,7 @@ func newGradeCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "grade TARGET --log REPLAY.jsonl [--answer FILE] [--out DIR]",
 		Short: "Score an agent run from its answer and its replay log (result.json, report.html)",
-		Long: `grade scores one agent run of a task: the agent's answer (--answer) and the log
-that pab replay --log wrote while the agent browsed (--log). The task's
-grading.yaml says how (docs/grading.md): fields an LLM judge extracts from the
-answer and pab compares, yes/no checks the judge answers, and requests the agent
-must or must not have made.
-
-It writes result.json and report.html into --out (default: the log's directory),
-every time. Without --answer (when the grading reads the answer: require or
-checks), or for a task without grading.yaml, nothing is scored but the pages the
-agent opened are listed. Judge replies are cached, so
-grading the same run again is free and gives the same result.
-
-A grading with a guard section (the apply-* tasks) grades a run made through pab
-guard from the guard's trace and result envelope: --guard-trace and
---guard-result, by default guard.trace.jsonl and guard.result.json in the log's
-directory (where pab run --guard writes them). No answer is needed for it.
-
-result.json says what produced it (provenance): the recording's content hash,
-grading.yaml's sha256, the hash of the rule files in effect and this build's
-version and VCS revision. A log whose header line names another recording than
-the one graded with gets one warning line on stderr (and a note).
-
-The log is read once, line by line, in bounded memory. A line that cannot be
-read fails closed: a must_not entry it could be is an error, and the run is not
-scored.
-
-Exit status: 0 when the run was graded (whatever the score), 1 when grading
-failed (the judge failed, grading.yaml is invalid, the log could not be read);
-the files are written either way.
-
---check validates grading.yaml against the recording instead: every require
-source URL is recorded and its response holds the source text.`,
+		Long:  longHelp("grade"),
 		Example: `  pab grade books-sapiens-price --log runs/1/replay.jsonl --answer runs/1/answer.txt
   pab grade books-sapiens-price --log replay.jsonl --answer answer.txt --judge openai \
       --base-url http://127.0.0.1:11434/v1 --model qwen3:32b
@@ -222,17 +191,9 @@ func newCalibrateCmd(g *globalFlags) *cobra.Command {
 		jf              judgeFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "calibrate --labels FILE.jsonl",
-		Short: "Measure how often the judge agrees with a person on each check",
-		Long: `calibrate grades labelled runs and compares, item by item, the judge's verdict
-with a person's: percent agreement and Cohen's kappa per check (and per require
-item), so a task's author can see which checks to trust.
-
-Each line of the labels file (JSON Lines) is one run:
-  {"task": "ID", "answer": "TEXT", "verdicts": {"CHECK_ID": true, ...}}
-with "answer_file": "PATH" (relative to the labels file) instead of "answer", or
-"result": "PATH/result.json" to compare a run already graded (no judge call).
-Verdicts are true/false (or "yes"/"no", "pass"/"fail").`,
+		Use:     "calibrate --labels FILE.jsonl",
+		Short:   "Measure how often the judge agrees with a person on each check",
+		Long:    longHelp("grade-calibrate"),
 		Example: `  pab grade calibrate --labels tasks/books-sapiens-price/labels.jsonl --judge api`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

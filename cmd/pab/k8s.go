@@ -37,24 +37,7 @@ func newK8sRenderCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "render --agent-image IMG (--images FILE | --replay-image IMG --task-image-prefix P) [TASK...]",
 		Short: "Write the manifests that run an agent on tasks in a Kubernetes cluster",
-		Long: `Write Kubernetes manifests that run an agent on TASKs (default: every task of the
-repository), --repeat times each: one Indexed Job per task (completions = --repeat,
---parallelism pods at once), and one NetworkPolicy that denies all traffic to and from
-the batch's pods (but DNS to kube-dns with --allow-dns).
-
-Each pod: the task image copies the task into the pod (init container); the collector,
-the replay and the browser run as native sidecars (Kubernetes 1.29 or later); the agent
-is the main container, with the environment listed in docs/deploy.md (the task, prompt,
-answer, proxy, CA and CDP variables of docs/run.md; no proxy variables). When the agent ends, the
-sidecars stop in reverse order and the collector copies the run (replay.jsonl,
-answer.txt, prompt.txt, agent output, run.json) to the PersistentVolumeClaim
---results-claim under <batch>/<task>/<k>/, which 'pab run --collect DIR' grades.
-
-Images come from --images (the file deploy/build-images.sh writes) or the flags
---replay-image, --browser-image and --task-image-prefix (the task image of T is
-PREFIX + T). Without a browser image the pods have no browser. The output is the same
-bytes for the same input. Without --out the manifests go to stdout as one YAML stream.
-See docs/deploy.md.`,
+		Long:  longHelp("k8s-render"),
 		Example: `  pab k8s render --images deploy/out/images.txt --agent-image registry.example.com/my-agent:1 \
     --agent-command /agent --repeat 5 --parallelism 3 --out k8s-out books-sapiens-price
   kubectl apply -f k8s-out/`,

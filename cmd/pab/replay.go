@@ -78,28 +78,7 @@ func newReplayCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replay [TARGET]",
 		Short: "Serve a recording offline through an HTTP/HTTPS proxy",
-		Long: `Serve a recording through a proxy that answers HTTP and HTTPS only from the
-recording and never opens an outbound connection. HTTPS is intercepted with pab's
-own CA (see 'pab ca'); point a browser or client at the proxy and trust that CA.
-
-TARGET is a task id, a task directory, a bundle directory (with manifest.json), a
-WARC file or a WACZ package (imported into the cache once). Without TARGET, the
-repository must hold exactly one task, which is served (the replay image's default
-command, where the pod's task container put one task). Requests are matched by key (method, host, normalized path, kept query
-parameters, normalized body; see docs/rules.md) in this order: blocked (204), exact
-(earliest copy; the last for latest pages), search (most similar recorded search text),
-promo (the code's recording, or invalid_code's), fuzzy (same method, host and path,
-most query parameters in common), miss (answered by request type). http://rr.control/stats answers counts as JSON.
-
-Every recorded HTML document gets a small script at the top of its head that sets the
-page's clock (Date) to the recording's time and lets it run on from there; the script's
-hash is added to the page's Content-Security-Policy. --clock off (or RR_CLOCK=off in the
-environment) turns it off; --deterministic-random also makes Math.random and
-crypto.getRandomValues repeatable per page. http://rr.control/log?tail=N gives the last N
-log lines and http://rr.control/health answers "ok".
-
-With --check, pab replays every recorded page once through the running proxy,
-prints hit rates and exits.`,
+		Long:  longHelp("replay"),
 		Example: `  pab replay books-sapiens-price
   pab replay tasks/archive-org-jobs --listen 127.0.0.1:9000 --log replay.jsonl
   pab replay crawl.warc.gz --check

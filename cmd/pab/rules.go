@@ -30,19 +30,7 @@ func newRulesCheckCmd(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "check [DIR...]",
 		Short: "Validate rule files and report every problem",
-		Long: `Check every rule file (*.yaml, *.yml) in the given directories and print one line
-per problem, "FILE:LINE: field: message", every problem rather than the first:
-unknown fields, values of the wrong type, bad globs and match patterns, key
-templates using captures their match lacks, misnamed files (.yml, a site field
-that differs from the file name), sites without hosts.
-
-Without DIR it checks the repository's sites/ and the rules/ directory of every
-task under tasks/. A task's rules are checked on top of sites/, as replay layers
-them, and so is any other DIR given, so a task file may rely on the hosts listed
-in sites/<site>.yaml. A task without a rules/ directory has nothing to check; a
-DIR given that does not exist is an error.
-
-Exit status: 0 when every file is valid, 1 when there is any problem.`,
+		Long:  longHelp("rules-check"),
 		Example: `  pab rules check
   pab rules check sites
   pab rules check tasks/books-sapiens-price/rules

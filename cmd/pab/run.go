@@ -32,30 +32,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run --agent CMD [TASK...] | --collect DIR",
 		Short: "Run an agent on many tasks, several times each, grade every run and summarize",
-		Long: `run runs an agent on tasks (default: every task of the repository), --repeat times
-each, --jobs at a time. Every run gets a fresh replay of its task on a free loopback
-port with its own log, optionally a fresh headless Chromium through it (--browser, CDP
-endpoint in PAB_CDP_URL) or a pab guard in front of such a browser (--guard APP.yaml,
-MCP endpoint in PAB_MCP_URL), then the agent command (sh -c, in the run directory, in
-its own process group) with the task in its environment (PAB_TASK_ID, PAB_PROMPT,
-PAB_PROMPT_FILE, PAB_PROXY, PAB_CA_FILE, PAB_ANSWER_FILE, ...; see docs/run.md).
---timeout kills the agent's whole process group; whatever the agent left running is
-killed when it exits. Then the run is graded as pab grade does (same judge flags).
-
-Output in --out (default runs/<UTC time>): <task>/<repeat>/ with replay.jsonl,
-answer.txt, prompt.txt, agent.stdout, agent.stderr, run.json, result.json and
-report.html; summary.json and index.html for the batch (pass rate and pass@k per task
-and overall, over all runs: a run that did not pass counts against it; infrastructure
-failures (status error) and runs that opened no page (no_browsing) are counted and named
-apart). An apply task run with --guard is graded from the guard's trace and result.
---resume finishes a batch in --out: finished runs are kept, the others run again. Ctrl-C stops cleanly: running agents are killed and marked interrupted, the
-summary is written, and pab exits with status 130.
-
---collect DIR grades and summarizes run directories written elsewhere (the Kubernetes
-job of docs/deploy.md), exactly as a local batch.
-
-Exit status: 0 when every run ended (whatever the scores), 1 on an error before the
-runs, 130 when interrupted.`,
+		Long:  longHelp("run"),
 		Example: `  go build -o bin/refagent ./cmd/refagent
   pab run --agent "$PWD/bin/refagent --plans $PWD/tasks" --repeat 2 --jobs 2 \
       --judge cli --judge-cmd docs/examples/judge.sh books-sapiens-price archive-org-jobs

@@ -14,13 +14,7 @@ func newStatsCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stats LOG.jsonl [TARGET]",
 		Short: "Summarize a replay log: hit rates, top missed keys, spares",
-		Long: `Summarize a log written by 'pab replay --log': the share of requests answered
-by each source (exact, search, promo, fuzzy, blocked, preflight, miss), broken down by request
-type, and the most frequent missed keys. Given the TARGET that was replayed, it
-also lists the spares: recorded exchanges that no request used.
-
-The log is read once, line by line, in bounded memory. Lines that cannot be read
-(not JSON, cut short, longer than 1 MiB) are skipped and counted.`,
+		Long:  longHelp("stats"),
 		Example: `  pab stats replay.jsonl
   pab stats replay.jsonl books-sapiens-price --top 20`,
 		Args: cobra.RangeArgs(1, 2),
