@@ -18,7 +18,10 @@ import (
 
 // FinishOptions say where FinishRecording puts what a recording session left.
 type FinishOptions struct {
-	// Import gives the task (Repo, TaskID), NoWait, Signals, Out and ErrOut of the import; Inputs, Title and Command are FinishRecording's.
+	// Import gives the task (Repo, TaskID), NoWait, Signals, Out and ErrOut of the import;
+	// its other fields are FinishRecording's: the bundle, its title, "pab record", and
+	// never Replace, PreferNew, NoCheck, Locale or Timezone (a recording is merged and
+	// self-checked; its manifest has the capture already).
 	Import Options
 	// WorkDir holds the session's journal (record.JournalPath).
 	WorkDir string
