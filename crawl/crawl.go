@@ -3,6 +3,8 @@
 // every recorded page and then the same-site links it finds, breadth first, and tells for
 // each page whether the browser got what was recorded: the document's answer as replay's
 // log names it, compared with the recording, and the resources the browser rejected.
+// StartReplay serves a bundle on a loopback port for pab check, and Replay.Browse starts
+// Chromium over it and crawls (check.go).
 package crawl
 
 import (

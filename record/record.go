@@ -2,7 +2,8 @@
 // internal/mitm, intercepting HTTPS with pab's CA like the replay proxy) that forwards
 // every request to the real site, returns its answer to the client unchanged, and appends
 // each exchange to a journal (a WARC file, see journal.go) as it completes. Build turns
-// the journal into a bundle. Recorder is an http.Handler, the twin of replay.Server.
+// the journal into a bundle. Recorder is an http.Handler, the twin of replay.Server;
+// Session runs one pab record session with it (session.go).
 package record
 
 import (
