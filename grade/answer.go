@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/pab-dev/pab/internal/readlimit"
 	"golang.org/x/net/html"
 )
 
@@ -37,18 +37,15 @@ func ReadAnswer(path string) (*AnswerInfo, error) {
 
 // readAnswer is ReadAnswer with errors not prefixed by "answer: ".
 func readAnswer(path string) (*AnswerInfo, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	f, err := os.Open(path)
+	f, err := readlimit.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxAnswerSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)

@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"unicode"
 
 	"github.com/pab-dev/pab/guard"
+	"github.com/pab-dev/pab/internal/readlimit"
 	"github.com/pab-dev/pab/internal/textcut"
 )
 
@@ -88,7 +88,7 @@ type GuardRun struct {
 // guard.ValidateResult refuses, is an error naming the file; bad trace lines are counted.
 func ReadGuardRun(tracePath, resultPath string) (*GuardRun, error) {
 	g := &GuardRun{TraceFile: tracePath, ResultFile: resultPath, Filled: []GuardEvent{}}
-	data, err := readBounded(resultPath, MaxGuardResult)
+	data, err := readlimit.Regular(resultPath, MaxGuardResult)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func ReadGuardRun(tracePath, resultPath string) (*GuardRun, error) {
 		return nil, fmt.Errorf("%s: %v", resultPath, err)
 	}
 	g.Result = &res
-	f, err := openRegularFile(tracePath)
+	f, err := readlimit.OpenRegular(tracePath)
 	if err != nil {
 		return nil, err
 	}
@@ -106,33 +106,6 @@ func ReadGuardRun(tracePath, resultPath string) (*GuardRun, error) {
 		return nil, fmt.Errorf("%s: %w", tracePath, err)
 	}
 	return g, nil
-}
-
-func openRegularFile(path string) (*os.File, error) {
-	fi, err := os.Stat(path) // before opening: opening a FIFO would block
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	return os.Open(path)
-}
-
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := openRegularFile(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
-	}
-	return data, nil
 }
 
 // traceLine is a trace line as decoded; detail values that are not strings are ignored.

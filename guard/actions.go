@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/pab-dev/pab/internal/readlimit"
 )
 
 // The per-tool handlers that act on a page: click, type, select, press_key,
@@ -411,17 +411,14 @@ func (b *Bridge) upload(ctx context.Context, kind string) *mcp.CallToolResult {
 // from the bytes it reads and checks against sum, so the copy is exactly the approved file.
 // Errors: unreadable, over MaxArtifactBytes, a hash that differs, or a failed write.
 func stageArtifact(path, sum, dir string) (string, error) {
-	f, err := openRegular(path)
+	f, err := readlimit.OpenRegular(path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxArtifactBytes+1))
+	data, err := readlimit.All(f, MaxArtifactBytes)
 	if err != nil {
 		return "", err
-	}
-	if len(data) > MaxArtifactBytes {
-		return "", fmt.Errorf("larger than %d bytes", MaxArtifactBytes)
 	}
 	h := sha256.Sum256(data)
 	if hex.EncodeToString(h[:]) != sum {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/pab-dev/pab/internal/readlimit"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -176,7 +177,7 @@ func (a *Application) ArtifactFile(kind string) (string, string, error) {
 }
 
 func hashFile(path string, limit int64) (string, error) {
-	f, err := openRegular(path)
+	f, err := readlimit.OpenRegular(path)
 	if err != nil {
 		return "", err
 	}
@@ -192,17 +193,6 @@ func hashFile(path string, limit int64) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func openRegular(path string) (*os.File, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	return os.Open(path)
-}
-
 // LoadApplication reads the application file at path (at most 1 MiB) and parses it with
 // ParseApplication, relative paths resolved against its directory.
 func LoadApplication(path string) (*Application, error) {
@@ -210,17 +200,18 @@ func LoadApplication(path string) (*Application, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := openRegular(abs)
+	f, err := readlimit.OpenRegular(abs)
 	if err != nil {
 		return nil, fmt.Errorf("application: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxApplicationBytes+1))
-	if err != nil {
+	data, err := readlimit.All(f, MaxApplicationBytes)
+	var tl *readlimit.TooLargeError
+	switch {
+	case errors.As(err, &tl):
+		return nil, fmt.Errorf("%s: %w", path, err)
+	case err != nil:
 		return nil, fmt.Errorf("application: %w", err)
-	}
-	if len(data) > MaxApplicationBytes {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, MaxApplicationBytes)
 	}
 	return ParseApplication(data, filepath.Dir(abs), path)
 }
@@ -525,17 +516,14 @@ func (p *appParser) readText(n *yaml.Node, what string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	f, err := openRegular(path)
+	f, err := readlimit.OpenRegular(path)
 	if err != nil {
 		return "", p.errf(n, "%s: %v", what, err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxGroundingBytes+1))
+	data, err := readlimit.All(f, MaxGroundingBytes)
 	if err != nil {
 		return "", p.errf(n, "%s: %v", what, err)
-	}
-	if len(data) > MaxGroundingBytes {
-		return "", p.errf(n, "%s: larger than %d bytes", what, MaxGroundingBytes)
 	}
 	return string(data), nil
 }

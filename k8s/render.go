@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -30,6 +31,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/pab-dev/pab/internal/atomicfile"
+	"github.com/pab-dev/pab/internal/readlimit"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/warc"
 )
@@ -263,17 +265,12 @@ func readTask(o Options, id string) (runInfo, error) {
 // most 1 MiB); a task without a recording is an error (the pod would have nothing to replay).
 func readManifest(path string) (warc.Manifest, error) {
 	var m warc.Manifest
-	f, err := os.Open(path)
-	if err != nil {
+	data, err := readlimit.File(path, maxManifest)
+	if errors.Is(err, fs.ErrNotExist) {
 		return m, fmt.Errorf("no recording: %w", err)
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxManifest+1))
 	if err != nil {
 		return m, err
-	}
-	if len(data) > maxManifest {
-		return m, fmt.Errorf("%s is larger than %d bytes", path, maxManifest)
 	}
 	if err := json.Unmarshal(data, &m); err != nil {
 		return m, fmt.Errorf("%s: %v", path, err)

@@ -3,7 +3,6 @@ package rules
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pab-dev/pab/internal/readlimit"
 	"github.com/pab-dev/pab/sites"
 )
 
@@ -200,12 +200,13 @@ func readRuleFile(root *os.Root, name, path string) ([]byte, error) {
 		return nil, fmt.Errorf("read rule file %s: %w", path, err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("read rule file %s: %w", path, err)
-	}
-	if len(data) > MaxFileSize {
+	data, err := readlimit.All(f, MaxFileSize)
+	var tl *readlimit.TooLargeError
+	switch {
+	case errors.As(err, &tl):
 		return nil, fmt.Errorf("%s: rule file is more than the limit of %d bytes", path, MaxFileSize)
+	case err != nil:
+		return nil, fmt.Errorf("read rule file %s: %w", path, err)
 	}
 	return data, nil
 }

@@ -47,7 +47,13 @@ func File(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := All(f, max)
+	return named(path, f, max)
+}
+
+// named is All with its errors naming path: a *TooLargeError with Path set, or
+// "read PATH: ...".
+func named(path string, r io.Reader, max int64) ([]byte, error) {
+	data, err := All(r, max)
 	if tl, ok := err.(*TooLargeError); ok {
 		tl.Path = path
 		return nil, tl
@@ -56,4 +62,29 @@ func File(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	return data, nil
+}
+
+// OpenRegular opens path for reading after checking that it is a regular file (stat
+// first, so that a FIFO or a device is refused rather than opened: opening a FIFO blocks).
+// A path that is not one is "PATH is not a regular file"; a failed stat or open is the
+// *fs.PathError of os.Stat or os.Open.
+func OpenRegular(path string) (*os.File, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	return os.Open(path)
+}
+
+// Regular is File for a regular file only (OpenRegular).
+func Regular(path string, max int64) ([]byte, error) {
+	f, err := OpenRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return named(path, f, max)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -42,5 +43,31 @@ func TestAll(t *testing.T) {
 	_, err := All(strings.NewReader("ab"), 1)
 	if err == nil || err.Error() != "larger than 1 bytes" {
 		t.Errorf("All(ab, 1) = %v, want larger than 1 bytes", err)
+	}
+}
+
+func TestRegular(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	os.WriteFile(p, []byte("abc"), 0o644)
+	if data, err := Regular(p, 3); err != nil || string(data) != "abc" {
+		t.Errorf("Regular = %q, %v", data, err)
+	}
+	if _, err := Regular(p, 2); err == nil || err.Error() != p+": larger than 2 bytes" {
+		t.Errorf("Regular(2) = %v", err)
+	}
+	// a directory and a FIFO are refused before they are opened (a FIFO's open would block)
+	if _, err := Regular(dir, 10); err == nil || err.Error() != dir+" is not a regular file" {
+		t.Errorf("Regular(dir) = %v", err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Regular(fifo, 10); err == nil || err.Error() != fifo+" is not a regular file" {
+		t.Errorf("Regular(fifo) = %v", err)
+	}
+	if _, err := OpenRegular(filepath.Join(dir, "none")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("OpenRegular(missing) = %v", err)
 	}
 }
