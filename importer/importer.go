@@ -49,6 +49,10 @@ type Options struct {
 	Locale, Timezone string
 	// Command names the writer in the lock's messages and errors ("pab import").
 	Command string
+	// FlagNames say how errors name the options NoWait and Replace (field name to the
+	// caller's name, e.g. "NoWait" to "--no-wait"); an option not in it is named by its
+	// field name.
+	FlagNames map[string]string
 	// Signals, once the lock is held, cancel the import between records (what was begun
 	// is removed); none: only ctx does.
 	Signals []os.Signal
@@ -117,13 +121,21 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err := r.checkInputs(); err != nil {
 		return Result{}, err
 	}
-	unlock, err := o.Repo.LockTask(r.taskDir, o.Command, o.NoWait, r.errOut)
+	unlock, err := o.Repo.LockTask(r.taskDir, o.Command, o.FlagNames["NoWait"], o.NoWait, r.errOut)
 	if err != nil {
 		return Result{}, err
 	}
 	defer unlock()
 	err = r.locked(ctx)
 	return r.res, err
+}
+
+// name is how errors name the option field: o.FlagNames[field], else field.
+func (r *run) name(field string) string {
+	if n, ok := r.o.FlagNames[field]; ok {
+		return n
+	}
+	return field
 }
 
 // orDiscard is w, or io.Discard when w is nil.
@@ -160,7 +172,7 @@ func (r *run) locked(ctx context.Context) error {
 	if f, err := warc.RecordingFormatOf(r.recDir); err != nil {
 		return fmt.Errorf("import: existing recording: %w", err)
 	} else if f != 0 && f != warc.RecordingFormat && !r.o.Replace {
-		return fmt.Errorf("import: %s holds a format %d recording; run pab recording migrate %s first, or pass --replace to drop it", r.recDir, f, r.o.TaskID)
+		return fmt.Errorf("import: %s holds a format %d recording; run pab recording migrate %s first, or pass %s to drop it", r.recDir, f, r.o.TaskID, r.name("Replace"))
 	}
 	old, err := warc.RecordingFiles(r.recDir)
 	if err != nil {
@@ -216,7 +228,7 @@ func (r *run) mergeOld() error {
 	if r.merge {
 		oldDir = filepath.Join(r.work, "old")
 		if err := warc.Unpack(r.recDir, oldDir); err != nil {
-			return fmt.Errorf("import: existing recording: %w (pass --replace to drop it, or run pab recording migrate)", err)
+			return fmt.Errorf("import: existing recording: %w (pass %s to drop it, or run pab recording migrate)", err, r.name("Replace"))
 		}
 		var err error
 		if r.oldCount, err = warc.CountRecordingEntries(r.recDir); err != nil {

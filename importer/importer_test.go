@@ -194,3 +194,29 @@ func TestRunChecksGrading(t *testing.T) {
 		t.Errorf("the recording is gone")
 	}
 }
+
+// TestRunNoWait: while another writer holds the task's lock, NoWait fails at once, the
+// option named by its field, or as FlagNames says; nothing is imported.
+func TestRunNoWait(t *testing.T) {
+	repo := testRepo(t)
+	taskDir := filepath.Join(repo.TasksDir(), "example")
+	unlock, err := repo.LockTask(taskDir, "pab import", "", false, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	o := Options{Repo: repo, TaskID: "example", Inputs: []string{"testdata/example.warc.gz"}, NoWait: true, NoCheck: true, Command: "pab import"}
+	for _, c := range []struct {
+		names map[string]string
+		want  string
+	}{{nil, "; not waiting (NoWait)"}, {map[string]string{"NoWait": "--no-wait"}, "; not waiting (--no-wait)"}} {
+		o.FlagNames = c.names
+		_, err := Run(context.Background(), o)
+		if err == nil || !strings.HasPrefix(err.Error(), "import: tasks/example is being written by another pab") || !strings.HasSuffix(err.Error(), c.want) {
+			t.Errorf("FlagNames %v: %v, want ...%s", c.names, err, c.want)
+		}
+	}
+	if audit.IsRecordingDir(filepath.Join(taskDir, "recording")) {
+		t.Errorf("a refused import wrote the recording")
+	}
+}

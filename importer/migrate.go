@@ -15,11 +15,12 @@ import (
 
 // Migrate rewrites the recording recDir (tasks/ID/recording) of one task of repo into the
 // current format (warc.MigrateRecording), holding the task's write lock (noWait: fail at
-// once when another process holds it; waiting is said on errOut), and says on out what it
-// did: migrated, already current, or legacy manifest fields dropped.
-func Migrate(repo *task.Repo, recDir string, noWait bool, out, errOut io.Writer) error {
+// once when another process holds it, naming the option as noWaitName says, see
+// task.Repo.LockTask; waiting is said on errOut), and says on out what it did: migrated,
+// already current, or legacy manifest fields dropped.
+func Migrate(repo *task.Repo, recDir string, noWait bool, noWaitName string, out, errOut io.Writer) error {
 	taskDir := filepath.Dir(recDir)
-	unlock, err := repo.LockTask(taskDir, "pab recording migrate", noWait, errOut)
+	unlock, err := repo.LockTask(taskDir, "pab recording migrate", noWaitName, noWait, errOut)
 	if err != nil {
 		return err
 	}

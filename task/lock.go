@@ -42,14 +42,15 @@ func taskOwnerPath(taskDir string) string {
 
 // LockTask takes the write lock of the task directory taskDir of repo for the command what
 // ("pab import"; its messages start with it, its errors with it minus "pab "). When another
-// process holds it, noWait makes that an error at once (naming the --no-wait flag of the
-// three commands that write tasks); otherwise one line goes to errOut and LockTask waits.
+// process holds it, noWait makes that an error at once, naming the option as noWaitName
+// says ("": NoWait; pab passes "--no-wait"); otherwise one line goes to errOut and
+// LockTask waits.
 // Holding the lock, it cleans up after an interrupted earlier writer of the task: the
 // recording's temporary and moved-aside directories (warc.RecoverRecording, which also puts
 // a moved-aside recording back when the recording is missing) and the task's work
 // directories in the cache (WorkRoot), one line on errOut per thing done. The returned
 // function releases the lock.
-func (r *Repo) LockTask(taskDir, what string, noWait bool, errOut io.Writer) (func(), error) {
+func (r *Repo) LockTask(taskDir, what, noWaitName string, noWait bool, errOut io.Writer) (func(), error) {
 	lockPath := LockPath(taskDir)
 	dir := filepath.Dir(lockPath)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -71,7 +72,10 @@ func (r *Repo) LockTask(taskDir, what string, noWait bool, errOut io.Writer) (fu
 			holder += " (pid " + pid + "?)"
 		}
 		if noWait {
-			return nil, fmt.Errorf("%s: %s is being written by %s; not waiting (--no-wait)", strings.TrimPrefix(what, "pab "), shownPath(r, taskDir), holder)
+			if noWaitName == "" {
+				noWaitName = "NoWait"
+			}
+			return nil, fmt.Errorf("%s: %s is being written by %s; not waiting (%s)", strings.TrimPrefix(what, "pab "), shownPath(r, taskDir), holder, noWaitName)
 		}
 		fmt.Fprintf(errOut, "%s: %s is being written by %s; waiting\n", what, shownPath(r, taskDir), holder)
 		unlock, err = filelock.Lock(lockPath)

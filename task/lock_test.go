@@ -26,7 +26,7 @@ func TestLockTaskOneWriter(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			var errOut bytes.Buffer
-			unlock, err := repo.LockTask(taskDir, "pab import", false, &errOut)
+			unlock, err := repo.LockTask(taskDir, "pab import", "", false, &errOut)
 			if err != nil {
 				errs <- err
 				return
@@ -65,17 +65,20 @@ func TestLockTaskNoWait(t *testing.T) {
 	repo := &Repo{Root: t.TempDir()}
 	t.Setenv("PAB_CACHE", filepath.Join(repo.Root, ".cache"))
 	taskDir := filepath.Join(repo.TasksDir(), "shop")
-	unlock, err := repo.LockTask(taskDir, "pab import", true, &bytes.Buffer{})
+	unlock, err := repo.LockTask(taskDir, "pab import", "", true, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = repo.LockTask(taskDir, "pab recording migrate", true, &bytes.Buffer{})
+	_, err = repo.LockTask(taskDir, "pab recording migrate", "--no-wait", true, &bytes.Buffer{})
 	want := "recording migrate: tasks/shop is being written by another pab (pid " + strconv.Itoa(os.Getpid()) + "?); not waiting (--no-wait)"
 	if err == nil || err.Error() != want {
 		t.Errorf("held: %v\nwant %s", err, want)
 	}
+	if _, err = repo.LockTask(taskDir, "pab import", "", true, &bytes.Buffer{}); err == nil || !strings.HasSuffix(err.Error(), "; not waiting (NoWait)") {
+		t.Errorf("held, the option named by default: %v", err)
+	}
 	unlock()
-	unlock2, err := repo.LockTask(taskDir, "pab import", true, &bytes.Buffer{})
+	unlock2, err := repo.LockTask(taskDir, "pab import", "", true, &bytes.Buffer{})
 	if err != nil {
 		t.Fatalf("after release: %v", err)
 	}
@@ -96,7 +99,7 @@ func TestLockTaskRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var errOut bytes.Buffer
-	unlock, err := repo.LockTask(taskDir, "pab import", false, &errOut)
+	unlock, err := repo.LockTask(taskDir, "pab import", "", false, &errOut)
 	if err != nil {
 		t.Fatal(err)
 	}

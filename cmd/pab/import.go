@@ -82,9 +82,11 @@ func checkLocaleFlags(cmd, locale, timezone string) error {
 
 // importOptions completes o, the flags of pab import (or of pab record's import), with
 // what every import of command cmd gets: the repository, the task, the command's name in
-// lock messages, Ctrl-C and SIGTERM stopping it, and its output writers.
+// lock messages, the flags its errors name, Ctrl-C and SIGTERM stopping it, and its output
+// writers.
 func importOptions(cmd *cobra.Command, repo *task.Repo, id string, o importer.Options) importer.Options {
 	o.Repo, o.TaskID, o.Command = repo, id, "pab "+cmd.Name()
+	o.FlagNames = map[string]string{"NoWait": "--no-wait", "Replace": "--replace"}
 	o.Signals = []os.Signal{os.Interrupt, syscall.SIGTERM}
 	o.Out, o.ErrOut = cmd.OutOrStdout(), cmd.ErrOrStderr()
 	return o

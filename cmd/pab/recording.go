@@ -41,7 +41,7 @@ func newMigrateCmd(g *globalFlags) *cobra.Command {
 			for _, arg := range args {
 				recDir, err := importer.TaskRecordingDir(repo, arg)
 				if err == nil {
-					err = importer.Migrate(repo, recDir, noWait, out, cmd.ErrOrStderr())
+					err = importer.Migrate(repo, recDir, noWait, "--no-wait", out, cmd.ErrOrStderr())
 				}
 				if err != nil {
 					fmt.Fprintln(cmd.ErrOrStderr(), "pab:", err)
