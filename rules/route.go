@@ -53,7 +53,7 @@ type Route struct {
 // endpoint or verdict.
 func (s *Set) Route(r Request) *Route {
 	rt := &Route{}
-	s.resolve(rt, nil, r)
+	s.resolve(rt, r)
 	if s == nil || len(s.sites) == 0 {
 		return rt
 	}
@@ -69,11 +69,11 @@ func (s *Set) Route(r Request) *Route {
 }
 
 // resolve fills rt with what r's key and endpoint need: the method, the normalized target,
-// the applicable sites (appended to buf) and site name, and the endpoints.
-func (s *Set) resolve(rt *Route, buf []*site, r Request) {
+// the applicable sites and site name, and the endpoints.
+func (s *Set) resolve(rt *Route, r Request) {
 	t := newTarget(r.URL)
 	rt.Method, rt.Host, rt.hostname, rt.Path = normMethod(r.Method), t.hostPort, t.hostname, t.path
-	rt.sites = s.applicable(buf, t.hostPort, t.hostname)
+	rt.sites = s.applicable(nil, t.hostPort, t.hostname)
 	if len(rt.sites) > 0 && !rt.sites[0].isDefault {
 		rt.Site = rt.sites[0].name
 	}
@@ -93,7 +93,7 @@ func (s *Set) resolve(rt *Route, buf []*site, r Request) {
 // its keep_params replaces drop_params and its body_keep limits the body's top-level
 // fields. Key never fails: a body it cannot read as structured data is keyed by digest.
 func (rt *Route) Key(r Request) Key {
-	return rt.key(r, rt.Method, rt.ep, rt.caps)
+	return keyOf(r, rt.Method, rt.Host, rt.Path, rt.sites, rt.ep, rt.caps)
 }
 
 // GETKey is, for the route of a HEAD, the key of the GET the HEAD stands for (r's query
@@ -102,17 +102,18 @@ func (rt *Route) GETKey(r Request) (k Key, ok bool) {
 	if rt.Method != "HEAD" {
 		return Key{}, false
 	}
-	return rt.key(r, "GET", rt.getEp, rt.getCaps), true
+	return keyOf(r, "GET", rt.Host, rt.Path, rt.sites, rt.getEp, rt.getCaps), true
 }
 
-// key is the key of r for method under endpoint ep (nil for none) with its captures.
-func (rt *Route) key(r Request, method string, ep *Endpoint, caps []string) Key {
+// keyOf is the one computation of a key: r's query and body for method, under the
+// applicable sites sts and the endpoint ep (nil for none) with its captures, the host and
+// path already normalized.
+func keyOf(r Request, method, host, path string, sts []*site, ep *Endpoint, caps []string) Key {
 	u := r.URL
 	if u == nil {
 		u = &url.URL{}
 	}
-	k := Key{Method: method, Host: rt.Host, Path: rt.Path}
-	sts := rt.sites
+	k := Key{Method: method, Host: host, Path: path}
 
 	var keep func(string) bool
 	switch {
@@ -147,7 +148,7 @@ func (rt *Route) key(r Request, method string, ep *Endpoint, caps []string) Key 
 	}
 	if ep != nil {
 		bf.keep = ep.BodyKeep
-		k.Path = ep.pat.expand(rt.Path, caps)
+		k.Path = ep.pat.expand(path, caps)
 	}
 	k.Body = normBody(r.Body, r.ContentType, &bf)
 	return k
@@ -158,10 +159,10 @@ func (rt *Route) key(r Request, method string, ep *Endpoint, caps []string) Key 
 // and within a site the winning file's endpoints first. A HEAD gets its own endpoint only
 // (Route.Endpoint falls back to the GET's).
 func (s *Set) Endpoint(r Request) *Endpoint {
-	var rt Route
+	t := newTarget(r.URL)
 	var buf [maxSites]*site
-	s.resolve(&rt, buf[:0], r)
-	return rt.ep
+	e, _ := endpointFor(s.applicable(buf[:0], t.hostPort, t.hostname), normMethod(r.Method), t.hostPort, t.hostname, t.path)
+	return e
 }
 
 // Key computes the matching key of r under the rules that apply to its host (see Key and
@@ -170,8 +171,10 @@ func (s *Set) Endpoint(r Request) *Endpoint {
 // body_keep limits the body's top-level fields. Key never fails: a request it cannot read
 // as structured data is keyed by digest.
 func (s *Set) Key(r Request) Key {
-	var rt Route
+	t := newTarget(r.URL)
+	method := normMethod(r.Method)
 	var buf [maxSites]*site
-	s.resolve(&rt, buf[:0], r)
-	return rt.key(r, rt.Method, rt.ep, rt.caps)
+	sts := s.applicable(buf[:0], t.hostPort, t.hostname)
+	ep, caps := endpointFor(sts, method, t.hostPort, t.hostname, t.path)
+	return keyOf(r, method, t.hostPort, t.path, sts, ep, caps)
 }
