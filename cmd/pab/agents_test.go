@@ -252,7 +252,7 @@ func (r agentRun) play(t *testing.T, ns *netNS) {
 	mcp := ""
 	if r.slowMCP {
 		mcp = filepath.Join(tmp, "slow-mcp.mjs")
-		js := fmt.Sprintf("setTimeout(() => import(%q), 4000);\n", filepath.Join(repoRoot, playwrightMCPCLI))
+		js := fmt.Sprintf("setTimeout(() => import(%q), 4000);\n", filepath.Join(repoRoot, guard.PlaywrightMCPCLI))
 		if err := os.WriteFile(mcp, []byte(js), 0o644); err != nil {
 			t.Fatal(err)
 		}

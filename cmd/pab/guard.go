@@ -11,10 +11,6 @@ import (
 	"github.com/pab-dev/pab/guard"
 )
 
-// playwrightMCPCLI is @playwright/mcp's entry point under a directory holding
-// tools/playwright-mcp (guard.PlaywrightMCPCLI).
-const playwrightMCPCLI = guard.PlaywrightMCPCLI
-
 // newGuardCmd is pab guard: its flags are guard.RunOptions, the session is guard.Run.
 func newGuardCmd(g *globalFlags) *cobra.Command {
 	var o guard.RunOptions

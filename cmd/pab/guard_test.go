@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/pab-dev/pab/guard"
 	"github.com/pab-dev/pab/internal/testtool"
 )
 
@@ -235,7 +236,7 @@ func TestGuardPlumbingFakeBrowser(t *testing.T) {
 
 // playwrightMCPPath finds the installed @playwright/mcp; in CI its absence fails the test.
 func playwrightMCPPath(t *testing.T) string {
-	p := filepath.Join(repoRoot, playwrightMCPCLI)
+	p := filepath.Join(repoRoot, guard.PlaywrightMCPCLI)
 	if _, err := os.Stat(p); err == nil {
 		return p
 	}
