@@ -1,9 +1,7 @@
 package main
 
 import (
-	"embed"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -11,19 +9,6 @@ import (
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/warc"
 )
-
-// helpFiles holds the long help texts of pab import, record, recording migrate, audit and
-// check, one help/<command>.txt each.
-//
-//go:embed help/*.txt
-var helpFiles embed.FS
-
-// longHelp is the text of help/<name>.txt without its final newline ("" when missing:
-// TestLongHelp fails then).
-func longHelp(name string) string {
-	b, _ := helpFiles.ReadFile("help/" + name + ".txt")
-	return strings.TrimSuffix(string(b), "\n")
-}
 
 func newAuditCmd(g *globalFlags) *cobra.Command {
 	var strict bool
