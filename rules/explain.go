@@ -40,52 +40,23 @@ func (f *File) itemLine(field string, i int) int {
 }
 
 // locKind is one of a site's location lists: block, exclude or latest.
-type locKind int
+type locKind struct {
+	field  string                 // the rule file field that holds its patterns
+	of     func(*site) []location // a site's combined list, in precedence order
+	inFile func(*File) []string   // a file's patterns as written
+}
 
-const (
-	locBlock locKind = iota
-	locExclude
-	locLatest
+var (
+	locBlock   = &locKind{"block", func(st *site) []location { return st.block }, func(f *File) []string { return f.Block }}
+	locExclude = &locKind{"exclude", func(st *site) []location { return st.exclude }, func(f *File) []string { return f.Exclude }}
+	locLatest  = &locKind{"latest", func(st *site) []location { return st.latest }, func(f *File) []string { return f.Latest }}
 )
-
-// field is the rule file field that holds kind's patterns.
-func (k locKind) field() string {
-	switch k {
-	case locExclude:
-		return "exclude"
-	case locLatest:
-		return "latest"
-	}
-	return "block"
-}
-
-// of is kind's combined list of st, in precedence order.
-func (k locKind) of(st *site) []location {
-	switch k {
-	case locExclude:
-		return st.exclude
-	case locLatest:
-		return st.latest
-	}
-	return st.block
-}
-
-// inFile is kind's patterns as written in f.
-func (k locKind) inFile(f *File) []string {
-	switch k {
-	case locExclude:
-		return f.Exclude
-	case locLatest:
-		return f.Latest
-	}
-	return f.Block
-}
 
 // findLocation returns the first pattern of kind that matches t and the site that lists
 // it, or nil: the sites in order (others by name, _default last), each site's list in
 // precedence order. A pattern whose host part is only stars applies only to the requests
 // its site's hosts match (whether the site applies is found once, when first needed).
-func (s *Set) findLocation(t target, kind locKind) (*site, *location) {
+func (s *Set) findLocation(t target, kind *locKind) (*site, *location) {
 	if s == nil {
 		return nil, nil
 	}
@@ -112,21 +83,21 @@ func (s *Set) findLocation(t target, kind locKind) (*site, *location) {
 
 // matchOf is findLocation with where the pattern is written: the first file of its site
 // (winner first) that lists it, and its line there. It is nil when no pattern matches.
-func (s *Set) matchOf(t target, kind locKind) *Match {
+func (s *Set) matchOf(t target, kind *locKind) *Match {
 	st, l := s.findLocation(t, kind)
 	if l == nil {
 		return nil
 	}
 	for _, f := range st.files {
 		if i := slices.Index(kind.inFile(f), l.text); i >= 0 {
-			return &Match{File: f.Path, Line: f.itemLine(kind.field(), i), Pattern: l.text}
+			return &Match{File: f.Path, Line: f.itemLine(kind.field, i), Pattern: l.text}
 		}
 	}
 	return &Match{Pattern: l.text} // not reached: every pattern comes from a file
 }
 
 // locationBy is matchOf for u, as the four results of BlockedBy and friends.
-func (s *Set) locationBy(u *url.URL, kind locKind) (file string, line int, pattern string, ok bool) {
+func (s *Set) locationBy(u *url.URL, kind *locKind) (file string, line int, pattern string, ok bool) {
 	m := s.matchOf(newTarget(u), kind)
 	if m == nil {
 		return "", 0, "", false
