@@ -134,7 +134,7 @@ type IndexOptions struct {
 type indexed struct {
 	pos    int // position in entries (recording order)
 	e      *warc.Entry
-	key    rules.Key
+	key    rules.Key // its Method, Host and Path (the parameters and body are in params and keyStr)
 	keyStr string
 	params []string // "name\x00value" of key.Params, plus the body as one pseudo-pair, sorted
 	static bool     // the recorded Content-Type is an image, font, style sheet or script
@@ -226,7 +226,8 @@ func NewIndex(b *warc.Bundle, rs *rules.Set, opts ...IndexOptions) (*Index, erro
 		}
 		pos := len(ix.entries)
 		ie := &slab[pos]
-		*ie = indexed{pos: pos, e: e, key: o.key, keyStr: o.keyStr, params: o.params, static: o.static, https: o.https, loc: o.loc}
+		ie.pos, ie.e, ie.keyStr, ie.params, ie.static, ie.https, ie.loc = pos, e, o.keyStr, o.params, o.static, o.https, o.loc
+		ie.key.Method, ie.key.Host, ie.key.Path = o.key.Method, o.key.Host, o.key.Path
 		ix.entries = append(ix.entries, ie)
 		if sp, ok := ix.exact[ie.keyStr]; ok {
 			if sp.n == 1 {

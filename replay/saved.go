@@ -17,9 +17,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/pab-dev/pab/internal/atomicfile"
-	"github.com/pab-dev/pab/rules"
 )
 
 // SavedIndexVersion is the version of the saved index format; a file of another version is
@@ -165,12 +165,6 @@ func encodeSaved(key SavedIndexKey, out []built) []byte {
 		str(o.key.Method)
 		str(o.key.Host)
 		str(o.key.Path)
-		uv(uint64(len(o.key.Params)))
-		for _, p := range o.key.Params {
-			str(p.Name)
-			str(p.Value)
-		}
-		str(o.key.Body)
 		str(o.keyStr)
 		str(o.base)
 		str(o.urlKey)
@@ -274,9 +268,10 @@ func uvarintString(s string) (uint64, int) {
 // decodeSaved parses data, a saved index, into out (one built per entry; len(out) is the
 // number of entries the bundle has). It checks the magic, version, key, entry count and
 // SHA-256 trailer before anything else, and every length against the bytes left; rebuild
-// lists the entries marked to be built again. Strings in out are substrings of one copy
-// of data; the params and key parameters of all entries share one slice each, and the
-// redirects one array. On error out is left partly filled and must not be used.
+// lists the entries marked to be built again. Strings in out are views of data, which the
+// caller must never change afterwards; the params of all entries share one slice, and the
+// redirects one array. Of an entry's key only the Method, Host and Path are saved (what
+// the index keeps of it). On error out is left partly filled and must not be used.
 func decodeSaved(data []byte, key SavedIndexKey, out []built) (rebuild []int, err error) {
 	head := len(savedMagic)
 	if len(data) < head+1+len(key)+1+sha256.Size || string(data[:head]) != savedMagic {
@@ -286,7 +281,8 @@ func decodeSaved(data []byte, key SavedIndexKey, out []built) (rebuild []int, er
 	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], trailer) {
 		return nil, errors.New("checksum does not match: damaged")
 	}
-	r := &savedReader{s: string(body), pos: head}
+	// the file's bytes are not changed or reused once read: its strings are views of them
+	r := &savedReader{s: unsafe.String(unsafe.SliceData(body), len(body)), pos: head}
 	if v := r.uv(); r.err == nil && v != SavedIndexVersion {
 		return nil, fmt.Errorf("version %d, want %d", v, SavedIndexVersion)
 	}
@@ -301,7 +297,6 @@ func decodeSaved(data []byte, key SavedIndexKey, out []built) (rebuild []int, er
 	// limit so no entry's append can reach another's
 	var (
 		params []string
-		kps    []rules.Param
 		locs   []redirectLoc
 	)
 	for i := 0; i < len(out) && r.err == nil; i++ {
@@ -323,14 +318,6 @@ func decodeSaved(data []byte, key SavedIndexKey, out []built) (rebuild []int, er
 		}
 		o.static, o.https = fl&savedStatic != 0, fl&savedHTTPS != 0
 		o.key.Method, o.key.Host, o.key.Path = r.str(), r.str(), r.str()
-		if np := r.count(); np > 0 {
-			start := len(kps)
-			for range np {
-				kps = append(kps, rules.Param{Name: r.str(), Value: r.str()})
-			}
-			o.key.Params = kps[start:len(kps):len(kps)]
-		}
-		o.key.Body = r.str()
 		o.keyStr, o.base, o.urlKey = r.str(), r.str(), r.str()
 		np := r.count()
 		start := len(params)

@@ -112,6 +112,7 @@ func timeSaved(bundle string, dirs []string, path string, n int) error {
 		return err
 	}
 	firstTime := time.Since(t0)
+	ix.WaitSaved() // written after the first answers in pab replay; here before the timed runs
 	first := ix.SavedIndexState()
 	best := time.Duration(1 << 62)
 	state := ""
