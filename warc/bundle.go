@@ -188,7 +188,7 @@ func (b *Bundle) RequestBody(e *Entry) ([]byte, error) {
 	}
 	body, err := base64.StdEncoding.DecodeString(e.ReqBody)
 	if err != nil {
-		return nil, fmt.Errorf("%s: entry %s: reqBody: %w", filepath.Join(b.Dir, EntriesFile), e.ID, err)
+		return nil, fmt.Errorf("%s: entry %s: reqBody: %w", b.entriesPath(), e.ID, err)
 	}
 	return body, nil
 }
@@ -229,28 +229,27 @@ func (b *Bundle) Response(e *Entry) (*Response, error) {
 
 // response parses the record of e at e.RespOffset, which must be of WARC-Type wantType.
 func (b *Bundle) response(e *Entry, wantType string) (*Response, error) {
-	path := filepath.Join(b.Dir, WARCFile)
 	rec, err := b.record(e.RespOffset, e.RespLength)
 	if err != nil {
-		return nil, fmt.Errorf("read %s at offset %d (entry %s): %w", path, e.RespOffset, e.ID, err)
+		return nil, fmt.Errorf("read %s (entry %s): %w", b.place(e.RespOffset), e.ID, err)
 	}
 	if rec.typ != wantType {
-		return nil, fmt.Errorf("read %s at offset %d (entry %s): WARC-Type is %q, want %q", path, e.RespOffset, e.ID, rec.typ, wantType)
+		return nil, fmt.Errorf("read %s (entry %s): WARC-Type is %q, want %q", b.place(e.RespOffset), e.ID, rec.typ, wantType)
 	}
 	block := io.NewSectionReader(b.warc, rec.blockOff, rec.blockLen)
 	lines, headLen, err := readHeadLines(block, MaxHTTPHeaderBytes, true)
 	if err != nil {
-		return nil, fmt.Errorf("read %s at offset %d (entry %s): http header: %w", path, rec.blockOff, e.ID, err)
+		return nil, fmt.Errorf("read %s (entry %s): http header: %w", b.place(rec.blockOff), e.ID, err)
 	}
 	r, err := parseHTTPResponseHead(lines)
 	if err != nil {
-		return nil, fmt.Errorf("read %s at offset %d (entry %s): %w", path, rec.blockOff, e.ID, err)
+		return nil, fmt.Errorf("read %s (entry %s): %w", b.place(rec.blockOff), e.ID, err)
 	}
 	r.RecordID = rec.id
 	r.Size = rec.blockLen - headLen
 	r.Body = io.NewSectionReader(b.warc, rec.blockOff+headLen, r.Size)
 	if wantType == "response" && r.Size != e.Size {
-		return nil, fmt.Errorf("read %s at offset %d (entry %s): payload is %d bytes, entries.jsonl says %d", path, e.RespOffset, e.ID, r.Size, e.Size)
+		return nil, fmt.Errorf("read %s (entry %s): payload is %d bytes, %s says %d", b.place(e.RespOffset), e.ID, r.Size, filepath.Base(b.entriesPath()), e.Size)
 	}
 	return r, nil
 }

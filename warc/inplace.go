@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -310,6 +311,30 @@ func (s *zstream) Read(p []byte) (int, error) {
 	}
 	s.off += int64(k)
 	return k, err
+}
+
+// place names byte off of b's archive in errors: "DIR/archive/data.warc at offset OFF"
+// for an unpacked bundle; for a format 3 recording read in place, the part file, the
+// compressed offset of the gzip member holding the byte, and the byte's offset in what the
+// members inflate to ("DIR/data-001.warc.gz, gzip member at offset Z, byte OFF of the
+// records").
+func (b *Bundle) place(off int64) string {
+	if b.z != nil {
+		if i := b.z.memberAt(off); i >= 0 {
+			return fmt.Sprintf("%s, gzip member at offset %d, byte %d of the records", b.z.names[b.z.mems[i].part], b.z.mems[i].zoff, off)
+		}
+		return fmt.Sprintf("%s, byte %d of the records (in no gzip member)", filepath.Join(b.Dir, RecordingDataFile), off)
+	}
+	return fmt.Sprintf("%s at offset %d", filepath.Join(b.Dir, WARCFile), off)
+}
+
+// entriesPath is the path of b's entries file, for errors: entries.jsonl.gz of a format 3
+// recording read in place, else indexes/entries.jsonl.
+func (b *Bundle) entriesPath() string {
+	if b.z != nil {
+		return filepath.Join(b.Dir, RecordingEntriesFile)
+	}
+	return filepath.Join(b.Dir, EntriesFile)
 }
 
 // inflateErr is a read error of member i: a member that ends early is named as such.
