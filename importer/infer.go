@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pab-dev/pab/internal/readlimit"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/warc"
@@ -93,14 +94,9 @@ func copyHandRules(src, dst string) error {
 		if !strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".auto.yaml") || !de.Type().IsRegular() {
 			continue
 		}
-		f, err := os.Open(filepath.Join(src, name))
+		data, err := readlimit.File(filepath.Join(src, name), rules.MaxFileSize)
 		if err != nil {
 			return err
-		}
-		data, err := io.ReadAll(io.LimitReader(f, rules.MaxFileSize+1))
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("read %s: %w", filepath.Join(src, name), err)
 		}
 		if err := os.WriteFile(filepath.Join(dst, name), data, 0o644); err != nil {
 			return err

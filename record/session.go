@@ -12,6 +12,8 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+
+	"github.com/pab-dev/pab/internal/readlimit"
 )
 
 // maxCAFile bounds an upstream CA file (LoadRoots), in bytes.
@@ -176,17 +178,9 @@ func CheckOutDir(out string) error {
 // LoadRoots is the system roots plus the certificates of the PEM file at path, read up to
 // 1 MiB. A larger file, or one without a PEM certificate, is an error naming it.
 func LoadRoots(path string) (*x509.CertPool, error) {
-	f, err := os.Open(path)
+	data, err := readlimit.File(path, maxCAFile)
 	if err != nil {
 		return nil, fmt.Errorf("upstream CA: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxCAFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("upstream CA: read %s: %w", path, err)
-	}
-	if len(data) > maxCAFile {
-		return nil, fmt.Errorf("upstream CA: %s is larger than %d bytes", path, maxCAFile)
 	}
 	pool, err := x509.SystemCertPool()
 	if err != nil || pool == nil {

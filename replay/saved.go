@@ -12,7 +12,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"unsafe"
 
 	"github.com/pab-dev/pab/internal/atomicfile"
+	"github.com/pab-dev/pab/internal/readlimit"
 )
 
 // SavedIndexVersion is the version of the saved index format; a file of another version is
@@ -352,19 +352,7 @@ func decodeSaved(data []byte, key SavedIndexKey, out []built) (rebuild []int, er
 
 // readSaved reads the saved index file path (at most maxSavedIndexBytes).
 func readSaved(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxSavedIndexBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxSavedIndexBytes {
-		return nil, fmt.Errorf("more than %d bytes", maxSavedIndexBytes)
-	}
-	return data, nil
+	return readlimit.File(path, maxSavedIndexBytes)
 }
 
 // writeSaved writes data to path atomically (internal/atomicfile), its directory made, and

@@ -3,7 +3,6 @@ package task
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -41,17 +40,9 @@ func SetCapture(path string, c Capture) (warning string, err error) {
 	if c.Locale == "" && c.Timezone == "" {
 		return "", nil
 	}
-	f, err := os.Open(path)
+	data, err := readCardFile(path)
 	if err != nil {
-		return "", fmt.Errorf("read task card: %w", err)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxCardBytes+1))
-	f.Close()
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(data) > maxCardBytes {
-		return "", fmt.Errorf("read %s: larger than %d bytes", path, maxCardBytes)
+		return "", err
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {

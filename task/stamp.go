@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
+	"github.com/pab-dev/pab/internal/readlimit"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -120,17 +120,9 @@ func racy(files []stampFile, now time.Time) bool {
 
 // readStamp reads and checks the stamp at path.
 func readStamp(path string) (*hashStamp, error) {
-	f, err := os.Open(path)
+	data, err := readlimit.File(path, maxStampBytes)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxStampBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxStampBytes {
-		return nil, fmt.Errorf("stamp %s: more than %d bytes", path, maxStampBytes)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

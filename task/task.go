@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pab-dev/pab/internal/atomicfile"
+	"github.com/pab-dev/pab/internal/readlimit"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -184,6 +186,21 @@ func (t *Task) HasGrading() bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
+// readCardFile reads the task card at path, at most maxCardBytes. Errors are "read task
+// card: open PATH: ...", "read PATH: ..." and "read PATH: larger than N bytes".
+func readCardFile(path string) ([]byte, error) {
+	data, err := readlimit.File(path, maxCardBytes)
+	var tl *readlimit.TooLargeError
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &tl):
+		return nil, fmt.Errorf("read %w", err)
+	case errors.As(err, &pe) && pe.Op == "open":
+		return nil, fmt.Errorf("read task card: %w", err)
+	}
+	return data, err
+}
+
 // Card reads task.yaml: one YAML document of at most 1 MiB and an id (when given) equal to
 // the directory name. A field that is not one of Card's (or Capture's, under capture) is
 // ignored with a line in Warnings naming the file (relative to the repository root when it
@@ -195,17 +212,9 @@ func (t *Task) HasGrading() bool {
 // always set. Errors name the file and, for YAML errors, the line.
 func (t *Task) Card() (*Card, error) {
 	path := t.CardPath()
-	f, err := os.Open(path)
+	data, err := readCardFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read task card: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxCardBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(data) > maxCardBytes {
-		return nil, fmt.Errorf("read %s: larger than %d bytes", path, maxCardBytes)
+		return nil, err
 	}
 	c, warns, err := parseCard(data)
 	if err != nil {
