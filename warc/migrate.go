@@ -137,19 +137,11 @@ func UnpackFormat1(recordingDir, destDir string) error {
 	if len(parts) == 0 {
 		return fmt.Errorf("recording %s: no %s", recordingDir, Format1File)
 	}
-	name := parts[0]
-	if len(parts) > 1 {
-		name = fmt.Sprintf("%s (%d parts)", strings.TrimSuffix(parts[0], ".000"), len(parts))
+	name, r, closeParts, err := openParts(parts)
+	if err != nil {
+		return err
 	}
-	var readers []io.Reader
-	for _, p := range parts {
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		readers = append(readers, f)
-	}
+	defer closeParts()
 	limits, err := DefaultUnpackLimits()
 	if err != nil {
 		return fmt.Errorf("unpack %s: %w", name, err)
@@ -166,7 +158,7 @@ func UnpackFormat1(recordingDir, destDir string) error {
 			return fmt.Errorf("unpack %s: %w", name, err)
 		}
 	}
-	cr := newCountReader(io.MultiReader(readers...))
+	cr := newCountReader(r)
 	zr, err := gzip.NewReader(cr.br)
 	if err != nil {
 		return fmt.Errorf("read %s at offset %d: %w", name, cr.offset(), err)

@@ -400,20 +400,12 @@ func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 // whole gzip stream is read to its end, so a truncated or corrupt tail is found even after
 // the tar's last block.
 func unpackWARC(parts []string, dst string, max int64, u *unpackBudget) error {
-	var readers []io.Reader
-	for _, p := range parts {
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		readers = append(readers, f)
+	name, r, closeParts, err := openParts(parts)
+	if err != nil {
+		return err
 	}
-	name := parts[0]
-	if len(parts) > 1 {
-		name = fmt.Sprintf("%s (%d parts)", strings.TrimSuffix(parts[0], ".000"), len(parts))
-	}
-	cr := newCountReader(io.MultiReader(readers...))
+	defer closeParts()
+	cr := newCountReader(r)
 	zr, err := gzip.NewReader(cr.br)
 	if err != nil {
 		return fmt.Errorf("read %s at offset %d: %w", name, cr.offset(), err)
@@ -434,6 +426,33 @@ func unpackWARC(parts []string, dst string, max int64, u *unpackBudget) error {
 		return fmt.Errorf("read %s: more than %d bytes after the end of the tar", name, maxTarTrailer)
 	}
 	return nil
+}
+
+// openParts opens the parts of one split gzip stream (NAME.000, NAME.001, ...) as one
+// reader, in order. name is how errors call it: the one file, or "NAME (N parts)". Call
+// closeParts when done; on an error the parts opened so far are closed.
+func openParts(parts []string) (name string, r io.Reader, closeParts func(), err error) {
+	var files []*os.File
+	closeParts = func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	readers := make([]io.Reader, 0, len(parts))
+	for _, p := range parts {
+		f, err := os.Open(p)
+		if err != nil {
+			closeParts()
+			return "", nil, nil, err
+		}
+		files = append(files, f)
+		readers = append(readers, f)
+	}
+	name = parts[0]
+	if len(parts) > 1 {
+		name = fmt.Sprintf("%s (%d parts)", strings.TrimSuffix(parts[0], ".000"), len(parts))
+	}
+	return name, io.MultiReader(readers...), closeParts, nil
 }
 
 // extractWARCTar reads a tar stream that must hold exactly one entry: the regular file
