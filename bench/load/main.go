@@ -50,7 +50,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -59,6 +58,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pab-dev/pab/bench/proctree"
 	"github.com/pab-dev/pab/internal/procgroup"
 )
 
@@ -263,7 +263,7 @@ func runLoad(sp loadSpec) error {
 	var peak atomic.Int64
 	watchDone := make(chan struct{})
 	if sp.watch > 0 {
-		cpu0, _ = treeStats(sp.watch)
+		cpu0, _ = proctree.Stats(sp.watch)
 		go samplePeak(sp.watch, &peak, watchDone)
 	}
 	opened0 := lr.opened.Load()
@@ -275,7 +275,7 @@ func runLoad(sp loadSpec) error {
 	var cpu1 float64
 	if sp.watch > 0 {
 		var rss int64
-		cpu1, rss = treeStats(sp.watch)
+		cpu1, rss = proctree.Stats(sp.watch)
 		if rss > peak.Load() {
 			peak.Store(rss)
 		}
@@ -465,7 +465,7 @@ func samplePeak(pid int, peak *atomic.Int64, done <-chan struct{}) {
 		case <-done:
 			return
 		case <-tk.C:
-			if _, rss := treeStats(pid); rss > peak.Load() {
+			if _, rss := proctree.Stats(pid); rss > peak.Load() {
 				peak.Store(rss)
 			}
 		}
@@ -506,53 +506,6 @@ func pct(s []time.Duration, q float64) float64 {
 	}
 	i := int(q*float64(len(s))+0.5) - 1
 	return ms(s[min(max(i, 0), len(s)-1)])
-}
-
-// treeStats returns the CPU seconds (user+system) and the summed RSS in bytes of pid and
-// every descendant, read from /proc.
-func treeStats(pid int) (cpu float64, rss int64) {
-	children := map[int][]int{}
-	ents, _ := os.ReadDir("/proc")
-	stats := map[int][]string{}
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// The command name is in parentheses and may hold spaces: split after the last ')'.
-		s := string(data)
-		j := strings.LastIndexByte(s, ')')
-		if j < 0 {
-			continue
-		}
-		f := strings.Fields(s[j+1:])
-		if len(f) < 22 {
-			continue
-		}
-		stats[p] = f
-		ppid, _ := strconv.Atoi(f[1])
-		children[ppid] = append(children[ppid], p)
-	}
-	tick := 100.0 // USER_HZ on Linux
-	page := int64(os.Getpagesize())
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		if f, ok := stats[p]; ok {
-			ut, _ := strconv.ParseFloat(f[11], 64)
-			st, _ := strconv.ParseFloat(f[12], 64)
-			cpu += (ut + st) / tick
-			pages, _ := strconv.ParseInt(f[21], 10, 64)
-			rss += pages * page
-		}
-		queue = append(queue, children[p]...)
-	}
-	return cpu, rss
 }
 
 var addrPattern = regexp.MustCompile(`http://(127\.0\.0\.1:[0-9]+)`)

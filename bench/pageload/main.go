@@ -39,10 +39,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +48,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"github.com/pab-dev/pab/bench/proctree"
 	"github.com/pab-dev/pab/internal/browser"
 	"github.com/pab-dev/pab/internal/browser/cdpalloc"
 )
@@ -198,7 +197,7 @@ func run(proxy, caFile, pageURL, chrome, label string, rep, n, warm, expect int,
 	var cpu0 float64
 	for i := 0; i < warm+n; i++ {
 		if i == warm && watch > 0 {
-			cpu0 = treeCPU(watch)
+			cpu0, _ = proctree.Stats(watch)
 		}
 		l := loadPage(browserCtx, pageURL, timeout)
 		if l.bad == "" && expect > 0 && l.responses != expect {
@@ -226,7 +225,8 @@ func run(proxy, caFile, pageURL, chrome, label string, rep, n, warm, expect int,
 	}
 	res.Loads = len(res.Samples)
 	if watch > 0 {
-		res.CPUPerLoad = math.Round((treeCPU(watch)-cpu0)*1000/float64(n)*10) / 10
+		cpu1, _ := proctree.Stats(watch)
+		res.CPUPerLoad = math.Round((cpu1-cpu0)*1000/float64(n)*10) / 10
 	}
 	if res.Loads > 0 {
 		s := slices.Sorted(slices.Values(res.Samples))
@@ -319,41 +319,4 @@ func loadPage(browserCtx context.Context, pageURL string, timeout time.Duration)
 func quantile(s []float64, q float64) float64 {
 	i := int(q*float64(len(s))+0.5) - 1
 	return s[min(max(i, 0), len(s)-1)]
-}
-
-// treeCPU is the CPU seconds (user+system) of pid and every descendant, from /proc.
-func treeCPU(pid int) float64 {
-	children := map[int][]int{}
-	ticks := map[int]float64{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(data)
-		j := strings.LastIndexByte(s, ')') // the command name may hold spaces
-		if j < 0 {
-			continue
-		}
-		f := strings.Fields(s[j+1:])
-		if len(f) < 13 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		children[ppid] = append(children[ppid], p)
-		ut, _ := strconv.ParseFloat(f[11], 64)
-		st, _ := strconv.ParseFloat(f[12], 64)
-		ticks[p] = ut + st
-	}
-	var cpu float64
-	for queue := []int{pid}; len(queue) > 0; queue = queue[1:] {
-		cpu += ticks[queue[0]] / 100 // USER_HZ
-		queue = append(queue, children[queue[0]]...)
-	}
-	return cpu
 }
