@@ -170,12 +170,8 @@ func UnpackFormat1(recordingDir, destDir string) error {
 		}
 		return fmt.Errorf("read %s at offset %d: %w", name, cr.offset(), err)
 	}
-	n, err := io.Copy(io.Discard, io.LimitReader(zr, maxTarTrailer+1))
-	if err != nil {
-		return fmt.Errorf("read %s at offset %d: %w", name, cr.offset(), err)
-	}
-	if n > maxTarTrailer {
-		return fmt.Errorf("read %s: more than %d bytes after the end of the tar", name, maxTarTrailer)
+	if err := readTarTrailer(zr, cr, name); err != nil {
+		return err
 	}
 	mpath := filepath.Join(destDir, ManifestFile)
 	data, err := os.ReadFile(mpath)

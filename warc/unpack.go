@@ -418,6 +418,13 @@ func unpackWARC(parts []string, dst string, max int64, u *unpackBudget) error {
 	if err != nil {
 		return fmt.Errorf("read %s at offset %d: %w", name, cr.offset(), err)
 	}
+	return readTarTrailer(zr, cr, name)
+}
+
+// readTarTrailer reads what follows the end of a tar inside its gzip stream zr to the
+// stream's end, so that a truncated or corrupt tail is found: at most maxTarTrailer bytes
+// (other tar tools pad with zeros). Errors name the stream and the compressed offset cr is at.
+func readTarTrailer(zr io.Reader, cr *countReader, name string) error {
 	n, err := io.Copy(io.Discard, io.LimitReader(zr, maxTarTrailer+1))
 	if err != nil {
 		return fmt.Errorf("read %s at offset %d: %w", name, cr.offset(), err)
