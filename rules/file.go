@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"strconv"
 	"strings"
@@ -40,6 +41,10 @@ type File struct {
 	XHRNotFound *XHRNotFound
 	// Endpoints are parsed and checked, and used by the key for match, key and keep_params.
 	Endpoints []*Endpoint
+	// Digest is the SHA-256 of the bytes ParseFile parsed: what a cache keyed on the rules
+	// in effect (the saved lookup index) hashes, so that it names what was loaded, not
+	// what the path holds by the time it looks.
+	Digest [sha256.Size]byte
 
 	lines map[string][]int // line of each item of a list field, by field name (explain.go)
 }
@@ -113,7 +118,7 @@ func ParseFile(path string, data []byte) (f *File, err error) {
 	if err != nil {
 		return nil, err
 	}
-	f = &File{Path: path}
+	f = &File{Path: path, Digest: sha256.Sum256(data)}
 	if doc == nil {
 		return f, nil // empty file or comments only
 	}

@@ -27,7 +27,8 @@ type Opened struct {
 // pab are unchanged since it was saved, see savedindex.go): what every command that serves
 // or inspects a target does first. On error nothing stays open.
 func Open(arg string, repo *Repo, notes io.Writer) (*Opened, error) {
-	tgt, b, err := openBundle(arg, repo, notes, true)
+	var before []stampFile
+	tgt, b, err := openBundle(arg, repo, notes, true, func(dir string) { before, _ = indexInputs(dir) })
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +37,7 @@ func Open(arg string, repo *Repo, notes io.Writer) (*Opened, error) {
 		b.Close()
 		return nil, err
 	}
-	opts, _ := savedIndexOptions(repo.CacheDir(), tgt.BundleDir, rs)
+	opts, _ := savedIndexOptions(repo.CacheDir(), tgt.BundleDir, before, rs)
 	opts.RuleRoot = repo.Root
 	idx, err := replay.NewIndex(b, rs, opts)
 	if err != nil {
@@ -51,10 +52,18 @@ func Open(arg string, repo *Repo, notes io.Writer) (*Opened, error) {
 // opened (cut short by a crash or a full disk, edited by hand) is removed and made again,
 // with one line on notes saying so. The caller closes the bundle.
 func OpenBundle(arg string, repo *Repo, notes io.Writer) (*Target, *warc.Bundle, error) {
-	return openBundle(arg, repo, notes, false)
+	return openBundle(arg, repo, notes, false, nil)
 }
 
-func openBundle(arg string, repo *Repo, notes io.Writer, warnings bool) (*Target, *warc.Bundle, error) {
+// openBundle is OpenBundle, writing the target's warnings when warnings is set and calling
+// before (when not nil) with the bundle directory just before each time it is opened.
+func openBundle(arg string, repo *Repo, notes io.Writer, warnings bool, before func(dir string)) (*Target, *warc.Bundle, error) {
+	open := func(dir string) (*warc.Bundle, error) {
+		if before != nil {
+			before(dir)
+		}
+		return warc.OpenBundle(dir)
+	}
 	tgt, err := Resolve(arg, repo)
 	if err != nil {
 		return nil, nil, err
@@ -64,12 +73,12 @@ func openBundle(arg string, repo *Repo, notes io.Writer, warnings bool) (*Target
 			fmt.Fprintln(notes, w)
 		}
 	}
-	b, err := warc.OpenBundle(tgt.BundleDir)
+	b, err := open(tgt.BundleDir)
 	if err != nil && pathx.Within(tgt.BundleDir, repo.CacheDir()) {
 		fmt.Fprintf(notes, "pab: the unpacked copy in %s is damaged (%v); unpacking it again\n", tgt.BundleDir, err)
 		if err = os.RemoveAll(tgt.BundleDir); err == nil {
 			if tgt, err = Resolve(arg, repo); err == nil {
-				b, err = warc.OpenBundle(tgt.BundleDir)
+				b, err = open(tgt.BundleDir)
 			}
 		}
 	}

@@ -2,12 +2,13 @@ package task
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/pab-dev/pab/replay"
@@ -18,94 +19,93 @@ import (
 // The saved index of a bundle (replay.IndexOptions.SavedIndex) lives in the cache at
 // <cache>/indexes/<first 32 hex digits of the sha256 of the bundle directory's absolute
 // path>.idx, one file per bundle, replaced when its key changes. Its key (savedIndexKey)
-// is the sha256 of replay.SavedIndexVersion, the identity of the running pab executable
-// (path, size, modification and status-change times, device, inode), the identity of each
-// file the index is computed from (a format 3 recording's files, or an unpacked bundle's
-// manifest.json, indexes/entries.jsonl and archive/data.warc: name, size, times, device,
-// inode, as a hash stamp records them) and the path and bytes of every rule file in effect
-// (the embedded _default by its path: the executable's identity covers it). Any
+// is the sha256 of replay.SavedIndexVersion, $GODEBUG (it changes how URLs parse), the
+// identity of the running pab executable (/proc/self/exe: the inode that runs, even after
+// the file at its path was replaced; size, modification and status-change times, device,
+// inode), the identity of each file the index is computed from (a format 3 recording's
+// files read in place, or an unpacked bundle's manifest.json, indexes/entries.jsonl and
+// archive/data.warc: name, size, times, device, inode, as a hash stamp records them) and
+// the path and SHA-256 of every rule file as rules.Load read it (rules.File.Digest). Any
 // difference means another key, so the index is computed again and the file rewritten.
 // No saved index is used when one of these cannot be read, the platform gives no device
-// and inode, or a file changed within stampRacyAge (it may change again without its times
-// moving).
-const (
-	savedIndexDir = "indexes"
-	// maxRuleFileBytes bounds a rule file read for the key; a larger one means no saved
-	// index (rules.Load has its own, smaller limit).
-	maxRuleFileBytes = 16 << 20
-)
+// and inode, a recording file changed within stampRacyAge (it may change again without
+// its times moving), or the recording files are not the ones they were just before the
+// bundle was opened (a recording published while it was being read).
+const savedIndexDir = "indexes"
+
+// savedIndexPath is the saved index file of the bundle directory abs in cacheDir.
+func savedIndexPath(cacheDir, abs string) string {
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join(cacheDir, savedIndexDir, hex.EncodeToString(sum[:16])+".idx")
+}
+
+// indexInputs is the identity of the files the index of the bundle directory dir will be
+// computed from, taken by Open just before it opens the bundle; ok false when any cannot
+// be read.
+func indexInputs(dir string) (files []stampFile, ok bool) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, false
+	}
+	return statRecordingFiles(recordingFilesOf(abs))
+}
+
+// recordingFilesOf lists the files the bundle at abs serves from: a format 3 recording's
+// files when they are there to be read in place (warc.OpenBundle's choice), else an
+// unpacked bundle's manifest, entries and WARC.
+func recordingFilesOf(abs string) []string {
+	files, err := warc.RecordingFiles(abs)
+	if err == nil && len(files) > 0 && warc.InPlaceArchive(files[len(files)-1]) {
+		if _, err := os.Stat(filepath.Join(abs, warc.WARCFile)); errors.Is(err, fs.ErrNotExist) {
+			return files
+		}
+	}
+	return []string{filepath.Join(abs, warc.ManifestFile), filepath.Join(abs, warc.EntriesFile), filepath.Join(abs, warc.WARCFile)}
+}
 
 // savedIndexOptions returns the IndexOptions of the saved index of bundleDir (opened
-// already) under rs (loaded already), with ok false when there is to be none (see above).
-func savedIndexOptions(cacheDir, bundleDir string, rs *rules.Set) (replay.IndexOptions, bool) {
+// already; before is indexInputs taken just before it was opened) under rs (loaded
+// already), with ok false when there is to be none (see above).
+func savedIndexOptions(cacheDir, bundleDir string, before []stampFile, rs *rules.Set) (replay.IndexOptions, bool) {
 	abs, err := filepath.Abs(bundleDir)
-	if err != nil {
+	if err != nil || before == nil {
 		return replay.IndexOptions{}, false
 	}
-	key, ok := savedIndexKey(abs, rs, time.Now())
+	key, ok := savedIndexKey(abs, before, rs, time.Now())
 	if !ok {
 		return replay.IndexOptions{}, false
 	}
-	sum := sha256.Sum256([]byte(abs))
-	path := filepath.Join(cacheDir, savedIndexDir, hex.EncodeToString(sum[:16])+".idx")
-	return replay.IndexOptions{SavedIndex: path, SavedKey: key}, true
+	return replay.IndexOptions{SavedIndex: savedIndexPath(cacheDir, abs), SavedKey: key}, true
 }
 
-// savedIndexKey computes the key described above for the bundle directory abs and the rules
-// rs, as of now.
-func savedIndexKey(abs string, rs *rules.Set, now time.Time) (replay.SavedIndexKey, bool) {
+// savedIndexKey computes the key described above for the bundle directory abs, whose
+// files were before when it was opened, and the rules rs, as of now.
+func savedIndexKey(abs string, before []stampFile, rs *rules.Set, now time.Time) (replay.SavedIndexKey, bool) {
 	exe, err := os.Executable()
 	if err != nil {
 		return replay.SavedIndexKey{}, false
 	}
-	files, err := warc.RecordingFiles(abs)
-	if err != nil || len(files) == 0 || !warc.InPlaceArchive(files[len(files)-1]) {
-		files = []string{filepath.Join(abs, warc.ManifestFile), filepath.Join(abs, warc.EntriesFile), filepath.Join(abs, warc.WARCFile)}
+	running := "/proc/self/exe"
+	if _, err := os.Stat(running); err != nil {
+		running = exe
 	}
-	var ruleFiles []string
-	for _, f := range rs.Files() {
-		if f.Path != rules.EmbeddedDefaultPath {
-			ruleFiles = append(ruleFiles, f.Path)
-		}
+	self, ok := statRecordingFiles([]string{running})
+	if !ok {
+		return replay.SavedIndexKey{}, false
 	}
-	ids, ok := statRecordingFiles(append(append([]string{exe}, files...), ruleFiles...))
-	if !ok || racy(ids, now) {
+	ids, ok := statRecordingFiles(recordingFilesOf(abs))
+	if !ok || !slices.Equal(ids, before) || racy(ids, now) {
 		return replay.SavedIndexKey{}, false
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "pab saved index %d\nexecutable %s\n", replay.SavedIndexVersion, exe)
-	for _, id := range ids {
+	fmt.Fprintf(h, "pab saved index %d\nGODEBUG %q\nexecutable %s\n", replay.SavedIndexVersion, os.Getenv("GODEBUG"), exe)
+	for _, id := range append(self, ids...) {
 		fmt.Fprintf(h, "file %q %d %d %d %d %d\n", id.Name, id.Size, id.MTime, id.CTime, id.Dev, id.Ino)
 	}
 	for _, f := range rs.Files() {
-		fmt.Fprintf(h, "rules %q\n", f.Path)
-		if f.Path == rules.EmbeddedDefaultPath {
-			continue
-		}
-		if !hashRuleFile(h, f.Path) {
-			return replay.SavedIndexKey{}, false
-		}
+		fmt.Fprintf(h, "rules %q %x\n", f.Path, f.Digest)
 	}
 	var key replay.SavedIndexKey
 	h.Sum(key[:0])
 	return key, true
-}
-
-// hashRuleFile writes the length and bytes of the file at path (at most maxRuleFileBytes) to
-// w; false when it cannot be read or is larger.
-func hashRuleFile(w io.Writer, path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxRuleFileBytes+1))
-	if err != nil || len(data) > maxRuleFileBytes {
-		return false
-	}
-	var n [8]byte
-	binary.LittleEndian.PutUint64(n[:], uint64(len(data)))
-	w.Write(n[:])
-	w.Write(data)
-	return true
 }

@@ -89,15 +89,25 @@ func TestOpenSavedIndex(t *testing.T) {
 				t.Errorf("open after the recording's times changed: %q, want %q", st, want)
 			}
 
-			// a rule file changed just now: no saved index used or written
+			// the bundle's files changed within the racy window (all were written or touched
+			// less than an hour ago): no saved index used or written
 			stampRacyAge = time.Hour
-			if err := os.WriteFile(filepath.Join(repo.SitesDir(), "extra.yaml"), []byte("hosts: [\"other.test\"]\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
 			if st, _ := openState(t, repo); st != "" {
-				t.Errorf("open with a racy rule file: %q, want no saved index", st)
+				t.Errorf("open with racy recording files: %q, want no saved index", st)
 			}
 			stampRacyAge = 0
+
+			// a rule file edited to the same size and times: the key hashes the bytes
+			// rules.Load read, so it is another key all the same
+			extra := filepath.Join(repo.SitesDir(), "extra.yaml")
+			fi, _ := os.Stat(extra)
+			if err := os.WriteFile(extra, []byte("hosts: [\"nothing.tesT\"]\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			os.Chtimes(extra, fi.ModTime(), fi.ModTime())
+			if st, _ := openState(t, repo); !strings.Contains(st, "another recording, rules or pab") {
+				t.Errorf("open after a same-size rule edit: %q, want rebuilt for another key", st)
+			}
 		})
 	}
 }
@@ -109,4 +119,77 @@ func mustURL(t *testing.T, raw string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestSavedIndexRecordingReplacedWhileOpening: a recording published (a directory renamed
+// into place) between the moment Open looked at its files and the key is never given the
+// index of the one that was read (the key would name the new files).
+func TestSavedIndexRecordingReplacedWhileOpening(t *testing.T) {
+	orig := stampRacyAge
+	stampRacyAge = 0
+	t.Cleanup(func() { stampRacyAge = orig })
+	repo, tk := newRepoFormat(t, 3)
+	o, err := Open("books", repo, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Bundle.Close()
+	rec := o.Target.BundleDir
+	before, ok := indexInputs(rec)
+	if !ok {
+		t.Fatal("indexInputs: not ok")
+	}
+	if _, ok := savedIndexOptions(repo.CacheDir(), rec, before, o.Rules); !ok {
+		t.Fatal("unchanged recording: no saved index options")
+	}
+	// publish a copy of the recording (same bytes, other files) over it
+	next := filepath.Join(tk.Dir, "recording.next")
+	if err := os.CopyFS(next, os.DirFS(rec)); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(tk.Dir, "recording.old")
+	if err := os.Rename(rec, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(next, rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := savedIndexOptions(repo.CacheDir(), rec, before, o.Rules); ok {
+		t.Error("recording replaced after it was opened: saved index options given, want none")
+	}
+}
+
+// TestRunningExecutable: the key names the pab that runs (/proc/self/exe), not whatever
+// file is at its path now: a binary renamed over it (go build -o, install) does not make a
+// running old pab save its indexes under the new one's key.
+func TestRunningExecutable(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	self0, ok := statRecordingFiles([]string{"/proc/self/exe"})
+	if !ok {
+		t.Skip("no /proc/self/exe with an inode here")
+	}
+	// replace the test binary at its path (it keeps running from its inode)
+	other := exe + ".other"
+	if err := os.WriteFile(other, []byte("another pab"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	keep := exe + ".kept"
+	if err := os.Link(exe, keep); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Rename(keep, exe) })
+	if err := os.Rename(other, exe); err != nil {
+		t.Fatal(err)
+	}
+	self1, _ := statRecordingFiles([]string{"/proc/self/exe"})
+	atPath, _ := statRecordingFiles([]string{exe})
+	if len(self1) != 1 || self1[0].Ino != self0[0].Ino {
+		t.Errorf("/proc/self/exe after the replace: %+v, want the running inode %d", self1, self0[0].Ino)
+	}
+	if len(atPath) == 1 && atPath[0].Ino == self0[0].Ino {
+		t.Error("the file at the executable's path was not replaced: the test proves nothing")
+	}
 }

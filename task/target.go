@@ -272,7 +272,8 @@ func buildCached(dir, name string, build func(out string) error) (dest string, b
 	return dest, true, nil
 }
 
-// removeOlderCopies removes dir/<id>-<16 hex digits> except keep, and temporary
+// removeOlderCopies removes dir/<id>-<16 hex digits> except keep (with its saved index,
+// savedIndexPath; dir is <cache>/bundles), and temporary
 // directories of the task older than staleTempAge. Errors are ignored: a copy left behind
 // only costs disk space.
 func removeOlderCopies(dir, id, keep string) {
@@ -289,6 +290,9 @@ func removeOlderCopies(dir, id, keep string) {
 		switch {
 		case len(rest) == 16:
 			os.RemoveAll(filepath.Join(dir, name))
+			if abs, err := filepath.Abs(filepath.Join(dir, name)); err == nil {
+				os.Remove(savedIndexPath(filepath.Dir(dir), abs)) // its saved index
+			}
 		case strings.HasPrefix(rest[16:], ".tmp-"):
 			if fi, err := de.Info(); err == nil && time.Since(fi.ModTime()) > staleTempAge {
 				os.RemoveAll(filepath.Join(dir, name))
