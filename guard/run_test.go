@@ -23,14 +23,14 @@ type output struct {
 
 func newOutput() *output {
 	o := &output{}
-	o.w = &o.b
+	o.W = &o.b
 	return o
 }
 
 func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.b.String()
+	var s string
+	o.Locked(func() { s = o.b.String() })
+	return s
 }
 
 // runFiles writes an application file into a temporary directory and returns RunOptions

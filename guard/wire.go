@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/pab-dev/pab/internal/syncwriter"
 )
 
 // Bounds of the JSON-RPC wire (stdio and HTTP, agent side and child side).
@@ -45,7 +45,7 @@ const (
 // the session goes on with the next line. Blank lines are skipped. Closing the connection
 // closes in when it is an io.Closer; out is never closed.
 func NewStdioTransport(in io.Reader, out io.Writer) mcp.Transport {
-	w := &lockedWriter{w: out}
+	w := &lockedWriter{syncwriter.Writer{W: out}}
 	return &mcp.IOTransport{
 		Reader:        &checkedLines{in: in, br: bufio.NewReaderSize(in, 64<<10), out: w, limit: MaxRequestBytes},
 		Writer:        w,
@@ -55,17 +55,9 @@ func NewStdioTransport(in io.Reader, out io.Writer) mcp.Transport {
 
 // lockedWriter serializes whole writes to w, so that the SDK's messages and the guard's own
 // error responses never interleave. Close does not close w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
+type lockedWriter struct{ syncwriter.Writer }
 
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
+// Close does nothing: out belongs to the caller.
 func (l *lockedWriter) Close() error { return nil }
 
 // checkedLines is the agent's input after the checks of NewStdioTransport: only lines that

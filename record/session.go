@@ -11,9 +11,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"sync"
 
 	"github.com/pab-dev/pab/internal/readlimit"
+	"github.com/pab-dev/pab/internal/syncwriter"
 )
 
 // maxCAFile bounds an upstream CA file (LoadRoots), in bytes.
@@ -46,11 +46,11 @@ type SessionOptions struct {
 // The journal (JournalPath) then holds what was recorded, for Build. Errors are New's,
 // Listen's, Shutdown's or Serve's.
 func Session(ctx context.Context, o SessionOptions) error {
-	log := io.Writer(&lockedWriter{w: io.Discard})
+	log := io.Writer(syncwriter.New(io.Discard))
 	if o.Log != nil {
 		// the recorder reports a journal write error from a request's goroutine, while
 		// this one prints too
-		log = &lockedWriter{w: o.Log}
+		log = syncwriter.New(o.Log)
 	}
 	ro := o.Recorder
 	ro.OnStoreError = func(err error, stored int) {
@@ -105,18 +105,6 @@ func Session(ctx context.Context, o SessionOptions) error {
 		return shutErr
 	}
 	return serveErr
-}
-
-// lockedWriter serializes writes to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // Capture is the locale and time zone a recording gets (docs/record.md): the flags, else
