@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -119,24 +120,32 @@ func (p *pending) finish(raw []byte, readErr error) {
 		p.done(status, fmt.Sprintf("response body of %d bytes cannot be decoded (Content-Encoding %q): %v", len(raw), hdr.Get("Content-Encoding"), err))
 		return
 	}
-	x := &exchange{
+	x := &exchange{Exchange: warc.Exchange{
 		Method: p.method, URL: p.url, Date: p.start, ReqBody: r.opts.Redact.Bytes(p.reqBody),
 		Status: status, Proto: p.resp.Proto, Body: r.opts.Redact.Bytes(body), OrigEncoding: enc,
-		ResourceType: p.typ, Page: p.page, PageNote: p.note,
-	}
+		ResourceType: p.typ,
+	}, Page: p.page, PageNote: p.note}
 	if _, err := parseAbs(x.URL); err != nil {
 		p.done(status, "the redacted URL is not a URL")
 		return
 	}
 	x.ReqHeader = storedRequestHeader(p.reqHdr, p.host, r.opts.Redact)
 	x.RespHeader = storedResponseHeader(hdr, enc != "", len(x.Body), r.opts.Redact)
-	if err := r.journal.append(x.encode()); err != nil {
+	b, warnings, err := x.encode()
+	if err == nil {
+		err = r.journal.append(b)
+	}
+	if err != nil {
 		p.done(status, err.Error())
 		return
 	}
 	r.stored.Add(1)
+	note := p.note
+	for _, w := range warnings { // header fields left out of the journal
+		note = strings.TrimPrefix(note+"; "+w, "; ")
+	}
 	r.log(LogLine{Time: warc.FormatTime(p.start), Event: "stored", Method: p.method, URL: p.url, Status: status,
-		Type: p.typ, Bytes: int64(len(x.Body)), Note: p.note})
+		Type: p.typ, Bytes: int64(len(x.Body)), Note: note})
 	if p.probeHeader != nil && p.note == "" {
 		r.probe(p)
 	}

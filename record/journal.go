@@ -9,15 +9,11 @@ package record
 import (
 	"bytes"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
-	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -41,22 +37,12 @@ const NoteNotFoundProbe = "not-found-probe"
 // syncEvery bounds how long an appended exchange may wait for fsync.
 const syncEvery = time.Second
 
-// exchange is one recorded exchange as it goes to the journal; bodies are final (decoded,
-// redacted).
+// exchange is one recorded exchange as it goes to the journal: bodies are final (decoded,
+// redacted), headers are storedRequestHeader's and storedResponseHeader's.
 type exchange struct {
-	Method       string
-	URL          string
-	Date         time.Time
-	ReqHeader    http.Header
-	ReqBody      []byte
-	Status       int
-	Proto        string
-	RespHeader   http.Header
-	Body         []byte
-	OrigEncoding string
-	ResourceType string
-	Page         string // "GET"/"POST" for a page, else ""
-	PageNote     string
+	warc.Exchange
+	Page     string // "GET"/"POST" for a page, else ""
+	PageNote string
 }
 
 // journal is an open journal file, locked against a second recorder.
@@ -361,94 +347,19 @@ func checkWhole(f *os.File, rec *warc.Record) error {
 	return nil
 }
 
-// encode returns the exchange as two WARC 1.1 records (response, then request), whole.
-func (x *exchange) encode() []byte {
-	date := warc.FormatTime(x.Date)
-	proto := "HTTP/1.1"
-	if x.Proto == "HTTP/1.0" {
-		proto = x.Proto
-	}
-	var block bytes.Buffer
-	fmt.Fprintf(&block, "%s %d %s\r\n", proto, x.Status, http.StatusText(x.Status))
-	writeHeader(&block, x.RespHeader)
-	block.WriteString("\r\n")
-	block.Write(x.Body)
-	respID := newRecordID()
-	fields := []warc.Field{
-		{Name: "WARC-Type", Value: "response"},
-		{Name: "WARC-Record-ID", Value: respID},
-		{Name: "WARC-Date", Value: date},
-		{Name: "WARC-Target-URI", Value: x.URL},
-		{Name: "Content-Type", Value: "application/http; msgtype=response"},
-		{Name: "WARC-Payload-Digest", Value: "sha256:" + sha256Hex(x.Body)},
-		{Name: "WARC-Block-Digest", Value: "sha256:" + sha256Hex(block.Bytes())},
-	}
-	if x.ResourceType != "" {
-		fields = append(fields, warc.Field{Name: warc.HeaderResourceType, Value: x.ResourceType})
-	}
-	if x.OrigEncoding != "" {
-		fields = append(fields, warc.Field{Name: warc.HeaderOriginalContentEncoding, Value: x.OrigEncoding})
-	}
+// encode returns the exchange as two whole WARC 1.1 records (response, then request),
+// encoded by warc.EncodeExchange, the bundle writer's own encoding, with the page fields
+// added to the response record. Each call takes a fresh random exchange id, so no two
+// journal records share a record id. It returns warc.EncodeExchange's warnings and errors.
+func (x *exchange) encode() ([]byte, []string, error) {
+	var extra []warc.Field
 	if x.Page != "" {
-		fields = append(fields, warc.Field{Name: HeaderPage, Value: x.Page})
+		extra = append(extra, warc.Field{Name: HeaderPage, Value: x.Page})
 	}
 	if x.PageNote != "" {
-		fields = append(fields, warc.Field{Name: HeaderPageNote, Value: x.PageNote})
+		extra = append(extra, warc.Field{Name: HeaderPageNote, Value: x.PageNote})
 	}
-	var out bytes.Buffer
-	warc.EncodeRecord(&out, fields, block.Bytes(), nil, 0) //nolint:errcheck // a bytes.Buffer does not fail
-
-	var qb bytes.Buffer
-	target := x.URL
-	if u, err := parseAbs(x.URL); err == nil {
-		target = u.RequestURI()
-	}
-	fmt.Fprintf(&qb, "%s %s %s\r\n", x.Method, target, proto)
-	writeHeader(&qb, x.ReqHeader)
-	qb.WriteString("\r\n")
-	qb.Write(x.ReqBody)
-	warc.EncodeRecord(&out, []warc.Field{
-		{Name: "WARC-Type", Value: "request"},
-		{Name: "WARC-Record-ID", Value: newRecordID()},
-		{Name: "WARC-Date", Value: date},
-		{Name: "WARC-Target-URI", Value: x.URL},
-		{Name: "WARC-Concurrent-To", Value: respID},
-		{Name: "Content-Type", Value: "application/http; msgtype=request"},
-		{Name: "WARC-Payload-Digest", Value: "sha256:" + sha256Hex(x.ReqBody)},
-		{Name: "WARC-Block-Digest", Value: "sha256:" + sha256Hex(qb.Bytes())},
-	}, qb.Bytes(), nil, 0) //nolint:errcheck
-	return out.Bytes()
-}
-
-// writeHeader writes header fields sorted by name, one line per value (values keep the
-// order they had). Values with line breaks cannot come from net/http's parser; any CR
-// or LF is replaced by a space all the same.
-func writeHeader(b *bytes.Buffer, h http.Header) {
-	keys := make([]string, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		for _, v := range h[k] {
-			b.WriteString(k)
-			b.WriteString(": ")
-			b.WriteString(strings.NewReplacer("\r", " ", "\n", " ").Replace(v))
-			b.WriteString("\r\n")
-		}
-	}
-}
-
-func newRecordID() string {
-	var u [16]byte
-	_, _ = rand.Read(u[:])
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	x := hex.EncodeToString(u[:])
-	return "<urn:uuid:" + x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:32] + ">"
-}
-
-func sha256Hex(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	return warc.EncodeExchange(x.Exchange, "j"+hex.EncodeToString(id[:]), extra)
 }

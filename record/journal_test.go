@@ -14,13 +14,23 @@ import (
 )
 
 func sampleExchange(i int) *exchange {
-	return &exchange{
+	return &exchange{Exchange: warc.Exchange{
 		Method: "GET", URL: "https://shop.test/p" + strings.Repeat("x", i), Date: time.Date(2026, 11, 29, 10, 0, i, 0, time.UTC),
 		ReqHeader: http.Header{"Host": {"shop.test"}, "Accept": {"text/html"}},
 		Status:    200, Proto: "HTTP/1.1",
 		RespHeader: http.Header{"Content-Type": {"text/html"}, "Content-Length": {"20"}},
-		Body:       []byte("<html>page body</html>"[:20]), ResourceType: "document", Page: "GET",
+		Body:       []byte("<html>page body</html>"[:20]), ResourceType: "document",
+	}, Page: "GET"}
+}
+
+// encoded is x.encode(), failing t on an error or a warning.
+func encoded(t testing.TB, x *exchange) []byte {
+	t.Helper()
+	b, warnings, err := x.encode()
+	if err != nil || len(warnings) > 0 {
+		t.Fatalf("encode: %v %q", err, warnings)
 	}
+	return b
 }
 
 // TestRecoverCutsPartialExchange: a journal ending in part of an exchange (what a
@@ -31,9 +41,9 @@ func TestRecoverCutsPartialExchange(t *testing.T) {
 	path := JournalPath(work)
 	var whole bytes.Buffer
 	for i := range 3 {
-		whole.Write(sampleExchange(i).encode())
+		whole.Write(encoded(t, sampleExchange(i)))
 	}
-	next := sampleExchange(3).encode()
+	next := encoded(t, sampleExchange(3))
 	for _, cut := range []int{1, 10, len(next) / 2, len(next) - 3, len(next) - 1} {
 		if err := os.WriteFile(path, append(bytes.Clone(whole.Bytes()), next[:cut]...), 0o600); err != nil {
 			t.Fatal(err)
@@ -97,7 +107,7 @@ func FuzzParseResolve(f *testing.F) {
 // FuzzRecover: whatever bytes a journal holds, Recover leaves a journal that reads to
 // its end as whole exchanges and builds into a bundle.
 func FuzzRecover(f *testing.F) {
-	one := sampleExchange(1).encode()
+	one := encoded(f, sampleExchange(1))
 	f.Add(one)
 	f.Add(append(bytes.Clone(one), one[:100]...))
 	f.Add([]byte("WARC/1.1\r\nContent-Length: 5\r\n\r\nab"))

@@ -1,6 +1,7 @@
 package warc
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -20,7 +21,7 @@ import (
 // when there are none) and CRLF CRLF. The block is streamed, never held whole. It returns
 // the bytes written; the first write error, or a payload of another length than
 // payloadLen, is the error. It is the one WARC record encoder of pab (the bundle writer,
-// record's journal).
+// EncodeExchange, record's journal through it).
 func EncodeRecord(w io.Writer, hdr []Field, head []byte, payload io.Reader, payloadLen int64) (int64, error) {
 	fields := make(gowarc.WarcFields, 0, len(hdr)+1)
 	for _, f := range hdr {
@@ -49,6 +50,40 @@ func EncodeRecord(w io.Writer, hdr []Field, head []byte, payload io.Reader, payl
 	}
 	io.WriteString(cw, "\r\n\r\n")
 	return cw.n, cw.err
+}
+
+// EncodeExchange returns x as two whole WARC 1.1 records, its response record then its
+// request record (WARC 1.1 sections 6.4 and 6.5; the request is WARC-Concurrent-To the
+// response), encoded exactly as BundleWriter.Add encodes a stored exchange: the same
+// removed and redacted HTTP fields, digests, Content-Length and record ids derived from id
+// and the content. id becomes RR-Exchange-ID; extra fields are added to the response
+// record's header after pab's own. Revisits are the bundle writer's business: x must not
+// set RevisitOf or Unresolved, and a payload is always stored whole. It also returns the
+// warnings about HTTP header fields left out (see BundleWriter.Warnings). Errors are
+// BundleWriter.Add's for bad input: a URL that is not absolute, no date, a status out of
+// range, a bad method, an HTTP head over MaxHTTPHeaderBytes.
+func EncodeExchange(x Exchange, id string, extra []Field) ([]byte, []string, error) {
+	if x.RevisitOf != "" || x.Unresolved != nil {
+		return nil, nil, fmt.Errorf("exchange %s (%s): EncodeExchange writes no revisits", id, x.URL)
+	}
+	// A writer with no bundle: it holds no payloads to revisit, and collects the warnings.
+	var w BundleWriter
+	a, err := w.checkExchange(x, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := a.buildHeads(&w); err != nil {
+		return nil, nil, err
+	}
+	if err := a.digestPayload(&w); err != nil {
+		return nil, nil, err
+	}
+	var out bytes.Buffer
+	if _, err := EncodeRecord(&out, append(a.responseFields(), extra...), a.head.Bytes(), a.payload, a.payloadLen); err != nil {
+		return nil, nil, fmt.Errorf("exchange %s (%s): %w", id, x.URL, err)
+	}
+	EncodeRecord(&out, a.requestFields(), a.qblock.Bytes(), nil, 0) //nolint:errcheck // a bytes.Buffer does not fail
+	return out.Bytes(), w.warnings, nil
 }
 
 // stickyWriter counts the bytes written through it and keeps the first error (later

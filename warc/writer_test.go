@@ -414,3 +414,41 @@ func TestBundleWriterRevisitOfRevisit(t *testing.T) {
 	}
 	checkBundleRoundTrip(t, dir)
 }
+
+// TestEncodeExchangeIsTheWritersEncoding: EncodeExchange gives, byte for byte, the two
+// records BundleWriter.Add writes for the same exchange under the same id (the one
+// encoding record's journal and the bundle share), with its warnings, and the extra
+// fields on the response record only; it refuses revisits.
+func TestEncodeExchangeIsTheWritersEncoding(t *testing.T) {
+	xs := sampleExchanges()
+	dir := filepath.Join(t.TempDir(), "b")
+	es := writeBundle(t, dir, xs[:5], nil)
+	data, err := os.ReadFile(filepath.Join(dir, "archive", "data.warc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 2, 4} { // not revisits in the bundle
+		e := es[i]
+		got, warnings, err := EncodeExchange(xs[i], e.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := data[e.RespOffset : e.ReqOffset+e.ReqLength]; !bytes.Equal(got, want) {
+			t.Errorf("%s: EncodeExchange differs from the bundle's records:\n%q\nwant\n%q", e.ID, got, want)
+		}
+		if wantWarn := i == 0; (len(warnings) > 0) != wantWarn || (wantWarn && !strings.Contains(warnings[0], `"Bad Name"`)) {
+			t.Errorf("%s: warnings %q", e.ID, warnings)
+		}
+	}
+	got, _, err := EncodeExchange(xs[2], "j1", []Field{{Name: "RR-Page", Value: "GET"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, req, _ := bytes.Cut(got, []byte("\r\n\r\nWARC/1.1\r\n"))
+	if !bytes.Contains(resp, []byte("\r\nRR-Page: GET\r\n")) || bytes.Contains(req, []byte("RR-Page")) {
+		t.Errorf("extra field not on the response record alone:\n%s", got)
+	}
+	if _, _, err := EncodeExchange(xs[5], "j2", nil); err == nil || !strings.Contains(err.Error(), "no revisits") {
+		t.Errorf("revisit: err %v", err)
+	}
+}
