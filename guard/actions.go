@@ -225,14 +225,24 @@ func (b *Bridge) fillNoAfter(ctx context.Context, tool, role, label string, g Gr
 	return res
 }
 
-func (b *Bridge) typeText(ctx context.Context, args map[string]any) *mcp.CallToolResult {
-	const tool = "browser_type"
+// fillTarget resolves the ref argument of a fill tool against the latest snapshot, and
+// refuses (stale_ref, or reason with msg) unless it names a node of one of roles.
+func (b *Bridge) fillTarget(tool string, args map[string]any, roles []string, reason, msg string) (SnapNode, *mcp.CallToolResult) {
 	node, refusal := b.target(tool, args)
 	if refusal != "" {
-		return b.refuse(tool, ClassFill, "stale_ref", refusal, "")
+		return node, b.refuse(tool, ClassFill, "stale_ref", refusal, "")
 	}
-	if !in(typeRoles, node.Role) {
-		return b.refuse(tool, ClassFill, "not_a_text_field", "Type only into a text field (textbox, searchbox, combobox, spinbutton) from the latest browser_snapshot.", "")
+	if !in(roles, node.Role) {
+		return node, b.refuse(tool, ClassFill, reason, msg, "")
+	}
+	return node, nil
+}
+
+func (b *Bridge) typeText(ctx context.Context, args map[string]any) *mcp.CallToolResult {
+	const tool = "browser_type"
+	node, res := b.fillTarget(tool, args, typeRoles, "not_a_text_field", "Type only into a text field (textbox, searchbox, combobox, spinbutton) from the latest browser_snapshot.")
+	if res != nil {
+		return res
 	}
 	if v, _ := args["submit"].(bool); v {
 		return b.refuse(tool, ClassSubmit, "type_submit", "Typing may not submit the form (submit: true is refused).", "")
@@ -260,12 +270,9 @@ func (b *Bridge) typeText(ctx context.Context, args map[string]any) *mcp.CallToo
 
 func (b *Bridge) selectOption(ctx context.Context, args map[string]any) *mcp.CallToolResult {
 	const tool = "browser_select_option"
-	node, refusal := b.target(tool, args)
-	if refusal != "" {
-		return b.refuse(tool, ClassFill, "stale_ref", refusal, "")
-	}
-	if !in(selectRoles, node.Role) {
-		return b.refuse(tool, ClassFill, "not_a_select", "Select only in a dropdown (combobox or listbox) from the latest browser_snapshot.", "")
+	node, res := b.fillTarget(tool, args, selectRoles, "not_a_select", "Select only in a dropdown (combobox or listbox) from the latest browser_snapshot.")
+	if res != nil {
+		return res
 	}
 	values := argStrings(args, "values")
 	if len(values) == 0 {
@@ -318,7 +325,7 @@ func (b *Bridge) selectOption(ctx context.Context, args map[string]any) *mcp.Cal
 		return res
 	}
 	forward := map[string]any{"element": bound(firstNonEmpty(argStr(args, "element"), node.Name), 200), b.refName(tool): node.Ref, "values": labels}
-	res := b.fill(ctx, tool, node.Role, label, g, forward)
+	res = b.fill(ctx, tool, node.Role, label, g, forward)
 	if res.IsError {
 		return res
 	}

@@ -522,27 +522,18 @@ func (c *Controller) Prompt(ctx context.Context, in io.Reader, out io.Writer) {
 		}
 		readErr <- sc.Err()
 	}()
+	stopped := func(err error) {
+		if err != nil {
+			fmt.Fprintf(out, "pab guard: terminal prompt stopped: %v\n", err)
+		}
+	}
 	for {
-		ch := make(chan PauseRequest, 1)
-		c.mu.Lock()
-		var now *PauseRequest
-		if c.pending != nil && !c.pending.ended {
-			r := c.pending.req
-			now = &r
-		} else {
-			c.notify = append(c.notify, ch)
-		}
-		c.mu.Unlock()
-		if now != nil {
-			ch <- *now
-		}
+		ch := c.nextPause()
 		select {
 		case <-ctx.Done():
 			return
 		case err := <-readErr:
-			if err != nil {
-				fmt.Fprintf(out, "pab guard: terminal prompt stopped: %v\n", err)
-			}
+			stopped(err)
 			return
 		case line := <-lines:
 			c.dropNotify(ch)
@@ -552,34 +543,51 @@ func (c *Controller) Prompt(ctx context.Context, in io.Reader, out io.Writer) {
 			}
 			c.answerLine(line, out)
 		case p := <-ch:
-			// the question and URL come from the agent and the page: no control bytes reach
-			// the owner's terminal (escape sequences could draw a fake prompt)
-			fmt.Fprintf(out, "\npab guard: PAUSED (%s)", terminalSafe(p.Reason))
-			if p.URL != "" {
-				fmt.Fprintf(out, " at %s", terminalSafe(p.URL))
-			}
-			fmt.Fprintln(out)
-			if p.Question != "" {
-				fmt.Fprintf(out, "  %s\n", terminalSafe(p.Question))
-			}
-			hint := "  Enter: resume; type an answer then Enter: resume with it; \"cancel\": end the run"
-			if p.Reason == "external_redirect" && p.Domain != "" {
-				hint += "; \"allow\": admit " + terminalSafe(p.Domain) + " for this run"
-			}
-			fmt.Fprint(out, hint+"\n> ")
+			printPause(out, p)
 			select {
 			case <-ctx.Done():
 				return
 			case err := <-readErr:
-				if err != nil {
-					fmt.Fprintf(out, "pab guard: terminal prompt stopped: %v\n", err)
-				}
+				stopped(err)
 				return
 			case line := <-lines:
 				c.answerLine(line, out)
 			}
 		}
 	}
+}
+
+// nextPause returns a channel that gets the pause in progress, at once when there is one,
+// else the next pause to start (drop it with dropNotify when no longer waited on).
+func (c *Controller) nextPause() chan PauseRequest {
+	ch := make(chan PauseRequest, 1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending != nil && !c.pending.ended {
+		ch <- c.pending.req
+	} else {
+		c.notify = append(c.notify, ch)
+	}
+	return ch
+}
+
+// printPause shows a pause on the owner's terminal and prompts for the answer. The question
+// and URL come from the agent and the page: no control bytes reach the terminal (escape
+// sequences could draw a fake prompt).
+func printPause(out io.Writer, p PauseRequest) {
+	fmt.Fprintf(out, "\npab guard: PAUSED (%s)", terminalSafe(p.Reason))
+	if p.URL != "" {
+		fmt.Fprintf(out, " at %s", terminalSafe(p.URL))
+	}
+	fmt.Fprintln(out)
+	if p.Question != "" {
+		fmt.Fprintf(out, "  %s\n", terminalSafe(p.Question))
+	}
+	hint := "  Enter: resume; type an answer then Enter: resume with it; \"cancel\": end the run"
+	if p.Reason == "external_redirect" && p.Domain != "" {
+		hint += "; \"allow\": admit " + terminalSafe(p.Domain) + " for this run"
+	}
+	fmt.Fprint(out, hint+"\n> ")
 }
 
 // answerLine ends the pause in progress from one terminal line.
