@@ -522,37 +522,33 @@ func (c *Controller) Prompt(ctx context.Context, in io.Reader, out io.Writer) {
 		}
 		readErr <- sc.Err()
 	}()
-	stopped := func(err error) {
-		if err != nil {
-			fmt.Fprintf(out, "pab guard: terminal prompt stopped: %v\n", err)
-		}
-	}
+	shown := false // a pause is on the terminal, waiting for its line
 	for {
-		ch := c.nextPause()
+		var ch chan PauseRequest // nil while a pause is shown: that case never fires
+		if !shown {
+			ch = c.nextPause()
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case err := <-readErr:
-			stopped(err)
+			if err != nil {
+				fmt.Fprintf(out, "pab guard: terminal prompt stopped: %v\n", err)
+			}
 			return
 		case line := <-lines:
-			c.dropNotify(ch)
-			if c.Waiting() == nil {
-				fmt.Fprintln(out, "pab guard: no pause in progress")
-				continue
+			if !shown {
+				c.dropNotify(ch)
+				if c.Waiting() == nil {
+					fmt.Fprintln(out, "pab guard: no pause in progress")
+					continue
+				}
 			}
+			shown = false
 			c.answerLine(line, out)
 		case p := <-ch:
 			printPause(out, p)
-			select {
-			case <-ctx.Done():
-				return
-			case err := <-readErr:
-				stopped(err)
-				return
-			case line := <-lines:
-				c.answerLine(line, out)
-			}
+			shown = true
 		}
 	}
 }
