@@ -28,7 +28,6 @@ import (
 
 	"github.com/pab-dev/pab/internal/mitm"
 	"github.com/pab-dev/pab/internal/pathx"
-	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/tlsca"
 	"github.com/pab-dev/pab/warc"
@@ -102,8 +101,9 @@ type LogLine struct {
 	// URL is the request URL after redaction.
 	URL    string `json:"url,omitempty"`
 	Status int    `json:"status,omitempty"`
-	// Type is the resource type ("document", "image", "script", "style", "font", "api",
-	// "media", "other"; see replay.RequestType).
+	// Type is the resource type stored as RR-Resource-Type (warc.RequestResourceType:
+	// "document", "stylesheet", "script", "image", "font", "media", "fetch", "manifest",
+	// "other").
 	Type string `json:"type,omitempty"`
 	// Bytes is the stored (decoded) response body size.
 	Bytes int64  `json:"bytes,omitempty"`
@@ -368,7 +368,7 @@ func (r *Recorder) refuse(req *http.Request, start time.Time, err error) *http.R
 		u = "http://" + req.Host + req.URL.RequestURI()
 	}
 	r.log(LogLine{Time: warc.FormatTime(start), Event: "refused", Method: req.Method, URL: r.opts.Redact.String(u),
-		Type: replay.RequestType(req), Note: "the journal cannot be written"})
+		Type: warc.RequestResourceType(req.Header, req.URL.Path), Note: "the journal cannot be written"})
 	if req.Body != nil {
 		// a bounded read, so that a small body does not break the connection
 		_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, 1<<20))
@@ -428,7 +428,7 @@ func (r *Recorder) handle(req *http.Request) *http.Response {
 	if req.URL.Host == "" {
 		req.URL.Host = req.Host
 	}
-	p := &pending{r: r, start: start, method: req.Method, typ: replay.RequestType(req),
+	p := &pending{r: r, start: start, method: req.Method, typ: warc.RequestResourceType(req.Header, req.URL.Path),
 		url: r.opts.Redact.String(req.URL.String()), host: strings.ToLower(req.URL.Host), scheme: req.URL.Scheme}
 	if isUpgrade(req) {
 		p.skip = "protocol upgrade (WebSocket) is not recorded"
@@ -518,7 +518,7 @@ func (r *Recorder) probe(doc *pending) {
 	go func() {
 		start := time.Now()
 		// stored redacted like every other exchange (the host itself may be a redacted value)
-		p := &pending{r: r, start: start, method: http.MethodGet, typ: replay.TypeDocument, url: r.opts.Redact.String(u),
+		p := &pending{r: r, start: start, method: http.MethodGet, typ: warc.ResourceDocument, url: r.opts.Redact.String(u),
 			host: doc.host, scheme: doc.scheme, page: http.MethodGet, note: NoteNotFoundProbe, reqHdr: hdr}
 		ctx, cancel := context.WithTimeout(r.hardCtx, 2*time.Minute)
 		defer cancel()

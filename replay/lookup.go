@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pab-dev/pab/rules"
+	"github.com/pab-dev/pab/warc"
 )
 
 // commonParams counts the name=value pairs two sorted lists share (as multisets).
@@ -299,14 +300,14 @@ func (ix *Index) exactDetail(l *lookup, k rules.Key, sp exactSpan, hit, fallback
 	return fmt.Sprintf("%d recordings have this key: the earliest, %s%s", sp.n, id, headNote(l, k.Method))
 }
 
-// staticType reports the request types whose fuzzy_min defaults to 0: images, fonts,
+// StaticType reports the request types whose fuzzy_min defaults to 0: images, fonts,
 // style sheets and scripts.
 func StaticType(t string) bool {
 	return t == TypeImage || t == TypeFont || t == TypeStyle || t == TypeScript
 }
 
 // staticMime reports a recorded Content-Type (without parameters) of a static file.
-func staticMime(mt string) bool { return StaticType(typeFromAccept(mt)) }
+func staticMime(mt string) bool { return StaticType(TypeOf(warc.ResourceTypeFromMime(mt))) }
 
 // defaultFuzzyMin is fuzzy_min when the endpoint sets none and the file is not static.
 const defaultFuzzyMin = 0.5
@@ -337,7 +338,7 @@ func (ix *Index) fuzzyStep(l *lookup) bool {
 		l.step(StepFuzzy, OutcomeOff, "%s", why)
 		return false
 	}
-	reqStatic := StaticType(typeFromPath(l.req.URL.Path))
+	reqStatic := StaticType(TypeOf(warc.ResourceTypeFromPath(l.req.URL.Path)))
 	minFor := func(ie *indexed) float64 {
 		switch {
 		case ep != nil && ep.FuzzyMin != nil:

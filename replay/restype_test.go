@@ -91,3 +91,17 @@ func FuzzRequestType(f *testing.F) {
 		acceptsJSON(accept)
 	})
 }
+
+// TestTypeOf: every recorded resource type, in the DevTools names and in the log names
+// older pab recordings hold, has one log name.
+func TestTypeOf(t *testing.T) {
+	for in, want := range map[string]string{
+		"document": TypeDocument, "stylesheet": TypeStyle, "style": TypeStyle, "script": TypeScript,
+		"image": TypeImage, "font": TypeFont, "media": TypeMedia, "fetch": TypeAPI, "xhr": TypeAPI,
+		"api": TypeAPI, "manifest": TypeOther, "ping": TypeOther, "": TypeOther,
+	} {
+		if got := TypeOf(in); got != want {
+			t.Errorf("TypeOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -250,50 +250,21 @@ func protocolsOf(x *inRec) []string {
 
 // resourceType is the RR-Resource-Type of an exchange: the input's own RR-Resource-Type
 // or WARC-Resource-Type when present, else from the request's Sec-Fetch-Dest, else from
-// the response's media type. Values follow the DevTools resource types in lower case:
-// document, stylesheet, script, image, font, media, manifest, fetch, other.
+// the response's media type (the Resource* constants).
 func resourceType(x *inRec, ex Exchange) string {
 	for _, name := range []string{HeaderResourceType, "WARC-Resource-Type"} {
 		if v := strings.ToLower(strings.TrimSpace(x.rec.Get(name))); v != "" {
 			return v
 		}
 	}
-	switch strings.ToLower(ex.ReqHeader.Get("Sec-Fetch-Dest")) {
-	case "document", "iframe", "frame":
-		return "document"
-	case "style":
-		return "stylesheet"
-	case "script", "worker", "sharedworker", "serviceworker":
-		return "script"
-	case "image":
-		return "image"
-	case "font":
-		return "font"
-	case "audio", "video", "track":
-		return "media"
-	case "manifest":
-		return "manifest"
-	case "empty":
-		return "fetch"
+	// a destination with no type of its own (object, embed, ...) leaves it to the media type
+	if t := ResourceTypeFromDest(ex.ReqHeader.Get("Sec-Fetch-Dest")); t != "" && t != ResourceOther {
+		return t
 	}
-	mt := mimeOf(ex.RespHeader.Get("Content-Type"))
-	switch {
-	case mt == "text/html" || mt == "application/xhtml+xml":
-		return "document"
-	case mt == "text/css":
-		return "stylesheet"
-	case strings.Contains(mt, "javascript") || mt == "text/ecmascript":
-		return "script"
-	case strings.HasPrefix(mt, "image/"):
-		return "image"
-	case strings.HasPrefix(mt, "font/") || strings.Contains(mt, "font-woff") || mt == "application/vnd.ms-fontobject":
-		return "font"
-	case strings.HasPrefix(mt, "audio/") || strings.HasPrefix(mt, "video/"):
-		return "media"
-	case strings.Contains(mt, "json") || strings.HasSuffix(mt, "/xml"):
-		return "fetch"
+	if t := ResourceTypeFromMime(mimeOf(ex.RespHeader.Get("Content-Type"))); t != "" {
+		return t
 	}
-	return "other"
+	return ResourceOther
 }
 
 // navSignal says what a request's headers tell of it being a navigation: "yes", "no",
