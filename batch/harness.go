@@ -126,17 +126,9 @@ func (h *Local) OpenTask(ctx context.Context, id string) (Task, error) {
 	// Hashed once per task: every run of the batch is graded against the same files.
 	p := grade.Prepare(o, h.Repo.Root, h.Warn)
 	t := &localTask{h: h, o: o, p: p}
-	if c := p.Card; c != nil && c.Capture != nil {
-		t.locale, t.timezone = c.Capture.Locale, c.Capture.Timezone
-	}
+	t.locale, t.timezone = task.Locale(o.Bundle.Manifest, p.Card)
 	for _, n := range p.Notes {
 		fmt.Fprintf(h.Warn, "pab run: %s: %s\n", id, n)
-	}
-	if l := o.Bundle.Manifest.Locale; l != "" {
-		t.locale = l
-	}
-	if z := o.Bundle.Manifest.Timezone; z != "" {
-		t.timezone = z
 	}
 	return t, nil
 }

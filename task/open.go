@@ -1,6 +1,7 @@
 package task
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -86,4 +87,17 @@ func openBundle(arg string, repo *Repo, notes io.Writer, warnings bool, before f
 		return nil, nil, err
 	}
 	return tgt, b, nil
+}
+
+// Locale returns the language (a BCP 47 tag, "en-GB") and IANA time zone
+// ("Europe/London") a browser gets for the replay of a recording: the manifest's locale and
+// timezone, else those of the task card's capture section (card may be nil); "" where
+// neither says.
+func Locale(m warc.Manifest, card *Card) (locale, timezone string) {
+	locale, timezone = m.Locale, m.Timezone
+	if card != nil && card.Capture != nil {
+		locale = cmp.Or(locale, card.Capture.Locale)
+		timezone = cmp.Or(timezone, card.Capture.Timezone)
+	}
+	return locale, timezone
 }

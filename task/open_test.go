@@ -54,3 +54,24 @@ func TestOpen(t *testing.T) {
 		t.Errorf("OpenBundle(no-such-task): %v", err)
 	}
 }
+
+// TestLocale: the manifest's locale and time zone win, each on its own; the card's capture
+// section fills what the manifest leaves empty; nothing gives "".
+func TestLocale(t *testing.T) {
+	card := &Card{Capture: &Capture{Locale: "de-DE", Timezone: "Europe/Berlin"}}
+	for _, c := range []struct {
+		m          warc.Manifest
+		card       *Card
+		locale, tz string
+	}{
+		{warc.Manifest{Locale: "en-GB", Timezone: "Europe/London"}, card, "en-GB", "Europe/London"},
+		{warc.Manifest{Locale: "en-GB"}, card, "en-GB", "Europe/Berlin"},
+		{warc.Manifest{}, card, "de-DE", "Europe/Berlin"},
+		{warc.Manifest{Timezone: "UTC"}, nil, "", "UTC"},
+		{warc.Manifest{}, &Card{}, "", ""},
+	} {
+		if l, z := Locale(c.m, c.card); l != c.locale || z != c.tz {
+			t.Errorf("Locale(%+v, %+v) = %q %q, want %q %q", c.m, c.card, l, z, c.locale, c.tz)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pab-dev/pab/internal/browser"
 	"github.com/pab-dev/pab/replay"
+	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/tlsca"
 )
 
@@ -132,23 +133,15 @@ func runBrowser(cmd *cobra.Command, g *globalFlags, bf *browserFlags, args []str
 	return err
 }
 
-// recordingLocale returns the language and time zone a browser gets for the replay of s:
-// the manifest's locale and timezone, else the task's capture section in task.yaml.
+// recordingLocale returns the language and time zone a browser gets for the replay of s
+// (task.Locale: the manifest's, else the task card's capture section).
 func recordingLocale(s *session) (locale, timezone string, err error) {
-	locale, timezone = s.bundle.Manifest.Locale, s.bundle.Manifest.Timezone
-	if t := s.target.Task; t != nil && (locale == "" || timezone == "") {
-		card, err := t.Card()
-		if err != nil {
+	var card *task.Card
+	if t := s.target.Task; t != nil {
+		if card, err = t.Card(); err != nil {
 			return "", "", err
 		}
-		if c := card.Capture; c != nil {
-			if locale == "" {
-				locale = c.Locale
-			}
-			if timezone == "" {
-				timezone = c.Timezone
-			}
-		}
 	}
+	locale, timezone = task.Locale(s.bundle.Manifest, card)
 	return locale, timezone, nil
 }
