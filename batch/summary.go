@@ -278,7 +278,7 @@ func rowOf(out string, in *Info) RunRow {
 	}
 	if n := in.Requests["total"]; n > 0 {
 		r.Requests = n
-		share := func(src string) *float64 { return ptr(float64(in.Requests[src]) / float64(n)) }
+		share := func(src replay.Source) *float64 { return ptr(float64(in.Requests[string(src)]) / float64(n)) }
 		r.Exact, r.Fuzzy, r.Miss = share(replay.SourceExact), share(replay.SourceFuzzy), share(replay.SourceMiss)
 	}
 	if _, err := os.Stat(filepath.Join(out, dir, FileReport)); err == nil {

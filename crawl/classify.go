@@ -12,7 +12,7 @@ import (
 )
 
 // hitSource reports whether a log source is an answer from the recording.
-func hitSource(s string) bool {
+func hitSource(s replay.Source) bool {
 	switch s {
 	case replay.SourceExact, replay.SourceSearch, replay.SourcePromo, replay.SourceFuzzy:
 		return true
@@ -21,7 +21,7 @@ func hitSource(s string) bool {
 }
 
 // heuristicSource reports whether a log source is a heuristic match (another URL's answer).
-func heuristicSource(s string) bool {
+func heuristicSource(s replay.Source) bool {
 	return s == replay.SourceSearch || s == replay.SourcePromo || s == replay.SourceFuzzy
 }
 
@@ -336,7 +336,7 @@ func docVerdict(doc *answered, v *visit, rec *recorded, pr *PageResult) (verdict
 		}
 		return VerdictBroken, true, append(notes, "replay logged no answer for the page")
 	}
-	pr.Source, pr.Entry, pr.Rule = fl.Source, fl.Entry, fl.Rule
+	pr.Source, pr.Entry, pr.Rule = string(fl.Source), fl.Entry, fl.Rule
 	if pr.Status == 0 {
 		pr.Status = fl.Status
 	}
@@ -371,12 +371,12 @@ func docVerdict(doc *answered, v *visit, rec *recorded, pr *PageResult) (verdict
 			n += " (rule " + fl.Rule + ")"
 		}
 		other := schemeless(canon(e.URL)) != schemeless(last.url)
-		if other && fl.Source == replay.SourceFuzzy && replay.StaticType(e.ResourceType) {
+		if other && fl.Source == replay.SourceFuzzy && replay.StaticType(replay.TypeOf(e.ResourceType)) {
 			// the policy's lenient rule for static files (a cache-busting parameter), even
 			// when the browser opened the file as a page: shown, not counted as wrong-looking
-			return fl.Source, false, append(notes, n+"; a static file ("+e.ResourceType+"), the matching policy's lenient rule")
+			return string(fl.Source), false, append(notes, n+"; a static file ("+e.ResourceType+"), the matching policy's lenient rule")
 		}
-		return fl.Source, other, append(notes, n)
+		return string(fl.Source), other, append(notes, n)
 	case fl.Source == replay.SourceBlocked:
 		n := "blocked"
 		if fl.Rule != "" {
@@ -393,7 +393,7 @@ func docVerdict(doc *answered, v *visit, rec *recorded, pr *PageResult) (verdict
 
 // answerOf describes replay's answer in a log line: "exact (e000012)", "fuzzy with URL (e000012)".
 func answerOf(l *replay.LogLine, b *warc.Bundle) string {
-	s := l.Source
+	s := string(l.Source)
 	if heuristicSource(l.Source) && l.Entry != "" {
 		if e := b.ByID(l.Entry); e != nil {
 			s += " with " + e.URL

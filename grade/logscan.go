@@ -128,7 +128,7 @@ func newLogSummary(in *Input) *logSummary {
 func (s *logSummary) add(line int, l *replay.LogLine) {
 	s.requests++
 	n := s.requests
-	src := l.Source
+	src := string(l.Source)
 	if _, ok := s.bySource[src]; !ok && len(s.bySource) >= maxSourceLabels {
 		src = otherSource
 	}
@@ -166,7 +166,7 @@ func (s *logSummary) add(line int, l *replay.LogLine) {
 
 // requestOf is line l, the n-th good line of the log, as a result shows it.
 func requestOf(n int, l *replay.LogLine) *Request {
-	return &Request{Line: n, Time: cutResult(l.Time, 64), Method: cutResult(l.Method, 64), URL: cutResult(l.URL, MaxResultURL), Status: l.Status, Source: cutResult(l.Source, 64)}
+	return &Request{Line: n, Time: cutResult(l.Time, 64), Method: cutResult(l.Method, 64), URL: cutResult(l.URL, MaxResultURL), Status: l.Status, Source: cutResult(string(l.Source), 64)}
 }
 
 // cutWhat says what replay cut in a truncated line, for a reason.
@@ -268,7 +268,7 @@ func (a *pagesAcc) add(l *replay.LogLine) {
 	if len(a.ps.Opened) < MaxPagesOpened {
 		a.ps.Opened = append(a.ps.Opened, Page{
 			Time: cutResult(l.Time, 64), Method: cutResult(l.Method, 64), URL: cutResult(l.URL, MaxResultURL),
-			Status: l.Status, Source: cutResult(l.Source, 64), Title: a.titles[l.Entry],
+			Status: l.Status, Source: cutResult(string(l.Source), 64), Title: a.titles[l.Entry],
 		})
 	} else {
 		a.ps.OpenedOmitted++
@@ -301,7 +301,7 @@ func (a *pagesAcc) add(l *replay.LogLine) {
 	a.byKey[key] = len(a.ps.NotFound)
 	a.ps.NotFound = append(a.ps.NotFound, NotFound{
 		Key: key, Site: cutResult(site, 256), Route: cutResult(route, MaxResultURL), FirstURL: cutResult(l.URL, MaxResultURL),
-		Count: 1, Source: cutResult(l.Source, 64),
+		Count: 1, Source: cutResult(string(l.Source), 64),
 	})
 }
 

@@ -313,7 +313,7 @@ func (v *reportView) addRun(r *Result) {
 	}
 	for _, n := range r.Pages.NotFound {
 		why := "the site answered 404 while recording (" + n.Source + ")"
-		if n.Source == replay.SourceMiss {
+		if replay.Source(n.Source) == replay.SourceMiss {
 			why = "not in the recording"
 		}
 		v.NotFound = append(v.NotFound, reportNotFound{

@@ -54,7 +54,7 @@ type PageResult struct {
 const maxPagesPrinted = 20
 
 // Share returns the share (0 to 1) of the requests answered by source.
-func (r *CheckReport) Share(source string) float64 {
+func (r *CheckReport) Share(source Source) float64 {
 	if r.Counts.Total == 0 {
 		return 0
 	}

@@ -114,7 +114,8 @@ func TestFidelityProxy(t *testing.T) {
 		body              []byte
 		status            int
 		answer            string // "" checks nothing for misses
-		source, entry     string
+		source            Source
+		entry             string
 	}{
 		{"faq without a query is a miss", "GET", "https://fid.test/about/faq.php", doc, nil, 404, "", SourceMiss, ""},
 		{"one parameter of two in common is a miss", "GET", "https://fid.test/browse.php?collection=etree&field=/metadata/year", doc, nil, 404, "", SourceMiss, ""},
@@ -300,7 +301,9 @@ func TestFidelityExplain(t *testing.T) {
 func TestFidelityIndex(t *testing.T) {
 	ix := fidIndex(t)
 	for _, c := range []struct {
-		method, url, source, entry string
+		method, url string
+		source      Source
+		entry       string
 	}{
 		{"GET", "https://fid.test/cart", SourceFuzzy, "e000023"}, // one payload, latest: the last
 		{"GET", "https://fid.test/same?v=9", SourceMiss, ""},     // lenient rule: 0 of 1 is below fuzzy_min

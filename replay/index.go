@@ -157,7 +157,7 @@ func (ie *indexed) redirectsTo(ks string) bool { return ie.loc != nil && ie.loc.
 type Result struct {
 	// Source is SourceExact, SourceSearch, SourcePromo, SourceFuzzy, SourceBlocked or
 	// SourceMiss.
-	Source string
+	Source Source
 	// Entry is the recorded exchange that answers (exact, search, promo, fuzzy), else nil.
 	Entry *warc.Entry
 	// Key is the request's normalized key under the rules in effect.

@@ -32,7 +32,8 @@ func TestLookupOrder(t *testing.T) {
 	ix := testIndex(t)
 	cases := []struct {
 		name, method, url, body, ct string
-		source, entry               string
+		source                      Source
+		entry                       string
 	}{
 		{"exact", "GET", "https://site.test/", "", "", SourceExact, "e000001"},
 		{"scheme ignored", "GET", "http://site.test/", "", "", SourceExact, "e000001"},
@@ -109,7 +110,10 @@ endpoints:
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ url, source string }{
+	for _, c := range []struct {
+		url    string
+		source Source
+	}{
 		{"https://site.test/search?q=boots&page=9", SourceFuzzy}, // 1 of 2 in common
 		{"https://site.test/search?q=x&page=9&z=1", SourceMiss},  // 0 of 3
 		{"https://site.test/page?id=7&session=abc", SourceMiss},  // fuzzy off

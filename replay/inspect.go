@@ -55,7 +55,7 @@ type Explanation struct {
 	// Steps are the lookup steps tried, in order, with their outcome.
 	Steps []Step `json:"steps"`
 	// Source is exact, search, promo, fuzzy, blocked or miss.
-	Source string `json:"source"`
+	Source Source `json:"source"`
 	// Rule is where the rule that decided is written (Result.Rule), or "".
 	Rule string `json:"rule,omitempty"`
 	// Entry is the recorded exchange that answers, for exact, search, promo and fuzzy.

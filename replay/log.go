@@ -16,15 +16,19 @@ import (
 	"github.com/pab-dev/pab/internal/textcut"
 )
 
+// Source is how a request was answered: the log's "source" field, one of the Source*
+// constants.
+type Source string
+
 // Sources: how a request was answered (the log's "source" field).
 const (
-	SourceExact     = "exact"     // the recorded exchange with the same key
-	SourceSearch    = "search"    // a search endpoint: the recording of the most similar text
-	SourcePromo     = "promo"     // a promo endpoint: the code's recording, or invalid_code's
-	SourceFuzzy     = "fuzzy"     // same method, host and path; most query parameters in common
-	SourceBlocked   = "blocked"   // a block rule matched: 204, nothing looked up
-	SourcePreflight = "preflight" // an unrecorded CORS preflight, allowed with 204
-	SourceMiss      = "miss"      // nothing recorded: answered by request type
+	SourceExact     Source = "exact"     // the recorded exchange with the same key
+	SourceSearch    Source = "search"    // a search endpoint: the recording of the most similar text
+	SourcePromo     Source = "promo"     // a promo endpoint: the code's recording, or invalid_code's
+	SourceFuzzy     Source = "fuzzy"     // same method, host and path; most query parameters in common
+	SourceBlocked   Source = "blocked"   // a block rule matched: 204, nothing looked up
+	SourcePreflight Source = "preflight" // an unrecorded CORS preflight, allowed with 204
+	SourceMiss      Source = "miss"      // nothing recorded: answered by request type
 )
 
 // LogTimeFormat is the layout of LogLine.Time: RFC 3339 in UTC with milliseconds.
@@ -80,7 +84,7 @@ type LogLine struct {
 	// with dest "document" as the pages the agent opened.
 	Dest string `json:"dest,omitempty"`
 	// Source is exact, search, promo, fuzzy, blocked, preflight or miss.
-	Source string `json:"source"`
+	Source Source `json:"source"`
 	// Rule is where the rule that decided the answer is written, "file:line" with the file
 	// relative to the task repository when inside it (see Result.Rule); omitted when none.
 	Rule string `json:"rule,omitempty"`
@@ -529,7 +533,7 @@ func marshalLogLine(line LogLine) []byte {
 	b = appendJSONString(b, line.Type)
 	b = appendOmitString(b, `,"dest":`, line.Dest)
 	b = append(b, `,"source":`...)
-	b = appendJSONString(b, line.Source)
+	b = appendJSONString(b, string(line.Source))
 	b = appendOmitString(b, `,"rule":`, line.Rule)
 	b = appendOmitString(b, `,"endpoint":`, line.Endpoint)
 	b = append(b, `,"status":`...)
@@ -655,7 +659,7 @@ func boundLogLine(l *LogLine, div int) {
 	if n := len(l.Key); cut(&l.Key, MaxLogKey) && l.KeySize == 0 {
 		l.KeySize = n
 	}
-	for _, f := range []*string{&l.Time, &l.Method, &l.Type, &l.Dest, &l.Source} {
+	for _, f := range []*string{&l.Time, &l.Method, &l.Type, &l.Dest, (*string)(&l.Source)} {
 		cut(f, MaxLogMethod)
 	}
 	for _, f := range []*string{&l.Rule, &l.Endpoint, &l.Record} {

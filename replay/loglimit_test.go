@@ -92,7 +92,7 @@ func TestLogLineBoundRealProxy(t *testing.T) {
 func TestEncodeLogLineBound(t *testing.T) {
 	nasty := strings.Repeat("\x01\"\\\xff\u2028é<", 1<<16) // about 1 MiB
 	in := LogLine{Time: nasty, Method: nasty, URL: "https://a/" + nasty, Key: "GET a/" + nasty, Type: nasty, Dest: nasty,
-		Source: nasty, Rule: nasty, Endpoint: nasty, Status: 200, Entry: nasty, Record: nasty, MS: 1.5, Note: nasty, BodySize: 7}
+		Source: Source(nasty), Rule: nasty, Endpoint: nasty, Status: 200, Entry: nasty, Record: nasty, MS: 1.5, Note: nasty, BodySize: 7}
 	b := encodeLogLine(in)
 	if b == nil || len(b) > MaxLogLine || b[len(b)-1] != '\n' || bytes.Count(b, []byte("\n")) != 1 {
 		t.Fatalf("encoded %d bytes", len(b))
@@ -266,7 +266,7 @@ func TestSummarizerBounds(t *testing.T) {
 	long := "GET a/" + strings.Repeat("z", 5000)
 	s.Add(&LogLine{Method: "GET", URL: "https://a/long", Key: long + "1", Type: "image", Source: SourceExact})
 	for i := range 100 {
-		s.Add(&LogLine{Method: "GET", URL: "https://a/", Type: fmt.Sprintf("t%d", i), Source: fmt.Sprintf("s%d", i)})
+		s.Add(&LogLine{Method: "GET", URL: "https://a/", Type: fmt.Sprintf("t%d", i), Source: Source(fmt.Sprintf("s%d", i))})
 	}
 	s.Unreadable(7, "not JSON")
 	s.Unreadable(9, "not JSON")

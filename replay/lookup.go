@@ -43,7 +43,7 @@ type lookup struct {
 	methodsBuf [2]string    // backing of methods
 	keysBuf    [2]rules.Key // backing of keys
 	hit        *indexed
-	source     string
+	source     Source
 
 	explain bool   // record steps (Explain); Lookup leaves it off and formats nothing
 	steps   []Step // the steps tried, in order

@@ -72,7 +72,8 @@ func loopCPU(b *testing.B, f func()) {
 func BenchmarkLookup100k(b *testing.B) {
 	ix := index100k(b)
 	cases := []struct {
-		name, url, want string
+		name, url string
+		want      Source
 	}{
 		{"exact", "https://big.test/p512/item?id=51234&sort=asc&page=1", SourceExact},
 		{"exact-tracking", "https://big.test/p512/item?id=51234&sort=asc&page=1&utm_source=news&gclid=x1", SourceExact},
@@ -100,7 +101,10 @@ func BenchmarkLookup100k(b *testing.B) {
 // every lookup: the cost of the first request of each method, host and path.
 func BenchmarkLookup100kNoMemo(b *testing.B) {
 	ix := index100k(b)
-	for _, c := range []struct{ name, url, want string }{
+	for _, c := range []struct {
+		name, url string
+		want      Source
+	}{
 		{"exact", "https://big.test/p512/item?id=51234&sort=asc&page=1", SourceExact},
 		{"fuzzy", "https://big.test/p512/item?id=999999&sort=asc&page=3", SourceFuzzy},
 		{"search", "https://big.test/s?q=W176X+w234x+W411X&page=9", SourceSearch},

@@ -259,7 +259,7 @@ type answer struct {
 	data   []byte      // the payload in memory, shared and read-only (instead of body), or nil
 	size   int64       // payload bytes of body or data
 
-	source   string
+	source   Source
 	typ      string
 	key      string
 	entry    *warc.Entry

@@ -320,7 +320,11 @@ func TestProxyMissAnswers(t *testing.T) {
 	}
 
 	lines := tp.logLines(t)
-	want := []struct{ typ, source, note string }{
+	want := []struct {
+		typ    string
+		source Source
+		note   string
+	}{
 		{"image", "miss", ""}, {"font", "miss", ""}, {"style", "miss", ""}, {"script", "miss", ""},
 		{"document", "miss", "site's own 404 page e000011"}, {"api", "miss", ""}, {"api", "miss", ""}, {"api", "miss", ""},
 		{"tracker", "blocked", ""}, {"document", "miss", noteUnresolved + "; site's own 404 page e000011"},

@@ -79,7 +79,7 @@ func TestProxyRulesEndToEnd(t *testing.T) {
 		body        string
 		status      int
 		answer      string // the response body
-		source      string
+		source      Source
 		entry       string
 		rule        string
 		endpoint    string

@@ -78,7 +78,7 @@ func decisions(t *testing.T, ix *Index, reqs []rules.Request) string {
 		if res.Entry != nil {
 			id = res.Entry.ID
 		}
-		sb.WriteString(res.Source + " " + id + " " + res.Note + " " + res.Rule + " " + res.Endpoint + "\n")
+		sb.WriteString(string(res.Source) + " " + id + " " + res.Note + " " + res.Rule + " " + res.Endpoint + "\n")
 	}
 	return sb.String()
 }

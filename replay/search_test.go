@@ -161,7 +161,8 @@ func TestLookupSteps(t *testing.T) {
 	form, jsn := "application/x-www-form-urlencoded", "application/json"
 	cases := []struct {
 		name, method, url, body, ct string
-		source, entry               string
+		source                      Source
+		entry                       string
 		rule, endpoint              string
 	}{
 		// blocked

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"sync"
 
@@ -18,15 +19,15 @@ import (
 //	{"total":12,"by_source":{"exact":9,"search":1,"miss":2},"by_type":{"document":3,"image":9}}
 type Counts struct {
 	Total    int            `json:"total"`
-	BySource map[string]int `json:"by_source"`
+	BySource map[Source]int `json:"by_source"`
 	ByType   map[string]int `json:"by_type"`
 }
 
 func newCounts() Counts {
-	return Counts{BySource: map[string]int{}, ByType: map[string]int{}}
+	return Counts{BySource: map[Source]int{}, ByType: map[string]int{}}
 }
 
-func (c *Counts) add(source, typ string) {
+func (c *Counts) add(source Source, typ string) {
 	c.Total++
 	c.BySource[source]++
 	c.ByType[typ]++
@@ -38,7 +39,7 @@ type counter struct {
 	c  Counts
 }
 
-func (k *counter) add(source, typ string) {
+func (k *counter) add(source Source, typ string) {
 	k.mu.Lock()
 	k.c.add(source, typ)
 	k.mu.Unlock()
@@ -62,7 +63,7 @@ func (k *counter) snapshot() Counts {
 type Stats struct {
 	Counts
 	// ByTypeSource counts requests by type, then by source.
-	ByTypeSource map[string]map[string]int `json:"by_type_source"`
+	ByTypeSource map[string]map[Source]int `json:"by_type_source"`
 	// TopMissed lists missed keys, most frequent first (ties by first appearance): at most
 	// MaxMissedKeys of them, the first distinct keys met.
 	TopMissed []KeyCount `json:"top_missed"`
@@ -116,7 +117,7 @@ type Summarizer struct {
 // NewSummarizer returns an empty Summarizer. With idx, Stats also lists the spares: the
 // recorded exchanges of idx that no line names in "entry".
 func NewSummarizer(idx *Index) *Summarizer {
-	s := &Summarizer{st: Stats{Counts: newCounts(), ByTypeSource: map[string]map[string]int{}}, missIdx: map[string]int{}, idx: idx}
+	s := &Summarizer{st: Stats{Counts: newCounts(), ByTypeSource: map[string]map[Source]int{}}, missIdx: map[string]int{}, idx: idx}
 	if idx != nil {
 		s.used = make(map[string]bool, len(idx.entries))
 		for _, ie := range idx.entries {
@@ -134,7 +135,7 @@ func (s *Summarizer) Add(l *LogLine) {
 	st.add(src, typ)
 	m := st.ByTypeSource[typ]
 	if m == nil {
-		m = map[string]int{}
+		m = map[Source]int{}
 		st.ByTypeSource[typ] = m
 	}
 	m[src]++
@@ -222,8 +223,8 @@ func Summarize(lines []LogLine) Stats {
 
 // boundedLabel returns v (cut to maxStatsLabel bytes) as a key of m, or "(other)" when m has
 // MaxStatsLabels keys already and v is not one of them.
-func boundedLabel(m map[string]int, v string) string {
-	v = cutText(v, maxStatsLabel)
+func boundedLabel[K ~string](m map[K]int, v K) K {
+	v = K(cutText(string(v), maxStatsLabel))
 	if _, ok := m[v]; ok || len(m) < MaxStatsLabels {
 		return v
 	}
@@ -262,10 +263,10 @@ func Spares(idx *Index, lines []LogLine) []warc.Entry {
 }
 
 // sourceOrder is the order sources are printed in.
-var sourceOrder = []string{SourceExact, SourceSearch, SourcePromo, SourceFuzzy, SourceBlocked, SourcePreflight, SourceMiss}
+var sourceOrder = []Source{SourceExact, SourceSearch, SourcePromo, SourceFuzzy, SourceBlocked, SourcePreflight, SourceMiss}
 
 // hitSources are the sources that answer with a recording.
-var hitSources = []string{SourceExact, SourceSearch, SourcePromo, SourceFuzzy}
+var hitSources = []Source{SourceExact, SourceSearch, SourcePromo, SourceFuzzy}
 
 // Print writes a human-readable summary: shares by source, a table by type, the top missed
 // keys and spares (at most top of each).
@@ -336,21 +337,21 @@ func (st Stats) Print(w io.Writer, top int) {
 
 // orderedKeys returns the keys of m: first those in prefer (in that order), then the rest
 // sorted.
-func orderedKeys(m map[string]int, prefer []string) []string {
-	var out []string
-	seen := map[string]bool{}
+func orderedKeys[K ~string](m map[K]int, prefer []K) []K {
+	var out []K
+	seen := map[K]bool{}
 	for _, k := range prefer {
 		if _, ok := m[k]; ok {
 			out = append(out, k)
 			seen[k] = true
 		}
 	}
-	var rest []string
+	var rest []K
 	for k := range m {
 		if !seen[k] {
 			rest = append(rest, k)
 		}
 	}
-	sort.Strings(rest)
+	slices.Sort(rest)
 	return append(out, rest...)
 }

@@ -31,7 +31,7 @@ func openState(t *testing.T, repo *Repo) (string, []string) {
 		if res.Entry != nil {
 			id = res.Entry.ID
 		}
-		got = append(got, res.Source+" "+id)
+		got = append(got, string(res.Source)+" "+id)
 	}
 	return o.Index.SavedIndexState(), got
 }

@@ -389,7 +389,7 @@ func TestHitRateTable(t *testing.T) {
 			case res.Entry == nil && res.Source != replay.SourceBlocked:
 				mark = "none"
 			}
-			answers[ai] = append(answers[ai], res.Source+" "+mark)
+			answers[ai] = append(answers[ai], string(res.Source)+" "+mark)
 		}
 	}
 
