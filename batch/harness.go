@@ -151,7 +151,7 @@ func (t *localTask) Prompt() string {
 
 func (t *localTask) Close() error {
 	var err error
-	t.closeOnce.Do(func() { err = t.o.Bundle.Close() })
+	t.closeOnce.Do(func() { err = t.o.Close() })
 	return err
 }
 

@@ -120,7 +120,7 @@ func TestGradeFilesExamples(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				defer o.Bundle.Close()
+				defer o.Close()
 				var warn strings.Builder
 				p := Prepare(o, root, &warn)
 				if p.Problem != nil || p.Grading == nil || p.Card == nil || len(p.Notes) > 0 {
@@ -238,7 +238,7 @@ func TestReportSourceCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer o.Bundle.Close()
+	defer o.Close()
 	gr, name, _, err := LoadTaskGrading(o.Target.Task, nil)
 	if err != nil {
 		t.Fatal(err)

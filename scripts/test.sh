@@ -44,7 +44,9 @@ npm ci --prefix tools/playwright-mcp --no-audit --no-fund --silent
 npm ci --prefix agents --no-audit --no-fund --silent
 
 go vet ./...
-go test -race -count=1 ./...
+# cmd/pab's tests drive Chromium, pab guard and the agent CLIs: under the race detector on a
+# busy two-core machine they take more than go test's default 10 minutes per package.
+go test -race -count=1 -timeout 40m ./...
 
 if [ -n "${FUZZTIME:-}" ]; then
 	# every FuzzXxx function, one at a time (go test -fuzz takes one target per run)

@@ -13,12 +13,22 @@ import (
 )
 
 // Opened is a replay target opened for serving: its bundle, the rules in effect and the
-// lookup index built from them. The caller closes Bundle.
+// lookup index built from them. The caller calls Close.
 type Opened struct {
 	Target *Target
 	Bundle *warc.Bundle
 	Rules  *rules.Set
 	Index  *replay.Index
+}
+
+// Close ends the saved index write Open may have started (Index.WaitSaved: written now
+// when it still waits for its delay), so that nothing writes into the cache after Close,
+// then closes the bundle and returns its error.
+func (o *Opened) Close() error {
+	if o.Index != nil {
+		o.Index.WaitSaved()
+	}
+	return o.Bundle.Close()
 }
 
 // Open resolves arg (a task id, task directory, bundle directory, WARC or WACZ file;

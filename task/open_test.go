@@ -25,7 +25,7 @@ func TestOpen(t *testing.T) {
 		t.Fatalf("opened %+v", o)
 	}
 	dir := o.Target.BundleDir
-	o.Bundle.Close()
+	o.Close()
 	if notes.Len() != 0 {
 		t.Errorf("notes on a clean open: %q", notes.String())
 	}
@@ -41,7 +41,7 @@ func TestOpen(t *testing.T) {
 	if err != nil {
 		t.Fatalf("open after damage: %v", err)
 	}
-	defer o.Bundle.Close()
+	defer o.Close()
 	if got := notes.String(); !strings.Contains(got, "pab: the unpacked copy in "+dir+" is damaged (") || !strings.HasSuffix(got, "; unpacking it again\n") {
 		t.Errorf("note %q", got)
 	}

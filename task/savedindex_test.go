@@ -21,7 +21,7 @@ func openState(t *testing.T, repo *Repo) (string, []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer o.Bundle.Close()
+	defer o.Close()
 	o.Index.WaitSaved()
 	var got []string
 	for i := range o.Bundle.Entries {
@@ -133,7 +133,7 @@ func TestSavedIndexRecordingReplacedWhileOpening(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer o.Bundle.Close()
+	defer o.Close()
 	rec := o.Target.BundleDir
 	before, ok := indexInputs(rec)
 	if !ok {

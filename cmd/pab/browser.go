@@ -89,7 +89,7 @@ func runBrowser(cmd *cobra.Command, g *globalFlags, bf *browserFlags, args []str
 		if err != nil {
 			return err
 		}
-		defer s.bundle.Close()
+		defer s.close()
 		setup.SPKI = ca.SPKIHash()
 		if setup.Locale, setup.Timezone, err = recordingLocale(s); err != nil {
 			return err

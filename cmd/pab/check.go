@@ -60,7 +60,7 @@ func newCheckCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer s.bundle.Close()
+			defer s.close()
 			rp, err := crawl.StartReplay(crawl.ReplayOptions{Bundle: s.bundle, Index: s.index, Rules: s.rules, CA: ca,
 				Clock: clockOn, DeterministicRandom: detRand, LogPath: logPath})
 			if err != nil {

@@ -142,7 +142,7 @@ func runGrade(cmd *cobra.Command, g *globalFlags, target string, files grade.Fil
 	if err != nil {
 		return fmt.Errorf("grade: %w", err)
 	}
-	defer s.bundle.Close()
+	defer s.close()
 	p := grade.Prepare(s.opened(), s.repo.Root, errOut)
 	for _, n := range p.Notes {
 		fmt.Fprintln(errOut, "pab grade:", n)
@@ -174,7 +174,7 @@ func runGradeCheck(cmd *cobra.Command, g *globalFlags, target string) error {
 	if err != nil {
 		return fmt.Errorf("grade --check: %w", err)
 	}
-	defer s.bundle.Close()
+	defer s.close()
 	if s.target.Task == nil || !s.target.Task.HasGrading() {
 		return fmt.Errorf("grade --check: %s has no grading.yaml", target)
 	}

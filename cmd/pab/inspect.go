@@ -47,7 +47,7 @@ the recorded exchange it hits, or the nearest recorded candidates when it misses
 			if err != nil {
 				return err
 			}
-			defer s.bundle.Close()
+			defer s.close()
 			req := rules.Request{Method: strings.ToUpper(method), URL: u, Body: []byte(body), ContentType: contentType}
 			ex := s.index.Explain(req)
 			if asJSON {

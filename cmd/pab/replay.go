@@ -33,6 +33,9 @@ func (s *session) opened() *task.Opened {
 	return &task.Opened{Target: s.target, Bundle: s.bundle, Rules: s.rules, Index: s.index}
 }
 
+// close closes s as task.Opened.Close does: the saved index write ends first.
+func (s *session) close() error { return s.opened().Close() }
+
 // openServing opens a target to serve, as openSession does, and loads pab's CA from the
 // repository's cache. When ctx ended while the target was being opened (Ctrl-C during an
 // unpack), it closes the bundle and returns exitError 130. The caller closes s.bundle.
@@ -42,12 +45,12 @@ func openServing(ctx context.Context, g *globalFlags, arg string, errOut io.Writ
 		return nil, nil, err
 	}
 	if ctx.Err() != nil {
-		s.bundle.Close()
+		s.close()
 		return nil, nil, exitError{code: 130, msg: "interrupted"}
 	}
 	ca, err := tlsca.LoadDefault()
 	if err != nil {
-		s.bundle.Close()
+		s.close()
 		return nil, nil, err
 	}
 	return s, ca, nil
@@ -111,7 +114,7 @@ func runReplay(cmd *cobra.Command, g *globalFlags, rf *replayFlags, args []strin
 	if err != nil {
 		return err
 	}
-	defer s.bundle.Close()
+	defer s.close()
 	listen := rf.listen
 	if rf.check && !cmd.Flags().Changed("listen") {
 		listen = "127.0.0.1:0" // a check needs no fixed port

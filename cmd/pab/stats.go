@@ -33,7 +33,7 @@ func newStatsCmd(g *globalFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				defer s.bundle.Close()
+				defer s.close()
 				idx = s.index
 			}
 			f, err := os.Open(args[0])
