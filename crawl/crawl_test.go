@@ -128,6 +128,7 @@ func testRecording(t *testing.T) *recorded {
 		{URL: "http://s.test/item?id=1", Body: []byte("<html>one</html>")},
 		{URL: "http://s.test/item?id=2", Body: []byte("<html>two</html>")},
 		{URL: "http://s.test/f.woff", Body: []byte("not a font"), RespHeader: http.Header{"Content-Type": {"font/woff"}}},
+		{URL: "http://s.test/app.css?v=1", Body: []byte("p{}"), RespHeader: http.Header{"Content-Type": {"text/css"}}, ResourceType: warc.ResourceStylesheet},
 	} {
 		ex.Date, ex.Status = at, 200
 		if ex.RespHeader == nil {
@@ -184,6 +185,15 @@ func TestClassify(t *testing.T) {
 	v.order[0].hops = []hop{{"GET", "http://s.test/a", 302, true}, {"GET", "http://s.test/b", 302, true}, {"GET", "http://s.test/a", 302, true}}
 	if pr := classify(v, queued{url: "http://s.test/a"}, rec); pr.Verdict != VerdictRedirectLoop || !pr.Wrong {
 		t.Errorf("redirects back to the start: %+v", pr)
+	}
+
+	// a style sheet opened as a page, answered by fuzzy with another cache-busting version:
+	// the matching policy's lenient rule for static files, whatever vocabulary the
+	// recording's resource type is in (the DevTools "stylesheet" here)
+	css := rec.b.Entries[3]
+	pr = classify(testVisit("http://s.test/app.css?v=2", replay.LogLine{Source: replay.SourceFuzzy, Status: 200, Entry: css.ID}), queued{url: "http://s.test/app.css?v=2"}, rec)
+	if pr.Verdict != VerdictFuzzy || pr.Wrong || !strings.Contains(pr.Detail, "a static file (stylesheet)") {
+		t.Errorf("fuzzy static file: %+v", pr)
 	}
 
 	font := &request{id: "2", typ: network.ResourceTypeFont, frame: "main", finished: true,
