@@ -48,11 +48,11 @@ func TestUpstreamFailures(t *testing.T) {
 			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%d", len(fmt.Sprint(n)), n)
 		case "/head":
 			fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1234\r\n\r\n")
+		case "/longurl":
+			fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 8\r\n\r\nlong url")
 		}
 	})
-	dead, _ := net.Listen("tcp", "127.0.0.1:0")
-	deadAddr := dead.Addr().String()
-	dead.Close()
+	deadAddr := refusingAddr(t)
 
 	g := newRig(t, Options{MaxBody: 1 << 20})
 	c := g.client()
@@ -77,6 +77,12 @@ func TestUpstreamFailures(t *testing.T) {
 	}
 	if _, b, err := fetch("GET", "/long", nil); err != nil || string(b) != "hello" {
 		t.Errorf("/long: %q %v", b, err)
+	}
+	// a URL too long for a WARC header (warc.ErrHeaderTooLarge) is answered, not stored,
+	// and the journal stays readable for the exchanges after it
+	longURL := "/longurl?q=" + strings.Repeat("q", 70_000)
+	if _, b, err := fetch("GET", longURL, nil); err != nil || string(b) != "long url" {
+		t.Errorf("long URL: %q %v", b, err)
 	}
 	if _, b, err := fetch("GET", "/badgzip", nil); err != nil || string(b) != "not gzip at!" {
 		t.Errorf("/badgzip: client got %q %v, want the upstream bytes", b, err)
@@ -144,6 +150,9 @@ func TestUpstreamFailures(t *testing.T) {
 		if l := g.logFor(base + path); !strings.Contains(l.Note, note) {
 			t.Errorf("%s: note %q, want %q", path, l.Note, note)
 		}
+	}
+	if l := g.logFor(base + longURL); l.Event != "not-stored" || !strings.Contains(l.Note, "more than the limit of 65536") || entryByURL(b, base+longURL) != nil {
+		t.Errorf("long URL: log event %s note %.200q", l.Event, l.Note)
 	}
 	if l := g.logFor("http://" + deadAddr + "/"); l.Event != "upstream-error" {
 		t.Errorf("refused upstream log %+v", l)

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/pab-dev/pab/tlsca"
@@ -105,12 +107,16 @@ func (g *rig) logLines() []LogLine {
 	defer f.Close()
 	var out []LogLine
 	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20) // a line names its URL whole
 	for sc.Scan() {
 		var l LogLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			g.t.Fatalf("log line %q: %v", sc.Text(), err)
 		}
 		out = append(out, l)
+	}
+	if err := sc.Err(); err != nil {
+		g.t.Fatalf("read %s: %v", LogPath(g.work), err)
 	}
 	return out
 }
@@ -170,4 +176,24 @@ func entryByURL(b *warc.Bundle, u string) *warc.Entry {
 		}
 	}
 	return nil
+}
+
+// refusingAddr is a loopback address where connections are refused: a socket bound to it
+// that never listens, held until the test ends, so that no listener the test starts later
+// (the recorder's own) can take its port, as one could a port that was closed.
+func refusingAddr(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 }

@@ -327,7 +327,7 @@ func scanJournal(path string, each func(x *journalExchange) error) error {
 // header ends with a blank line, then BlockSize bytes, then the end marker CRLF CRLF, and
 // Length covers exactly that (the reader accepts a missing or short end marker).
 func checkWhole(f *os.File, rec *warc.Record) error {
-	head := make([]byte, 64<<10)
+	head := make([]byte, warc.MaxWARCHeaderBytes) // no record pab writes has a longer header (ErrHeaderTooLarge)
 	n, err := f.ReadAt(head, rec.Offset)
 	if err != nil && err != io.EOF {
 		return err

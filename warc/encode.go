@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
+	"strconv"
 	"strings"
 
 	gowarc "github.com/nlnwa/gowarc/v3"
@@ -61,7 +63,8 @@ func EncodeRecord(w io.Writer, hdr []Field, head []byte, payload io.Reader, payl
 // set RevisitOf or Unresolved, and a payload is always stored whole. It also returns the
 // warnings about HTTP header fields left out (see BundleWriter.Warnings). Errors are
 // BundleWriter.Add's for bad input: a URL that is not absolute, no date, a status out of
-// range, a bad method, an HTTP head over MaxHTTPHeaderBytes.
+// range, a bad method, an HTTP head over MaxHTTPHeaderBytes, a WARC header over
+// MaxWARCHeaderBytes (ErrHeaderTooLarge).
 func EncodeExchange(x Exchange, id string, extra []Field) ([]byte, []string, error) {
 	if x.RevisitOf != "" || x.Unresolved != nil {
 		return nil, nil, fmt.Errorf("exchange %s (%s): EncodeExchange writes no revisits", id, x.URL)
@@ -78,12 +81,30 @@ func EncodeExchange(x Exchange, id string, extra []Field) ([]byte, []string, err
 	if err := a.digestPayload(&w); err != nil {
 		return nil, nil, err
 	}
+	resp, req, err := a.recordFields(extra)
+	if err != nil {
+		return nil, nil, err
+	}
 	var out bytes.Buffer
-	if _, err := EncodeRecord(&out, append(a.responseFields(), extra...), a.head.Bytes(), a.payload, a.payloadLen); err != nil {
+	if _, err := EncodeRecord(&out, resp, a.head.Bytes(), a.payload, a.payloadLen); err != nil {
 		return nil, nil, fmt.Errorf("exchange %s (%s): %w", id, x.URL, err)
 	}
-	EncodeRecord(&out, a.requestFields(), a.qblock.Bytes(), nil, 0) //nolint:errcheck // a bytes.Buffer does not fail
+	EncodeRecord(&out, req, a.qblock.Bytes(), nil, 0) //nolint:errcheck // a bytes.Buffer does not fail
 	return out.Bytes(), w.warnings, nil
+}
+
+// ErrHeaderTooLarge is wrapped by the errors of BundleWriter.Add and EncodeExchange for an
+// exchange whose WARC header would be longer than MaxWARCHeaderBytes.
+var ErrHeaderTooLarge = errors.New("WARC header too large")
+
+// headerSize is the length of the WARC header EncodeRecord writes for hdr and a block of
+// blockLen bytes: the version line, the fields, Content-Length and the blank line.
+func headerSize(hdr []Field, blockLen int64) int {
+	n := len("WARC/1.1\r\n") + len("Content-Length: \r\n") + len(strconv.FormatInt(blockLen, 10)) + len("\r\n")
+	for _, f := range hdr {
+		n += len(f.Name) + len(": ") + len(f.Value) + len("\r\n")
+	}
+	return n
 }
 
 // stickyWriter counts the bytes written through it and keeps the first error (later

@@ -85,7 +85,8 @@ type ImportReport struct {
 	// Skipped counts records not turned into exchanges, by reason: a WARC-Type
 	// ("warcinfo", "metadata", "resource", ...), "dns" (dns: lookups), "non-http"
 	// (other non-HTTP targets or blocks), "unpaired-request" (a request record with no
-	// response), "no-date" (a response with no WARC-Date, nor its request).
+	// response), "no-date" (a response with no WARC-Date, nor its request),
+	// "header-too-large" (a URL too long for the bundle's WARC header, ErrHeaderTooLarge).
 	Skipped map[string]int `json:"skipped"`
 	// Warnings are one line each: "FILE at offset N: message".
 	Warnings []string `json:"warnings,omitempty"`
@@ -350,6 +351,12 @@ func writeImport(ctx context.Context, dir string, m Manifest, kept []*inRec, rep
 			return err
 		}
 		e, err := bw.Add(ex)
+		if errors.Is(err, ErrHeaderTooLarge) {
+			// a URL of tens of kilobytes: no reader of the bundle would read the record back
+			warn(fmt.Sprintf("%s at %s: %v; skipped", x.path, x.rec.Where(), err))
+			rep.Skipped["header-too-large"]++
+			continue
+		}
 		if err != nil {
 			bw.Abort()
 			return fmt.Errorf("import %s at %s: %w", x.path, x.rec.Where(), err)

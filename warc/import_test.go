@@ -531,3 +531,26 @@ func TestImportCancelled(t *testing.T) {
 		t.Errorf("a cancelled import left %v", left)
 	}
 }
+
+// TestImportSkipsHeaderTooLarge: a response whose URL is too long for a bundle's WARC
+// header (ErrHeaderTooLarge) is skipped with a warning; the rest is imported.
+func TestImportSkipsHeaderTooLarge(t *testing.T) {
+	var in bytes.Buffer
+	for i, u := range []string{"https://a.test/long?q=" + strings.Repeat("q", 70_000), "https://a.test/short"} {
+		block := "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"
+		fmt.Fprintf(&in, "WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:00000000-0000-4000-8000-00000000000%d>\r\n"+
+			"WARC-Date: 2020-01-01T00:00:00Z\r\nWARC-Target-URI: %s\r\nContent-Type: application/http; msgtype=response\r\n"+
+			"Content-Length: %d\r\n\r\n%s\r\n\r\n", i, u, len(block), block)
+	}
+	path := filepath.Join(t.TempDir(), "long.warc")
+	if err := os.WriteFile(path, in.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, rep, es := importOne(t, path)
+	if len(es) != 1 || es[0].URL != "https://a.test/short" || rep.Skipped["header-too-large"] != 1 {
+		t.Fatalf("entries %d, skipped %v", len(es), rep.Skipped)
+	}
+	if !hasText(rep.Warnings, "more than the limit of 65536 (a URL of 70022 bytes); skipped") {
+		t.Errorf("warnings %.300q", rep.Warnings)
+	}
+}

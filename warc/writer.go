@@ -199,7 +199,8 @@ func (w *BundleWriter) Entries() []Entry { return w.entries }
 // already stored or the exchange says so) followed by its request record, and returns
 // its entry. Exchange ids are e000001, e000002, ... in Add order. An error for bad input
 // (no URL, no date, status out of range, unknown RevisitOf, an HTTP head longer than
-// MaxHTTPHeaderBytes, a BodyAt shorter than BodySize) leaves the writer usable; a write
+// MaxHTTPHeaderBytes, a WARC header longer than MaxWARCHeaderBytes, wrapping
+// ErrHeaderTooLarge, a BodyAt shorter than BodySize) leaves the writer usable; a write
 // error is sticky and Close then fails.
 func (w *BundleWriter) Add(x Exchange) (Entry, error) {
 	if w.err != nil {
@@ -218,13 +219,17 @@ func (w *BundleWriter) Add(x Exchange) (Entry, error) {
 	if err := a.digestPayload(w); err != nil {
 		return Entry{}, err
 	}
+	respFields, reqFields, err := a.recordFields(nil)
+	if err != nil {
+		return Entry{}, err
+	}
 	respOff := w.off
-	respLen, err := w.writeRecord(a.responseFields(), a.head.Bytes(), a.payload, a.payloadLen)
+	respLen, err := w.writeRecord(respFields, a.head.Bytes(), a.payload, a.payloadLen)
 	if err != nil {
 		return Entry{}, w.fail(err)
 	}
 	reqOff := w.off
-	reqLen, err := w.writeRecord(a.requestFields(), a.qblock.Bytes(), nil, 0)
+	reqLen, err := w.writeRecord(reqFields, a.qblock.Bytes(), nil, 0)
 	if err != nil {
 		return Entry{}, w.fail(err)
 	}
@@ -395,6 +400,25 @@ func (a *adding) digestPayload(w *BundleWriter) error {
 	}
 	a.respID = recordIDFrom(a.idHash)
 	return nil
+}
+
+// recordFields are the WARC header fields of the response (or revisit) record, with extra
+// after pab's own, and of the request record. An exchange whose header would be longer than
+// MaxWARCHeaderBytes, which no reader of the bundle would read back (a URL of tens of
+// kilobytes), is an error wrapping ErrHeaderTooLarge.
+func (a *adding) recordFields(extra []Field) (resp, req []Field, err error) {
+	resp, req = append(a.responseFields(), extra...), a.requestFields()
+	for _, r := range []struct {
+		kind   string
+		fields []Field
+		block  int64
+	}{{"response", resp, int64(a.head.Len()) + a.payloadLen}, {"request", req, int64(a.qblock.Len())}} {
+		if n := headerSize(r.fields, r.block); n > MaxWARCHeaderBytes {
+			return nil, nil, fmt.Errorf("exchange %s (%s): %w: its %s record's WARC header would be %d bytes, more than the limit of %d (a URL of %d bytes)",
+				a.id, clipText([]byte(a.x.URL)), ErrHeaderTooLarge, r.kind, n, MaxWARCHeaderBytes, len(a.x.URL))
+		}
+	}
+	return resp, req, nil
 }
 
 // responseFields are the WARC header fields of the response (or revisit) record.

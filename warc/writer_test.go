@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -450,5 +451,76 @@ func TestEncodeExchangeIsTheWritersEncoding(t *testing.T) {
 	}
 	if _, _, err := EncodeExchange(xs[5], "j2", nil); err == nil || !strings.Contains(err.Error(), "no revisits") {
 		t.Errorf("revisit: err %v", err)
+	}
+}
+
+// TestAddRefusesHeaderTooLarge: an exchange whose WARC header would pass
+// MaxWARCHeaderBytes (a very long URL) is refused with ErrHeaderTooLarge and leaves the
+// writer usable; one at the limit is written and reads back, unpacked and published in
+// place.
+func TestAddRefusesHeaderTooLarge(t *testing.T) {
+	ex := func(url string) Exchange {
+		return Exchange{URL: url, Date: t0, Status: 200, RespHeader: http.Header{"Content-Type": {"text/plain"}}, Body: []byte("long")}
+	}
+	base := "https://a.test/q?x="
+	// the response record's header is the larger of the two: find the URL that fills it
+	a := &BundleWriter{}
+	fit := base + strings.Repeat("y", MaxWARCHeaderBytes)
+	for {
+		ad, err := a.checkExchange(ex(fit), "e000002")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ad.buildHeads(a); err != nil {
+			t.Fatal(err)
+		}
+		if err := ad.digestPayload(a); err != nil {
+			t.Fatal(err)
+		}
+		n := max(headerSize(ad.responseFields(), int64(ad.head.Len())+ad.payloadLen), headerSize(ad.requestFields(), int64(ad.qblock.Len())))
+		if n <= MaxWARCHeaderBytes {
+			break
+		}
+		fit = fit[:len(fit)-(n-MaxWARCHeaderBytes)]
+	}
+	dir := filepath.Join(t.TempDir(), "b")
+	w, err := NewBundleWriter(dir, Manifest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Add(ex(fit + "y")); !errors.Is(err, ErrHeaderTooLarge) || !strings.Contains(err.Error(), "more than the limit of 65536") {
+		t.Fatalf("over the limit: %v", err)
+	}
+	if _, _, err := EncodeExchange(ex(fit+"y"), "e000002", nil); !errors.Is(err, ErrHeaderTooLarge) {
+		t.Fatalf("EncodeExchange over the limit: %v", err)
+	}
+	for _, u := range []string{"https://a.test/short", fit} {
+		if _, err := w.Add(ex(u)); err != nil {
+			t.Fatalf("%d-byte URL: %v", len(u), err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	published := filepath.Join(t.TempDir(), "recording")
+	if err := Pack(dir, published); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{dir, published} {
+		b, err := OpenBundle(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b.Entries) != 2 || b.Entries[1].URL != fit {
+			t.Fatalf("%s: entries %d", d, len(b.Entries))
+		}
+		resp, err := b.Response(&b.Entries[1])
+		if err != nil {
+			t.Fatalf("%s: the record at the limit does not read back: %v", d, err)
+		}
+		if body, _ := io.ReadAll(resp.Body); string(body) != "long" {
+			t.Errorf("%s: body %q", d, body)
+		}
+		b.Close()
 	}
 }
