@@ -232,7 +232,7 @@ func fetchDest(resourceType string) string {
 		return "video"
 	case "texttrack":
 		return "track"
-	case "xhr", "fetch", "eventsource", "ping":
+	case "xhr", "fetch", "eventsource", "ping", "api": // "api": older pab recordings
 		return "empty"
 	case "manifest":
 		return "manifest"

@@ -307,7 +307,7 @@ func StaticType(t string) bool {
 }
 
 // staticMime reports a recorded Content-Type (without parameters) of a static file.
-func staticMime(mt string) bool { return StaticType(TypeOf(warc.ResourceTypeFromMime(mt))) }
+func staticMime(mt string) bool { return StaticType(TypeOf(warc.ResourceTypeFromAccept(mt))) }
 
 // defaultFuzzyMin is fuzzy_min when the endpoint sets none and the file is not static.
 const defaultFuzzyMin = 0.5

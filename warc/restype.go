@@ -58,10 +58,41 @@ func ResourceTypeFromDest(dest string) string {
 	}
 }
 
-// ResourceTypeFromMime maps a media type without parameters ("text/css", as mime.ParseMediaType
-// gives it) to a resource type, or "" when the type says nothing of one (*/*,
-// application/octet-stream, text/plain, ...).
+// The media types of a request's Accept header and of a response's Content-Type are two
+// signals, each with its own mapping below: an Accept range names what the client asks
+// for, a Content-Type what a server sent (legacy font types, any JSON or XML answer). They
+// differ where a change would alter which recording replay answers with, or what an import
+// writes, so each is kept as it was.
+
+// ResourceTypeFromMime maps a response's media type without parameters ("text/css", as
+// mime.ParseMediaType gives it) to a resource type, or "" when the type says nothing of one
+// (application/octet-stream, text/plain, ...). Any type naming json, and any .../xml, is
+// ResourceFetch.
 func ResourceTypeFromMime(mt string) string {
+	switch {
+	case mt == "text/html" || mt == "application/xhtml+xml":
+		return ResourceDocument
+	case mt == "text/css":
+		return ResourceStylesheet
+	case strings.Contains(mt, "javascript") || mt == "text/ecmascript":
+		return ResourceScript
+	case strings.HasPrefix(mt, "image/"):
+		return ResourceImage
+	case strings.HasPrefix(mt, "font/") || strings.Contains(mt, "font-woff") || mt == "application/vnd.ms-fontobject":
+		return ResourceFont
+	case strings.HasPrefix(mt, "audio/") || strings.HasPrefix(mt, "video/"):
+		return ResourceMedia
+	case strings.Contains(mt, "json") || strings.HasSuffix(mt, "/xml"):
+		return ResourceFetch
+	}
+	return ""
+}
+
+// ResourceTypeFromAccept maps one media range of a request's Accept header, without
+// parameters, to the resource type the client asks for, or "" when it names none ("*/*",
+// text/plain, XML, ...): only application/json, +json types and text/event-stream are
+// ResourceFetch. Replay also tells a recorded static file by it (replay.StaticType).
+func ResourceTypeFromAccept(mt string) string {
 	switch {
 	case mt == "text/html" || mt == "application/xhtml+xml":
 		return ResourceDocument
@@ -69,14 +100,14 @@ func ResourceTypeFromMime(mt string) string {
 		return ResourceStylesheet
 	case strings.Contains(mt, "javascript") || mt == "text/ecmascript" || mt == "application/ecmascript":
 		return ResourceScript
+	case mt == "application/json" || strings.HasSuffix(mt, "+json") || mt == "text/event-stream":
+		return ResourceFetch
 	case strings.HasPrefix(mt, "image/"):
 		return ResourceImage
-	case strings.HasPrefix(mt, "font/") || strings.HasPrefix(mt, "application/font-") || strings.Contains(mt, "font-woff") || mt == "application/vnd.ms-fontobject":
+	case strings.HasPrefix(mt, "font/") || strings.HasPrefix(mt, "application/font-"):
 		return ResourceFont
-	case strings.HasPrefix(mt, "audio/") || strings.HasPrefix(mt, "video/"):
+	case strings.HasPrefix(mt, "video/") || strings.HasPrefix(mt, "audio/"):
 		return ResourceMedia
-	case strings.Contains(mt, "json") || mt == "text/event-stream" || strings.HasSuffix(mt, "/xml"):
-		return ResourceFetch
 	}
 	return ""
 }
@@ -95,7 +126,7 @@ func RequestResourceType(h http.Header, urlPath string) string {
 	}
 	for part := range strings.SplitSeq(h.Get("Accept"), ",") {
 		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil {
-			if t := ResourceTypeFromMime(mt); t != "" {
+			if t := ResourceTypeFromAccept(mt); t != "" {
 				return t
 			}
 		}
