@@ -35,10 +35,10 @@ type Controller struct {
 	run     RunControl
 	pending *pendingPause
 	seq     int
-	notify  []chan PauseRequest // prompts waiting to print the next pause
-	turn    chan struct{}       // one pause at a time
-	token   string              // the bearer token of the control API
-	addr    string              // host:port the API is served at (the only Host accepted)
+	notify  []chan pauseNote // prompts waiting to print the next pause
+	turn    chan struct{}    // one pause at a time
+	token   string           // the bearer token of the control API
+	addr    string           // host:port the API is served at (the only Host accepted)
 
 	closeOnce sync.Once
 	closed    chan struct{} // closed by POST /local-apply/close (Closed)
@@ -58,6 +58,12 @@ type pendingPause struct {
 	since time.Time
 	done  chan PauseOutcome // buffered, 1: receives the outcome once
 	ended bool
+}
+
+// pauseNote is a pause as the terminal prompt is told of it: its id and request.
+type pauseNote struct {
+	id  int
+	req PauseRequest
 }
 
 // Waiting is the pause in progress as the control API shows it.
@@ -116,7 +122,7 @@ func (c *Controller) Pause(ctx context.Context, p PauseRequest) PauseOutcome {
 	c.notify = nil
 	c.mu.Unlock()
 	for _, ch := range notify {
-		ch <- p // buffered, 1
+		ch <- pauseNote{pp.id, p} // buffered, 1
 	}
 	var out PauseOutcome
 	select {
@@ -155,6 +161,11 @@ func (c *Controller) Resume(answer string) error { return c.ResumeWith(answer, "
 // the host that pause names (its Domain; compared without case). Errors: no pause in
 // progress, an answer too long, an allow_site at another pause or naming another host.
 func (c *Controller) ResumeWith(answer, allowSite string) error {
+	return c.resumeWith(0, answer, allowSite)
+}
+
+// resumeWith is ResumeWith for the pause of id only (0: the one in progress, whichever).
+func (c *Controller) resumeWith(id int, answer, allowSite string) error {
 	answer = strings.TrimSpace(answer)
 	if n := utf8.RuneCountInString(answer); n > capAnswerChars {
 		return fmt.Errorf("answer is %d characters; at most %d are accepted", n, capAnswerChars)
@@ -165,15 +176,15 @@ func (c *Controller) ResumeWith(answer, allowSite string) error {
 		p := c.pending
 		c.mu.Unlock()
 		switch {
-		case p == nil || p.ended:
-			return errNoPause
+		case p == nil || p.ended || (id != 0 && p.id != id):
+			return c.noPause(id)
 		case p.req.Reason != "external_redirect":
 			return fmt.Errorf("allow_site is for an external_redirect pause; this pause is %s", p.req.Reason)
 		case p.req.Domain == "" || allowSite != strings.ToLower(p.req.Domain):
 			return fmt.Errorf("allow_site %q is not the site this pause is about (%q)", bound(allowSite, 200), p.req.Domain)
 		}
 	}
-	return c.end(PauseOutcome{Resumed: true, Answer: answer, AllowSite: allowSite})
+	return c.endPause(id, PauseOutcome{Resumed: true, Answer: answer, AllowSite: allowSite})
 }
 
 // Cancel ends the pause in progress as not resumed (the run then ends). Outside a pause it
@@ -192,12 +203,27 @@ func (c *Controller) Cancel() error {
 	return nil
 }
 
-func (c *Controller) end(out PauseOutcome) error {
+func (c *Controller) end(out PauseOutcome) error { return c.endPause(0, out) }
+
+// errPauseEnded is the terminal prompt's error for a line that answers a pause which has
+// ended meanwhile (through the control API).
+var errPauseEnded = errors.New("the pause shown has ended (answered through the control API); nothing was changed")
+
+// noPause is the error for no pause in progress, or not the pause of id (when not 0).
+func (c *Controller) noPause(id int) error {
+	if id != 0 {
+		return errPauseEnded
+	}
+	return errNoPause
+}
+
+// endPause ends the pause of id (0: the one in progress, whichever) with out.
+func (c *Controller) endPause(id int, out PauseOutcome) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.pending
-	if p == nil || p.ended {
-		return errNoPause
+	if p == nil || p.ended || (id != 0 && p.id != id) {
+		return c.noPause(id)
 	}
 	p.ended = true
 	c.pending = nil
@@ -522,45 +548,52 @@ func (c *Controller) Prompt(ctx context.Context, in io.Reader, out io.Writer) {
 		}
 		readErr <- sc.Err()
 	}()
-	shown := false // a pause is on the terminal, waiting for its line
+	shown := 0 // the id of the pause on the terminal, waiting for its line; 0: none
 	for {
-		var ch chan PauseRequest // nil while a pause is shown: that case never fires
-		if !shown {
-			ch = c.nextPause()
-		}
+		ch := c.nextPause(shown)
 		select {
 		case <-ctx.Done():
+			c.dropNotify(ch)
 			return
 		case err := <-readErr:
+			c.dropNotify(ch)
 			if err != nil {
 				fmt.Fprintf(out, "pab guard: terminal prompt stopped: %v\n", err)
 			}
 			return
 		case line := <-lines:
-			if !shown {
-				c.dropNotify(ch)
+			c.dropNotify(ch)
+			if shown == 0 {
+				// a line never answers a pause the owner has not been shown
 				if c.Waiting() == nil {
 					fmt.Fprintln(out, "pab guard: no pause in progress")
-					continue
+				} else {
+					fmt.Fprintln(out, "pab guard: a pause has just started; read it, then answer")
 				}
+				continue
 			}
-			shown = false
-			c.answerLine(line, out)
+			id := shown
+			shown = 0
+			c.answerLine(line, out, id)
 		case p := <-ch:
-			printPause(out, p)
-			shown = true
+			if shown != 0 {
+				fmt.Fprintln(out, "\npab guard: the pause above ended through the control API")
+			}
+			printPause(out, p.req)
+			shown = p.id
 		}
 	}
 }
 
-// nextPause returns a channel that gets the pause in progress, at once when there is one,
-// else the next pause to start (drop it with dropNotify when no longer waited on).
-func (c *Controller) nextPause() chan PauseRequest {
-	ch := make(chan PauseRequest, 1)
+// nextPause returns a channel that gets the pause in progress at once when there is one
+// other than the pause of id shown, else the next pause to start (drop it with dropNotify
+// when no longer waited on).
+func (c *Controller) nextPause(shown int) chan pauseNote {
+	ch := make(chan pauseNote, 1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.pending != nil && !c.pending.ended {
-		ch <- c.pending.req
+	if p := c.pending; p != nil && !p.ended && p.id != shown {
+		ch <- pauseNote{p.id, p.req}
 	} else {
 		c.notify = append(c.notify, ch)
 	}
@@ -586,21 +619,22 @@ func printPause(out io.Writer, p PauseRequest) {
 	fmt.Fprint(out, hint+"\n> ")
 }
 
-// answerLine ends the pause in progress from one terminal line.
-func (c *Controller) answerLine(line string, out io.Writer) {
+// answerLine ends the pause of id, the one shown on the terminal, from one terminal line;
+// when that pause has ended meanwhile, it changes nothing and says so.
+func (c *Controller) answerLine(line string, out io.Writer, id int) {
 	var err error
 	switch t := strings.TrimSpace(line); {
 	case strings.EqualFold(t, "cancel"):
-		if err = c.end(PauseOutcome{}); err == nil {
+		if err = c.endPause(id, PauseOutcome{}); err == nil {
 			fmt.Fprintln(out, "pab guard: cancelled")
 		}
 	case strings.EqualFold(t, "allow") && c.waitingRedirect() != "":
 		site := c.waitingRedirect()
-		if err = c.ResumeWith("", site); err == nil {
+		if err = c.resumeWith(id, "", site); err == nil {
 			fmt.Fprintf(out, "pab guard: resumed; %s admitted for this run\n", site)
 		}
 	default:
-		if err = c.Resume(t); err == nil {
+		if err = c.resumeWith(id, t, ""); err == nil {
 			fmt.Fprintln(out, "pab guard: resumed")
 		}
 	}
@@ -618,7 +652,7 @@ func (c *Controller) waitingRedirect() string {
 }
 
 // dropNotify removes ch from the prompts waiting for the next pause.
-func (c *Controller) dropNotify(ch chan PauseRequest) {
+func (c *Controller) dropNotify(ch chan pauseNote) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, n := range c.notify {

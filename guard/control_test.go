@@ -349,7 +349,22 @@ func TestControlTerminalPrompt(t *testing.T) {
 		t.Errorf("http resume: %+v", o)
 	}
 	io.WriteString(inW, "late\n")
-	waitFor(t, func() bool { return strings.Count(printed(), "no pause in progress") == 2 })
+	waitFor(t, func() bool { return strings.Contains(printed(), "the pause shown has ended") })
+	// a pause resumed over HTTP, then another: the new one is shown before any line
+	// answers it (a line never answers a pause the owner was not shown)
+	ch = pauseAsync(context.Background(), c, PauseRequest{Reason: "captcha"})
+	waitFor(t, func() bool { return strings.Count(printed(), "PAUSED") == 7 })
+	c.Resume("from http")
+	outcome(t, ch)
+	ch = pauseAsync(context.Background(), c, PauseRequest{Reason: "missing_answer", Question: "Notice period?"})
+	waitFor(t, func() bool { return strings.Contains(printed(), "Notice period?") })
+	if !strings.Contains(printed(), "the pause above ended through the control API") {
+		t.Errorf("the second pause was shown without a note that the first ended: %q", printed())
+	}
+	io.WriteString(inW, "two weeks\n")
+	if o := outcome(t, ch); !o.Resumed || o.Answer != "two weeks" {
+		t.Errorf("answer to the new pause: %+v", o)
+	}
 	inW.Close()
 	select {
 	case <-promptDone:
