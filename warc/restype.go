@@ -15,8 +15,8 @@ import (
 // Resource types, as RR-Resource-Type and the entry "type" hold them: the Chrome DevTools
 // Protocol's Network.ResourceType names in lower case, the vocabulary of browser-driven
 // crawlers' WARCs (https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-ResourceType).
-// A recording written by pab record before format 3's resource-type change may hold
-// "style" and "api" for stylesheet and fetch; readers accept both.
+// A recording made by pab record before 2026-12 may hold "style" and "api" for stylesheet
+// and fetch; readers accept both (replay.TypeOf).
 const (
 	ResourceDocument   = "document"   // a page or frame
 	ResourceStylesheet = "stylesheet" // CSS
