@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pab-dev/pab/internal/proctest"
+	"github.com/pab-dev/pab/internal/testtool"
 )
 
 func TestPodCopyTree(t *testing.T) {
@@ -119,7 +120,7 @@ func TestPodCopyRun(t *testing.T) {
 
 func TestPodAgent(t *testing.T) {
 	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("no sh")
+		testtool.Missing(t, "no sh on PATH")
 	}
 	var so, se bytes.Buffer
 	res := runAgent([]string{"sh", "-c", "echo out; echo err >&2; exit 3"}, 0, &so, &se)
