@@ -162,6 +162,11 @@ func TestAuditFindsEveryProblem(t *testing.T) {
 		{"joined header", func(t *testing.T, dir string) {
 			replaceSameLength(t, filepath.Join(dir, WARCFile), "X-Jzzz: bbbb", "bbbbbbbbbbbb")
 		}, []string{`entry e000001: response header line`, `"bbbbbbbbbbbb" is not a "Name: value" field`}},
+		{"http head cut short", func(t *testing.T, dir string) {
+			// the empty line that ends the page's response head is gone: the head runs to
+			// the end of the block, which replay would refuse to read
+			replaceSameLength(t, filepath.Join(dir, WARCFile), "\r\n\r\n<title>Shop", "\r\nXY<title>Shop")
+		}, []string{"entry e000001: response record's HTTP head is cut short: truncated header after"}},
 		{"digest and size", func(t *testing.T, dir string) {
 			editEntries(t, dir, func(es []Entry) { es[1].Digest = strings.Repeat("0", 64); es[1].Size = 5 })
 		}, []string{"entries.jsonl: entry e000002: size 5, but the stored payload is 2200 bytes", "entry e000002: digest \"0000", "entry e000003: digest"}},

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
@@ -69,57 +68,22 @@ func scanWARC(f *os.File, name string) ([]*auditRec, int64, []Problem) {
 // scanRecord reads the record starting at off from br.
 func scanRecord(br *bufio.Reader, off int64, name string) (*auditRec, []Problem, error) {
 	rec := &auditRec{off: off}
-	var n int64
-	var lines []string
-	for {
-		line, err := readBoundedLine(br, MaxWARCHeaderBytes-n)
-		n += int64(len(line))
-		if err != nil {
-			return nil, nil, fmt.Errorf("warc header: %w", err)
-		}
-		line = strings.TrimRight(line, "\r\n")
-		if line == "" {
-			break
-		}
-		lines = append(lines, line)
+	lines, n, err := readHead(br, MaxWARCHeaderBytes, false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("warc header: %w", err)
 	}
-	if len(lines) == 0 || !strings.HasPrefix(lines[0], "WARC/") {
-		return nil, nil, errors.New("no WARC version line where a record should start")
+	h, err := parseWARCHead(lines)
+	if err != nil {
+		return nil, nil, err
 	}
-	cl := int64(-1)
-	var blockDigest string
-	for _, l := range lines[1:] {
-		k, v, ok := strings.Cut(l, ":")
-		if !ok {
-			return nil, nil, fmt.Errorf("malformed warc header line %.60q", l)
-		}
-		v = strings.TrimSpace(v)
-		switch strings.ToLower(strings.TrimSpace(k)) {
-		case "warc-type":
-			rec.typ = v
-		case "warc-target-uri":
-			rec.target = v
-		case "rr-exchange-id":
-			rec.exchID = v
-		case "warc-record-id":
-			rec.recordID = v
-		case "warc-refers-to":
-			rec.refersTo = v
-		case "warc-payload-digest":
-			rec.payloadDigest = v
-		case "warc-block-digest":
-			blockDigest = v
-		case "content-length":
-			c, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || c < 0 {
-				return nil, nil, fmt.Errorf("bad Content-Length %q", v)
-			}
-			cl = c
-		}
-	}
-	if cl < 0 {
-		return nil, nil, errors.New("no Content-Length")
-	}
+	cl := h.contentLength
+	rec.typ = h.fields.Get("WARC-Type")
+	rec.target = h.fields.Get("WARC-Target-URI")
+	rec.exchID = h.fields.Get(HeaderExchangeID)
+	rec.recordID = h.fields.Get("WARC-Record-ID")
+	rec.refersTo = h.fields.Get("WARC-Refers-To")
+	rec.payloadDigest = h.fields.Get("WARC-Payload-Digest")
+	blockDigest := h.fields.Get("WARC-Block-Digest")
 	where := func() string { return recWhere(rec) }
 	var probs []Problem
 	add := func(format string, args ...any) {
@@ -133,27 +97,19 @@ func scanRecord(br *bufio.Reader, off int64, name string) (*auditRec, []Problem,
 	if httpRec {
 		rec.hasHTTP = true
 		hb := bufio.NewReaderSize(block, 4096)
-		var headLen int64
-		var head []string
-		for {
-			line, err := readBoundedLine(hb, MaxHTTPHeaderBytes-headLen)
-			headLen += int64(len(line))
-			if err == io.EOF && line == "" {
-				break // a head ended by the end of the block (a revisit)
+		head, _, err := readHead(hb, MaxHTTPHeaderBytes, true)
+		switch {
+		case err == nil, errors.Is(err, errEmptyHead):
+			// an empty head is reported by auditHTTPHead
+			if len(head) > 0 {
+				rec.firstLine = head[0]
 			}
-			if err != nil && err != io.EOF {
-				return nil, nil, fmt.Errorf("http header: %w", err)
-			}
-			line = strings.TrimRight(line, "\r\n")
-			if line == "" {
-				break
-			}
-			head = append(head, line)
+			auditHTTPHead(rec.typ, head, add)
+		case errors.Is(err, errTruncatedHead):
+			add("%s record's HTTP head is cut short: %v, and no empty line ends it", rec.typ, err)
+		default:
+			return nil, nil, fmt.Errorf("http header: %w", err)
 		}
-		if len(head) > 0 {
-			rec.firstLine = head[0]
-		}
-		auditHTTPHead(rec.typ, head, add)
 		m, err := io.Copy(payloadHash, hb)
 		if err != nil {
 			return nil, nil, fmt.Errorf("block: %w", err)
@@ -216,31 +172,6 @@ func auditHTTPHead(typ string, head []string, add func(string, ...any)) {
 			add("request stores the %s header", name)
 		case typ != "request" && (strings.EqualFold(name, "Set-Cookie") || strings.EqualFold(name, "Set-Cookie2")) && value != "REDACTED":
 			add("%s value is not REDACTED", name)
-		}
-	}
-}
-
-// readBoundedLine reads one line (with its terminator) of at most max bytes.
-func readBoundedLine(br *bufio.Reader, max int64) (string, error) {
-	var b []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		b = append(b, chunk...)
-		if int64(len(b)) > max {
-			return "", fmt.Errorf("header longer than the limit")
-		}
-		switch err {
-		case nil:
-			return string(b), nil
-		case bufio.ErrBufferFull:
-			continue
-		case io.EOF:
-			if len(b) == 0 {
-				return "", io.EOF
-			}
-			return string(b), io.EOF
-		default:
-			return "", err
 		}
 	}
 }

@@ -5,7 +5,6 @@ package warc
 // archive/data.warc by offset, without loading the archive or a whole payload into memory.
 
 import (
-	"bufio"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -254,9 +253,10 @@ func (b *Bundle) response(e *Entry, wantType string) (*Response, error) {
 	return r, nil
 }
 
-// warcRecord is where one record's block sits in data.warc.
+// warcRecord is one record of data.warc: its header fields and where its block sits.
 type warcRecord struct {
-	typ, id            string
+	typ, id            string // WARC-Type, WARC-Record-ID
+	fields             Fields // every field of its WARC header
 	blockOff, blockLen int64
 }
 
@@ -264,8 +264,8 @@ type warcRecord struct {
 // header, the Content-Length block and the closing CRLF CRLF fill exactly that span
 // (WARC 1.1 section 4: record = header CRLF block CRLF CRLF).
 //
-// The header is read with a small parser of our own rather than gowarc's Unmarshaler: the
-// bundle writer always writes uncompressed WARC 1.1, and replay needs the block's byte
+// The header is read with a small parser of our own (warchead.go) rather than gowarc's
+// Unmarshaler: the bundle writer always writes WARC 1.1, and replay needs the block's byte
 // offset in the file, which a parser over an io.SectionReader gives directly.
 func (b *Bundle) record(off, length int64) (warcRecord, error) {
 	sr := io.NewSectionReader(b.warc, off, length)
@@ -273,36 +273,12 @@ func (b *Bundle) record(off, length int64) (warcRecord, error) {
 	if err != nil {
 		return warcRecord{}, fmt.Errorf("warc header: %w", err)
 	}
-	if !strings.HasPrefix(lines[0], "WARC/") {
-		return warcRecord{}, fmt.Errorf("no WARC version line (found %.40q)", lines[0])
+	h, err := parseWARCHead(lines)
+	if err != nil {
+		return warcRecord{}, err
 	}
-	var rec warcRecord
-	contentLength := int64(-1)
-	for _, line := range lines[1:] {
-		if line[0] == ' ' || line[0] == '\t' {
-			continue // folded continuation of a field replay does not use
-		}
-		name, value, ok := strings.Cut(line, ":")
-		if !ok {
-			return warcRecord{}, fmt.Errorf("malformed warc header line %.60q", line)
-		}
-		value = strings.Trim(value, " \t")
-		switch strings.ToLower(strings.TrimSpace(name)) {
-		case "warc-type":
-			rec.typ = value
-		case "warc-record-id":
-			rec.id = value
-		case "content-length":
-			n, err := strconv.ParseInt(value, 10, 64)
-			if err != nil || n < 0 {
-				return warcRecord{}, fmt.Errorf("bad Content-Length %q", value)
-			}
-			contentLength = n
-		}
-	}
-	if contentLength < 0 {
-		return warcRecord{}, errors.New("no Content-Length")
-	}
+	contentLength := h.contentLength
+	rec := warcRecord{typ: h.fields.Get("WARC-Type"), id: h.fields.Get("WARC-Record-ID"), fields: h.fields}
 	if headLen+contentLength+4 != length {
 		return warcRecord{}, fmt.Errorf("record is %d bytes (header %d + Content-Length %d + 4), entries.jsonl says %d", headLen+contentLength+4, headLen, contentLength, length)
 	}
@@ -323,45 +299,6 @@ func (b *Bundle) record(off, length int64) (warcRecord, error) {
 	rec.blockOff = off + headLen
 	rec.blockLen = contentLength
 	return rec, nil
-}
-
-// readHeadLines reads header lines (CRLF or LF ended) from r up to and including the empty
-// line that ends them, reading at most max bytes. It returns the lines without their
-// terminators (at least one) and the number of bytes consumed, empty line included. With
-// eofEnds, the end of r at a line boundary also ends the header (a revisit block, or a
-// response without body, may stop right after its last field).
-func readHeadLines(r io.Reader, max int64, eofEnds bool) ([]string, int64, error) {
-	lr := &io.LimitedReader{R: r, N: max}
-	br := bufio.NewReaderSize(lr, 4096)
-	var lines []string
-	var n int64
-	for {
-		line, err := br.ReadString('\n')
-		n += int64(len(line))
-		if err != nil {
-			if err != io.EOF {
-				return nil, 0, err
-			}
-			if lr.N == 0 {
-				return nil, 0, fmt.Errorf("header longer than %d bytes", max)
-			}
-			if line != "" || !eofEnds {
-				return nil, 0, fmt.Errorf("truncated header after %d bytes", n)
-			}
-			if len(lines) == 0 {
-				return nil, 0, errors.New("empty header")
-			}
-			return lines, n, nil
-		}
-		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
-		if line == "" {
-			if len(lines) == 0 {
-				return nil, 0, errors.New("empty header")
-			}
-			return lines, n, nil
-		}
-		lines = append(lines, line)
-	}
 }
 
 // parseHTTPResponseHead parses an HTTP/1.x status line and header fields (RFC 9112 sections

@@ -292,18 +292,11 @@ func exchangeOf(b *Bundle, e *Entry) (Exchange, error) {
 
 // warcHeaderAt reads the WARC header fields of the record at [off, off+length).
 func (b *Bundle) warcHeaderAt(off, length int64) (Fields, error) {
-	lines, _, err := readHeadLines(io.NewSectionReader(b.warc, off, length), MaxWARCHeaderBytes, false)
+	rec, err := b.record(off, length)
 	if err != nil {
-		return nil, fmt.Errorf("warc header: %w", err)
+		return nil, err
 	}
-	var fs Fields
-	for _, line := range lines[1:] {
-		name, value, ok := strings.Cut(line, ":")
-		if ok {
-			fs = append(fs, Field{Name: strings.TrimSpace(name), Value: strings.TrimSpace(value)})
-		}
-	}
-	return fs, nil
+	return rec.fields, nil
 }
 
 // httpHeadAt reads the HTTP head (first line and header lines) of the record of type typ
