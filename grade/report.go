@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pab-dev/pab/internal/mapx"
 	"github.com/pab-dev/pab/replay"
 )
 
@@ -459,24 +460,11 @@ func reportCounts(counts map[string]int, total int) string {
 	if total == 0 {
 		return ""
 	}
-	order := []string{ResultPass, ResultFail, ResultError, ResultSkipped}
 	var parts []string
-	seen := map[string]bool{}
-	for _, k := range order {
+	for _, k := range mapx.OrderedKeys(counts, []string{ResultPass, ResultFail, ResultError, ResultSkipped}) {
 		if counts[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
 		}
-		seen[k] = true
-	}
-	var rest []string
-	for k := range counts {
-		if !seen[k] {
-			rest = append(rest, k)
-		}
-	}
-	sort.Strings(rest)
-	for _, k := range rest {
-		parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
 	}
 	noun := "items"
 	if total == 1 {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pab-dev/pab/internal/mapx"
 	"github.com/pab-dev/pab/tlsca"
 	"github.com/pab-dev/pab/warc"
 )
@@ -91,7 +92,7 @@ func (r *CheckReport) Print(w io.Writer) {
 		fmt.Fprintf(w, ", %s of the recording not sent", plural(r.Skipped, "exchange"))
 	}
 	fmt.Fprintln(w)
-	for _, s := range orderedKeys(r.Counts.BySource, sourceOrder) {
+	for _, s := range mapx.OrderedKeys(r.Counts.BySource, sourceOrder) {
 		fmt.Fprintf(w, "  %-10s %6d  %5.1f%%\n", s, r.Counts.BySource[s], 100*r.Share(s))
 	}
 	fmt.Fprintf(w, "hit rate: exact %.1f%%, search %.1f%%, promo %.1f%%, fuzzy %.1f%%, together %.1f%%\n",

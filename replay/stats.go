@@ -5,12 +5,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"sync"
 
 	"github.com/pab-dev/pab/warc"
 
+	"github.com/pab-dev/pab/internal/mapx"
 	"github.com/pab-dev/pab/internal/textcut"
 )
 
@@ -287,7 +287,7 @@ func (st Stats) Print(w io.Writer, top int) {
 		}
 		return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(of))
 	}
-	sources := orderedKeys(st.BySource, sourceOrder)
+	sources := mapx.OrderedKeys(st.BySource, sourceOrder)
 	for _, s := range sources {
 		fmt.Fprintf(w, "  %-10s %6d  %6s\n", s, st.BySource[s], pct(st.BySource[s], st.Total))
 	}
@@ -301,7 +301,7 @@ func (st Stats) Print(w io.Writer, top int) {
 		fmt.Fprintf(w, " %9s", s)
 	}
 	fmt.Fprintln(w)
-	for _, t := range orderedKeys(st.ByType, nil) {
+	for _, t := range mapx.OrderedKeys(st.ByType, nil) {
 		n := st.ByType[t]
 		fmt.Fprintf(w, "  %-9s %6d", t, n)
 		for _, s := range sources {
@@ -333,25 +333,4 @@ func (st Stats) Print(w io.Writer, top int) {
 			fmt.Fprintf(w, "  %s  %s %s (%d)\n", e.ID, e.Method, e.URL, e.Status)
 		}
 	}
-}
-
-// orderedKeys returns the keys of m: first those in prefer (in that order), then the rest
-// sorted.
-func orderedKeys[K ~string](m map[K]int, prefer []K) []K {
-	var out []K
-	seen := map[K]bool{}
-	for _, k := range prefer {
-		if _, ok := m[k]; ok {
-			out = append(out, k)
-			seen[k] = true
-		}
-	}
-	var rest []K
-	for k := range m {
-		if !seen[k] {
-			rest = append(rest, k)
-		}
-	}
-	slices.Sort(rest)
-	return append(out, rest...)
 }
