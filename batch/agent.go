@@ -26,16 +26,14 @@ const DefaultGrace = 5 * time.Second
 const outputDrain = 5 * time.Second
 
 // cappedFile writes the first limit bytes to a temporary file, counts the rest, and on
-// finish appends a note and renames the file into place. The first write error is kept
-// (later writes are dropped) and returned by finish.
+// finish appends a note and renames the file into place. Its Write never fails (a
+// procgroup.CapWriter: the agent never blocks on a full pipe); the first write error is
+// kept (later writes are dropped) and returned by finish.
 type cappedFile struct {
-	mu      sync.Mutex
-	f       *os.File
-	path    string
-	limit   int64
-	written int64
-	total   int64
-	err     error
+	*procgroup.CapWriter
+	f     *os.File
+	path  string
+	limit int64
 }
 
 func newCappedFile(path string, limit int64) (*cappedFile, error) {
@@ -43,54 +41,37 @@ func newCappedFile(path string, limit int64) (*cappedFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	return &cappedFile{f: f, path: path, limit: limit}, nil
-}
-
-// Write never fails, so the copy from the agent's pipe goes on (and the agent never blocks
-// on a full pipe); errors surface in finish.
-func (c *cappedFile) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.total += int64(len(p))
-	if c.err != nil || c.written >= c.limit {
-		return len(p), nil
-	}
-	q := p
-	if room := c.limit - c.written; int64(len(q)) > room {
-		q = q[:room]
-	}
-	n, err := c.f.Write(q)
-	c.written += int64(n)
-	if err != nil {
-		c.err = fmt.Errorf("write %s: %w", c.path, err)
-	}
-	return len(p), nil
+	return &cappedFile{CapWriter: procgroup.NewCapWriter(f, limit), f: f, path: path, limit: limit}, nil
 }
 
 // finish notes dropped bytes, closes the file and renames it into place; it returns the
-// total bytes written to it (kept and dropped) and the first error.
+// total bytes written to it (kept and dropped) and the first error. A copy into c still
+// going (a process that left the agent's group holds the pipe) writes nothing after it.
 func (c *cappedFile) finish() (int64, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err == nil && c.total > c.written {
-		if _, err := fmt.Fprintf(c.f, "\n[pab: output cut at %d bytes; %d more bytes dropped]\n", c.limit, c.total-c.written); err != nil {
-			c.err = fmt.Errorf("write %s: %w", c.path, err)
+	written, total, werr := c.Stop()
+	var err error
+	if werr != nil {
+		err = fmt.Errorf("write %s: %w", c.path, werr)
+	}
+	if err == nil && total > written {
+		if _, werr := fmt.Fprintf(c.f, "\n[pab: output cut at %d bytes; %d more bytes dropped]\n", c.limit, total-written); werr != nil {
+			err = fmt.Errorf("write %s: %w", c.path, werr)
 		}
 	}
-	if err := c.f.Close(); err != nil && c.err == nil {
-		c.err = fmt.Errorf("write %s: %w", c.path, err)
+	if cerr := c.f.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("write %s: %w", c.path, cerr)
 	}
-	if c.err == nil {
-		if err := os.Chmod(c.f.Name(), 0o644); err != nil {
-			c.err = err
-		} else if err := os.Rename(c.f.Name(), c.path); err != nil {
-			c.err = fmt.Errorf("write %s: %w", c.path, err)
+	if err == nil {
+		if cerr := os.Chmod(c.f.Name(), 0o644); cerr != nil {
+			err = cerr
+		} else if rerr := os.Rename(c.f.Name(), c.path); rerr != nil {
+			err = fmt.Errorf("write %s: %w", c.path, rerr)
 		}
 	}
-	if c.err != nil {
+	if err != nil {
 		os.Remove(c.f.Name())
 	}
-	return c.total, c.err
+	return total, err
 }
 
 // abort closes and removes the temporary file.

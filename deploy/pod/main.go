@@ -380,27 +380,6 @@ func copyLog(src, dst string) error {
 	return writeAtomicFrom(dst, io.NewSectionReader(in, 0, end), 0o644)
 }
 
-// capped writes to w until limit bytes have gone through, then drops the rest silently.
-type capped struct {
-	w     io.Writer
-	limit int64
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if c.limit > 0 {
-		q := p
-		if int64(len(q)) > c.limit {
-			q = q[:c.limit]
-		}
-		n, err := c.w.Write(q)
-		c.limit -= int64(n)
-		if err != nil {
-			c.limit = 0 // a full disk: stop copying, keep the agent running
-		}
-	}
-	return len(p), nil
-}
-
 func agent(args []string) (int, error) {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -426,8 +405,8 @@ func agent(args []string) (int, error) {
 		return 0, err
 	}
 	defer stderr.Close()
-	res := runAgent(cmdArgs, *timeout, io.MultiWriter(os.Stdout, &capped{w: stdout, limit: maxOutput}),
-		io.MultiWriter(os.Stderr, &capped{w: stderr, limit: maxOutput}))
+	res := runAgent(cmdArgs, *timeout, io.MultiWriter(os.Stdout, procgroup.NewCapWriter(stdout, maxOutput)),
+		io.MultiWriter(os.Stderr, procgroup.NewCapWriter(stderr, maxOutput)))
 	data, _ := json.MarshalIndent(res, "", "  ")
 	if err := writeAtomic(filepath.Join(*out, "agent.json"), append(data, '\n'), 0o644); err != nil {
 		return 0, err

@@ -163,19 +163,6 @@ func TestPodAgent(t *testing.T) {
 	}
 }
 
-func TestPodCapped(t *testing.T) {
-	var b bytes.Buffer
-	c := &capped{w: &b, limit: 5}
-	for _, s := range []string{"abc", "def", "ghi"} {
-		if n, err := c.Write([]byte(s)); n != 3 || err != nil {
-			t.Fatal(n, err)
-		}
-	}
-	if b.String() != "abcde" {
-		t.Errorf("%q", b.String())
-	}
-}
-
 func TestPodProbe(t *testing.T) {
 	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/health" || r.URL.String() == "http://rr.control/health" {

@@ -73,7 +73,7 @@ func (w *Watched) copyStderr(logPath string, limit int64, re *regexp.Regexp) {
 	if logPath != "" {
 		if f, err := os.Create(logPath); err == nil {
 			defer f.Close()
-			out = &limitWriter{w: f, n: limit}
+			out = NewCapWriter(f, limit)
 		}
 	}
 	sc := bufio.NewScanner(w.pr)
@@ -148,28 +148,6 @@ func exitStatus(err error) string {
 		return "status 0"
 	}
 	return err.Error()
-}
-
-// limitWriter passes the first n bytes to w and drops the rest.
-type limitWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (l *limitWriter) Write(p []byte) (int, error) {
-	if l.n <= 0 {
-		return len(p), nil
-	}
-	q := p
-	if int64(len(q)) > l.n {
-		q = q[:l.n]
-	}
-	n, err := l.w.Write(q)
-	l.n -= int64(n)
-	if err != nil {
-		return n, err
-	}
-	return len(p), nil
 }
 
 // Pgid is the child's process group id (its pid).
