@@ -6,11 +6,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/pab-dev/pab/internal/atomicfile"
 	"github.com/pab-dev/pab/internal/procgroup"
 )
 
@@ -25,59 +25,43 @@ const DefaultGrace = 5 * time.Second
 // was killed (a process that left the group may still hold them).
 const outputDrain = 5 * time.Second
 
-// cappedFile writes the first limit bytes to a temporary file, counts the rest, and on
-// finish appends a note and renames the file into place. Its Write never fails (a
+// cappedFile writes the first limit bytes to a pending file (atomicfile.Pending), counts
+// the rest, and on finish appends a note and commits the file. Its Write never fails (a
 // procgroup.CapWriter: the agent never blocks on a full pipe); the first write error is
 // kept (later writes are dropped) and returned by finish.
 type cappedFile struct {
 	*procgroup.CapWriter
-	f     *os.File
-	path  string
+	f     *atomicfile.Pending
 	limit int64
 }
 
 func newCappedFile(path string, limit int64) (*cappedFile, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	f, err := atomicfile.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", path, err)
+		return nil, err
 	}
-	return &cappedFile{CapWriter: procgroup.NewCapWriter(f, limit), f: f, path: path, limit: limit}, nil
+	return &cappedFile{CapWriter: procgroup.NewCapWriter(f, limit), f: f, limit: limit}, nil
 }
 
-// finish notes dropped bytes, closes the file and renames it into place; it returns the
-// total bytes written to it (kept and dropped) and the first error. A copy into c still
-// going (a process that left the agent's group holds the pipe) writes nothing after it.
+// finish notes dropped bytes and commits the file; it returns the total bytes written to
+// it (kept and dropped) and the first error. A copy into c still going (a process that
+// left the agent's group holds the pipe) writes nothing after it.
 func (c *cappedFile) finish() (int64, error) {
-	written, total, werr := c.Stop()
-	var err error
-	if werr != nil {
-		err = fmt.Errorf("write %s: %w", c.path, werr)
-	}
+	written, total, err := c.Stop()
 	if err == nil && total > written {
-		if _, werr := fmt.Fprintf(c.f, "\n[pab: output cut at %d bytes; %d more bytes dropped]\n", c.limit, total-written); werr != nil {
-			err = fmt.Errorf("write %s: %w", c.path, werr)
-		}
-	}
-	if cerr := c.f.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("write %s: %w", c.path, cerr)
-	}
-	if err == nil {
-		if cerr := os.Chmod(c.f.Name(), 0o644); cerr != nil {
-			err = cerr
-		} else if rerr := os.Rename(c.f.Name(), c.path); rerr != nil {
-			err = fmt.Errorf("write %s: %w", c.path, rerr)
-		}
+		_, err = fmt.Fprintf(c.f, "\n[pab: output cut at %d bytes; %d more bytes dropped]\n", c.limit, total-written)
 	}
 	if err != nil {
-		os.Remove(c.f.Name())
+		c.f.Abort()
+		return total, fmt.Errorf("write %s: %w", c.f.Path(), err)
 	}
-	return total, err
+	return total, c.f.Commit(0o644)
 }
 
-// abort closes and removes the temporary file.
+// abort removes the pending file.
 func (c *cappedFile) abort() {
-	c.f.Close()
-	os.Remove(c.f.Name())
+	c.Stop()
+	c.f.Abort()
 }
 
 // agentSpec is how to start the agent.

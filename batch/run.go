@@ -623,21 +623,21 @@ func agentEnv(env []string, proxyEnv bool, j job, dir, prompt, promptFile, answe
 	return out
 }
 
-// logFile is the replay log being written: a temporary file renamed into place when the run
-// ends. Write errors are kept (and the bytes dropped) so the proxy goes on answering.
+// logFile is the replay log being written: a pending file (atomicfile.Pending) committed
+// when the run ends. Write errors are kept (and the bytes dropped) so the proxy goes on
+// answering.
 type logFile struct {
-	mu   sync.Mutex
-	f    *os.File
-	path string
-	err  error
+	mu  sync.Mutex
+	f   *atomicfile.Pending
+	err error
 }
 
 func newLogFile(path string) (*logFile, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	f, err := atomicfile.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", path, err)
+		return nil, err
 	}
-	return &logFile{f: f, path: path}, nil
+	return &logFile{f: f}, nil
 }
 
 func (l *logFile) Write(p []byte) (int, error) {
@@ -648,34 +648,27 @@ func (l *logFile) Write(p []byte) (int, error) {
 	}
 	n, err := l.f.Write(p)
 	if err != nil {
-		l.err = fmt.Errorf("write %s: %w", l.path, err)
+		l.err = fmt.Errorf("write %s: %w", l.f.Path(), err)
 		return n, l.err
 	}
 	return n, nil
 }
 
-// finish closes the file and renames it into place. After a write error, what was written
-// is kept all the same (for grading), and the error is returned.
+// finish commits the file. After a write error, what was written is kept all the same (for
+// grading), and the error is returned.
 func (l *logFile) finish() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	err := l.f.Close()
-	if err != nil && l.err == nil {
-		l.err = fmt.Errorf("write %s: %w", l.path, err)
-	}
-	os.Chmod(l.f.Name(), 0o644)
-	if err := os.Rename(l.f.Name(), l.path); err != nil {
-		os.Remove(l.f.Name())
-		if l.err == nil {
-			l.err = fmt.Errorf("write %s: %w", l.path, err)
-		}
+	if err := l.f.Commit(0o644); err != nil && l.err == nil {
+		l.err = err
 	}
 	return l.err
 }
 
 func (l *logFile) abort() {
-	l.f.Close()
-	os.Remove(l.f.Name())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.f.Abort()
 }
 
 // sortedKeys returns m's keys in order.

@@ -4,13 +4,13 @@ package rules
 // Infer itself reads and writes nothing).
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/pab-dev/pab/internal/atomicfile"
 )
 
 // WriteAutoFiles makes dir (a task's rules directory, created when missing) hold exactly
@@ -52,7 +52,7 @@ func WriteAutoFiles(dir string, files []*InferredFile) error {
 	}
 	defer root.Close()
 	for _, f := range files {
-		if err := writeAtomic(root, dir, AutoFileName(f.Site), f.YAML); err != nil {
+		if err := atomicfile.WriteIn(root, AutoFileName(f.Site), f.YAML, 0o644); err != nil {
 			return err
 		}
 	}
@@ -83,35 +83,6 @@ func WriteAutoFiles(dir string, files []*InferredFile) error {
 	d.Close()
 	if err != nil {
 		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
-}
-
-// writeAtomic writes data to name inside root: a temporary file, fsync, rename.
-func writeAtomic(root *os.Root, dir, name string, data []byte) error {
-	path := filepath.Join(dir, name)
-	var rnd [8]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := "." + name + "." + hex.EncodeToString(rnd[:]) + ".tmp"
-	t, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, err = t.Write(data)
-	if err == nil {
-		err = t.Sync()
-	}
-	if cerr := t.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = root.Rename(tmp, name)
-	}
-	if err != nil {
-		root.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }

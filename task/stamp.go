@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pab-dev/pab/internal/atomicfile"
 	"github.com/pab-dev/pab/internal/readlimit"
 	"github.com/pab-dev/pab/warc"
 )
@@ -139,26 +140,15 @@ func readStamp(path string) (*hashStamp, error) {
 	return &st, nil
 }
 
-// writeStamp writes st to path through a temporary file renamed into place. Errors are
-// ignored: without a stamp the next start hashes again.
+// writeStamp writes st to path (atomicfile.Write). Errors are ignored: without a stamp the
+// next start hashes again.
 func writeStamp(path string, st hashStamp) {
 	data, err := json.Marshal(st)
 	if err != nil {
 		return
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return
 	}
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-")
-	if err != nil {
-		return
-	}
-	tmp := f.Name()
-	_, werr := f.Write(append(data, '\n'))
-	serr := f.Sync()
-	cerr := f.Close()
-	if werr != nil || serr != nil || cerr != nil || os.Rename(tmp, path) != nil {
-		os.Remove(tmp)
-	}
+	_ = atomicfile.Write(path, append(data, '\n'), 0o644)
 }

@@ -363,8 +363,8 @@ func editDistance(a, b string) int {
 }
 
 // WriteCardIfMissing creates dir/task.yaml with id and title when it does not exist (dir
-// is created if needed). The file is written to a temporary file in dir, synced, and
-// linked into place without replacing a task.yaml created meanwhile.
+// is created if needed), without replacing a task.yaml created meanwhile
+// (atomicfile.WriteNoReplace).
 func WriteCardIfMissing(dir, id, title string) error {
 	if err := ValidID(id); err != nil {
 		return err
@@ -380,29 +380,9 @@ func WriteCardIfMissing(dir, id, title string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+CardFile+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	// a card written meanwhile is kept
+	if err := atomicfile.WriteNoReplace(path, data, 0o644); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	// link(2) fails when path exists: a card written meanwhile is kept
-	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return atomicfile.SyncDir(dir)
+	return nil
 }

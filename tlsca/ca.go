@@ -17,6 +17,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"math/big"
@@ -322,7 +323,11 @@ func publishCADir(dir string, files map[string]caFile) error {
 	}
 	names := slices.Sorted(maps.Keys(files))
 	for _, name := range names {
-		if err := writeSynced(filepath.Join(tmp, name), files[name].data, files[name].perm); err != nil {
+		data := files[name].data
+		if err := atomicfile.WriteNew(filepath.Join(tmp, name), files[name].perm, func(w io.Writer) error {
+			_, err := w.Write(data)
+			return err
+		}); err != nil {
 			return err
 		}
 	}
@@ -340,26 +345,6 @@ func publishCADir(dir string, files map[string]caFile) error {
 	}
 	ok = true
 	return atomicfile.SyncDir(parent)
-}
-
-// writeSynced creates path (it must not exist) with perm, writes data and fsyncs it.
-func writeSynced(path string, data []byte, perm os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
 
 func randomSerial() (*big.Int, error) {

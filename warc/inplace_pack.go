@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/pab-dev/pab/internal/atomicfile"
 )
 
 // packMembers writes b's archive as gzip members, one per record, into dir: data.warc.gz,
@@ -137,7 +138,7 @@ func packMembers(b *Bundle, dir string, partSize int64) ([]Entry, error) {
 // writeEntriesGz writes entries as entries.jsonl.gz (one JSON line each, as the bundle
 // writer writes them) to the new file path.
 func writeEntriesGz(path string, entries []Entry) error {
-	return createSynced(path, func(w io.Writer) error {
+	return atomicfile.WriteNew(path, 0o644, func(w io.Writer) error {
 		zw, err := gzip.NewWriterLevel(w, gzip.DefaultCompression)
 		if err != nil {
 			return err
@@ -321,7 +322,7 @@ func unpackFormat3(recordingDir string, files []string, destDir string, u *unpac
 		return err
 	}
 	var spans []memberSpan
-	err = createSynced(filepath.Join(destDir, WARCFile), func(w io.Writer) error {
+	err = atomicfile.WriteNew(filepath.Join(destDir, WARCFile), 0o644, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 256<<10)
 		var err error
 		spans, err = inflateMembers(files[3:], bw, MaxWARCBytes, u)
@@ -337,7 +338,7 @@ func unpackFormat3(recordingDir string, files []string, destDir string, u *unpac
 		return fmt.Errorf("read %s: entry %s: %s", entriesPath, probs[0].id, probs[0].msg)
 	}
 	stripMemberFields(entries)
-	return createSynced(filepath.Join(destDir, EntriesFile), func(w io.Writer) error {
+	return atomicfile.WriteNew(filepath.Join(destDir, EntriesFile), 0o644, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 64<<10)
 		for i := range entries {
 			if err := writeJSONLine(bw, &entries[i]); err != nil {

@@ -356,30 +356,8 @@ func DropLegacyManifestFields(recordingDir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp(filepath.Dir(recordingDir), "."+filepath.Base(recordingDir)+".tmp-*")
-	if err != nil {
-		return nil, fmt.Errorf("rewrite %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(clean)
-	if err == nil {
-		err = f.Chmod(fi.Mode().Perm())
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return nil, fmt.Errorf("rewrite %s: %w", path, err)
-	}
-	if err := atomicfile.SyncDir(recordingDir); err != nil {
-		return nil, fmt.Errorf("rewrite %s: %w", path, err)
+	if err := atomicfile.Write(path, clean, fi.Mode().Perm()); err != nil {
+		return nil, err
 	}
 	return dropped, nil
 }

@@ -339,7 +339,7 @@ func copyBundleFile(root *os.Root, bundleDir, name, dst string, compress bool) e
 		return err
 	}
 	defer src.Close()
-	return createSynced(dst, func(w io.Writer) error {
+	return atomicfile.WriteNew(dst, 0o644, func(w io.Writer) error {
 		if !compress {
 			_, err := io.Copy(w, src)
 			return err
@@ -372,13 +372,6 @@ func writeNewFile(path string, data []byte) error {
 		_, err := w.Write(data)
 		return err
 	})
-}
-
-// createSynced is atomicfile.WriteNew with mode 0644.
-//
-// Deprecated: call atomicfile.WriteNew (kept until inplace.go's three calls move).
-func createSynced(path string, fill func(io.Writer) error) error {
-	return atomicfile.WriteNew(path, 0o644, fill)
 }
 
 // replaceDir moves the complete directory tmp to dst. An existing dst is first moved aside

@@ -46,8 +46,8 @@ import (
 	"time"
 
 	"github.com/pab-dev/pab/internal/atomicfile"
-
 	"github.com/pab-dev/pab/internal/procgroup"
+	"github.com/pab-dev/pab/internal/readlimit"
 )
 
 // Size bounds of what collect copies. The answer is copied up to one byte more than pab
@@ -314,7 +314,7 @@ func copyRun(out, logDir, dir, task string, repeat int) error {
 		errs = append(errs, err)
 	}
 	run := map[string]any{"format": 1, "task": task, "repeat": repeat}
-	if data, err := readBounded(filepath.Join(out, "agent.json"), maxAgentJS); err == nil {
+	if data, err := readlimit.File(filepath.Join(out, "agent.json"), maxAgentJS); err == nil {
 		var a agentResult
 		if err := json.Unmarshal(data, &a); err != nil {
 			errs = append(errs, fmt.Errorf("agent.json: %w", err))
@@ -332,22 +332,6 @@ func copyRun(out, logDir, dir, task string, repeat int) error {
 	}
 	fmt.Fprintf(os.Stderr, "pab-pod collect: copied the run to %s\n", dir)
 	return nil
-}
-
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
-	}
-	return data, nil
 }
 
 // copyLog copies the replay log up to and including its last newline (at most maxLog

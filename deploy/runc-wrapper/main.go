@@ -11,7 +11,7 @@
 //   - `create` and `run`: BUNDLE/config.json, BUNDLE being the value of --bundle DIR,
 //     --bundle=DIR, -b DIR or -b=DIR, or the current directory when none is given (as runc);
 //     `process.rlimits` is removed and the file rewritten (a temporary file in the same
-//     directory, renamed over it, mode kept); every other member is kept byte for byte
+//     directory, synced and renamed over it, mode kept: internal/atomicfile); every other member is kept byte for byte
 //     (object members are written in sorted order);
 //   - `exec`: the process file of --process FILE / -p FILE (a JSON process object), whose
 //     top-level `rlimits` is removed the same way.
@@ -39,11 +39,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/pab-dev/pab/internal/atomicfile"
+	"github.com/pab-dev/pab/internal/readlimit"
 )
 
 // maxJSON bounds config.json and exec process files (bytes).
@@ -171,19 +173,12 @@ func stripFile(path string, inConfig bool) error {
 
 // readBounded reads path, refusing more than maxJSON bytes.
 func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	data, err := readlimit.File(path, maxJSON)
+	var tl *readlimit.TooLargeError
+	if errors.As(err, &tl) {
+		return nil, fmt.Errorf("%w; not an OCI file podman wrote", err)
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxJSON+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(data) > maxJSON {
-		return nil, fmt.Errorf("%s: larger than %d bytes; not an OCI file podman wrote", path, maxJSON)
-	}
-	return data, nil
+	return data, err
 }
 
 // strip returns data without the rlimits member (of "process" when inConfig, of the top
@@ -237,42 +232,14 @@ func encode(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// replaceFile writes data to a temporary file beside path (same mode), syncs it and
-// renames it over path.
+// replaceFile writes data over path, its mode kept (atomicfile.Write: a temporary file
+// beside it, fsync, rename).
 func replaceFile(path string, data []byte) error {
 	st, err := os.Stat(path)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".runc-wrapper-*")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(name)
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(name, path); err != nil {
-		return err
-	}
-	ok = true
-	return nil
+	return atomicfile.Write(path, data, st.Mode().Perm())
 }
 
 // realRuntime returns the path of the runtime to exec (see the package comment).

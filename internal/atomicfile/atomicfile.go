@@ -7,6 +7,8 @@ package atomicfile
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -130,4 +132,135 @@ func SyncDir(dir string) error {
 		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
+}
+
+// WriteNoReplace writes data to path as Write does, except that an existing path is kept
+// as it is: the synced temporary file is linked into place (link(2) refuses an existing
+// name) instead of renamed over it. When path exists, nothing changes and the error wraps
+// fs.ErrExist; two writers racing for path leave exactly one of their files there.
+func WriteNoReplace(path string, data []byte, perm os.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Link(tmp, path)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_ = SyncDir(dir) // as in WriteFrom: the file is in place
+	return nil
+}
+
+// WriteIn is Write for the file name inside root: the temporary file, the rename and the
+// directory sync all go through root (os.Root), so neither name nor a symbolic link on the
+// way may lead out of root. Errors name root's directory, a slash and name as given.
+func WriteIn(root *os.Root, name string, data []byte, perm os.FileMode) (err error) {
+	path := root.Name() + string(filepath.Separator) + name
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".tmp-"+hex.EncodeToString(rnd[:]))
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = root.Rename(tmp, name)
+	}
+	if err != nil {
+		root.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if d, derr := root.Open(filepath.Dir(name)); derr == nil {
+		_ = d.Sync() // as in WriteFrom: the file is in place
+		d.Close()
+	}
+	return nil
+}
+
+// Pending is a file written over time that appears at its path whole or not at all: a
+// temporary file in the path's directory (its *os.File is embedded, for Write and the
+// rest), renamed over the path by Commit, removed by Abort. It is Write for data that
+// arrives piece by piece (an agent's output, a replay log). The caller serializes its
+// writes, Commit and Abort.
+type Pending struct {
+	*os.File
+	path string
+	done bool
+}
+
+// Create starts a Pending file for path, whose directory must exist. The error names path.
+func Create(path string) (*Pending, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	return &Pending{File: f, path: path}, nil
+}
+
+// Path is the path the file is committed to.
+func (p *Pending) Path() string { return p.path }
+
+// Commit gives the file mode perm, fsyncs and closes it, renames it over its path and
+// syncs the directory. On an error the temporary file is removed, the path is left as it
+// was, and the error names the path. A second Commit, or one after Abort, is an error.
+func (p *Pending) Commit(perm os.FileMode) (err error) {
+	if p.done {
+		return fmt.Errorf("write %s: already committed or aborted", p.path)
+	}
+	p.done = true
+	tmp := p.File.Name()
+	err = p.File.Chmod(perm)
+	if err == nil {
+		err = p.File.Sync()
+	}
+	if cerr := p.File.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, p.path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", p.path, err)
+	}
+	_ = SyncDir(filepath.Dir(p.path)) // as in WriteFrom: the file is in place
+	return nil
+}
+
+// Abort closes and removes the temporary file; the path is left as it was. It does nothing
+// after Commit or a first Abort.
+func (p *Pending) Abort() {
+	if p.done {
+		return
+	}
+	p.done = true
+	p.File.Close()
+	os.Remove(p.File.Name())
 }
