@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,43 +29,20 @@ func Write(path string, data []byte, perm os.FileMode) error {
 
 // WriteFrom is Write for data produced by fill, which writes it to w (buffered, 256 KiB).
 // An error of fill is returned, wrapped with path, and nothing is written.
-func WriteFrom(path string, perm os.FileMode, fill func(w io.Writer) error) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+func WriteFrom(path string, perm os.FileMode, fill func(w io.Writer) error) error {
+	p, err := Create(path)
 	if err != nil {
+		return fmt.Errorf("write %s: %w", path, errors.Unwrap(err))
+	}
+	bw := bufio.NewWriterSize(p, 256<<10)
+	if err = fill(bw); err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		p.Abort()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-			err = fmt.Errorf("write %s: %w", path, err)
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 256<<10)
-	if err = fill(bw); err != nil {
-		return err
-	}
-	if err = bw.Flush(); err != nil {
-		return err
-	}
-	if err = f.Chmod(perm); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	// the file is in place; a directory that cannot be synced (some file systems refuse)
-	// does not undo that
-	_ = SyncDir(dir)
-	return nil
+	return p.Commit(perm)
 }
 
 // WriteJSON writes v to path as Write does, encoded as JSON indented by two spaces, with
@@ -138,32 +116,37 @@ func SyncDir(dir string) error {
 // as it is: the synced temporary file is linked into place (link(2) refuses an existing
 // name) instead of renamed over it. When path exists, nothing changes and the error wraps
 // fs.ErrExist; two writers racing for path leave exactly one of their files there.
-func WriteNoReplace(path string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+func WriteNoReplace(path string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm)
+	defer os.Remove(f.Name())
+	if _, err = f.Write(data); err == nil {
+		err = syncClose(f, perm)
+	} else {
+		f.Close()
 	}
+	if err == nil {
+		err = os.Link(f.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_ = SyncDir(filepath.Dir(path)) // as in Commit: the file is in place
+	return nil
+}
+
+// syncClose gives f mode perm, fsyncs it and closes it (always), returning the first error.
+func syncClose(f *os.File, perm os.FileMode) error {
+	err := f.Chmod(perm)
 	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Link(tmp, path)
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_ = SyncDir(dir) // as in WriteFrom: the file is in place
-	return nil
+	return err
 }
 
 // WriteIn is Write for the file name inside root: the temporary file, the rename and the
@@ -180,15 +163,10 @@ func WriteIn(root *os.Root, name string, data []byte, perm os.FileMode) (err err
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if _, err = f.Write(data); err == nil {
+		err = syncClose(f, perm)
+	} else {
+		f.Close()
 	}
 	if err == nil {
 		err = root.Rename(tmp, name)
@@ -198,7 +176,7 @@ func WriteIn(root *os.Root, name string, data []byte, perm os.FileMode) (err err
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if d, derr := root.Open(filepath.Dir(name)); derr == nil {
-		_ = d.Sync() // as in WriteFrom: the file is in place
+		_ = d.Sync() // as in Commit: the file is in place
 		d.Close()
 	}
 	return nil
@@ -236,13 +214,7 @@ func (p *Pending) Commit(perm os.FileMode) (err error) {
 	}
 	p.done = true
 	tmp := p.File.Name()
-	err = p.File.Chmod(perm)
-	if err == nil {
-		err = p.File.Sync()
-	}
-	if cerr := p.File.Close(); err == nil {
-		err = cerr
-	}
+	err = syncClose(p.File, perm)
 	if err == nil {
 		err = os.Rename(tmp, p.path)
 	}
@@ -250,7 +222,9 @@ func (p *Pending) Commit(perm os.FileMode) (err error) {
 		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", p.path, err)
 	}
-	_ = SyncDir(filepath.Dir(p.path)) // as in WriteFrom: the file is in place
+	// the file is in place; a directory that cannot be synced (some file systems refuse)
+	// does not undo that
+	_ = SyncDir(filepath.Dir(p.path))
 	return nil
 }
 
