@@ -119,10 +119,10 @@ type traceLine struct {
 
 // ReadTrace reads trace lines from r into g. Only a read error of r is an error.
 func (g *GuardRun) ReadTrace(r io.Reader) error {
-	br := bufio.NewReaderSize(r, 64<<10)
+	lr := readlimit.NewLineReader(bufio.NewReaderSize(r, 64<<10), MaxGuardTraceLine)
 	n := 0
 	for {
-		line, long, err := readLine(br, MaxGuardTraceLine)
+		line, long, err := lr.Next()
 		if len(line) > 0 || long {
 			n++
 			g.addLine(n, line, long)
@@ -135,29 +135,6 @@ func (g *GuardRun) ReadTrace(r io.Reader) error {
 		if err != nil {
 			return fmt.Errorf("line %d: %w", n+1, err)
 		}
-	}
-}
-
-// readLine reads one line (without its end) of at most max bytes; a longer line is read to
-// its end and dropped (long true). At the end of r, err is io.EOF.
-func readLine(br *bufio.Reader, max int) (line []byte, long bool, err error) {
-	var buf []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if !long {
-			if len(buf)+len(chunk) > max+1 {
-				long, buf = true, nil
-			} else {
-				buf = append(buf, chunk...)
-			}
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if long {
-			return nil, true, err
-		}
-		return bytes.TrimRight(buf, "\r\n"), false, err
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/pab-dev/pab/internal/readlimit"
 	"github.com/pab-dev/pab/internal/syncwriter"
 )
 
@@ -47,7 +48,7 @@ const (
 func NewStdioTransport(in io.Reader, out io.Writer) mcp.Transport {
 	w := &lockedWriter{syncwriter.Writer{W: out}}
 	return &mcp.IOTransport{
-		Reader:        &checkedLines{in: in, br: bufio.NewReaderSize(in, 64<<10), out: w, limit: MaxRequestBytes},
+		Reader:        &checkedLines{in: in, lr: readlimit.NewLineReader(bufio.NewReaderSize(in, 64<<10), MaxRequestBytes), out: w, limit: MaxRequestBytes},
 		Writer:        w,
 		MaxLineLength: MaxRequestBytes + 1024,
 	}
@@ -64,7 +65,7 @@ func (l *lockedWriter) Close() error { return nil }
 // are one well-formed JSON-RPC message come out of Read, each ending in '\n'.
 type checkedLines struct {
 	in      io.Reader
-	br      *bufio.Reader
+	lr      *readlimit.LineReader
 	out     io.Writer
 	limit   int
 	pending []byte
@@ -72,14 +73,14 @@ type checkedLines struct {
 
 func (c *checkedLines) Read(p []byte) (int, error) {
 	for len(c.pending) == 0 {
-		line, tooLong, err := readLine(c.br, c.limit)
+		line, tooLong, err := c.lr.Next()
 		if tooLong {
 			writeWireError(c.out, nil, codeInvalidRequest, fmt.Sprintf("request too large: a message is at most %d bytes", c.limit))
 		} else if len(bytes.TrimSpace(line)) > 0 {
 			if id, code, msg := checkMessage(line); code != 0 {
 				writeWireError(c.out, id, code, msg)
 			} else {
-				c.pending = append(bytes.TrimRight(line, "\r\n"), '\n')
+				c.pending = append(append([]byte(nil), line...), '\n') // a copy: line is the reader's buffer
 			}
 		}
 		if err != nil && len(c.pending) == 0 {
@@ -99,30 +100,6 @@ func (c *checkedLines) Close() error {
 		return cl.Close()
 	}
 	return nil
-}
-
-// readLine reads one line (without its '\n') of at most limit bytes. A longer line is read
-// to its end and dropped: tooLong is true and line is nil. err is the reader's error (io.EOF
-// at the end; a last line without '\n' is returned with io.EOF).
-func readLine(br *bufio.Reader, limit int) (line []byte, tooLong bool, err error) {
-	for {
-		chunk, e := br.ReadSlice('\n')
-		if !tooLong {
-			if len(line)+len(chunk) > limit+1 { // +1: the '\n' itself
-				tooLong, line = true, nil
-			} else {
-				line = append(line, chunk...)
-			}
-		}
-		switch {
-		case e == nil:
-			return bytes.TrimSuffix(line, []byte("\n")), tooLong, nil
-		case errors.Is(e, bufio.ErrBufferFull):
-			continue
-		default:
-			return line, tooLong, e
-		}
-	}
 }
 
 // jsonDepth returns the deepest nesting of arrays and objects in data, read byte by byte

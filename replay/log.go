@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pab-dev/pab/internal/readlimit"
 	"github.com/pab-dev/pab/internal/textcut"
 )
 
@@ -303,8 +304,7 @@ func ReadLog(r io.Reader, name string) ([]LogLine, error) {
 //	}
 //	if err := sc.Err(); err != nil { ... }
 type LogScanner struct {
-	br      *bufio.Reader
-	buf     []byte
+	lr      *readlimit.LineReader
 	n       int
 	line    *LogLine
 	problem string
@@ -316,7 +316,7 @@ type LogScanner struct {
 
 // NewLogScanner returns a LogScanner reading r.
 func NewLogScanner(r io.Reader) *LogScanner {
-	return &LogScanner{br: bufio.NewReaderSize(r, 128<<10)}
+	return &LogScanner{lr: readlimit.NewLineReader(bufio.NewReaderSize(r, 128<<10), MaxReadLogLine)}
 }
 
 // Scan advances to the next non-blank line. It returns false at the end of the input or
@@ -324,7 +324,7 @@ func NewLogScanner(r io.Reader) *LogScanner {
 func (s *LogScanner) Scan() bool {
 	s.line, s.problem = nil, ""
 	for !s.done {
-		data, tooLong, ok, err := s.readLine()
+		data, tooLong, err := s.lr.Next()
 		if err != nil {
 			s.done = true
 			if !errors.Is(err, io.EOF) {
@@ -332,8 +332,8 @@ func (s *LogScanner) Scan() bool {
 				return false
 			}
 		}
-		if !ok {
-			return false
+		if data == nil && !tooLong {
+			return false // the input had no more bytes
 		}
 		s.n++
 		if tooLong {
@@ -376,40 +376,6 @@ func (s *LogScanner) Problem() string { return s.problem }
 
 // Err is the first error reading the input, other than io.EOF.
 func (s *LogScanner) Err() error { return s.err }
-
-// readLine reads one line, without its end of line, keeping at most MaxReadLogLine bytes of
-// it; ok is false when the input had no more bytes. A line that fits in the read buffer is
-// returned without a copy (valid until the next read).
-func (s *LogScanner) readLine() (line []byte, tooLong, ok bool, err error) {
-	const limit = MaxReadLogLine + 2 // the line and its "\r\n"
-	s.buf = s.buf[:0]
-	size := 0
-	var chunk []byte
-	for {
-		chunk, err = s.br.ReadSlice('\n')
-		size += len(chunk)
-		if err != bufio.ErrBufferFull {
-			break
-		}
-		if size <= limit {
-			s.buf = append(s.buf, chunk...)
-		}
-	}
-	if size == 0 {
-		return nil, false, false, err
-	}
-	line = chunk
-	if size > len(chunk) {
-		if size > limit {
-			return nil, true, true, err
-		}
-		s.buf = append(s.buf, chunk...)
-		line = s.buf
-	}
-	line = bytes.TrimSuffix(line, []byte("\n"))
-	line = bytes.TrimSuffix(line, []byte("\r"))
-	return line, len(line) > MaxReadLogLine, true, err
-}
 
 // ParseLogLine parses one line of a replay log (without its newline). It returns the line,
 // or nil and the reason it is not a replay log line: not JSON, not a JSON object, a field
