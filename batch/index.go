@@ -5,6 +5,8 @@ import (
 	_ "embed"
 	"fmt"
 	"html/template"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 )
@@ -127,7 +129,7 @@ func RenderIndex(s *Summary) ([]byte, error) {
 	for _, f := range s.Overall.Failures {
 		v.Failures = append(v.Failures, indexFailure{Failure: f, What: ErrorKindText(f.Kind)})
 	}
-	for _, name := range sortedKeys(s.Overall.Statuses) {
+	for _, name := range slices.Sorted(maps.Keys(s.Overall.Statuses)) {
 		v.StatusList = append(v.StatusList, statusCount{name, s.Overall.Statuses[name]})
 	}
 	sort.SliceStable(v.StatusList, func(i, j int) bool { return v.StatusList[i].N > v.StatusList[j].N })

@@ -13,6 +13,7 @@ import (
 	"github.com/pab-dev/pab/grade"
 	"github.com/pab-dev/pab/internal/atomicfile"
 	"github.com/pab-dev/pab/internal/textcut"
+	"github.com/pab-dev/pab/internal/words"
 	"github.com/pab-dev/pab/replay"
 )
 
@@ -325,7 +326,7 @@ func (s *Summary) Write(dir string) error {
 // page and the unfinished runs, each naming runs to look at.
 func (s *Summary) Lines() []string {
 	o := &s.Overall
-	line := fmt.Sprintf("%d run%s; pass rate %s (%d of %d runs)", o.Runs, plural(o.Runs), pctText(o.PassRate), o.Passed, o.Runs)
+	line := fmt.Sprintf("%d %s; pass rate %s (%d of %d runs)", o.Runs, words.Plural(o.Runs, "run"), pctText(o.PassRate), o.Passed, o.Runs)
 	for _, p := range o.PassAtK {
 		line += fmt.Sprintf(", pass@%d %s", p.K, pctText(p.Value))
 	}
@@ -339,8 +340,8 @@ func (s *Summary) Lines() []string {
 			}
 			parts = append(parts, ErrorKindText(f.Kind)+" — see "+f.Dir)
 		}
-		lines = append(lines, fmt.Sprintf("%d infrastructure failure%s (pab failed, not the agent; counted as not passed): %s",
-			n, plural(n), strings.Join(parts, "; ")))
+		lines = append(lines, fmt.Sprintf("%d %s (pab failed, not the agent; counted as not passed): %s",
+			n, words.Plural(n, "infrastructure failure"), strings.Join(parts, "; ")))
 	}
 	if n := len(o.NoBrowsingRuns); n > 0 {
 		shown := o.NoBrowsingRuns
@@ -348,20 +349,13 @@ func (s *Summary) Lines() []string {
 		if len(shown) > 5 {
 			shown, more = shown[:5], fmt.Sprintf(" and %d more", n-5)
 		}
-		lines = append(lines, fmt.Sprintf("%d run%s opened no page (no_browsing: the agent never used a browser): %s%s",
-			n, plural(n), strings.Join(shown, ", "), more))
+		lines = append(lines, fmt.Sprintf("%d %s opened no page (no_browsing: the agent never used a browser): %s%s",
+			n, words.Plural(n, "run"), strings.Join(shown, ", "), more))
 	}
 	if o.Unfinished > 0 {
-		lines = append(lines, fmt.Sprintf("%d run%s did not finish (interrupted): --resume runs %s again", o.Unfinished, plural(o.Unfinished), pronoun(o.Unfinished)))
+		lines = append(lines, fmt.Sprintf("%d %s did not finish (interrupted): --resume runs %s again", o.Unfinished, words.Plural(o.Unfinished, "run"), pronoun(o.Unfinished)))
 	}
 	return lines
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 func pronoun(n int) string {

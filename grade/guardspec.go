@@ -9,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pab-dev/pab/guard"
+	"github.com/pab-dev/pab/internal/words"
 	"github.com/pab-dev/pab/internal/yamlx"
 )
 
@@ -450,7 +451,7 @@ func evalGuard(s *GuardSpec, run *GuardRun) []Item {
 		switch {
 		case h != nil && h.Count > 0:
 			it.Result = ResultFail
-			it.Actual = fmt.Sprintf("%d time%s", h.Count, plural(h.Count))
+			it.Actual = words.Count(h.Count, "time")
 			var ev []string
 			for _, e := range h.Events {
 				ev = append(ev, e.describe())
@@ -491,13 +492,6 @@ var forbidText = map[string]string{
 	ForbidLeaveSite:      "leaving the application's sites (another host, a data:/javascript:/file: page)",
 	ForbidScriptSubmit:   "a page script's submit refused by the submit lock",
 	ForbidDisallowedTool: "a call of a tool the guard does not offer",
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 func outcomeText(r *guard.Result) string {

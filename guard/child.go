@@ -184,7 +184,7 @@ func StartChild(ctx context.Context, argv []string, opts ChildOptions) (*Child, 
 		exitedEarly := c.hasExited()
 		c.Close()
 		if exitedEarly {
-			return nil, fmt.Errorf("browser MCP server %s exited (%s) during MCP initialize: %v", c.name(), exitStatus(c.waitErr), res.err)
+			return nil, fmt.Errorf("browser MCP server %s exited (%s) during MCP initialize: %v", c.name(), procgroup.ExitStatus(c.waitErr), res.err)
 		}
 		if sctx.Err() != nil {
 			return nil, fmt.Errorf("browser MCP server %s did not complete MCP initialize within %s", c.name(), opts.StartTimeout)
@@ -285,7 +285,7 @@ func (c *Child) CallTool(ctx context.Context, name string, args map[string]any) 
 // usable fails when the server has exited or its connection broke.
 func (c *Child) usable() error {
 	if c.hasExited() {
-		return fmt.Errorf("browser MCP server %s has exited (%s)", c.name(), exitStatus(c.waitErr))
+		return fmt.Errorf("browser MCP server %s has exited (%s)", c.name(), procgroup.ExitStatus(c.waitErr))
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -307,7 +307,7 @@ func (c *Child) callError(what string, cctx, ctx context.Context, err error) err
 	case <-time.After(200 * time.Millisecond):
 	}
 	if c.hasExited() {
-		return fmt.Errorf("browser MCP server %s exited (%s) during %s", c.name(), exitStatus(c.waitErr), what)
+		return fmt.Errorf("browser MCP server %s exited (%s) during %s", c.name(), procgroup.ExitStatus(c.waitErr), what)
 	}
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) {
@@ -500,14 +500,6 @@ func procStat(pid int) (ppid int, start uint64, ok bool) {
 		return 0, 0, false
 	}
 	return pp, st, true
-}
-
-// exitStatus describes a process's end for a message.
-func exitStatus(err error) string {
-	if err == nil {
-		return "status 0"
-	}
-	return err.Error()
 }
 
 // SplitCommand splits a command line into words on spaces; '...' and "..." quote (no

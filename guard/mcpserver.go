@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/pab-dev/pab/internal/jsonx"
 )
 
 // ToolSource is what the MCP server offers to the agent: a *Bridge, or a fake in tests.
@@ -257,7 +258,7 @@ func depthChecked(h http.Handler) http.Handler {
 			writeWireError(w, nil, codeInvalidRequest, fmt.Sprintf("request too large: a message is at most %d bytes", MaxRequestBytes))
 			return
 		}
-		if jsonDepth(data, MaxJSONDepth) > MaxJSONDepth {
+		if jsonx.Depth(data, MaxJSONDepth) > MaxJSONDepth {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
 			writeWireError(w, nil, codeParseError, fmt.Sprintf("parse error: JSON nested deeper than %d levels", MaxJSONDepth))

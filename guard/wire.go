@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/pab-dev/pab/internal/jsonx"
 	"github.com/pab-dev/pab/internal/readlimit"
 	"github.com/pab-dev/pab/internal/syncwriter"
 )
@@ -102,49 +103,11 @@ func (c *checkedLines) Close() error {
 	return nil
 }
 
-// jsonDepth returns the deepest nesting of arrays and objects in data, read byte by byte
-// (strings and their escapes skipped), without decoding; it stops counting past limit and
-// returns limit+1 then. Bytes that are not JSON are not judged here.
-func jsonDepth(data []byte, limit int) int {
-	depth, deepest := 0, 0
-	inString, esc := false, false
-	for _, ch := range data {
-		if inString {
-			switch {
-			case esc:
-				esc = false
-			case ch == '\\':
-				esc = true
-			case ch == '"':
-				inString = false
-			}
-			continue
-		}
-		switch ch {
-		case '"':
-			inString = true
-		case '[', '{':
-			depth++
-			if depth > deepest {
-				deepest = depth
-				if deepest > limit {
-					return limit + 1
-				}
-			}
-		case ']', '}':
-			if depth > 0 {
-				depth--
-			}
-		}
-	}
-	return deepest
-}
-
 // checkMessage judges one line from the agent: code 0 when it is one JSON-RPC message the
 // SDK can take, else the JSON-RPC error code and message to answer with, and the request id
 // when it could be read.
 func checkMessage(line []byte) (id any, code int, msg string) {
-	if jsonDepth(line, MaxJSONDepth) > MaxJSONDepth {
+	if jsonx.Depth(line, MaxJSONDepth) > MaxJSONDepth {
 		return nil, codeParseError, fmt.Sprintf("parse error: JSON nested deeper than %d levels", MaxJSONDepth)
 	}
 	if !json.Valid(line) {

@@ -123,20 +123,6 @@ func TestStdioMalformedInput(t *testing.T) {
 	}
 }
 
-func TestJSONDepth(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int
-	}{
-		{`{}`, 1}, {`{"a":[1,{"b":2}]}`, 3}, {`"[[[["`, 0}, {`{"a":"\"[[["}`, 1},
-		{strings.Repeat("[", 100), MaxJSONDepth + 1}, {`not json`, 0},
-	} {
-		if got := jsonDepth([]byte(tc.in), MaxJSONDepth); got != tc.want {
-			t.Errorf("jsonDepth(%.40q) = %d, want %d", tc.in, got, tc.want)
-		}
-	}
-}
-
 // TestServeHTTPDepth: over HTTP, a body nested 50,000 deep gets 400 with a JSON-RPC parse
 // error, and the server goes on answering.
 func TestServeHTTPDepth(t *testing.T) {

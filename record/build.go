@@ -3,11 +3,11 @@ package record
 import (
 	"cmp"
 	"fmt"
-	"mime"
 	"net/http"
 	"net/url"
 	"strings"
 
+	"github.com/pab-dev/pab/internal/httpx"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -64,7 +64,7 @@ func Build(journalPath, dir string, m warc.Manifest) (*BuildReport, error) {
 		if x.resp.Get(HeaderPageNote) != NoteNotFoundProbe || x.resp.HTTP.StatusCode != 404 {
 			return nil
 		}
-		if mt := mediaType(x.resp.HTTP.HTTPHeader().Get("Content-Type")); mt != "text/html" && mt != "application/xhtml+xml" {
+		if mt := httpx.MediaType(x.resp.HTTP.HTTPHeader().Get("Content-Type")); mt != "text/html" && mt != "application/xhtml+xml" {
 			return nil
 		}
 		if u, err := url.Parse(x.resp.TargetURI); err == nil && rep.NotFound[u.Host] == "" {
@@ -139,15 +139,6 @@ func Build(journalPath, dir string, m warc.Manifest) (*BuildReport, error) {
 	}
 	rep.Warnings = w.Warnings()
 	return rep, nil
-}
-
-// mediaType is a Content-Type without parameters, lower case.
-func mediaType(ct string) string {
-	if mt, _, err := mime.ParseMediaType(ct); err == nil {
-		return mt
-	}
-	mt, _, _ := strings.Cut(ct, ";")
-	return strings.ToLower(strings.TrimSpace(mt))
 }
 
 // scriptPages finds the pages a single-page app reached with history.pushState or

@@ -9,11 +9,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pab-dev/pab/internal/mapx"
+	"github.com/pab-dev/pab/internal/words"
 	"github.com/pab-dev/pab/tlsca"
 	"github.com/pab-dev/pab/warc"
 )
@@ -86,10 +86,10 @@ func (r *CheckReport) Print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "page %d  %s\n      %s\n", p.Status, p.URL, title)
 	}
-	fmt.Fprintf(w, "check: %s (%s, %s)", plural(r.Requests, "request"), plural(r.Pages, "page"),
-		plural(r.Requests-r.Pages, "other recorded exchange"))
+	fmt.Fprintf(w, "check: %s (%s, %s)", words.Count(r.Requests, "request"), words.Count(r.Pages, "page"),
+		words.Count(r.Requests-r.Pages, "other recorded exchange"))
 	if r.Skipped > 0 {
-		fmt.Fprintf(w, ", %s of the recording not sent", plural(r.Skipped, "exchange"))
+		fmt.Fprintf(w, ", %s of the recording not sent", words.Count(r.Skipped, "exchange"))
 	}
 	fmt.Fprintln(w)
 	for _, s := range mapx.OrderedKeys(r.Counts.BySource, sourceOrder) {
@@ -98,16 +98,8 @@ func (r *CheckReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "hit rate: exact %.1f%%, search %.1f%%, promo %.1f%%, fuzzy %.1f%%, together %.1f%%\n",
 		100*r.Share(SourceExact), 100*r.Share(SourceSearch), 100*r.Share(SourcePromo), 100*r.Share(SourceFuzzy), 100*r.HitRate())
 	if r.Errors > 0 {
-		fmt.Fprintf(w, "errors: %s got no answer; first: %s\n", plural(r.Errors, "request"), strings.Join(r.FirstErrors, "; "))
+		fmt.Fprintf(w, "errors: %s got no answer; first: %s\n", words.Count(r.Errors, "request"), strings.Join(r.FirstErrors, "; "))
 	}
-}
-
-// plural is "1 request", "2 requests".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 // checkRequest is one request Check sends.

@@ -10,6 +10,9 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pab-dev/pab/internal/httpx"
+	"github.com/pab-dev/pab/internal/jsonx"
 )
 
 const (
@@ -48,14 +51,6 @@ func (f *bodyFilter) empty() bool {
 	return len(f.drop) == 0 && f.keep == nil
 }
 
-// mediaType returns the lower-cased media type of a Content-Type value, without parameters.
-func mediaType(ct string) string {
-	if i := strings.IndexByte(ct, ';'); i >= 0 {
-		ct = ct[:i]
-	}
-	return strings.ToLower(strings.TrimSpace(ct))
-}
-
 func isJSONType(mt string) bool {
 	return mt == "application/json" || mt == "text/json" || strings.HasSuffix(mt, "+json")
 }
@@ -76,7 +71,7 @@ func normBody(body []byte, contentType string, f *bodyFilter) string {
 		return ""
 	}
 	if len(body) <= MaxStructuredBody {
-		mt := mediaType(contentType)
+		mt := httpx.MediaType(contentType)
 		switch {
 		case mt == "application/x-www-form-urlencoded":
 			return formBody(body, f)
@@ -118,45 +113,10 @@ func formBody(body []byte, f *bodyFilter) string {
 	return b.String()
 }
 
-// jsonDepth returns the deepest nesting of arrays and objects in b, stopping early once it
-// passes limit. It skips strings, so brackets inside them do not count.
-func jsonDepth(b []byte, limit int) int {
-	depth, max := 0, 0
-	inStr, esc := false, false
-	for _, c := range b {
-		if inStr {
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inStr = true
-		case '{', '[':
-			depth++
-			if depth > max {
-				max = depth
-				if max > limit {
-					return max
-				}
-			}
-		case '}', ']':
-			depth--
-		}
-	}
-	return max
-}
-
 // canonicalJSON parses body as one JSON value and writes it back canonically. It reports
 // false when body is not a single valid JSON value or is nested deeper than MaxJSONDepth.
 func canonicalJSON(body []byte, f *bodyFilter) (string, bool) {
-	if jsonDepth(body, MaxJSONDepth) > MaxJSONDepth {
+	if jsonx.Depth(body, MaxJSONDepth) > MaxJSONDepth {
 		return "", false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

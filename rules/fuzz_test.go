@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pab-dev/pab/internal/httpx"
 	"github.com/pab-dev/pab/sites"
 )
 
@@ -175,9 +176,9 @@ func requestFromKey(t *testing.T, k Key, contentType string, body []byte) (r Req
 	case k.Body == "":
 	case k.Body == "sha256:"+hex.EncodeToString(sum[:]):
 		digest = true
-	case strings.HasPrefix(k.Body, multipartPrefix) && mediaType(contentType) == "multipart/form-data":
+	case strings.HasPrefix(k.Body, multipartPrefix) && httpx.MediaType(contentType) == "multipart/form-data":
 		digest = true // the parts hold file digests, not bytes; FuzzMultipartKey checks these keys
-	case mediaType(contentType) == "application/x-www-form-urlencoded":
+	case httpx.MediaType(contentType) == "application/x-www-form-urlencoded":
 		var fields []string
 		for _, piece := range strings.Split(k.Body, "&") {
 			name, value, _ := strings.Cut(piece, "=")

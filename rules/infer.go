@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pab-dev/pab/internal/httpx"
 	"golang.org/x/net/publicsuffix"
 )
 
@@ -210,7 +211,7 @@ func (inf *inferrer) add(s *Sample) {
 		o.method = "GET"
 	}
 	o.params = parseParams(u.RawQuery, nil)
-	o.mt = mediaType(s.ContentType)
+	o.mt = httpx.MediaType(s.ContentType)
 	o.size = max(s.Size, int64(len(s.Body)))
 	o.digest = strings.ToLower(s.Digest)
 	if o.digest == "" {

@@ -12,6 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pab-dev/pab/internal/httpx"
+	"github.com/pab-dev/pab/internal/jsonx"
 )
 
 // field is a query parameter or a request body field of one sample.
@@ -53,14 +56,14 @@ func (inf *inferrer) bodyFields(o *obs) []field {
 		return nil
 	}
 	var out []field
-	mt := mediaType(o.s.ReqContentType)
+	mt := httpx.MediaType(o.s.ReqContentType)
 	switch {
 	case mt == "application/x-www-form-urlencoded":
 		for _, p := range parseParams(string(b), nil) {
 			out = append(out, field{name: p.Name, leaf: p.Name, value: p.Value})
 		}
 	case isJSONType(mt) || looksLikeJSON(b):
-		if jsonDepth(b, MaxJSONDepth) > MaxJSONDepth {
+		if jsonx.Depth(b, MaxJSONDepth) > MaxJSONDepth {
 			return nil
 		}
 		dec := json.NewDecoder(bytes.NewReader(b))

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/pab-dev/pab/internal/httpx"
+	"github.com/pab-dev/pab/internal/jsonx"
 )
 
 // DefaultSimilarity is the least word-set similarity of a search when the endpoint sets no
@@ -203,7 +206,7 @@ func RequestText(r Request, name string) (value string, ok bool) {
 	if len(r.Body) == 0 || len(r.Body) > MaxStructuredBody {
 		return "", false
 	}
-	mt := mediaType(r.ContentType)
+	mt := httpx.MediaType(r.ContentType)
 	switch {
 	case mt == "application/x-www-form-urlencoded":
 		return formValue(string(r.Body), name)
@@ -231,7 +234,7 @@ func formValue(q, name string) (string, bool) {
 // jsonMember finds the first object member called name whose value is a string or a
 // number, at any depth, in document order.
 func jsonMember(body []byte, name string) (string, bool) {
-	if jsonDepth(body, MaxJSONDepth+1) > MaxJSONDepth {
+	if jsonx.Depth(body, MaxJSONDepth+1) > MaxJSONDepth {
 		return "", false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

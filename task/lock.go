@@ -56,7 +56,7 @@ func (r *Repo) LockTask(taskDir, what, noWaitName string, noWait bool, errOut io
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("%s: lock %s: %w", strings.TrimPrefix(what, "pab "), shownPath(r, taskDir), err)
 	}
-	if ignore := filepath.Join(dir, ".gitignore"); !isRegular(ignore) {
+	if ignore := filepath.Join(dir, ".gitignore"); !pathx.IsRegularFile(ignore) {
 		if err := atomicfile.Write(ignore, []byte("# lock files of pab's task writers (docs/import.md)\n*\n"), 0o644); err != nil {
 			return nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pab-dev/pab/internal/atomicfile"
+	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -62,31 +63,31 @@ func Resolve(arg string, repo *Repo) (*Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", arg, err)
 	}
-	if filepath.Base(abs) == recordingName && isRegular(filepath.Join(filepath.Dir(abs), CardFile)) {
+	if filepath.Base(abs) == recordingName && pathx.IsRegularFile(filepath.Join(filepath.Dir(abs), CardFile)) {
 		abs = filepath.Dir(abs) // a task's published recording: replay the task
 	}
-	if isRegular(filepath.Join(abs, warc.ManifestFile)) {
+	if pathx.IsRegularFile(filepath.Join(abs, warc.ManifestFile)) {
 		t := &Target{Name: filepath.Base(abs), BundleDir: abs}
-		if isDir(filepath.Join(abs, rulesName)) {
+		if pathx.IsDir(filepath.Join(abs, rulesName)) {
 			t.RulesDirs = []string{filepath.Join(abs, rulesName)}
 		}
 		return t, nil
 	}
-	if isRegular(filepath.Join(abs, CardFile)) {
+	if pathx.IsRegularFile(filepath.Join(abs, CardFile)) {
 		id := filepath.Base(abs)
 		if err := ValidID(id); err != nil {
 			return nil, fmt.Errorf("task directory %s: %w", abs, err)
 		}
 		owner := repo
 		parent := filepath.Dir(abs)
-		if filepath.Base(parent) == "tasks" && isDir(filepath.Join(filepath.Dir(parent), "sites")) {
+		if filepath.Base(parent) == "tasks" && pathx.IsDir(filepath.Join(filepath.Dir(parent), "sites")) {
 			owner = &Repo{Root: filepath.Dir(parent)}
 		}
 		return (&Task{Repo: owner, ID: id, Dir: abs}).Target()
 	}
 	if lower := strings.ToLower(arg); strings.HasSuffix(lower, ".warc") || strings.HasSuffix(lower, ".warc.gz") || strings.HasSuffix(lower, ".wacz") {
 		fi, err := os.Stat(abs)
-		if errors.Is(err, os.ErrNotExist) && ValidID(arg) == nil && isRegular(filepath.Join(repo.TasksDir(), arg, CardFile)) {
+		if errors.Is(err, os.ErrNotExist) && ValidID(arg) == nil && pathx.IsRegularFile(filepath.Join(repo.TasksDir(), arg, CardFile)) {
 			return repo.taskTarget(arg) // a task whose id ends in .warc
 		}
 		if err != nil {
@@ -245,7 +246,7 @@ func (r *Repo) importWARC(path string) (string, error) {
 // place. built reports whether this call's copy was installed.
 func buildCached(dir, name string, build func(out string) error) (dest string, built bool, err error) {
 	dest = filepath.Join(dir, name)
-	if isRegular(filepath.Join(dest, warc.ManifestFile)) {
+	if pathx.IsRegularFile(filepath.Join(dest, warc.ManifestFile)) {
 		return dest, false, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -261,7 +262,7 @@ func buildCached(dir, name string, build func(out string) error) (dest string, b
 		return "", false, err
 	}
 	if err := os.Rename(out, dest); err != nil {
-		if isRegular(filepath.Join(dest, warc.ManifestFile)) {
+		if pathx.IsRegularFile(filepath.Join(dest, warc.ManifestFile)) {
 			return dest, false, nil // another process was faster
 		}
 		return "", false, fmt.Errorf("cache: %w", err)
@@ -322,14 +323,4 @@ func hashFile(path string) (string, error) {
 		return "", fmt.Errorf("read %s at offset %d: %w", path, n, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func isRegular(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular()
-}
-
-func isDir(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.IsDir()
 }

@@ -20,6 +20,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pab-dev/pab/internal/httpx"
 )
 
 // Bounds of an import (docs/import.md, "Limits and memory"). Bodies never stay in memory:
@@ -308,7 +310,7 @@ func settleHeads(resps []*inRec, warn func(string)) []*inRec {
 func notFoundPages(kept []*inRec) map[string]string {
 	var nf map[string]string
 	for _, x := range kept {
-		if x.status == http.StatusNotFound && methodOf(x) == http.MethodGet && mimeOf(x.header.Get("Content-Type")) == "text/html" {
+		if x.status == http.StatusNotFound && methodOf(x) == http.MethodGet && httpx.MediaType(x.header.Get("Content-Type")) == "text/html" {
 			u, err := url.Parse(x.rec.TargetURI)
 			if err != nil || u.Host == "" {
 				continue

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pab-dev/pab/internal/httpx"
 	"golang.org/x/net/html"
 )
 
@@ -261,7 +262,7 @@ func resourceType(x *inRec, ex Exchange) string {
 	if t := ResourceTypeFromDest(ex.ReqHeader.Get("Sec-Fetch-Dest")); t != "" && t != ResourceOther {
 		return t
 	}
-	if t := ResourceTypeFromMime(mimeOf(ex.RespHeader.Get("Content-Type"))); t != "" {
+	if t := ResourceTypeFromMime(httpx.MediaType(ex.RespHeader.Get("Content-Type"))); t != "" {
 		return t
 	}
 	return ResourceOther

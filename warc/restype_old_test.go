@@ -1,6 +1,7 @@
 package warc
 
 import (
+	"mime"
 	"net/http"
 	"strings"
 	"testing"
@@ -76,7 +77,7 @@ func oldResourceType(x *inRec, ex Exchange) string {
 	case "empty":
 		return "fetch"
 	}
-	mt := mimeOf(ex.RespHeader.Get("Content-Type"))
+	mt := oldMimeOf(ex.RespHeader.Get("Content-Type"))
 	switch {
 	case mt == "text/html" || mt == "application/xhtml+xml":
 		return "document"
@@ -94,4 +95,16 @@ func oldResourceType(x *inRec, ex Exchange) string {
 		return "fetch"
 	}
 	return "other"
+}
+
+// oldMimeOf is the writer's media type of 5d984c7, kept with the reference above.
+func oldMimeOf(ct string) string {
+	if ct == "" {
+		return ""
+	}
+	if mt, _, err := mime.ParseMediaType(ct); err == nil {
+		return mt
+	}
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
 }

@@ -15,6 +15,8 @@ import (
 	"hash"
 	"io"
 	"strconv"
+
+	"github.com/pab-dev/pab/internal/words"
 )
 
 // ResyncWindow bounds how far, each way from where Content-Length says a block ends, a
@@ -259,7 +261,7 @@ func (r *Reader) endRecord(rec *Record, start, cl int64, tail []byte, shortOK fu
 		// matches the block without them.
 		k := 4 - n
 		take(n)
-		what := fmt.Sprintf("WARC Content-Length %d is %d %s too long for the record; block taken as %d bytes (resynchronised at the next WARC/ line; the block digest matches)", cl, k, plural(k, "byte"), cl-int64(k))
+		what := fmt.Sprintf("WARC Content-Length %d is %d %s too long for the record; block taken as %d bytes (resynchronised at the next WARC/ line; the block digest matches)", cl, k, words.Plural(k, "byte"), cl-int64(k))
 		r.warn(start, "%s", what)
 		rec.Warnings = append(rec.Warnings, what)
 		r.resyncs++
@@ -315,7 +317,7 @@ func (r *Reader) endRecord(rec *Record, start, cl int64, tail []byte, shortOK fu
 	if b.end > 0 {
 		res.stray = append([]byte(nil), ahead[:b.end]...)
 		take(b.next)
-		what = fmt.Sprintf("WARC Content-Length %d is %d %s short of the record; block taken as %d bytes", cl, b.end, plural(b.end, "byte"), res.size)
+		what = fmt.Sprintf("WARC Content-Length %d is %d %s short of the record; block taken as %d bytes", cl, b.end, words.Plural(b.end, "byte"), res.size)
 	} else {
 		res.cut = -b.end
 		if b.next < 0 {
@@ -323,7 +325,7 @@ func (r *Reader) endRecord(rec *Record, start, cl int64, tail []byte, shortOK fu
 		} else {
 			take(b.next)
 		}
-		what = fmt.Sprintf("WARC Content-Length %d is %d %s too long for the record; block taken as %d bytes", cl, -b.end, plural(-b.end, "byte"), res.size)
+		what = fmt.Sprintf("WARC Content-Length %d is %d %s too long for the record; block taken as %d bytes", cl, -b.end, words.Plural(-b.end, "byte"), res.size)
 	}
 	what += " (resynchronised at " + b.how + ")"
 	r.warn(start, "%s", what)
@@ -337,13 +339,6 @@ func (r *Reader) endRecord(rec *Record, start, cl int64, tail []byte, shortOK fu
 func cutsMarker(tail, marker []byte) bool {
 	k := 4 - len(marker)
 	return k > 0 && len(tail) >= k && string(tail[len(tail)-k:])+string(marker) == "\r\n\r\n"
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
 }
 
 // skipToRecord reads lines from the stream until the next one starts a record (left

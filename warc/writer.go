@@ -21,7 +21,6 @@ import (
 	"hash"
 	"io"
 	"maps"
-	"mime"
 	"net/http"
 	"net/url"
 	"os"
@@ -33,6 +32,7 @@ import (
 
 	gowarc "github.com/nlnwa/gowarc/v3"
 	"github.com/pab-dev/pab/internal/atomicfile"
+	"github.com/pab-dev/pab/internal/httpx"
 	"golang.org/x/net/http/httpguts"
 )
 
@@ -500,14 +500,14 @@ func (w *BundleWriter) addEntry(a *adding, respOff, respLen, reqOff, reqLen int6
 	x := a.x
 	e := Entry{
 		ID: a.id, TS: a.date, Method: a.method, URL: x.URL, Status: x.Status,
-		Mime:       mimeOf(getHeader(x.RespHeader, "Content-Type")),
+		Mime:       httpx.MediaType(getHeader(x.RespHeader, "Content-Type")),
 		Digest:     a.payloadDigest,
 		Size:       a.size,
 		ReqOffset:  reqOff,
 		ReqLength:  reqLen,
 		RespOffset: respOff,
 		RespLength: respLen,
-		ReqType:    mimeOf(getHeader(x.ReqHeader, "Content-Type")),
+		ReqType:    httpx.MediaType(getHeader(x.ReqHeader, "Content-Type")),
 
 		ResourceType: x.ResourceType,
 	}
@@ -730,18 +730,6 @@ func writeJSONLine(b io.Writer, v any) error {
 func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
-}
-
-// mimeOf is a Content-Type without parameters, lower case ("text/html").
-func mimeOf(ct string) string {
-	if ct == "" {
-		return ""
-	}
-	if mt, _, err := mime.ParseMediaType(ct); err == nil {
-		return mt
-	}
-	mt, _, _ := strings.Cut(ct, ";")
-	return strings.ToLower(strings.TrimSpace(mt))
 }
 
 func cloneHeader(h http.Header) http.Header {

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pab-dev/pab/importer/audit"
+	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/warc"
 )
@@ -25,7 +26,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 			var probs, warns []warc.Problem
 			target := arg
 			var err error
-			if isRegularFile(arg) {
+			if pathx.IsRegularFile(arg) {
 				probs, warns = warc.AuditWARCFile(arg, strict)
 			} else {
 				var repo *task.Repo

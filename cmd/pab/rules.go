@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pab-dev/pab/internal/pathx"
+	"github.com/pab-dev/pab/internal/words"
 	"github.com/pab-dev/pab/rules"
 )
 
@@ -61,9 +62,9 @@ func newRulesCheckCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			if problems > 0 {
-				return exitError{code: 1, msg: fmt.Sprintf("rules check: %d %s in %d %s", problems, plural(problems, "problem"), files, plural(files, "rule file"))}
+				return exitError{code: 1, msg: fmt.Sprintf("rules check: %d %s in %d %s", problems, words.Plural(problems, "problem"), files, words.Plural(files, "rule file"))}
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "pab rules check: %d %s, no problems\n", files, plural(files, "rule file"))
+			fmt.Fprintf(cmd.ErrOrStderr(), "pab rules check: %d %s, no problems\n", files, words.Plural(files, "rule file"))
 			return nil
 		},
 	}
@@ -84,12 +85,4 @@ func shortPath(path string) string {
 		return rel
 	}
 	return path
-}
-
-// plural is word, with an s unless n is 1.
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
 }

@@ -28,12 +28,6 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
 }
 
-// isRegularFile reports whether path is a regular file (links followed).
-func isRegularFile(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular()
-}
-
 // debugWriter is w when --debug is on, else nil (warnings discarded).
 func debugWriter(on bool, w io.Writer) io.Writer {
 	if on {

@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -388,10 +386,4 @@ func jsonArray(ss []string) (string, error) {
 // Kubernetes 1.29 and later).
 func sidecar(c *corev1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys(m map[string]string) []string {
-	ks := slices.Sorted(maps.Keys(m))
-	return ks
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/task"
@@ -28,18 +29,18 @@ func Audit(repo *task.Repo, arg string) (target string, probs []warc.Problem, er
 	switch {
 	case IsRecordingDir(arg):
 		rulesDirs := []string{repo.SitesDir()}
-		if parent := filepath.Dir(filepath.Clean(arg)); isRegularFile(filepath.Join(parent, task.CardFile)) {
+		if parent := filepath.Dir(filepath.Clean(arg)); pathx.IsRegularFile(filepath.Join(parent, task.CardFile)) {
 			rulesDirs = TaskRulesDirs(repo, parent)
 		}
 		probs, err = AuditRecording(repo, arg, rulesDirs)
 	case IsBundleDir(arg):
 		probs = warc.Audit(arg)
 		var rulesDirs []string
-		if isDirPath(filepath.Join(arg, "rules")) {
+		if pathx.IsDir(filepath.Join(arg, "rules")) {
 			rulesDirs = []string{filepath.Join(arg, "rules")} // as pab replay layers a bundle's rules
 		}
 		probs = append(probs, NotFoundKeys(arg, filepath.Join(arg, warc.ManifestFile), rulesDirs)...)
-	case isRegularFile(filepath.Join(arg, task.CardFile)):
+	case pathx.IsRegularFile(filepath.Join(arg, task.CardFile)):
 		target = filepath.Join(arg, "recording")
 		probs, err = AuditRecording(repo, target, TaskRulesDirs(repo, arg))
 	default:
@@ -106,7 +107,7 @@ func TaskRulesDirs(repo *task.Repo, taskDir string) []string {
 	if abs, err := filepath.Abs(taskDir); err == nil {
 		taskDir = abs
 		parent := filepath.Dir(abs)
-		if filepath.Base(parent) == "tasks" && isDirPath(filepath.Join(filepath.Dir(parent), "sites")) {
+		if filepath.Base(parent) == "tasks" && pathx.IsDir(filepath.Join(filepath.Dir(parent), "sites")) {
 			sites = filepath.Join(filepath.Dir(parent), "sites")
 		}
 	}
@@ -127,16 +128,4 @@ func IsRecordingDir(dir string) bool {
 
 // IsBundleDir reports whether dir holds a bundle: a regular file manifest.json (links
 // followed).
-func IsBundleDir(dir string) bool { return isRegularFile(filepath.Join(dir, warc.ManifestFile)) }
-
-// isRegularFile reports whether path is a regular file (links followed).
-func isRegularFile(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular()
-}
-
-// isDirPath reports whether path is a directory (links followed).
-func isDirPath(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.IsDir()
-}
+func IsBundleDir(dir string) bool { return pathx.IsRegularFile(filepath.Join(dir, warc.ManifestFile)) }

@@ -1,10 +1,12 @@
-// Package pathx answers whether a path lies inside a directory, the one home of that check
-// (cache copies, rule files named relative to a repository, files an application names).
+// Package pathx answers questions about paths: whether one lies inside a directory, the one
+// home of that check (cache copies, rule files named relative to a repository, files an
+// application names), and whether one is a regular file or a directory.
 // It compares cleaned absolute paths lexically: it does not resolve symbolic links, so a
 // caller that must not follow a link out of a folder opens through os.Root instead.
 package pathx
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -29,4 +31,16 @@ func Rel(dir, path string) (string, bool) {
 func Within(path, dir string) bool {
 	_, ok := Rel(dir, path)
 	return ok
+}
+
+// IsRegularFile reports whether path is a regular file, symbolic links followed (os.Stat).
+func IsRegularFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// IsDir reports whether path is a directory, symbolic links followed (os.Stat).
+func IsDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }

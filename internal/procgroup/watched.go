@@ -117,7 +117,7 @@ func (w *Watched) Wait(ctx context.Context, timeout time.Duration) (string, erro
 		w.mu.Lock()
 		tail := append([]string(nil), w.tail...)
 		w.mu.Unlock()
-		return "", &ExitedError{Status: exitStatus(err), Tail: tail}
+		return "", &ExitedError{Status: ExitStatus(err), Tail: tail}
 	case <-timer.C:
 		return "", ErrNoAddress
 	case <-ctx.Done():
@@ -142,8 +142,9 @@ func (w *Watched) Stop() {
 	w.pr.Close()
 }
 
-// exitStatus describes a process's end for a message.
-func exitStatus(err error) string {
+// ExitStatus describes a process's end, as exec.Cmd.Wait returned it, for a message:
+// "status 0" for nil, else the error's text ("exit status 2", "signal: killed").
+func ExitStatus(err error) string {
 	if err == nil {
 		return "status 0"
 	}
