@@ -138,8 +138,7 @@ func (s *logSummary) add(line int, l *replay.LogLine) {
 	}
 	s.pages.add(l)
 	if s.hosts != nil && !s.ownHost && l.Source != replay.SourceBlocked {
-		h := hostOf(l.URL)
-		h = strings.TrimSuffix(strings.TrimSuffix(h, ":443"), ":80")
+		h := recordedHost(hostOf(l.URL))
 		if s.hosts[h] {
 			s.ownHost = true
 		} else {

@@ -186,11 +186,15 @@ func RecordedHosts(b *warc.Bundle) map[string]bool {
 		if err != nil {
 			continue
 		}
-		h := strings.ToLower(u.Host)
-		h = strings.TrimSuffix(strings.TrimSuffix(h, ":443"), ":80")
-		hosts[h] = true
+		hosts[recordedHost(u.Host)] = true
 	}
 	return hosts
+}
+
+// recordedHost is a URL's host as RecordedHosts keeps it: lower case, without a :443 or
+// :80 port.
+func recordedHost(host string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(host), ":443"), ":80")
 }
 
 // PageTitles maps recorded exchange ids to the titles of the pages recorded at their URLs.

@@ -6,8 +6,6 @@ package task
 // loses another's exchanges (docs/import.md, "Concurrent writers").
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -147,8 +145,7 @@ func (r *Repo) WorkRoot(taskDir string) string {
 	if err != nil {
 		abs = taskDir
 	}
-	sum := sha256.Sum256([]byte(abs))
-	return filepath.Join(r.CacheDir(), "work", filepath.Base(taskDir)+"-"+hex.EncodeToString(sum[:6]))
+	return filepath.Join(r.CacheDir(), "work", filepath.Base(taskDir)+"-"+pathDigest(abs, 6))
 }
 
 // WorkDir makes a fresh temporary directory, its name prefix followed by random digits,

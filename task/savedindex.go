@@ -35,8 +35,15 @@ const savedIndexDir = "indexes"
 
 // savedIndexPath is the saved index file of the bundle directory abs in cacheDir.
 func savedIndexPath(cacheDir, abs string) string {
+	return filepath.Join(cacheDir, savedIndexDir, pathDigest(abs, 16)+".idx")
+}
+
+// pathDigest is the first n bytes of the SHA-256 of the absolute path abs, in hex: the name
+// of a cache file or directory kept for one directory (saved indexes, hash stamps, work
+// directories), so that repositories sharing a cache never share one.
+func pathDigest(abs string, n int) string {
 	sum := sha256.Sum256([]byte(abs))
-	return filepath.Join(cacheDir, savedIndexDir, hex.EncodeToString(sum[:16])+".idx")
+	return hex.EncodeToString(sum[:n])
 }
 
 // indexInputs is the identity of the files the index of the bundle directory dir will be

@@ -2,8 +2,6 @@ package task
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,8 +62,7 @@ func recordingHash(cacheDir, rec string, files []string) (string, error) {
 	if err != nil {
 		abs = rec
 	}
-	sum := sha256.Sum256([]byte(abs))
-	path := filepath.Join(cacheDir, stampsDir, hex.EncodeToString(sum[:16])+".json")
+	path := filepath.Join(cacheDir, stampsDir, pathDigest(abs, 16)+".json")
 
 	before, ok := statRecordingFiles(files)
 	if ok {
