@@ -342,9 +342,7 @@ func (b *Bridge) pressKey(ctx context.Context, key string) *mcp.CallToolResult {
 	if !isSafeKey(key) {
 		return b.refuse(tool, ClassSubmit, "unsafe_key", "That key is refused: only Tab, Shift+Tab, arrows, Escape, Home/End and PageUp/PageDown move between fields. Enter and Space can submit; type text with browser_type.", "")
 	}
-	b.mu.Lock()
-	_, canCheck := b.child["browser_evaluate"]
-	b.mu.Unlock()
+	canCheck := b.canEvaluate()
 	class := ClassRead
 	if canCheck {
 		before, ok := b.evalJSON(ctx, formSnapJS)

@@ -145,10 +145,7 @@ func (b *Bridge) typedHashes(extra string) [][2]uint32 {
 // about to be typed), so that the page's own GETs carrying one are refused. Only with the
 // lock installed (LockToken) and browser_evaluate available.
 func (b *Bridge) pushTyped(ctx context.Context, extra string) {
-	b.mu.Lock()
-	_, has := b.child["browser_evaluate"]
-	b.mu.Unlock()
-	if b.cfg.LockToken == "" || !has {
+	if b.cfg.LockToken == "" || !b.canEvaluate() {
 		return
 	}
 	hs := b.typedHashes(extra)

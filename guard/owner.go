@@ -88,17 +88,10 @@ func (b *Bridge) sensitiveTarget(f *facts) (*url.URL, string) {
 // consentTicked runs fn (consentStateJS or consentTickJS) on the element ref and reports
 // whether it is ticked; false when it cannot be read (the page moved, the element is gone).
 func (b *Bridge) consentTicked(ctx context.Context, ref, label, fn string) bool {
-	b.mu.Lock()
-	_, has := b.child["browser_evaluate"]
-	b.mu.Unlock()
-	if !has {
+	if !b.canEvaluate() {
 		return false
 	}
-	res, err := b.cfg.Browser.CallTool(ctx, "browser_evaluate", map[string]any{"function": fn, "element": bound(firstNonEmpty(label, "consent"), 200), b.refName("browser_evaluate"): ref})
-	if err != nil || res == nil || res.IsError {
-		return false
-	}
-	v, ok := evaluateResult(textOf(res))
+	v, _, ok := b.evalElement(ctx, fn, ref, firstNonEmpty(label, "consent"))
 	if !ok {
 		return false
 	}
@@ -191,14 +184,10 @@ func (b *Bridge) signIn(ctx context.Context, tool string, node SnapNode, f *fact
 // credentialDone reports whether the credential field ref is gone from the page (an error
 // reading it: the page moved on) or holds a value.
 func (b *Bridge) credentialDone(ctx context.Context, ref string) bool {
-	res, err := b.cfg.Browser.CallTool(ctx, "browser_evaluate", map[string]any{"function": credentialStateJS, "element": "sign-in field", b.refName("browser_evaluate"): ref})
-	if err != nil {
-		return false
-	}
-	if res == nil || res.IsError {
+	v, gone, ok := b.evalElement(ctx, credentialStateJS, ref, "sign-in field")
+	if gone {
 		return true // the ref no longer resolves: the page changed
 	}
-	v, ok := evaluateResult(textOf(res))
 	if !ok {
 		return false
 	}
@@ -210,19 +199,12 @@ func (b *Bridge) credentialDone(ctx context.Context, ref string) bool {
 // clickSnap runs formSnapClickJS on the click's target; own marks the target as the
 // control the click fills (a grounded radio or checkbox). false: the form could not be read.
 func (b *Bridge) clickSnap(ctx context.Context, ref, label string, own bool) bool {
-	b.mu.Lock()
-	_, has := b.child["browser_evaluate"]
-	b.mu.Unlock()
-	if !has {
+	if !b.canEvaluate() {
 		return true // nothing to check with (a --browser-mcp server without browser_evaluate)
 	}
 	// the guard's own word, in the script's text: nothing the page sets can mark a control
 	fn := strings.Replace(formSnapClickJS, "__PAB_OWN__", strconv.FormatBool(own), 1)
-	res, err := b.cfg.Browser.CallTool(ctx, "browser_evaluate", map[string]any{"function": fn, "element": bound(firstNonEmpty(label, "control"), 200), b.refName("browser_evaluate"): ref})
-	if err != nil || res == nil || res.IsError {
-		return false
-	}
-	v, ok := evaluateResult(textOf(res))
+	v, _, ok := b.evalElement(ctx, fn, ref, firstNonEmpty(label, "control"))
 	if ok {
 		b.setSnapOrigin(v)
 	}
@@ -247,10 +229,7 @@ func (b *Bridge) setSnapOrigin(v map[string]any) {
 // traced policy.decision refused form_check_failed: a page that hides what an action
 // changed is not taken to have changed nothing.
 func (b *Bridge) formCheck(ctx context.Context, tool string) []string {
-	b.mu.Lock()
-	_, has := b.child["browser_evaluate"]
-	b.mu.Unlock()
-	if !has {
+	if !b.canEvaluate() {
 		return nil
 	}
 	after, ok := b.evalJSON(ctx, formCheckJS)

@@ -45,17 +45,10 @@ func evaluateResult(t string) (map[string]any, bool) {
 }
 
 func (b *Bridge) inspect(ctx context.Context) *pageState {
-	b.mu.Lock()
-	_, has := b.child["browser_evaluate"]
-	b.mu.Unlock()
-	if !has {
+	if !b.canEvaluate() {
 		return nil
 	}
-	res, err := b.cfg.Browser.CallTool(ctx, "browser_evaluate", map[string]any{"function": inspectPageJS})
-	if err != nil || res == nil || res.IsError {
-		return nil
-	}
-	v, ok := evaluateResult(textOf(res))
+	v, ok := b.evalJSON(ctx, inspectPageJS)
 	if !ok {
 		return nil
 	}
@@ -88,21 +81,10 @@ type facts struct {
 type selectOpt struct{ Value, Label string }
 
 func (b *Bridge) probe(ctx context.Context, ref, label string) *facts {
-	b.mu.Lock()
-	_, has := b.child["browser_evaluate"]
-	b.mu.Unlock()
-	if !has {
+	if !b.canEvaluate() {
 		return nil
 	}
-	if label == "" {
-		label = "control"
-	}
-	args := map[string]any{"function": probeElementJS, "element": bound(label, 200), b.refName("browser_evaluate"): ref}
-	res, err := b.cfg.Browser.CallTool(ctx, "browser_evaluate", args)
-	if err != nil || res == nil || res.IsError {
-		return nil
-	}
-	v, ok := evaluateResult(textOf(res))
+	v, _, ok := b.evalElement(ctx, probeElementJS, ref, firstNonEmpty(label, "control"))
 	if !ok {
 		return nil
 	}
@@ -150,12 +132,39 @@ func hostOf(raw string) string {
 	return h
 }
 
+// canEvaluate reports whether the child browser MCP server offers browser_evaluate, which
+// every page script of the guard runs through.
+func (b *Bridge) canEvaluate() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, has := b.child["browser_evaluate"]
+	return has
+}
+
 // evalJSON runs fn in the page through the child's browser_evaluate and returns its JSON
 // object value; false when it failed or returned no object.
 func (b *Bridge) evalJSON(ctx context.Context, fn string) (map[string]any, bool) {
-	res, err := b.cfg.Browser.CallTool(ctx, "browser_evaluate", map[string]any{"function": fn})
-	if err != nil || res == nil || res.IsError {
-		return nil, false
+	v, _, ok := b.evaluate(ctx, map[string]any{"function": fn})
+	return v, ok
+}
+
+// evalElement runs fn on the element ref through the child's browser_evaluate (label
+// names the element for the server, cut to 200 characters) and returns its JSON object
+// value with ok. gone is true when the server answered with an error: the ref no longer
+// resolves, the page changed. A call that failed is neither ok nor gone.
+func (b *Bridge) evalElement(ctx context.Context, fn, ref, label string) (v map[string]any, gone, ok bool) {
+	return b.evaluate(ctx, map[string]any{"function": fn, "element": bound(label, 200), b.refName("browser_evaluate"): ref})
+}
+
+// evaluate calls browser_evaluate with args; see evalElement.
+func (b *Bridge) evaluate(ctx context.Context, args map[string]any) (v map[string]any, gone, ok bool) {
+	res, err := b.cfg.Browser.CallTool(ctx, "browser_evaluate", args)
+	if err != nil {
+		return nil, false, false
 	}
-	return evaluateResult(textOf(res))
+	if res == nil || res.IsError {
+		return nil, true, false
+	}
+	v, ok = evaluateResult(textOf(res))
+	return v, false, ok
 }
