@@ -69,10 +69,10 @@ func scanWARC(f *os.File, name string) ([]*auditRec, int64, []Problem) {
 func scanRecord(br *bufio.Reader, off int64, name string) (*auditRec, []Problem, error) {
 	rec := &auditRec{off: off}
 	lines, n, err := readHead(br, MaxWARCHeaderBytes, false)
-	if err != nil {
+	if err != nil && !errors.Is(err, errEmptyHead) {
 		return nil, nil, fmt.Errorf("warc header: %w", err)
 	}
-	h, err := parseWARCHead(lines)
+	h, err := parseWARCHead(lines) // an empty line where a record should start: no version line
 	if err != nil {
 		return nil, nil, err
 	}
