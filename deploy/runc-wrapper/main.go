@@ -11,8 +11,8 @@
 //   - `create` and `run`: BUNDLE/config.json, BUNDLE being the value of --bundle DIR,
 //     --bundle=DIR, -b DIR or -b=DIR, or the current directory when none is given (as runc);
 //     `process.rlimits` is removed and the file rewritten (a temporary file in the same
-//     directory, synced and renamed over it, mode kept: internal/atomicfile); every other member is kept byte for byte
-//     (object members are written in sorted order);
+//     directory, synced and renamed over it, mode kept: internal/atomicfile); every other
+//     member is kept byte for byte (object members are written in sorted order);
 //   - `exec`: the process file of --process FILE / -p FILE (a JSON process object), whose
 //     top-level `rlimits` is removed the same way.
 //
