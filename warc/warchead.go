@@ -35,7 +35,7 @@ func parseWARCHead(lines []string) (warcHead, error) {
 		}
 		return warcHead{}, fmt.Errorf("no WARC version line where a record should start (found %.40q)", found)
 	}
-	var h warcHead
+	h := warcHead{fields: make(Fields, 0, len(lines)-1)}
 	for _, line := range lines[1:] {
 		if (line[0] == ' ' || line[0] == '\t') && len(h.fields) > 0 {
 			last := &h.fields[len(h.fields)-1]
@@ -117,9 +117,13 @@ var errLineTooLong = errors.New("line longer than the bound")
 // br it returns what it read with io.EOF ("" and io.EOF when nothing was left).
 func readBoundedLine(br *bufio.Reader, max int64) (string, error) {
 	var b []byte
-	for {
+	for first := true; ; first = false {
 		chunk, err := br.ReadSlice('\n')
-		b = append(b, chunk...)
+		if first && err != bufio.ErrBufferFull {
+			b = chunk // the whole line in one read: copied once, by string(b) below
+		} else {
+			b = append(b, chunk...)
+		}
 		if int64(len(b)) > max {
 			return "", errLineTooLong
 		}
