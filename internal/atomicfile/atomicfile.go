@@ -117,24 +117,21 @@ func SyncDir(dir string) error {
 // name) instead of renamed over it. When path exists, nothing changes and the error wraps
 // fs.ErrExist; two writers racing for path leave exactly one of their files there.
 func WriteNoReplace(path string, data []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	p, err := Create(path)
 	if err != nil {
+		return fmt.Errorf("write %s: %w", path, errors.Unwrap(err))
+	}
+	if _, err := p.Write(data); err != nil {
+		p.Abort()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	defer os.Remove(f.Name())
-	if _, err = f.Write(data); err == nil {
-		err = syncClose(f, perm)
-	} else {
-		f.Close()
-	}
-	if err == nil {
-		err = os.Link(f.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_ = SyncDir(filepath.Dir(path)) // as in Commit: the file is in place
-	return nil
+	return p.commit(perm, func(tmp, path string) error {
+		if err := os.Link(tmp, path); err != nil {
+			return err
+		}
+		os.Remove(tmp) // path holds the file; the temporary name is not needed
+		return nil
+	})
 }
 
 // syncClose gives f mode perm, fsyncs it and closes it (always), returning the first error.
@@ -176,7 +173,7 @@ func WriteIn(root *os.Root, name string, data []byte, perm os.FileMode) (err err
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if d, derr := root.Open(filepath.Dir(name)); derr == nil {
-		_ = d.Sync() // as in Commit: the file is in place
+		_ = d.Sync() // as in commit: the file is in place
 		d.Close()
 	}
 	return nil
@@ -208,15 +205,20 @@ func (p *Pending) Path() string { return p.path }
 // Commit gives the file mode perm, fsyncs and closes it, renames it over its path and
 // syncs the directory. On an error the temporary file is removed, the path is left as it
 // was, and the error names the path. A second Commit, or one after Abort, is an error.
-func (p *Pending) Commit(perm os.FileMode) (err error) {
+func (p *Pending) Commit(perm os.FileMode) error {
+	return p.commit(perm, os.Rename)
+}
+
+// commit is Commit with place putting the synced temporary file at the path.
+func (p *Pending) commit(perm os.FileMode, place func(tmp, path string) error) error {
 	if p.done {
 		return fmt.Errorf("write %s: already committed or aborted", p.path)
 	}
 	p.done = true
 	tmp := p.File.Name()
-	err = syncClose(p.File, perm)
+	err := syncClose(p.File, perm)
 	if err == nil {
-		err = os.Rename(tmp, p.path)
+		err = place(tmp, p.path)
 	}
 	if err != nil {
 		os.Remove(tmp)
