@@ -1,0 +1,463 @@
+// Package devtools is the browser side of the guard (docs/guard.md, "Enforcement below the
+// page"): the guard's own DevTools-protocol session with the browser it started (or a
+// browser context it made in the owner's Chromium), beside @playwright/mcp's. Through it,
+// every target (pages, frames, popups, dedicated, shared and service workers) is attached
+// before it runs (Target.setAutoAttach with waitForDebuggerOnStart, flattened), every
+// network request of every target is held at the request stage (Fetch.enable) and decided
+// by guard/netpolicy from what the browser is about to send, and the guard's page probes run
+// in an isolated world (Page.createIsolatedWorld), where the page's prototypes and globals
+// are not the probe's.
+//
+// The protocol is the Chrome DevTools Protocol (https://chromedevtools.github.io/devtools-protocol/),
+// spoken over chromedp's websocket connection (github.com/chromedp/chromedp/remote).
+package devtools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chromedp/cdproto"
+	cdptarget "github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp/remote"
+
+	"github.com/pab-dev/pab/guard/netpolicy"
+)
+
+// Defaults of Options' bounds.
+const (
+	// DefaultMaxTargets bounds the targets attached at once; a target past it (a page that
+	// opens hundreds of popups) is closed before it runs.
+	DefaultMaxTargets = 64
+	// DefaultCallTimeout bounds one DevTools command's answer.
+	DefaultCallTimeout = 15 * time.Second
+	// maxQueued bounds the events read but not yet handled; past it the reader waits, which
+	// holds the browser's further events in its socket (memory stays bounded).
+	maxQueued = 4096
+)
+
+// ErrLost is the error of every call once the DevTools connection is gone.
+var ErrLost = errors.New("devtools: the browser's DevTools session is gone")
+
+// Options configure Attach. Policy and URL are required.
+type Options struct {
+	// URL is the browser's DevTools websocket address (ws://127.0.0.1:PORT/devtools/browser/ID).
+	URL string
+	// Policy decides every held request (at netpolicy.LayerNetwork).
+	Policy *netpolicy.Policy
+	// BrowserContext, when set, limits the session to the targets of that browser context
+	// (Target.createBrowserContext's id): in the owner's browser the guard holds only its own
+	// context's traffic. "" attaches to every target.
+	BrowserContext string
+	// MaxTargets bounds the targets attached at once (default DefaultMaxTargets).
+	MaxTargets int
+	// CallTimeout bounds one command (default DefaultCallTimeout).
+	CallTimeout time.Duration
+	// Log receives one line per problem (a target that could not be held, a failed
+	// command); nil discards them.
+	Log io.Writer
+}
+
+// Session is the guard's DevTools session with one browser. Make it with Attach; it holds
+// requests until Close or until the connection is lost (Lost).
+type Session struct {
+	o    Options
+	conn *remote.Conn
+
+	writeMu sync.Mutex
+	nextID  atomic.Int64
+
+	mu      sync.Mutex
+	waiting map[int64]chan *cdproto.Message
+	targets map[string]*target // by session id
+	closed  bool
+
+	events chan *cdproto.Message
+	lost   chan struct{}
+	lostMu sync.Once
+	err    error
+	done   chan struct{}
+
+	held, refused, continued atomic.Int64
+}
+
+// target is one attached target.
+type target struct {
+	session, id, kind, url, context string
+}
+
+// Attach connects to the browser at o.URL and starts holding: it sets auto-attach on the
+// browser (so that every existing and future target is attached, paused until the guard
+// has enabled its request holds) and returns once the browser has answered. Errors: the
+// connection, or the browser's refusal of auto-attach.
+func Attach(ctx context.Context, o Options) (*Session, error) {
+	if o.Policy == nil || o.URL == "" {
+		return nil, errors.New("devtools: Options need URL and Policy")
+	}
+	if o.MaxTargets <= 0 {
+		o.MaxTargets = DefaultMaxTargets
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	dctx, cancel := context.WithTimeout(ctx, o.CallTimeout)
+	defer cancel()
+	conn, err := remote.DialContext(dctx, o.URL)
+	if err != nil {
+		return nil, fmt.Errorf("devtools: connect %s: %w", o.URL, err)
+	}
+	s := &Session{o: o, conn: conn, waiting: map[int64]chan *cdproto.Message{}, targets: map[string]*target{},
+		events: make(chan *cdproto.Message, maxQueued), lost: make(chan struct{}), done: make(chan struct{})}
+	go s.read()
+	go s.handle()
+	if _, err := s.Call(ctx, "", "Target.setDiscoverTargets", map[string]any{"discover": true}); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("devtools: Target.setDiscoverTargets: %w", err)
+	}
+	if _, err := s.Call(ctx, "", "Target.setAutoAttach", autoAttach); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("devtools: Target.setAutoAttach: %w", err)
+	}
+	// targets that were open before (the browser's first page): attach each explicitly
+	res, err := s.Call(ctx, "", "Target.getTargets", nil)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("devtools: Target.getTargets: %w", err)
+	}
+	var list struct {
+		TargetInfos []targetInfo `json:"targetInfos"`
+	}
+	_ = json.Unmarshal(res, &list)
+	for _, ti := range list.TargetInfos {
+		if ti.Attached || !s.wants(ti) || ti.Type == "browser" || ti.Type == "tab" {
+			continue
+		}
+		if _, err := s.Call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": ti.TargetID, "flatten": true}); err != nil {
+			fmt.Fprintf(o.Log, "devtools: attach to %s %s: %v\n", ti.Type, ti.TargetID, err)
+		}
+	}
+	return s, nil
+}
+
+// autoAttach: attach to every new target, paused until Runtime.runIfWaitingForDebugger,
+// over this one connection.
+var autoAttach = map[string]any{"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true}
+
+// targetInfo is Target.TargetInfo's fields the session uses.
+type targetInfo struct {
+	TargetID         string `json:"targetId"`
+	Type             string `json:"type"`
+	URL              string `json:"url"`
+	Attached         bool   `json:"attached"`
+	BrowserContextID string `json:"browserContextId"`
+	OpenerID         string `json:"openerId"`
+}
+
+// wants reports whether ti is in the session's browser context.
+func (s *Session) wants(ti targetInfo) bool {
+	return s.o.BrowserContext == "" || ti.BrowserContextID == s.o.BrowserContext
+}
+
+// Lost is closed when the DevTools connection ends other than by Close: the browser
+// crashed, was closed, or dropped the session. From then on nothing is held by this layer.
+func (s *Session) Lost() <-chan struct{} { return s.lost }
+
+// Err is why the session was lost (nil while it is not).
+func (s *Session) Err() error {
+	select {
+	case <-s.lost:
+		return s.err
+	default:
+		return nil
+	}
+}
+
+// Stats are counts of held requests: continued and refused.
+func (s *Session) Stats() (held, continued, refused int64) {
+	return s.held.Load(), s.continued.Load(), s.refused.Load()
+}
+
+// Close ends the session (the browser keeps running; its held requests are released by the
+// browser when the session goes).
+func (s *Session) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	err := s.conn.Close()
+	<-s.done
+	return err
+}
+
+// read reads every message: answers go to their caller, events to handle.
+func (s *Session) read() {
+	defer close(s.done)
+	defer close(s.events)
+	for {
+		msg := new(cdproto.Message)
+		if err := s.conn.Read(context.Background(), msg); err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			for id, ch := range s.waiting {
+				close(ch)
+				delete(s.waiting, id)
+			}
+			s.mu.Unlock()
+			if !closed {
+				s.setLost(err)
+			}
+			return
+		}
+		if msg.ID != 0 {
+			s.mu.Lock()
+			ch := s.waiting[msg.ID]
+			delete(s.waiting, msg.ID)
+			s.mu.Unlock()
+			if ch != nil {
+				ch <- msg
+			}
+			continue
+		}
+		s.events <- msg
+	}
+}
+
+func (s *Session) setLost(err error) {
+	s.lostMu.Do(func() {
+		s.err = fmt.Errorf("%w: %v", ErrLost, err)
+		close(s.lost)
+	})
+}
+
+// send writes one command without waiting for its answer.
+func (s *Session) send(session, method string, params any) (int64, error) {
+	id := s.nextID.Add(1)
+	msg := &cdproto.Message{ID: id, SessionID: targetSession(session), Method: cdproto.MethodType(method)}
+	if params != nil {
+		b, err := json.Marshal(params)
+		if err != nil {
+			return 0, err
+		}
+		msg.Params = b
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	return id, s.conn.Write(context.Background(), msg)
+}
+
+// Call sends a command on session ("" = the browser) and waits for its answer (at most the
+// session's CallTimeout). It returns the result's raw JSON, or the browser's error.
+func (s *Session) Call(ctx context.Context, session, method string, params any) (json.RawMessage, error) {
+	ch := make(chan *cdproto.Message, 1)
+	id := s.nextID.Add(1)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrLost
+	}
+	s.waiting[id] = ch
+	s.mu.Unlock()
+	msg := &cdproto.Message{ID: id, SessionID: targetSession(session), Method: cdproto.MethodType(method)}
+	if params != nil {
+		b, err := json.Marshal(params)
+		if err != nil {
+			return nil, err
+		}
+		msg.Params = b
+	}
+	s.writeMu.Lock()
+	err := s.conn.Write(context.Background(), msg)
+	s.writeMu.Unlock()
+	if err != nil {
+		s.mu.Lock()
+		delete(s.waiting, id)
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	t := time.NewTimer(s.o.CallTimeout)
+	defer t.Stop()
+	select {
+	case m, ok := <-ch:
+		if !ok {
+			return nil, ErrLost
+		}
+		if m.Error != nil {
+			return nil, fmt.Errorf("%s: %s (%d)", method, m.Error.Message, m.Error.Code)
+		}
+		return json.RawMessage(m.Result), nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	delete(s.waiting, id)
+	s.mu.Unlock()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return nil, fmt.Errorf("%s: no answer in %s", method, s.o.CallTimeout)
+}
+
+// handle handles events in order: held requests are decided here, at once; attaching a
+// target (its holds enabled, then released) runs on a goroutine of its own, since it
+// waits for answers.
+func (s *Session) handle() {
+	for msg := range s.events {
+		switch msg.Method {
+		case "Fetch.requestPaused":
+			s.paused(string(msg.SessionID), msg.Params)
+		case "Target.attachedToTarget":
+			var ev struct {
+				SessionID          string     `json:"sessionId"`
+				TargetInfo         targetInfo `json:"targetInfo"`
+				WaitingForDebugger bool       `json:"waitingForDebugger"`
+			}
+			if json.Unmarshal(msg.Params, &ev) == nil {
+				go s.attached(ev.SessionID, ev.TargetInfo, ev.WaitingForDebugger)
+			}
+		case "Target.detachedFromTarget":
+			var ev struct {
+				SessionID string `json:"sessionId"`
+			}
+			if json.Unmarshal(msg.Params, &ev) == nil {
+				s.mu.Lock()
+				delete(s.targets, ev.SessionID)
+				s.mu.Unlock()
+			}
+		case "Target.targetInfoChanged":
+			var ev struct {
+				TargetInfo targetInfo `json:"targetInfo"`
+			}
+			if json.Unmarshal(msg.Params, &ev) == nil {
+				s.mu.Lock()
+				for _, t := range s.targets {
+					if t.id == ev.TargetInfo.TargetID {
+						t.url = ev.TargetInfo.URL
+					}
+				}
+				s.mu.Unlock()
+			}
+		}
+	}
+}
+
+// attached enables the holds of a new target and lets it run. A target outside the
+// session's browser context is let go untouched; one past MaxTargets is closed; one whose
+// holds cannot be enabled is closed too (a page that cannot be held does not run).
+func (s *Session) attached(session string, ti targetInfo, waiting bool) {
+	ctx := context.Background()
+	if !s.wants(ti) {
+		if waiting {
+			s.send(session, "Runtime.runIfWaitingForDebugger", nil)
+		}
+		s.send("", "Target.detachFromTarget", map[string]any{"sessionId": session})
+		return
+	}
+	s.mu.Lock()
+	n := len(s.targets)
+	if n < s.o.MaxTargets {
+		s.targets[session] = &target{session: session, id: ti.TargetID, kind: ti.Type, url: ti.URL, context: ti.BrowserContextID}
+	}
+	s.mu.Unlock()
+	if n >= s.o.MaxTargets {
+		fmt.Fprintf(s.o.Log, "devtools: %d targets attached; closing the %s %s\n", n, ti.Type, ti.TargetID)
+		s.send("", "Target.closeTarget", map[string]any{"targetId": ti.TargetID})
+		return
+	}
+	fail := func(what string, err error) {
+		fmt.Fprintf(s.o.Log, "devtools: %s of the %s %s: %v; closing it\n", what, ti.Type, ti.TargetID, err)
+		s.send("", "Target.closeTarget", map[string]any{"targetId": ti.TargetID})
+	}
+	switch ti.Type {
+	case "page", "iframe", "worker", "shared_worker", "service_worker", "webview", "other":
+		if _, err := s.Call(ctx, session, "Fetch.enable", map[string]any{"patterns": []map[string]any{{"urlPattern": "*", "requestStage": "Request"}}}); err != nil {
+			if ti.Type == "other" || (ti.Type == "worker" && strings.Contains(err.Error(), "wasn't found")) {
+				// "other" loads nothing; a dedicated worker has no Fetch domain of its own: its
+				// requests are held by the session of the frame that started it
+				break
+			}
+			fail("Fetch.enable", err)
+			return
+		}
+	}
+	if _, err := s.Call(ctx, session, "Target.setAutoAttach", autoAttach); err != nil && ti.Type != "worker" && ti.Type != "service_worker" && ti.Type != "shared_worker" {
+		fail("Target.setAutoAttach", err)
+		return
+	}
+	if waiting {
+		s.send(session, "Runtime.runIfWaitingForDebugger", nil)
+	}
+}
+
+// pausedRequest is Fetch.requestPaused's fields the decision needs.
+type pausedRequest struct {
+	RequestID string `json:"requestId"`
+	Request   struct {
+		URL         string            `json:"url"`
+		URLFragment string            `json:"urlFragment"`
+		Method      string            `json:"method"`
+		Headers     map[string]string `json:"headers"`
+	} `json:"request"`
+	ResourceType string `json:"resourceType"`
+	FrameID      string `json:"frameId"`
+}
+
+// paused decides one held request and continues or fails it at once.
+func (s *Session) paused(session string, params []byte) {
+	var ev pausedRequest
+	if err := json.Unmarshal(params, &ev); err != nil || ev.RequestID == "" {
+		fmt.Fprintf(s.o.Log, "devtools: unreadable Fetch.requestPaused: %v\n", err)
+		return
+	}
+	s.held.Add(1)
+	h := make(map[string][]string, len(ev.Request.Headers))
+	for k, v := range ev.Request.Headers {
+		h[k] = []string{v}
+	}
+	req := netpolicy.Request{
+		Method:     ev.Request.Method,
+		URL:        ev.Request.URL + ev.Request.URLFragment,
+		Header:     h,
+		Navigation: ev.ResourceType == "Document",
+		WebSocket:  ev.ResourceType == "WebSocket",
+	}
+	v := s.o.Policy.Decide(netpolicy.LayerNetwork, req, ev.ResourceType)
+	if v.Allow {
+		s.continued.Add(1)
+		s.send(session, "Fetch.continueRequest", map[string]any{"requestId": ev.RequestID})
+		return
+	}
+	s.refused.Add(1)
+	reason := "BlockedByClient"
+	if req.Navigation {
+		reason = "Aborted" // an aborted navigation commits no error page: the frame stays where it was
+	}
+	s.send(session, "Fetch.failRequest", map[string]any{"requestId": ev.RequestID, "errorReason": reason})
+}
+
+// targetSession is the protocol type of a session id.
+func targetSession(s string) cdptarget.SessionID { return cdptarget.SessionID(s) }
+
+// pages returns the attached page targets (and iframes in processes of their own).
+func (s *Session) pages(withFrames bool) []target {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []target
+	for _, t := range s.targets {
+		if t.kind == "page" || (withFrames && t.kind == "iframe") {
+			out = append(out, *t)
+		}
+	}
+	return out
+}

@@ -1,0 +1,210 @@
+package devtools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pab-dev/pab/guard/netpolicy"
+	"github.com/pab-dev/pab/internal/browser"
+	"github.com/pab-dev/pab/internal/testtool"
+)
+
+// site is a loopback site whose pages try to send a typed value, and its request log.
+type site struct {
+	mu   sync.Mutex
+	log  []string // "METHOD URL"
+	srv  *httptest.Server
+	seen chan string
+}
+
+const email = "jane.doe@example.com"
+
+// hostilePage tries every way below to send the email out, from the page alone: a POST by
+// fetch, a beacon, an image, a srcset, a CSS url(), a worker's fetch, a service worker's
+// fetch, a meta refresh, and a ping. /ok is a plain GET that must pass.
+const hostilePage = `<!doctype html><title>hostile</title>
+<form id=f method=post action="/apply/submit"><input name=email value="` + email + `"><input name=first value=Jane></form>
+<iframe name=side src="/ok?via=frame"></iframe>
+<a id=a href="/ok?via=link" target=side ping="/sink/ping?e=` + email + `">link</a>
+<script>
+const e = encodeURIComponent("` + email + `");
+fetch("/sink/fetch-post", {method: "POST", body: "e=" + e}).catch(() => {});
+navigator.sendBeacon("/sink/beacon", "e=" + e);
+new Image().src = "/sink/img?e=" + e;
+const i = document.createElement("img"); i.srcset = "/sink/srcset?e=" + e + " 1x"; document.body.appendChild(i);
+const st = document.createElement("style"); st.textContent = "body{background:url(/sink/css?e=" + e + ")}"; document.head.appendChild(st);
+new Worker("/worker.js?x=1").postMessage(e);
+navigator.serviceWorker && navigator.serviceWorker.register("/sw.js").then(() => navigator.serviceWorker.ready).then((r) => r.active.postMessage(e)).catch(() => {});
+fetch("/ok?via=fetch").catch(() => {});
+setTimeout(() => { document.getElementById("a").click(); }, 300);
+setTimeout(() => { try { document.getElementById("f").submit(); } catch (x) {} }, 600);
+setTimeout(() => { const m = document.createElement("meta"); m.httpEquiv = "refresh"; m.content = "0;url=/sink/meta?e=" + e; document.head.appendChild(m); }, 900);
+</script>`
+
+const swScript = `self.addEventListener("message", (ev) => { fetch("/sink/sw?e=" + ev.data); });
+self.addEventListener("install", () => self.skipWaiting());
+self.addEventListener("activate", (ev) => ev.waitUntil(self.clients.claim()));`
+
+func newSite(t *testing.T) *site {
+	s := &site{seen: make(chan string, 1000)}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		line := r.Method + " " + r.URL.String()
+		s.mu.Lock()
+		s.log = append(s.log, line)
+		s.mu.Unlock()
+		select {
+		case s.seen <- line:
+		default:
+		}
+		switch r.URL.Path {
+		case "/hostile":
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, hostilePage)
+		case "/sw.js":
+			w.Header().Set("Content-Type", "text/javascript")
+			fmt.Fprint(w, swScript)
+		case "/worker.js":
+			w.Header().Set("Content-Type", "text/javascript")
+			fmt.Fprint(w, "onmessage = (ev) => { fetch('/sink/worker?e=' + ev.data); };")
+		case "/done":
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, "<title>done</title>done")
+		default:
+			w.Header().Set("Content-Type", "text/plain")
+			fmt.Fprint(w, "ok")
+		}
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *site) requests() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.log...)
+}
+
+// startBrowser starts headless Chromium (no proxy) and attaches a Session with policy.
+func startBrowser(t *testing.T, policy *netpolicy.Policy) (*browser.Process, *Session) {
+	t.Helper()
+	exe := testtool.Chromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p, err := browser.Start(ctx, exe, browser.Options{Extra: []string{"--disable-features=" + browser.FeaturesOff + ",ServiceWorkerAutoPreload"}}, "about:blank", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	s, err := Attach(ctx, Options{URL: p.CDP, Policy: policy, Log: testLog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return p, s
+}
+
+// pageTarget returns the session of the first attached page, waiting for it.
+func pageTarget(t *testing.T, s *Session) target {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if ps := s.pages(false); len(ps) > 0 {
+			return ps[0]
+		}
+	}
+	t.Fatal("no page attached in 30 s")
+	return target{}
+}
+
+// TestHoldsEverySink: with a value typed, a page that tries a POST, a beacon, a ping, an
+// image, a srcset, a CSS url(), a worker's and a service worker's fetch, a form submit and a
+// meta refresh carrying it gets none of them to the site (the site's own log is the judge),
+// while its plain GETs pass; every refusal reaches the policy's OnRefuse with basis network,
+// and the refused meta refresh leaves the page where it was. (A WebSocket handshake is not
+// held by Fetch: the wire gate refuses it, guard/gate's tests.)
+func TestHoldsEverySink(t *testing.T) {
+	var mu sync.Mutex
+	var refusals []netpolicy.Refusal
+	policy := netpolicy.New(netpolicy.ModeFillAndReview, []string{"127.0.0.1"}, func(r netpolicy.Refusal) {
+		mu.Lock()
+		refusals = append(refusals, r)
+		mu.Unlock()
+	})
+	policy.AddTyped(email)
+	st := newSite(t)
+	_, s := startBrowser(t, policy)
+	pg := pageTarget(t, s)
+	ctx := context.Background()
+	if _, err := s.Call(ctx, pg.session, "Page.navigate", map[string]any{"url": st.srv.URL + "/hostile"}); err != nil {
+		t.Fatal(err)
+	}
+	// wait until the page's last attempt (the meta refresh at 900 ms) is over: the plain
+	// GETs have arrived and the refusals of the sinks have come in
+	deadline := time.Now().Add(8 * time.Second)
+	for ; time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		mu.Lock()
+		meta, xhr := 0, 0
+		for _, r := range refusals {
+			switch {
+			case r.Kind == "Document" && r.Verdict.Reason == netpolicy.ReasonByGet:
+				meta++
+			case r.Kind == "XHR" && r.Verdict.Reason == netpolicy.ReasonByGet:
+				xhr++
+			}
+		}
+		mu.Unlock()
+		if meta > 0 && xhr >= 2 && strings.Contains(strings.Join(st.requests(), "\n"), "via=link") {
+			break
+		}
+	}
+	for _, line := range st.requests() {
+		dec, _ := url.QueryUnescape(line)
+		if strings.Contains(strings.ToLower(dec), email) || !strings.HasPrefix(line, "GET ") {
+			t.Errorf("reached the site: %s", line)
+		}
+	}
+	got := strings.Join(st.requests(), "\n")
+	for _, want := range []string{"GET /hostile", "GET /ok?via=fetch", "GET /ok?via=link"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the site never saw %q:\n%s", want, got)
+		}
+	}
+	mu.Lock()
+	kinds := map[string]int{}
+	for _, r := range refusals {
+		if r.Layer != netpolicy.LayerNetwork {
+			t.Errorf("refusal at layer %q", r.Layer)
+		}
+		kinds[r.Kind+" "+r.Verdict.Reason]++
+		t.Logf("refused: %+v", r)
+	}
+	mu.Unlock()
+	t.Logf("refusals: %v\nsite: %v", kinds, st.requests())
+	for _, want := range []string{"XHR submit.blocked", "Ping submit.blocked", "Image submit.by_get", "Document submit.by_get", "Document submit.blocked"} {
+		if kinds[want] == 0 {
+			t.Errorf("no refusal %q: %v", want, kinds)
+		}
+	}
+	// the page stayed on /hostile (the meta refresh was aborted, no error page committed)
+	vals, err := s.Evaluate(ctx, "location.href")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var href string
+	json.Unmarshal(vals[0].Value, &href)
+	if !strings.HasSuffix(href, "/hostile") {
+		t.Errorf("the page is at %s", href)
+	}
+}
+
+// testLog writes the session's log lines to the test's log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) { l.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
