@@ -265,7 +265,8 @@ func (t *localTask) startGuard(ctx context.Context, proxy, dir string) (*guardCh
 		args = append(args, "--chrome", h.Chrome)
 	}
 	if h.GuardMCP != "" {
-		args = append(args, "--browser-mcp", h.GuardMCP)
+		// the user chose a server the guard cannot hold below the page: say so to pab guard
+		args = append(args, "--browser-mcp", h.GuardMCP, "--unprotected-browser")
 	}
 	c := exec.Command(h.PabExe, args...)
 	c.Dir = dir

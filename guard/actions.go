@@ -181,9 +181,16 @@ func (b *Bridge) fill(ctx context.Context, tool, role, label string, g GroundRes
 // checking the form).
 func (b *Bridge) fillNoAfter(ctx context.Context, tool, role, label string, g GroundResult, forward map[string]any) *mcp.CallToolResult {
 	source := g.Kind
+	// before typing: the page may send a value on its input event
 	if t, ok := forward["text"].(string); ok {
-		b.pushTyped(ctx, t) // before typing: the page may send it on its input event
+		b.holdTyped(t)
+		b.pushTyped(ctx, t)
 	} else if vs, ok := forward["values"].([]any); ok && len(vs) > 0 {
+		for _, v := range vs {
+			if t, ok := v.(string); ok {
+				b.holdTyped(t)
+			}
+		}
 		t, _ := vs[0].(string)
 		b.pushTyped(ctx, t)
 	}
@@ -496,6 +503,13 @@ func (b *Bridge) review(summary string) *mcp.CallToolResult {
 
 // lock arms (on) or disarms the page's submit lock (SubmitLockScript), when one is installed.
 func (b *Bridge) lock(ctx context.Context, on bool) {
+	if b.cfg.Net != nil {
+		if on {
+			b.cfg.Net.Arm()
+		} else {
+			b.cfg.Net.Disarm()
+		}
+	}
 	if b.cfg.LockToken == "" {
 		return
 	}

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pab-dev/pab/guard/devtools"
+	"github.com/pab-dev/pab/guard/netpolicy"
 )
 
 // The Bridge's state machine: its configuration, its state under mu, CallTool (limits,
@@ -70,6 +73,15 @@ type Config struct {
 	// rechecks it; false (headless), the owner's resume is their approval and the guard
 	// ticks it for them (see Bridge.consent).
 	OwnerBrowser bool
+	// Net, when set, is the run's request policy (guard/netpolicy), which the browser's
+	// network layer and the wire gate enforce: every value is added to it before it is typed,
+	// an allowed auto_submit click arms it once, and the forms of every page landed are given
+	// to it. nil: no enforcement below the page (an unprotected --browser-mcp server).
+	Net *netpolicy.Policy
+	// Holds, when set, is the guard's own DevTools session with the browser (guard/devtools):
+	// forms are read through it in an isolated world, and its loss pauses the run
+	// (browser_lost) and ends it blocked: a run never goes on unprotected.
+	Holds *devtools.Session
 }
 
 // Status is a snapshot of a run for the control API (JSON).
@@ -452,6 +464,9 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args map[string]any)
 	}
 	if b.Done() {
 		return b.refuse(bound(name, 60), ClassRead, "run_over", "The application is finished for this run. Stop now.", "")
+	}
+	if res := b.browserLost(ctx, bound(name, 60)); res != nil {
+		return res
 	}
 	if err := b.loadChild(ctx); err != nil {
 		b.emit(Event{Type: "policy.decision", Detail: map[string]any{"tool": bound(name, 60), "decision": "failed", "reason": "browser_error"}})

@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"encoding/json"
+	"github.com/pab-dev/pab/guard/netpolicy"
 	"math"
 	"net/url"
 	"slices"
@@ -63,47 +64,26 @@ func (b *Bridge) isStartURL(u *url.URL) bool {
 	return strings.EqualFold(s.Scheme, u.Scheme) && strings.EqualFold(s.Host, u.Host) && s.EscapedPath() == u.EscapedPath()
 }
 
-// carriesTyped reports whether raw (a URL) carries a value filled in this run: after
-// percent- and plus-decoding and Normalize, a value of 4 or more characters anywhere in it,
-// a shorter one as a whole query value or path segment.
+// carriesTyped reports whether raw (a URL) sends data of the form by GET: it carries a value
+// filled in this run (netpolicy.Carries: after percent- and plus-decoding and Normalize, a
+// value of 4 or more characters anywhere in it, a shorter one as a whole query value or path
+// segment), or, with Config.Net, it is a POST form's action with that form's field names
+// (netpolicy.Decide).
 func (b *Bridge) carriesTyped(raw string) bool {
 	b.mu.Lock()
-	typed := slices.Clone(b.typed)
+	typed := make([]string, 0, len(b.typed))
+	for _, t := range b.typed {
+		typed = append(typed, Normalize(t))
+	}
 	b.mu.Unlock()
-	if len(typed) == 0 || raw == "" {
+	if raw == "" {
 		return false
 	}
-	dec := strings.ReplaceAll(raw, "+", " ")
-	for i := 0; i < 3; i++ { // doubly encoded data too
-		d, err := url.PathUnescape(dec)
-		if err != nil || d == dec {
-			break
-		}
-		dec = d
+	if netpolicy.Carries(raw, typed) {
+		return true
 	}
-	n := Normalize(dec)
-	var parts []string
-	if u, err := url.Parse(raw); err == nil {
-		for _, seg := range strings.Split(u.Path, "/") {
-			parts = append(parts, Normalize(seg))
-		}
-		for _, vs := range u.Query() {
-			for _, v := range vs {
-				parts = append(parts, Normalize(v))
-			}
-		}
-	}
-	for _, t := range typed {
-		nt := Normalize(t)
-		if nt == "" {
-			continue
-		}
-		if len([]rune(nt)) >= 4 && strings.Contains(n, nt) {
-			return true
-		}
-		if slices.Contains(parts, nt) {
-			return true
-		}
+	if b.cfg.Net != nil {
+		return !netpolicy.Decide(netpolicy.Request{Method: "GET", URL: raw}, b.cfg.Net.Facts(netpolicy.LayerNetwork)).Allow
 	}
 	return false
 }

@@ -64,6 +64,7 @@ func (b *Bridge) inspect(ctx context.Context) *pageState {
 	if n, _ := v["scriptBlocked"].(float64); n > 0 {
 		b.emit(Event{Type: "policy.decision", Domain: hostOf(u), Detail: map[string]any{"class": ClassSubmit, "decision": "refused", "reason": "script_submit", "count": int(math.Min(n, 1e6))}})
 	}
+	b.readForms(ctx)
 	return &pageState{URL: u, Title: title, Captcha: t("captcha"), Login: t("login"), Duplicate: t("duplicate"), AntiBot: t("antiBot"), Confirmed: t("confirmed")}
 }
 

@@ -7,8 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"golang.org/x/text/cases"
-	"golang.org/x/text/unicode/norm"
+	"github.com/pab-dev/pab/guard/netpolicy"
 )
 
 // Action classes of seed 000's contract: every call is one of them.
@@ -19,39 +18,11 @@ const (
 	ClassSubmit = "submit"
 )
 
-var folder = cases.Fold()
-
-// typographic quotes and dashes that an agent is likely to retype as ASCII.
-var typographic = strings.NewReplacer(
-	"\u2018", "'", "\u2019", "'", "\u201a", "'", "\u201b", "'",
-	"\u201c", "\"", "\u201d", "\"", "\u201e", "\"",
-	"\u2010", "-", "\u2011", "-", "\u2012", "-", "\u2013", "-", "\u2014", "-", "\u2212", "-",
-)
-
 // Normalize is the text form every comparison uses: Unicode NFKC, case folded, typographic
 // quotes and dashes made ASCII, every run of white space (and control characters) one space,
-// trimmed. Invalid UTF-8 bytes become U+FFFD.
-func Normalize(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = norm.NFKC.String(s)
-	s = folder.String(s)
-	s = typographic.Replace(s)
-	var b strings.Builder
-	b.Grow(len(s))
-	space := false
-	for _, r := range s {
-		if unicode.IsSpace(r) || unicode.IsControl(r) || r == '\u200b' || r == '\u00ad' {
-			space = b.Len() > 0
-			continue
-		}
-		if space {
-			b.WriteByte(' ')
-			space = false
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+// trimmed. Invalid UTF-8 bytes become U+FFFD. It is netpolicy.Fold, the one home of the
+// folding, so that the page's requests are checked in the same form the fills are.
+func Normalize(s string) string { return netpolicy.Fold(s) }
 
 // isWordRune: letters, digits and combining marks are word characters.
 func isWordRune(r rune) bool {

@@ -10,8 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pab-dev/pab/guard/netpolicy"
 
 	"github.com/pab-dev/pab/internal/atomicfile"
 )
@@ -38,6 +41,13 @@ type RunOptions struct {
 	Chrome           string // --chrome: the Chromium executable of the default browser; "" = chromium on PATH
 	Headed           bool   // --headed: a visible Chromium, kept open at awaiting_review (needs $DISPLAY or $WAYLAND_DISPLAY)
 	CDPEndpoint      string // --cdp-endpoint: the owner's running Chromium (a loopback DevTools URL), never closed
+	// UnprotectedBrowser (--unprotected-browser) lets a --browser-mcp server run although the
+	// guard cannot hold its browser below the page (no DevTools session, no wire gate): only
+	// the page-level checks apply. Printed at the start and traced (note, protection off).
+	UnprotectedBrowser bool
+	// NoPageLock (--test-no-page-lock, for tests only) installs no page-side submit lock, so
+	// that a test shows the browser's network layer and the wire gate alone stop everything.
+	NoPageLock bool
 
 	// RepoRoot, when set, returns the pab repository where @playwright/mcp is looked for
 	// first (PlaywrightMCPCLI under it); an error means there is none (FindPlaywrightMCP).
@@ -76,10 +86,6 @@ func Run(ctx context.Context, o RunOptions) error {
 		return fmt.Errorf("guard: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	argv, lockToken, uploadDir, err := o.browserCommand(tmp)
-	if err != nil {
-		return err
-	}
 	if len(o.Signals) > 0 {
 		var stop context.CancelFunc
 		ctx, stop = signal.NotifyContext(ctx, o.Signals...)
@@ -101,6 +107,33 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	defer stopControl()
 
+	// the layers below the page: the request policy, the wire gate, the browser and the
+	// guard's DevTools session (heldbrowser.go); their refusals go to the trace
+	below := &belowPageTrace{emit: func(e Event) {
+		e.At = time.Now().UTC().Format(time.RFC3339Nano)
+		tracer.Emit(e)
+	}}
+	defer below.close()
+	var policy *netpolicy.Policy
+	var held *heldBrowser
+	if o.BrowserMCP == "" {
+		policy = netpolicy.New(app.Mode, app.Sites, below.refused)
+		if held, err = startHeldBrowser(ctx, o, policy, tmp, o.Stderr); err != nil {
+			return fmt.Errorf("guard: %v", err)
+		}
+		defer held.Close()
+		if held.gate != nil {
+			fmt.Fprintf(o.Stderr, "pab guard: browser held below the page: DevTools request holds, wire gate on %s\n", held.gate.Addr())
+		} else {
+			fmt.Fprintf(o.Stderr, "pab guard: the owner's browser held below the page: DevTools request holds on every target (its proxy is the owner's: no wire gate)\n")
+		}
+	} else {
+		fmt.Fprintf(o.Stderr, "pab guard: PROTECTION OFF (--unprotected-browser): the --browser-mcp server's browser is not held below the page; a page's own scripts can send what the agent types\n")
+	}
+	argv, lockToken, uploadDir, err := o.browserCommand(tmp, held)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(o.Stderr, "pab guard: browser MCP server: %s\n", strings.Join(argv, " "))
 	child, err := StartChild(ctx, argv, ChildOptions{Stderr: o.ChildStderr})
 	if err != nil {
@@ -108,10 +141,17 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	defer child.Close()
 
-	bridge, err := NewBridge(Config{App: app, Browser: child, Pauser: ctl, Trace: tracer, LockToken: lockToken, UploadDir: uploadDir,
-		OwnerBrowser: o.Headed || o.CDPEndpoint != ""})
+	cfg := Config{App: app, Browser: child, Pauser: ctl, Trace: tracer, LockToken: lockToken, UploadDir: uploadDir,
+		OwnerBrowser: o.Headed || o.CDPEndpoint != "", Net: policy}
+	if held != nil {
+		cfg.Holds = held.holds
+	}
+	bridge, err := NewBridge(cfg)
 	if err != nil {
 		return fmt.Errorf("guard: %v", err)
+	}
+	if held == nil {
+		bridge.emit(Event{Type: "note", Detail: map[string]any{"protection": "off", "status": "unprotected_browser"}})
 	}
 	ctl.Attach(bridge)
 	src := &resultWriter{bridge: bridge, path: o.Result, errOut: o.Stderr}
@@ -134,11 +174,16 @@ func Run(ctx context.Context, o RunOptions) error {
 	if err != nil {
 		return err
 	}
+	if policy != nil && (o.Headed || o.CDPEndpoint != "") && bridge.Result().Outcome == "awaiting_review" && status == "disconnected" {
+		// the owner reviews and submits in the browser themselves: nothing is held any more
+		policy.Release()
+		tracer.Emit(Event{Type: "note", At: time.Now().UTC().Format(time.RFC3339Nano), Detail: map[string]any{"status": "released_to_owner", "kind": "awaiting_review"}})
+	}
 	switch {
 	case o.CDPEndpoint != "":
 		fmt.Fprintf(o.Stderr, "pab guard: run %s ended %s; the browser at %s stays open (pab guard did not start it)\n", app.ID, bridge.Result().Outcome, o.CDPEndpoint)
 	case o.Headed && bridge.Result().Outcome == "awaiting_review" && status == "disconnected":
-		waitForOwner(ctx, ctl, child, o.Stderr, ctlAddr)
+		waitForOwner(ctx, ctl, child, held.Alive, o.Stderr, ctlAddr)
 	}
 	if err := tracer.Err(); err != nil {
 		return fmt.Errorf("guard: --trace: %v", err)
@@ -201,6 +246,12 @@ func (o RunOptions) check() (*Application, error) {
 			return nil, errors.New("guard: --proxy cannot be set on a running browser: start the owner's Chromium with --proxy-server=http://HOST:PORT and --ignore-certificate-errors-spki-list=HASH (pab ca spki) instead, and give --cdp-endpoint alone")
 		}
 	}
+	if o.BrowserMCP != "" && !o.UnprotectedBrowser {
+		return nil, errors.New("guard: --browser-mcp starts a browser the guard cannot hold below the page (no DevTools request holds, no wire gate), so a page's own scripts could send what the agent types: pass --unprotected-browser as well to run it with the page-level checks only")
+	}
+	if o.UnprotectedBrowser && o.BrowserMCP == "" {
+		return nil, errors.New("guard: --unprotected-browser goes with --browser-mcp only (the default browser is always held)")
+	}
 	if o.Headed {
 		if o.BrowserMCP != "" {
 			return nil, errors.New("guard: give --headed or --browser-mcp, not both (--headed is for the default browser)")
@@ -220,19 +271,21 @@ func (o RunOptions) check() (*Application, error) {
 }
 
 // browserCommand is the browser MCP server's command line: BrowserMCP's words, or the
-// default @playwright/mcp (defaultBrowserMCP, files under tmp) with the submit lock's token
-// and the upload directory it reads from ("" and "" for a --browser-mcp server).
-func (o RunOptions) browserCommand(tmp string) (argv []string, lockToken, uploadDir string, err error) {
+// default @playwright/mcp attached to held (defaultBrowserMCP, files under tmp) with the
+// submit lock's token ("" with NoPageLock) and the upload directory it reads from ("" and ""
+// for a --browser-mcp server).
+func (o RunOptions) browserCommand(tmp string, held *heldBrowser) (argv []string, lockToken, uploadDir string, err error) {
 	if o.BrowserMCP != "" {
 		if argv, err = SplitCommand(o.BrowserMCP); err != nil {
 			return nil, "", "", fmt.Errorf("guard: --browser-mcp: %v", err)
 		}
 		return argv, "", "", nil
 	}
-	lockToken = NewLockToken()
+	if !o.NoPageLock {
+		lockToken = NewLockToken()
+	}
 	uploadDir = filepath.Join(tmp, "output") // @playwright/mcp reads uploads only from there (or its cwd)
-	m := browserMode{proxy: o.Proxy, chrome: o.Chrome, headed: o.Headed, cdp: o.CDPEndpoint}
-	if argv, err = defaultBrowserMCP(o.RepoRoot, o.FindChromium, m, tmp, lockToken); err != nil {
+	if argv, err = defaultBrowserMCP(o.RepoRoot, held.cdp, tmp, lockToken); err != nil {
 		return nil, "", "", fmt.Errorf("guard: %v", err)
 	}
 	return argv, lockToken, uploadDir, nil

@@ -42,7 +42,7 @@ func runFiles(t *testing.T) (RunOptions, string) {
 	if err := os.WriteFile(app, []byte("id: run-test\nmode: fill_and_review\nsites: [a.test]\ngrounding:\n  profile: Jane Doe\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return RunOptions{Application: app, BrowserMCP: fakeMCP(t), Trace: filepath.Join(dir, "trace.jsonl"),
+	return RunOptions{Application: app, BrowserMCP: fakeMCP(t), UnprotectedBrowser: true, Trace: filepath.Join(dir, "trace.jsonl"),
 		Result: filepath.Join(dir, "result.json"), ControlTokenFile: filepath.Join(dir, "token")}, dir
 }
 
@@ -107,6 +107,7 @@ func TestRunStdinClosed(t *testing.T) {
 			}
 			want := regexp.MustCompile(`^pab guard: control http://127\.0\.0\.1:\d+ \(GET /local-apply/run, GET /local-apply/status, POST /local-apply/resume, POST /local-apply/cancel, POST /local-apply/close; header Authorization: Bearer TOKEN\)\n` +
 				tokenLine + "\n" +
+				"pab guard: PROTECTION OFF \\(--unprotected-browser\\)[^\n]*\n" +
 				"pab guard: browser MCP server: " + regexp.QuoteMeta(o.BrowserMCP) + "\n" +
 				`pab guard: run run-test \(fill_and_review\) serving MCP on stdio` + "\n$")
 			if !want.MatchString(stderr.String()) {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/pab-dev/pab/internal/browser"
-	"github.com/pab-dev/pab/tlsca"
 )
 
 // The browser of a guard session (Run): the default browser MCP server's command line
@@ -26,38 +25,19 @@ import (
 // tools/playwright-mcp (installed there with `npm ci`, pinned by its package-lock.json).
 const PlaywrightMCPCLI = "tools/playwright-mcp/node_modules/@playwright/mcp/cli.js"
 
-// guardChromiumArgs are extra Chromium switches for the default browser (beside those
-// Playwright passes, which already turn off background networking, Translate, network
-// time queries and optimization hints).
-var guardChromiumArgs = []string{
-	"--disable-quic",
-	"--disable-sync",
-	"--disable-domain-reliability",
-	"--no-pings",
-}
-
-// browserMode is how the default browser MCP server gets its browser: started headless
-// (the default) or headed, with proxy and chrome (an executable, "" = chromium on PATH);
-// or attached to the owner's running Chromium at the DevTools URL cdp.
-type browserMode struct {
-	proxy, chrome string
-	headed        bool
-	cdp           string
-}
-
 // findChromium is RunOptions.FindChromium's default: internal/browser.Find.
 func findChromium(path string) (string, error) { return browser.Find(path) }
 
-// defaultBrowserMCP is the command line of @playwright/mcp with Debian's Chromium: headless,
-// an in-memory profile, output files under tmp, and with proxy, every request through it
-// with pab's CA trusted by its SPKI hash (Playwright takes extra Chromium switches only
-// from a config file: tmp/playwright-mcp.json). repoRoot and findChromium are
-// RunOptions.RepoRoot and RunOptions.FindChromium.
+// defaultBrowserMCP is the command line of @playwright/mcp attached to the browser the
+// guard holds (heldBrowser) at the DevTools URL cdp: its default context (the guard's own
+// Chromium with an in-memory profile, or the owner's), output files under tmp. repoRoot is
+// RunOptions.RepoRoot.
 //
-// Every page runs SubmitLockScript(lockToken) first (tmp/submit-lock.js), so that no
-// script can submit a form unless the guard arms it for a permitted submit.
-func defaultBrowserMCP(repoRoot func() (string, error), findChromium func(string) (string, error), m browserMode, tmp, lockToken string) ([]string, error) {
-	proxy := m.proxy
+// With lockToken set, every page runs SubmitLockScript(lockToken) first (tmp/submit-lock.js,
+// given as an init script in tmp/playwright-mcp.json): the page-side lock, an early refusal
+// that tells the agent why; the enforcement is below the page. "" installs no lock (the
+// test-only --test-no-page-lock).
+func defaultBrowserMCP(repoRoot func() (string, error), cdp, tmp, lockToken string) ([]string, error) {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		return nil, errors.New("node not found on PATH: install Node.js (Debian's nodejs), or pass --browser-mcp")
@@ -72,57 +52,25 @@ func defaultBrowserMCP(repoRoot func() (string, error), findChromium func(string
 	if err != nil {
 		return nil, err
 	}
-	lockPath := filepath.Join(tmp, "submit-lock.js")
-	if err := os.WriteFile(lockPath, []byte(SubmitLockScript(lockToken)), 0o600); err != nil {
-		return nil, err
-	}
 	outDir := filepath.Join(tmp, "output")
 	if err := os.Mkdir(outDir, 0o700); err != nil {
 		return nil, err
 	}
-	if m.cdp != "" {
-		// the owner's running browser: its default context (their profile, their sign-ins);
-		// the lock is added to it as an init script for every new document
-		configPath, err := writePlaywrightConfig(tmp, map[string]any{"browser": map[string]any{"initScript": []string{lockPath}}})
-		if err != nil {
+	config := map[string]any{"browser": map[string]any{}}
+	if lockToken != "" {
+		lockPath := filepath.Join(tmp, "submit-lock.js")
+		if err := os.WriteFile(lockPath, []byte(SubmitLockScript(lockToken)), 0o600); err != nil {
 			return nil, err
 		}
-		return []string{node, cli, "--config", configPath, "--cdp-endpoint", m.cdp, "--no-webmcp", "--output-dir", outDir}, nil
+		config["browser"] = map[string]any{"initScript": []string{lockPath}}
 	}
-	exe, err := findChromium(m.chrome)
+	configPath, err := writePlaywrightConfig(tmp, config)
 	if err != nil {
 		return nil, err
 	}
-	chromeArgs := append([]string(nil), guardChromiumArgs...)
-	if proxy != "" {
-		ca, err := tlsca.LoadDefault()
-		if err != nil {
-			return nil, err
-		}
-		chromeArgs = append(chromeArgs, "--ignore-certificate-errors-spki-list="+ca.SPKIHash())
-	}
-	configPath, err := writePlaywrightConfig(tmp, map[string]any{"browser": map[string]any{"launchOptions": map[string]any{"args": chromeArgs}, "initScript": []string{lockPath}}})
-	if err != nil {
-		return nil, err
-	}
-	argv := []string{node, cli,
-		"--config", configPath,
-		"--browser", "chromium",
-		"--executable-path", exe,
-	}
-	if !m.headed {
-		argv = append(argv, "--headless")
-	}
-	argv = append(argv,
-		"--isolated",
+	return []string{node, cli, "--config", configPath, "--cdp-endpoint", cdp,
 		"--no-webmcp", // tools a page registers are never offered
-		"--output-dir", outDir,
-	)
-	if proxy != "" {
-		// Playwright adds <-loopback> to the bypass list, so loopback pages go through the proxy too.
-		argv = append(argv, "--proxy-server", "http://"+proxy)
-	}
-	return argv, nil
+		"--output-dir", outDir}, nil
 }
 
 // writePlaywrightConfig writes config, @playwright/mcp's configuration, as
@@ -165,7 +113,7 @@ func checkCDPEndpoint(raw string) error {
 // waitForOwner keeps a browser pab guard started with --headed open after the agent's
 // session ended with the run awaiting review, until the owner's word: the browser closed
 // (its process gone), POST /local-apply/close, or ctx (Ctrl-C, SIGTERM).
-func waitForOwner(ctx context.Context, ctl *Controller, child *Child, errOut io.Writer, controlAddr string) {
+func waitForOwner(ctx context.Context, ctl *Controller, child *Child, alive func() bool, errOut io.Writer, controlAddr string) {
 	fmt.Fprintf(errOut, "pab guard: the run is awaiting your review: the browser stays open with the filled form. When you are done, close the browser, or POST http://%s%s (or press Ctrl-C)\n", controlAddr, ControlClosePath)
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
@@ -181,7 +129,7 @@ func waitForOwner(ctx context.Context, ctl *Controller, child *Child, errOut io.
 			fmt.Fprintln(errOut, "pab guard: the browser MCP server exited")
 			return
 		case <-t.C:
-			if !child.BrowserAlive() {
+			if !alive() {
 				fmt.Fprintln(errOut, "pab guard: the browser was closed")
 				return
 			}

@@ -37,6 +37,8 @@ var (
 	lockArmFile string
 	//go:embed js/lock-typed.js
 	lockTypedFile string
+	//go:embed js/forms.js
+	formsFile string
 )
 
 // jsText is the script of an embedded file: its text without the final newline.
@@ -49,6 +51,10 @@ func withFormValue(file string) string {
 }
 
 var (
+	// formsJS runs in the guard's isolated world (Config.Holds) of every frame: the forms of
+	// the frame and its open shadow roots, as netpolicy.Form values (action, method, fields).
+	formsJS = jsText(formsFile)
+
 	// submitLockJS is the text of SubmitLockScript, with "@TOKEN@" for its token.
 	submitLockJS = jsText(submitLockFile)
 

@@ -98,5 +98,8 @@ resume (docs/guard.md, "The owner's browser").`,
 	f.StringVar(&o.Chrome, "chrome", "", "Chromium executable for the default browser MCP server (default: chromium on PATH)")
 	f.BoolVar(&o.Headed, "headed", false, "start a visible Chromium (needs $DISPLAY); at awaiting_review it stays open until the owner closes it or POSTs /local-apply/close")
 	f.StringVar(&o.CDPEndpoint, "cdp-endpoint", "", "attach to the owner's running Chromium at this DevTools URL (http://127.0.0.1:PORT; loopback only) instead of starting one; it is never closed")
+	f.BoolVar(&o.UnprotectedBrowser, "unprotected-browser", false, "with --browser-mcp: run a browser the guard cannot hold below the page (page-level checks only; printed and traced)")
+	f.BoolVar(&o.NoPageLock, "test-no-page-lock", false, "for tests: install no page-side submit lock (the network layer and the wire gate alone enforce)")
+	_ = f.MarkHidden("test-no-page-lock")
 	return cmd
 }

@@ -55,21 +55,23 @@ func TestGuardCommandLineErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"guard"}, "--application FILE is required"},
-		{[]string{"guard", "--application", bad, "--browser-mcp", starter}, bad + ":4:"},
-		{[]string{"guard", "--application", filepath.Join(t.TempDir(), "missing.yaml"), "--browser-mcp", starter}, "missing.yaml"},
-		{[]string{"guard", "--application", good, "--listen", "0.0.0.0:0", "--browser-mcp", starter}, "--listen"},
-		{[]string{"guard", "--application", good, "--control", "10.1.2.3:80", "--browser-mcp", starter}, "--control"},
-		{[]string{"guard", "--application", good, "--proxy", "http://127.0.0.1:8899", "--browser-mcp", starter}, "--proxy"},
-		{[]string{"guard", "--application", good, "--browser-mcp", "'unclosed"}, "unclosed"},
-		{[]string{"guard", "--application", good, "--result", "/nonexistent/dir/r.json", "--browser-mcp", starter}, "--result"},
+		{[]string{"guard", "--application", bad, "--browser-mcp", starter, "--unprotected-browser"}, bad + ":4:"},
+		{[]string{"guard", "--application", filepath.Join(t.TempDir(), "missing.yaml"), "--browser-mcp", starter, "--unprotected-browser"}, "missing.yaml"},
+		{[]string{"guard", "--application", good, "--listen", "0.0.0.0:0", "--browser-mcp", starter, "--unprotected-browser"}, "--listen"},
+		{[]string{"guard", "--application", good, "--control", "10.1.2.3:80", "--browser-mcp", starter, "--unprotected-browser"}, "--control"},
+		{[]string{"guard", "--application", good, "--proxy", "http://127.0.0.1:8899", "--browser-mcp", starter, "--unprotected-browser"}, "--proxy"},
+		{[]string{"guard", "--application", good, "--browser-mcp", "'unclosed", "--unprotected-browser"}, "unclosed"},
+		{[]string{"guard", "--application", good, "--result", "/nonexistent/dir/r.json", "--browser-mcp", starter, "--unprotected-browser"}, "--result"},
 		{[]string{"guard", "--application", good, "--cdp-endpoint", "http://10.0.0.5:9222"}, "must be on loopback"},
 		{[]string{"guard", "--application", good, "--cdp-endpoint", "ftp://127.0.0.1:9222"}, "want http://127.0.0.1:PORT"},
 		{[]string{"guard", "--application", good, "--cdp-endpoint", "http://127.0.0.1"}, "no port"},
 		{[]string{"guard", "--application", good, "--cdp-endpoint", "http://127.0.0.1:9222", "--proxy", "127.0.0.1:8899"}, "--proxy cannot be set on a running browser"},
 		{[]string{"guard", "--application", good, "--cdp-endpoint", "http://127.0.0.1:9222", "--headed"}, "give --cdp-endpoint or --headed, not both"},
-		{[]string{"guard", "--application", good, "--cdp-endpoint", "http://127.0.0.1:9222", "--browser-mcp", starter}, "give --cdp-endpoint or --browser-mcp"},
-		{[]string{"guard", "--application", good, "--headed", "--browser-mcp", starter}, "give --headed or --browser-mcp"},
+		{[]string{"guard", "--application", good, "--cdp-endpoint", "http://127.0.0.1:9222", "--browser-mcp", starter, "--unprotected-browser"}, "give --cdp-endpoint or --browser-mcp"},
+		{[]string{"guard", "--application", good, "--headed", "--browser-mcp", starter, "--unprotected-browser"}, "give --headed or --browser-mcp"},
 		{[]string{"guard", "--application", good, "--headed"}, "--headed needs a display"},
+		{[]string{"guard", "--application", good, "--browser-mcp", starter}, "pass --unprotected-browser"},
+		{[]string{"guard", "--application", good, "--unprotected-browser"}, "--unprotected-browser goes with --browser-mcp only"},
 	} {
 		cmd := pabCmd(tc.args...)
 		cmd.Env = append(cmd.Env, "DISPLAY=", "WAYLAND_DISPLAY=")
@@ -191,7 +193,7 @@ func TestGuardPlumbingFakeBrowser(t *testing.T) {
 	dir := t.TempDir()
 	resultPath := filepath.Join(dir, "result.json")
 	tracePath := filepath.Join(dir, "trace.jsonl")
-	g := startGuard(t, "--application", app, "--browser-mcp", fakeMCPBin(t), "--result", resultPath, "--trace", tracePath)
+	g := startGuard(t, "--application", app, "--browser-mcp", fakeMCPBin(t), "--unprotected-browser", "--result", resultPath, "--trace", tracePath)
 	m := controlLine.FindStringSubmatch(g.stderr.String())
 	if m == nil {
 		t.Fatalf("no control address on stderr:\n%s", g.stderr)

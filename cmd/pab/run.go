@@ -52,7 +52,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	f.BoolVar(&rf.resume, "resume", false, "finish the batch in --out: keep its finished runs, run the others")
 	f.BoolVar(&rf.browser, "browser", false, "start a headless Chromium through each run's replay and hand its CDP endpoint over (PAB_CDP_URL)")
 	f.StringVar(&rf.guardApp, "guard", "", "start pab guard with this application file in front of each run's replay and hand its MCP endpoint over (PAB_MCP_URL)")
-	f.StringVar(&rf.guardMCP, "guard-browser-mcp", "", `with --guard: the browser MCP server guard starts instead of @playwright/mcp ("CMD ARGS", pab guard --browser-mcp)`)
+	f.StringVar(&rf.guardMCP, "guard-browser-mcp", "", `with --guard: the browser MCP server guard starts instead of @playwright/mcp ("CMD ARGS", pab guard --browser-mcp --unprotected-browser: its browser is not held below the page)`)
 	f.StringVar(&rf.chrome, "chrome", "", "Chromium executable for --browser and --guard (default: chromium on PATH)")
 	f.BoolVar(&rf.proxyEnv, "proxy-env", true, "also set HTTP_PROXY/HTTPS_PROXY (and lower-case) to the replay for the agent; turn off for agents that call an LLM API themselves")
 	f.StringVar(&rf.clock, "clock", "on", "page clock of each replay: on or off, as for pab replay (env RR_CLOCK=off)")
