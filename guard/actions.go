@@ -44,6 +44,11 @@ func (b *Bridge) click(ctx context.Context, args map[string]any) *mcp.CallToolRe
 	if f == nil {
 		return b.refuse(tool, ClassRead, "probe_failed", "That element could not be read from the page, so the click cannot be shown to be safe. Take a fresh browser_snapshot.", "")
 	}
+	if b.cfg.Holds != nil && !sameLabel(node.Name, f.Name) {
+		// the element the isolated world read is not the one the snapshot names: the page's
+		// world marked another (a poisoned setAttribute), or the page changed it meanwhile
+		return b.refuse(tool, ClassRead, "probe_mismatch", "The page showed the guard another element than the one you named (\""+bound(node.Name, 80)+"\"), so the click cannot be shown to be safe. Take a fresh browser_snapshot.", "")
+	}
 	if f.Unlocked && b.cfg.LockToken != "" {
 		// a page of the owner's browser opened before the guard: it runs without the lock
 		return b.refuse(tool, ClassRead, "lock_missing", "This page was open before the guard's submit lock was installed, so no click on it is safe. Open it again with browser_navigate, then take a browser_snapshot.", "")
@@ -200,6 +205,9 @@ func (b *Bridge) fillNoAfter(ctx context.Context, tool, role, label string, g Gr
 	}
 	if res.IsError {
 		return b.passOn(res)
+	}
+	if changed := b.recheckActed(ctx, tool); changed != nil {
+		return changed // the control is not what the decision was made for: put back, not filled
 	}
 	b.mu.Lock()
 	b.filled++

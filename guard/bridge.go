@@ -155,7 +155,8 @@ type Bridge struct {
 	sensitiveOK     map[string]bool // host+path of sensitive pages the owner confirmed
 	engineStarted   bool
 	engineEnded     bool
-	snapOrigin      float64 // performance.timeOrigin of the document of the last form snapshot (formCheck); under mu
+	acted           *actedControl // the control the last probe read in the isolated world (with Config.Holds)
+	snapOrigin      float64       // performance.timeOrigin of the document of the last form snapshot (formCheck); under mu
 }
 
 // NewBridge checks cfg (App, Browser and Pauser are required) and returns a Bridge. The

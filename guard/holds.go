@@ -3,10 +3,12 @@ package guard
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/pab-dev/pab/guard/devtools"
 	"github.com/pab-dev/pab/guard/netpolicy"
 )
 
@@ -122,4 +124,126 @@ func (t *belowPageTrace) close() {
 	if n > 0 {
 		t.emit(Event{Type: "policy.decision", Detail: map[string]any{"class": ClassSubmit, "decision": "refused", "reason": "below_page_refusals_not_listed", "count": n}})
 	}
+}
+
+// actedControl is the control the last probe read through the isolated world (probeHeld):
+// its handle there and what it was when the decision was made.
+type actedControl struct {
+	h      devtools.Handle
+	before map[string]any
+}
+
+// markJS marks the element a ref names, in the page's world (the only world that knows
+// Playwright's refs), with the attribute "@ATTR@"; probeHeld then takes the element into the
+// isolated world and the mark off at once.
+const markJS = `(el) => { el.setAttribute("@ATTR@", ""); return { marked: true }; }`
+
+// probeHeld reads a control's facts (probeElementJS) in the guard's isolated world, where
+// the page's prototypes, getters and globals are not the probe's: the page's world only
+// marks the element with a random attribute, which the isolated world finds and removes
+// (devtools.Session.FindTagged). The control is kept (actedControl) so that recheckActed can
+// read it again after the action. false: it could not be read.
+func (b *Bridge) probeHeld(ctx context.Context, ref, label string) (map[string]any, bool) {
+	attr := "data-pab-" + NewLockToken()[:24]
+	if _, _, ok := b.evalElement(ctx, strings.Replace(markJS, "@ATTR@", attr, 1), ref, label); !ok {
+		return nil, false
+	}
+	h, err := b.cfg.Holds.FindTagged(ctx, attr)
+	if err != nil {
+		return nil, false
+	}
+	raw, err := b.cfg.Holds.CallOn(ctx, h, probeElementJS)
+	var v map[string]any
+	if err != nil || json.Unmarshal(raw, &v) != nil || v == nil {
+		b.cfg.Holds.Release(h)
+		return nil, false
+	}
+	v["locked"] = true // the page-side lock is not what holds the page (Config.Holds is)
+	b.mu.Lock()
+	old := b.acted
+	b.acted = &actedControl{h: h, before: v}
+	b.mu.Unlock()
+	if old != nil {
+		b.cfg.Holds.Release(old.h)
+	}
+	return v, true
+}
+
+// putBackJS sets a control's checked state and value back to what they were, with the
+// input and change events a person's change would fire; in the isolated world.
+const putBackJS = `(el, st) => {
+  if (typeof el.checked === "boolean") el.checked = !!st.checked;
+  if (typeof el.value === "string" && el.type !== "file" && typeof st.value === "string") el.value = st.value;
+  for (const t of ["input", "change"]) el.dispatchEvent(new Event(t, { bubbles: true }));
+  return { done: true };
+}`
+
+// recheckActed reads the control of the last probe again (in the isolated world) after a
+// fill of it (a click on a radio or checkbox, browser_type, browser_select_option): the
+// decision was made for what it was then. When the page changed it as the action landed
+// (its label shares no word with the one decided on, or its role, type or form method
+// differs: a "Yes" turned into a privacy consent at pointerdown, a field moved into a POST
+// form), its checked state and value are put back, the change is traced (policy.decision
+// refused control_changed, with both labels, never values), and the call is refused; a
+// control that now reads as a consent pauses first (consent_required), since only the
+// owner may agree. nil when nothing changed, or there is nothing to check (no held browser,
+// or the control left the page).
+func (b *Bridge) recheckActed(ctx context.Context, tool string) *mcp.CallToolResult {
+	b.mu.Lock()
+	a := b.acted
+	b.mu.Unlock()
+	if b.cfg.Holds == nil || a == nil {
+		return nil
+	}
+	raw, err := b.cfg.Holds.CallOn(ctx, a.h, probeElementJS)
+	var now map[string]any
+	if err != nil || json.Unmarshal(raw, &now) != nil || now == nil || now["connected"] == false {
+		return nil
+	}
+	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+	was, is := str(a.before, "name"), str(now, "name")
+	changed := !sameLabel(was, is)
+	for _, k := range []string{"tag", "type", "role", "method"} {
+		if str(a.before, k) != str(now, k) {
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	_, _ = b.cfg.Holds.CallOn(ctx, a.h, putBackJS, map[string]any{"checked": a.before["checked"], "value": a.before["value"]})
+	b.emit(Event{Type: "policy.decision", Detail: map[string]any{"tool": tool, "class": ClassFill, "decision": "refused", "reason": "control_changed",
+		"field": boundChars(is, 300), "was": boundChars(was, 300), "basis": "reread"}})
+	msg := "The page changed that control as the action landed (it was \"" + bound(was, 120) + "\", it is now \"" + bound(is, 120) + "\"); the change was undone. Take a fresh browser_snapshot."
+	if isConsentLabel(is) {
+		if _, ok := b.pauseOutcome(ctx, PauseRequest{Reason: "consent_required", Question: "The page turned the control the agent answered (\"" + bound(was, 100) + "\") into \"" + bound(is, 120) + "\" as it was clicked; the tick was undone. Only you can agree: tick it yourself if you agree, then resume."}); !ok {
+			return textResult(msg+" The owner ended the run. Stop now.", true)
+		}
+	}
+	return textResult(msg, true)
+}
+
+// sameLabel: two labels of one control are the same label when either is empty or they
+// share a word (letters and digits, after Normalize): a page's own re-rendering ("First
+// Name" and "First Name *") is no change; "Yes" becoming "I agree to the privacy policy" is.
+func sameLabel(a, b string) bool {
+	wa, wb := labelWords(a), labelWords(b)
+	if len(wa) == 0 || len(wb) == 0 {
+		return true
+	}
+	for w := range wa {
+		if wb[w] {
+			return true
+		}
+	}
+	return false
+}
+
+// labelWords are the words of a label (runs of letters and digits, after Normalize).
+func labelWords(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range strings.FieldsFunc(Normalize(s), func(r rune) bool { return !isWordRune(r) }) {
+		out[w] = true
+	}
+	return out
 }

@@ -85,7 +85,13 @@ func (b *Bridge) probe(ctx context.Context, ref, label string) *facts {
 	if !b.canEvaluate() {
 		return nil
 	}
-	v, _, ok := b.evalElement(ctx, probeElementJS, ref, firstNonEmpty(label, "control"))
+	var v map[string]any
+	var ok bool
+	if b.cfg.Holds != nil {
+		v, ok = b.probeHeld(ctx, ref, firstNonEmpty(label, "control"))
+	} else {
+		v, _, ok = b.evalElement(ctx, probeElementJS, ref, firstNonEmpty(label, "control"))
+	}
 	if !ok {
 		return nil
 	}

@@ -56,6 +56,7 @@
     tag, type, role: s(el.getAttribute("role"), 40), name, submits, enterSubmits, method, formAction,
     inForm: !!form, href: tag === "a" ? s(el.href, 2000) : "", newTab: tag === "a" && s(el.getAttribute("target"), 20) === "_blank",
     scriptSubmits: /submit\s*\(|requestSubmit/.test(handler), disabled: !!el.disabled,
+    checked: !!el.checked, connected: !!el.isConnected, value: typeof el.value === "string" ? el.value.slice(0, 10000) : "",
     locked: typeof window.__pabGuardLock === "function",
   };
 }
