@@ -254,7 +254,7 @@ func (g *Gate) serve(w http.ResponseWriter, r *http.Request) {
 		Navigation: isNavigation(r.Header),
 		WebSocket:  isWebSocket(r.Header),
 	}
-	if v := g.policy.Decide(netpolicy.LayerWire, req, ""); !v.Allow && false {
+	if v := g.policy.Decide(netpolicy.LayerWire, req, ""); !v.Allow {
 		g.refused.Add(1)
 		refuse(w, v)
 		return

@@ -569,6 +569,7 @@ func TestFloodOfRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		c.SetDeadline(time.Now().Add(testDeadline))
 		conns[i] = c
 	}
 	for i := 0; i < n; i++ {

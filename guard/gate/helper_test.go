@@ -32,6 +32,9 @@ const (
 	otherHost = "other.gate.test"
 )
 
+// testDeadline bounds every client exchange of the tests.
+const testDeadline = 30 * time.Second
+
 // Values typed in the runs of the tests (netpolicy.Policy.AddTyped).
 const (
 	typedEmail = "jane.doe@example.com"
@@ -299,7 +302,7 @@ func (r *rig) clientVia(proxy string, h2 bool) *http.Client {
 	r.mu.Lock()
 	r.clients = append(r.clients, tr)
 	r.mu.Unlock()
-	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &http.Client{Transport: tr, Timeout: testDeadline, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 // answer is a response with its whole body.
@@ -375,6 +378,7 @@ func dialRaw(t *testing.T, addr string) *rawConn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(testDeadline)) // a broken gate fails the test, not hangs it
 	return &rawConn{Conn: c, br: bufio.NewReader(c)}
 }
 
