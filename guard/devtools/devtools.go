@@ -408,6 +408,7 @@ type pausedRequest struct {
 		URLFragment string            `json:"urlFragment"`
 		Method      string            `json:"method"`
 		Headers     map[string]string `json:"headers"`
+		HasPostData bool              `json:"hasPostData"`
 	} `json:"request"`
 	ResourceType string `json:"resourceType"`
 	FrameID      string `json:"frameId"`
@@ -431,6 +432,7 @@ func (s *Session) paused(session string, params []byte) {
 		Header:     h,
 		Navigation: ev.ResourceType == "Document",
 		WebSocket:  ev.ResourceType == "WebSocket",
+		HasBody:    ev.Request.HasPostData,
 	}
 	v := s.o.Policy.Decide(netpolicy.LayerNetwork, req, ev.ResourceType)
 	if v.Allow {

@@ -253,6 +253,7 @@ func (g *Gate) serve(w http.ResponseWriter, r *http.Request) {
 		Header:     r.Header,
 		Navigation: isNavigation(r.Header),
 		WebSocket:  isWebSocket(r.Header),
+		HasBody:    r.ContentLength != 0,
 	}
 	if v := g.policy.Decide(netpolicy.LayerWire, req, ""); !v.Allow {
 		g.refused.Add(1)

@@ -69,6 +69,9 @@ type Request struct {
 	Navigation bool
 	// WebSocket is a WebSocket opening handshake (RFC 6455 section 4.1).
 	WebSocket bool
+	// HasBody: the request carries a body (a GET, HEAD or OPTIONS with one is decided as a
+	// POST: a body is data sent).
+	HasBody bool
 }
 
 // Form is a form seen on a page of the run: its action as an absolute URL (query and
@@ -125,7 +128,7 @@ func Decide(r Request, f Facts) Verdict {
 	if f.Released {
 		return Verdict{Allow: true}
 	}
-	if !SafeMethod(r.Method) {
+	if !SafeMethod(r.Method) || r.HasBody {
 		if f.Mode == ModeAutoSubmit && f.Armed && allowedHost(f.Sites, hostOf(r.URL)) {
 			return Verdict{Allow: true, UsesArm: true}
 		}
@@ -166,25 +169,33 @@ func headerBytes(h map[string][]string) int {
 	return n
 }
 
-// headerCarries checks one header field for typed values. Fields the browser writes from
-// its own state and never from a page's data are skipped: the page cannot put a typed value
-// in them (User-Agent, Accept*, Sec-*, Host, Connection, Content-Length, Upgrade).
+// headerCarries checks one header field for typed values. Fields a page's script can never
+// set (the forbidden request-header names of the Fetch standard that the browser writes
+// from its own state: Sec-*, User-Agent in Chromium, Host, Connection, Content-Length,
+// Upgrade) are skipped.
 func headerCarries(name, value string, typed []string) bool {
 	n := strings.ToLower(name)
 	switch {
-	case strings.HasPrefix(n, "sec-"), strings.HasPrefix(n, "accept"), n == "user-agent", n == "host", n == "connection", n == "content-length", n == "upgrade":
+	case strings.HasPrefix(n, "sec-"), n == "user-agent", n == "host", n == "connection", n == "content-length", n == "upgrade":
 		return false
 	case n == "cookie":
-		// each cookie's value as a whole value too ("e=jane" carries "jane" whole)
+		// each cookie's name and value, each as a whole value too ("e=jane" carries "jane"
+		// whole; "jane=1" carries it in the name)
 		for _, c := range strings.Split(value, ";") {
-			_, v, _ := strings.Cut(strings.TrimSpace(c), "=")
-			if v != "" && carriesIn(v, []string{Fold(unescape(v))}, typed) {
+			k, v, _ := strings.Cut(strings.TrimSpace(c), "=")
+			if carriesIn(c, append(decoded(k), decoded(v)...), typed) {
 				return true
 			}
 		}
 		return false
 	}
-	return carriesIn(value, []string{Fold(unescape(value))}, typed)
+	return carriesIn(value, decoded(value), typed)
+}
+
+// decoded are the forms of s a comparison looks at: percent-decoded with and without "+" as
+// a space (a typed "+44 ..." sent by encodeURIComponent keeps its "+"), each folded.
+func decoded(s string) []string {
+	return []string{Fold(unescape(s)), Fold(unescapePercent(s))}
 }
 
 // Carries reports whether raw (a URL) carries one of typed (each in Fold's form): after
@@ -198,30 +209,30 @@ func Carries(raw string, typed []string) bool {
 	}
 	var parts []string
 	if u, err := url.Parse(raw); err == nil {
-		for _, seg := range strings.Split(u.Path, "/") {
-			parts = append(parts, Fold(unescape(seg)))
+		for _, seg := range strings.Split(u.EscapedPath(), "/") {
+			parts = append(parts, decoded(seg)...)
 		}
-		for _, vs := range u.Query() {
-			for _, v := range vs {
-				parts = append(parts, Fold(unescape(v)))
-			}
+		for _, kv := range strings.Split(u.RawQuery, "&") {
+			k, v, _ := strings.Cut(kv, "=")
+			parts = append(parts, decoded(k)...)
+			parts = append(parts, decoded(v)...)
 		}
 		if u.Fragment != "" {
-			parts = append(parts, Fold(unescape(u.Fragment)))
+			parts = append(parts, decoded(u.EscapedFragment())...)
 		}
 	}
 	return carriesIn(raw, parts, typed)
 }
 
-// carriesIn: a typed value of four or more characters anywhere in raw (decoded and folded),
-// a shorter one equal to one of parts.
+// carriesIn: a typed value of four or more characters anywhere in raw (decoded both ways
+// and folded), a shorter one equal to one of parts.
 func carriesIn(raw string, parts []string, typed []string) bool {
-	n := Fold(unescape(raw))
+	ns := decoded(raw)
 	for _, t := range typed {
 		if t == "" {
 			continue
 		}
-		if len([]rune(t)) >= 4 && strings.Contains(n, t) {
+		if len([]rune(t)) >= 4 && (strings.Contains(ns[0], t) || strings.Contains(ns[1], t)) {
 			return true
 		}
 		for _, p := range parts {
@@ -242,6 +253,18 @@ func unescape(s string) string {
 			break
 		}
 		s = strings.ReplaceAll(d, "+", " ")
+	}
+	return s
+}
+
+// unescapePercent percent-decodes s up to three times, leaving "+" as it is.
+func unescapePercent(s string) string {
+	for i := 0; i < 3; i++ {
+		d, err := url.PathUnescape(s)
+		if err != nil || d == s {
+			break
+		}
+		s = d
 	}
 	return s
 }
@@ -279,14 +302,21 @@ func formSubmit(raw string, forms []Form) bool {
 // actionKey is scheme, host (lower case, default port dropped) and path of u.
 func actionKey(u *url.URL) string {
 	host := strings.ToLower(u.Hostname())
-	if p := u.Port(); p != "" && !((u.Scheme == "https" || u.Scheme == "wss") && p == "443") && !((u.Scheme == "http" || u.Scheme == "ws") && p == "80") {
+	if p := u.Port(); p != "" && !((strings.EqualFold(u.Scheme, "https") || strings.EqualFold(u.Scheme, "wss")) && p == "443") && !((strings.EqualFold(u.Scheme, "http") || strings.EqualFold(u.Scheme, "ws")) && p == "80") {
 		host += ":" + p
 	}
 	path := u.EscapedPath()
 	if path == "" {
 		path = "/"
 	}
-	return strings.ToLower(u.Scheme) + "://" + host + path
+	scheme := strings.ToLower(u.Scheme)
+	switch scheme { // a WebSocket handshake goes to the same origin's http(s) resource
+	case "ws":
+		scheme = "http"
+	case "wss":
+		scheme = "https"
+	}
+	return scheme + "://" + host + path
 }
 
 // hostOf is raw's host name in lower case without a port or trailing dot ("" if none).

@@ -45,6 +45,12 @@ func TestDecide(t *testing.T) {
 		{"a browser field is not read", Request{Method: "GET", URL: "https://jobs.example.test/next", Header: map[string][]string{"User-Agent": {email}}}, facts(ModeFillAndReview, email), "", ""},
 		{"a WebSocket handshake", Request{Method: "GET", URL: "wss://jobs.example.test/ws?e=jane.doe@example.com", WebSocket: true}, facts(ModeFillAndReview, email), ReasonByGet, CarrierURL},
 		{"a URL too long to read", Request{Method: "GET", URL: "https://x.test/?" + strings.Repeat("a", MaxURLBytes)}, facts(ModeFillAndReview, email), ReasonByGet, CarrierSize},
+		{"a plus kept by encodeURIComponent", Request{Method: "GET", URL: "https://x.test/p?e=jane%2Bjobs%40example.com"}, facts(ModeFillAndReview, "jane+jobs@example.com"), ReasonByGet, CarrierURL},
+		{"a phone number's plus", Request{Method: "GET", URL: "https://x.test/p?t=%2B44%2020%207946%200958"}, facts(ModeFillAndReview, "+44 20 7946 0958"), ReasonByGet, CarrierURL},
+		{"in an Accept header a page may set", Request{Method: "GET", URL: "https://x.test/p", Header: map[string][]string{"Accept": {email}}}, facts(ModeFillAndReview, email), ReasonByGet, CarrierHeader},
+		{"in a cookie's name", Request{Method: "GET", URL: "https://x.test/p", Header: map[string][]string{"Cookie": {"jane.doe%40example.com=1"}}}, facts(ModeFillAndReview, email), ReasonByGet, CarrierCookie},
+		{"an OPTIONS with a body", Request{Method: "OPTIONS", URL: "https://x.test/p", HasBody: true}, facts(ModeFillAndReview), ReasonBlocked, CarrierMethod},
+		{"a query key", Request{Method: "GET", URL: "https://x.test/p?jane.doe%40example.com"}, facts(ModeFillAndReview, email), ReasonByGet, CarrierURL},
 		{"a long URL with nothing typed", Request{Method: "GET", URL: "https://x.test/?" + strings.Repeat("a", MaxURLBytes)}, facts(ModeFillAndReview), "", ""},
 	} {
 		v := Decide(tc.r, tc.f)
@@ -64,6 +70,7 @@ func TestDecide(t *testing.T) {
 		{"https://jobs.example.test/apply/submit?utm=1", true},       // no field names
 		{"https://jobs.example.test/apply/other?name=Mallory", true}, // another path
 		{"http://jobs.example.test/apply/submit?name=Mallory", true}, // another scheme: another origin
+		{"wss://jobs.example.test/apply/submit?name=Mallory", false}, // the same origin's WebSocket
 	} {
 		v := Decide(Request{Method: "GET", URL: tc.url}, f)
 		if v.Allow != tc.want || (!v.Allow && v.Carrier != CarrierFormAction) {
