@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"encoding/json"
+	"github.com/pab-dev/pab/guard/netpolicy"
 	"math"
 	"strings"
 )
@@ -59,10 +60,10 @@ func (b *Bridge) inspect(ctx context.Context) *pageState {
 	t := func(k string) bool { x, _ := v[k].(bool); return x }
 	title, _ := v["title"].(string)
 	if n, _ := v["leaked"].(float64); n > 0 {
-		b.emit(Event{Type: "policy.decision", Domain: hostOf(u), Detail: map[string]any{"class": ClassSubmit, "decision": "refused", "reason": "submit.by_get", "basis": "page_request", "count": int(math.Min(n, 1e6))}})
+		b.emit(Event{Type: "policy.decision", Domain: hostOf(u), Detail: map[string]any{"class": ClassSubmit, "decision": "refused", "reason": "submit.by_get", "basis": netpolicy.LayerPage, "count": int(math.Min(n, 1e6))}})
 	}
 	if n, _ := v["scriptBlocked"].(float64); n > 0 {
-		b.emit(Event{Type: "policy.decision", Domain: hostOf(u), Detail: map[string]any{"class": ClassSubmit, "decision": "refused", "reason": "script_submit", "count": int(math.Min(n, 1e6))}})
+		b.emit(Event{Type: "policy.decision", Domain: hostOf(u), Detail: map[string]any{"class": ClassSubmit, "decision": "refused", "reason": "script_submit", "basis": netpolicy.LayerPage, "count": int(math.Min(n, 1e6))}})
 	}
 	b.readForms(ctx)
 	return &pageState{URL: u, Title: title, Captcha: t("captcha"), Login: t("login"), Duplicate: t("duplicate"), AntiBot: t("antiBot"), Confirmed: t("confirmed")}

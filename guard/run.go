@@ -246,6 +246,11 @@ func (o RunOptions) check() (*Application, error) {
 			return nil, errors.New("guard: --proxy cannot be set on a running browser: start the owner's Chromium with --proxy-server=http://HOST:PORT and --ignore-certificate-errors-spki-list=HASH (pab ca spki) instead, and give --cdp-endpoint alone")
 		}
 	}
+	if o.BrowserMCP != "" {
+		if _, err := SplitCommand(o.BrowserMCP); err != nil {
+			return nil, fmt.Errorf("guard: --browser-mcp: %v", err)
+		}
+	}
 	if o.BrowserMCP != "" && !o.UnprotectedBrowser {
 		return nil, errors.New("guard: --browser-mcp starts a browser the guard cannot hold below the page (no DevTools request holds, no wire gate), so a page's own scripts could send what the agent types: pass --unprotected-browser as well to run it with the page-level checks only")
 	}

@@ -614,7 +614,7 @@ func TestGuardSubmitByGet(t *testing.T) {
 	// which holds hashes of the typed values; the next inspection traces them
 	r.do(t, "allowed", "browser_click", map[string]any{"target": r.find(t, "textbox", "First Name", 0), "element": "First Name"}) // blur: change event
 	r.open(t, harden+"/apply")
-	m = r.traced(t, m, "policy.decision", "class", "submit", "decision", "refused", "reason", "submit.by_get", "basis", "page_request")
+	m = r.traced(t, m, "policy.decision", "class", "submit", "decision", "refused", "reason", "submit.by_get", "basis", "page")
 	for _, u := range []string{
 		harden + "/apply/submit?name=Jane&email=jane.doe%40example.com",
 		harden + "/apply/submit?e=JANE.DOE%2540EXAMPLE.COM", // doubly encoded, other case

@@ -453,7 +453,7 @@ func TestGuardHeaded(t *testing.T) {
 			g.do(t, "allowed", "browser_type", map[string]any{"target": g.find(t, "textbox", "Email", 0), "text": "jane.doe@example.com", "source_quote": "Email: jane.doe@example.com"})
 			g.do(t, "allowed", "browser_click", map[string]any{"target": g.find(t, "textbox", "First Name", 0), "element": "First Name"})
 			g.open(t, harden+"/consent")
-			g.traced(t, 0, "policy.decision", "class", "submit", "decision", "refused", "reason", "submit.by_get", "basis", "page_request")
+			g.traced(t, 0, "policy.decision", "class", "submit", "decision", "refused", "reason", "submit.by_get", "basis", "page")
 		}
 		probe := g.do(t, "allowed", "browser_snapshot", nil)
 		if !strings.Contains(probe, "First Name") {
