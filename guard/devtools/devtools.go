@@ -85,6 +85,7 @@ type Session struct {
 	done   chan struct{}
 
 	held, refused, continued atomic.Int64
+	closedTargets            atomic.Int64 // targets closed past MaxTargets
 }
 
 // target is one attached target.
@@ -371,6 +372,7 @@ func (s *Session) attached(session string, ti targetInfo, waiting bool) {
 	}
 	s.mu.Unlock()
 	if n >= s.o.MaxTargets {
+		s.closedTargets.Add(1)
 		fmt.Fprintf(s.o.Log, "devtools: %d targets attached; closing the %s %s\n", n, ti.Type, ti.TargetID)
 		s.send("", "Target.closeTarget", map[string]any{"targetId": ti.TargetID})
 		return

@@ -92,18 +92,19 @@ func (s *site) requests() []string {
 	return append([]string(nil), s.log...)
 }
 
-// startBrowser starts headless Chromium (no proxy) and attaches a Session with policy.
-func startBrowser(t *testing.T, policy *netpolicy.Policy) (*browser.Process, *Session) {
+// startBrowser starts headless Chromium (no proxy; popups not blocked, so that a page can
+// open as many as it likes) and attaches a Session with policy.
+func startBrowser(t *testing.T, policy *netpolicy.Policy, maxTargets int) (*browser.Process, *Session) {
 	t.Helper()
 	exe := testtool.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p, err := browser.Start(ctx, exe, browser.Options{Extra: []string{"--disable-features=" + browser.FeaturesOff + ",ServiceWorkerAutoPreload"}}, "about:blank", "")
+	p, err := browser.Start(ctx, exe, browser.Options{Extra: []string{"--disable-features=" + browser.FeaturesOff + ",ServiceWorkerAutoPreload", "--disable-popup-blocking"}}, "about:blank", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Stop)
-	s, err := Attach(ctx, Options{URL: p.CDP, Policy: policy, Log: testLog{t}})
+	s, err := Attach(ctx, Options{URL: p.CDP, Policy: policy, Log: testLog{t}, MaxTargets: maxTargets})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestHoldsEverySink(t *testing.T) {
 	})
 	policy.AddTyped(email)
 	st := newSite(t)
-	_, s := startBrowser(t, policy)
+	_, s := startBrowser(t, policy, 0)
 	pg := pageTarget(t, s)
 	ctx := context.Background()
 	if _, err := s.Call(ctx, pg.session, "Page.navigate", map[string]any{"url": st.srv.URL + "/hostile"}); err != nil {
@@ -210,4 +211,83 @@ type testLog struct{ t *testing.T }
 func (l testLog) Write(p []byte) (int, error) {
 	l.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// TestFloodAndPopups: a page that sends 2,000 refused requests and opens 200 popups: every
+// request is decided (the site sees none of the refused ones), no more than MaxTargets
+// targets are ever attached, and the session still answers a command afterwards.
+func TestFloodAndPopups(t *testing.T) {
+	policy := netpolicy.New(netpolicy.ModeFillAndReview, nil, nil)
+	policy.AddTyped(email)
+	st := newSite(t)
+	st.srv.Config.Handler = floodHandler(st, st.srv.Config.Handler)
+	_, s := startBrowser(t, policy, 8)
+	pg := pageTarget(t, s)
+	ctx := context.Background()
+	if _, err := s.Call(ctx, pg.session, "Page.navigate", map[string]any{"url": st.srv.URL + "/flood"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, _, refused := s.Stats(); refused >= 2000 && s.closedTargets.Load() > 0 {
+			break
+		}
+	}
+	held, _, refused := s.Stats()
+	if refused < 2000 {
+		t.Errorf("refused %d of 2,000 (held %d)", refused, held)
+	}
+	s.mu.Lock()
+	n := len(s.targets)
+	s.mu.Unlock()
+	if n > 8 {
+		t.Errorf("%d targets attached, want at most 8", n)
+	}
+	if c := s.closedTargets.Load(); c == 0 {
+		t.Errorf("no popup was closed (did the page open any?)")
+	} else {
+		t.Logf("%d popups closed past the bound", c)
+	}
+	for _, line := range st.requests() {
+		if strings.Contains(line, "/sink/") {
+			t.Errorf("reached the site: %s", line)
+		}
+	}
+	if _, err := s.Evaluate(ctx, "1+1"); err != nil {
+		t.Errorf("the session no longer answers: %v", err)
+	}
+}
+
+// floodHandler serves /flood (2,000 POSTs and GETs carrying the email, and 200 popups)
+// before h.
+func floodHandler(st *site, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/flood" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		st.mu.Lock()
+		st.log = append(st.log, r.Method+" "+r.URL.String())
+		st.mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!doctype html><title>flood</title><script>
+for (let i = 0; i < 1000; i++) { fetch("/sink/p" + i, {method: "POST", body: "x"}).catch(() => {}); fetch("/sink/g" + i + "?e=`+email+`").catch(() => {}); }
+for (let i = 0; i < 200; i++) window.open("/ok?popup=" + i, "_blank");
+</script>`)
+	})
+}
+
+// TestLost: when the browser goes away, Lost is closed and calls fail with ErrLost.
+func TestLost(t *testing.T) {
+	policy := netpolicy.New(netpolicy.ModeFillAndReview, nil, nil)
+	p, s := startBrowser(t, policy, 0)
+	pageTarget(t, s)
+	p.Stop()
+	select {
+	case <-s.Lost():
+	case <-time.After(30 * time.Second):
+		t.Fatal("Lost not closed 30 s after the browser stopped")
+	}
+	if _, err := s.Evaluate(context.Background(), "1"); err == nil || !strings.Contains(err.Error(), "gone") {
+		t.Errorf("Evaluate after the loss: %v", err)
+	}
 }
