@@ -103,22 +103,41 @@ func (s *Session) frames(ctx context.Context, session string) ([]frame, error) {
 
 // evalIn runs expression in a new isolated world of frame frameID of the target at session.
 func (s *Session) evalIn(ctx context.Context, session, frameID, expression string) (json.RawMessage, error) {
-	res, err := s.Call(ctx, session, "Page.createIsolatedWorld", map[string]any{"frameId": frameID, "worldName": WorldName})
+	id, err := s.isolatedContext(ctx, session, frameID)
 	if err != nil {
 		return nil, err
+	}
+	res, err := s.Call(ctx, session, "Runtime.evaluate", map[string]any{"expression": expression, "contextId": id, "returnByValue": true, "timeout": 5000})
+	if err != nil {
+		return nil, err
+	}
+	v, _, err := runtimeResult("Runtime.evaluate", res)
+	return v, err
+}
+
+// isolatedContext makes an isolated world (WorldName) in frame frameID of the target at
+// session and returns its execution context id.
+func (s *Session) isolatedContext(ctx context.Context, session, frameID string) (int64, error) {
+	res, err := s.Call(ctx, session, "Page.createIsolatedWorld", map[string]any{"frameId": frameID, "worldName": WorldName})
+	if err != nil {
+		return 0, err
 	}
 	var w struct {
 		ExecutionContextID int64 `json:"executionContextId"`
 	}
 	if err := json.Unmarshal(res, &w); err != nil || w.ExecutionContextID == 0 {
-		return nil, fmt.Errorf("Page.createIsolatedWorld: no context (%v)", err)
+		return 0, fmt.Errorf("Page.createIsolatedWorld: no context (%v)", err)
 	}
-	res, err = s.Call(ctx, session, "Runtime.evaluate", map[string]any{"expression": expression, "contextId": w.ExecutionContextID, "returnByValue": true, "timeout": 5000})
-	if err != nil {
-		return nil, err
-	}
+	return w.ExecutionContextID, nil
+}
+
+// runtimeResult reads the answer of Runtime.evaluate or Runtime.callFunctionOn (method):
+// the value (with returnByValue, at most maxValueBytes), else the remote object's subtype
+// and id; an exception is an error.
+func runtimeResult(method string, res json.RawMessage) (value json.RawMessage, obj remoteObject, err error) {
 	var r struct {
 		Result struct {
+			remoteObject
 			Value json.RawMessage `json:"value"`
 		} `json:"result"`
 		ExceptionDetails *struct {
@@ -126,13 +145,19 @@ func (s *Session) evalIn(ctx context.Context, session, frameID, expression strin
 		} `json:"exceptionDetails"`
 	}
 	if err := json.Unmarshal(res, &r); err != nil {
-		return nil, fmt.Errorf("Runtime.evaluate: %w", err)
+		return nil, obj, fmt.Errorf("%s: %w", method, err)
 	}
 	if r.ExceptionDetails != nil {
-		return nil, fmt.Errorf("Runtime.evaluate: %s", r.ExceptionDetails.Text)
+		return nil, obj, fmt.Errorf("%s: %s", method, r.ExceptionDetails.Text)
 	}
 	if len(r.Result.Value) > maxValueBytes {
-		return nil, errors.New("Runtime.evaluate: answer over 1 MiB")
+		return nil, obj, fmt.Errorf("%s: answer over %d bytes", method, maxValueBytes)
 	}
-	return r.Result.Value, nil
+	return r.Result.Value, r.Result.remoteObject, nil
+}
+
+// remoteObject is a Runtime.RemoteObject's subtype and id.
+type remoteObject struct {
+	Subtype  string `json:"subtype"`
+	ObjectID string `json:"objectId"`
 }

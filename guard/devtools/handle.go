@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -55,28 +53,16 @@ func (s *Session) FindTagged(ctx context.Context, attr string) (Handle, error) {
 			continue
 		}
 		for _, f := range frames {
-			res, err := s.Call(ctx, t.session, "Page.createIsolatedWorld", map[string]any{"frameId": f.ID, "worldName": WorldName})
+			id, err := s.isolatedContext(ctx, t.session, f.ID)
 			if err != nil {
 				continue
 			}
-			var w struct {
-				ExecutionContextID int64 `json:"executionContextId"`
-			}
-			if json.Unmarshal(res, &w) != nil || w.ExecutionContextID == 0 {
-				continue
-			}
-			res, err = s.Call(ctx, t.session, "Runtime.evaluate", map[string]any{"expression": expr, "contextId": w.ExecutionContextID, "returnByValue": false, "timeout": 5000})
+			res, err := s.Call(ctx, t.session, "Runtime.evaluate", map[string]any{"expression": expr, "contextId": id, "returnByValue": false, "timeout": 5000})
 			if err != nil {
 				continue
 			}
-			var r struct {
-				Result struct {
-					Subtype  string `json:"subtype"`
-					ObjectID string `json:"objectId"`
-				} `json:"result"`
-			}
-			if json.Unmarshal(res, &r) == nil && r.Result.Subtype == "node" && r.Result.ObjectID != "" {
-				return Handle{session: t.session, objectID: r.Result.ObjectID}, nil
+			if _, obj, err := runtimeResult("Runtime.evaluate", res); err == nil && obj.Subtype == "node" && obj.ObjectID != "" {
+				return Handle{session: t.session, objectID: obj.ObjectID}, nil
 			}
 		}
 	}
@@ -101,24 +87,8 @@ func (s *Session) CallOn(ctx context.Context, h Handle, fn string, args ...any) 
 	if err != nil {
 		return nil, err
 	}
-	var r struct {
-		Result struct {
-			Value json.RawMessage `json:"value"`
-		} `json:"result"`
-		ExceptionDetails *struct {
-			Text string `json:"text"`
-		} `json:"exceptionDetails"`
-	}
-	if err := json.Unmarshal(res, &r); err != nil {
-		return nil, fmt.Errorf("Runtime.callFunctionOn: %w", err)
-	}
-	if r.ExceptionDetails != nil {
-		return nil, fmt.Errorf("Runtime.callFunctionOn: %s", r.ExceptionDetails.Text)
-	}
-	if len(r.Result.Value) > maxValueBytes {
-		return nil, errors.New("Runtime.callFunctionOn: answer over " + strconv.Itoa(maxValueBytes) + " bytes")
-	}
-	return r.Result.Value, nil
+	v, _, err := runtimeResult("Runtime.callFunctionOn", res)
+	return v, err
 }
 
 // Release lets the isolated world drop h's element.
