@@ -393,7 +393,9 @@ func (s *Session) attached(session string, ti targetInfo, waiting bool) {
 			return
 		}
 	}
-	if _, err := s.Call(ctx, session, "Target.setAutoAttach", autoAttach); err != nil && ti.Type != "worker" && ti.Type != "service_worker" && ti.Type != "shared_worker" {
+	// a page's or frame's children (frames in processes of their own, dedicated workers) must
+	// be attached before they run; other targets have none that load anything
+	if _, err := s.Call(ctx, session, "Target.setAutoAttach", autoAttach); err != nil && (ti.Type == "page" || ti.Type == "iframe") {
 		fail("Target.setAutoAttach", err)
 		return
 	}
