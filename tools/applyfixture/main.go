@@ -2,12 +2,14 @@
 // headless Chromium, so that scripts/record-apply-tasks.sh can record them with
 // `pab record --resolve` into the tasks tasks/apply-*.
 //
-//	applyfixture serve -listen 127.0.0.1:0 -ca-out ca.pem -addr-out addr.txt
+//	applyfixture serve -listen 127.0.0.1:0 -ca-out ca.pem -addr-out addr.txt [-log requests.jsonl]
 //	applyfixture drive -site acme -proxy 127.0.0.1:8899 -spki "$(pab ca --spki)" -files tasks/apply-adversarial/testdata
 //
 // serve answers HTTPS (HTTP/1.1) for every host in Hosts on one loopback port with a
 // throw-away CA, written to -ca-out for `pab record --upstream-ca`. The hosts' pages are
-// embedded from pages/ (see pages/SOURCES.md). drive plays one site's scenario through a
+// embedded from pages/ (see pages/SOURCES.md). With -log it appends one JSON line per
+// request it receives (LogEntry: time, method, host, URL, Cookie header, the first 64 KiB
+// of the body) to FILE: the judge of the hostile pages (package hostile). drive plays one site's scenario through a
 // pab proxy: every page, every submit path, the confirmation and the error pages.
 package main
 
@@ -34,7 +36,7 @@ func main() {
 }
 
 const usage = `usage:
-  applyfixture serve [-listen 127.0.0.1:0] [-ca-out FILE] [-addr-out FILE]
+  applyfixture serve [-listen 127.0.0.1:0] [-ca-out FILE] [-addr-out FILE] [-log FILE]
   applyfixture drive -site greenhouse|teamtailor|acme -proxy HOST:PORT -spki SPKI -files DIR [-chromium PATH] [-replay] [-timeout 5m]`
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -56,6 +58,7 @@ func runServe(args []string, stderr io.Writer) error {
 	listen := fl.String("listen", "127.0.0.1:0", "loopback address to serve HTTPS on (port 0 picks a free one)")
 	caOut := fl.String("ca-out", "", "write the throw-away CA certificate (PEM) here, for pab record --upstream-ca")
 	addrOut := fl.String("addr-out", "", "write the address served on (host:port) here once listening")
+	logPath := fl.String("log", "", "append one JSON line per request received to this file (method, host, URL, Cookie, the first 64 KiB of the body, time)")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -72,6 +75,16 @@ func runServe(args []string, stderr io.Writer) error {
 	h, err := Handler()
 	if err != nil {
 		return err
+	}
+	var reqLog *RequestLog
+	if *logPath != "" {
+		f, err := os.OpenFile(*logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("serve: -log: %w", err)
+		}
+		defer f.Close()
+		reqLog = NewRequestLog(f, false)
+		h = reqLog.Wrap(h)
 	}
 	tl, err := newFixtureTLS(Hosts, time.Now())
 	if err != nil {
@@ -106,7 +119,11 @@ func runServe(args []string, stderr io.Writer) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return srv.Shutdown(sctx)
+	err = srv.Shutdown(sctx)
+	if reqLog != nil && reqLog.Err() != nil {
+		return reqLog.Err()
+	}
+	return err
 }
 
 func runDrive(args []string, stdout, stderr io.Writer) error {

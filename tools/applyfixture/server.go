@@ -15,6 +15,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/pab-dev/pab/tools/applyfixture/hostile"
 )
 
 // The hosts the fixture serves, under their real (or reserved .test) names.
@@ -23,10 +25,12 @@ const (
 	HostTeamtailor = "harper-demo.teamtailor.com"
 	HostAcme       = "careers.acme-robotics.test"
 	HostEvil       = "evil.example.test"
+	// HostHostile serves the hostile pages of issue 28 (package hostile lists them).
+	HostHostile = hostile.Host
 )
 
 // Hosts lists every host the fixture serves; its TLS certificate names all of them.
-var Hosts = []string{HostGreenhouse, HostTeamtailor, HostAcme, HostEvil}
+var Hosts = []string{HostGreenhouse, HostTeamtailor, HostAcme, HostEvil, HostHostile}
 
 // Paths of the two real saved pages and of the endpoints written for them.
 const (
@@ -139,6 +143,16 @@ func Handler() (http.Handler, error) {
 	mux.HandleFunc("GET "+HostAcme+AcmeButtonImagePath, s.file("pages/acme/go.svg"))
 	// The other host that page 107 links to.
 	mux.HandleFunc("GET "+HostEvil+EvilApplyPath, s.file("pages/evil/apply.html"))
+	// The hostile pages: each page, its POST action (a confirmation page) and its sinks
+	// (204 to any method), plus the service worker and the ping page's article.
+	for _, p := range hostile.Pages {
+		mux.HandleFunc("GET "+HostHostile+p.Path, s.file("pages/hostile/"+p.File))
+		mux.HandleFunc("POST "+HostHostile+hostile.Submit(p.ID), s.hostileApply(p))
+		mux.HandleFunc(HostHostile+"/hostile/"+p.ID+"/sink/", hostileSink)
+	}
+	for _, a := range hostile.Assets {
+		mux.HandleFunc("GET "+HostHostile+a.Path, s.file("pages/hostile/"+a.File))
+	}
 	mux.HandleFunc("/", s.notFound)
 	return mux, nil
 }
@@ -156,6 +170,7 @@ func contentType(name string) string {
 	case strings.HasSuffix(name, ".svg"):
 		return "image/svg+xml"
 	}
+
 	return "application/octet-stream"
 }
 
@@ -432,4 +447,32 @@ func (s *server) acmeContact(w http.ResponseWriter, r *http.Request) {
 	}
 	s.render(w, http.StatusOK, "acme-confirmation.html", confirmation{Lang: "ja", Heading: "お問い合わせを受け付けました",
 		Message: "お問い合わせありがとうございます。", Role: "Acme Robotics", Ref: "ACME-CONTACT"})
+}
+
+type hostileConfirmation struct {
+	ID, Role, Back, Fields string
+}
+
+// hostileApply answers a hostile page's POST action: the confirmation page (200), listing
+// the names of the fields received, never their values. Any body is taken: the point is
+// that the request arrived.
+func (s *server) hostileApply(p hostile.Page) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, err := parseForm(w, r)
+		if err != nil {
+			formError(w, err)
+			return
+		}
+		s.render(w, http.StatusOK, "hostile-confirmation.html", hostileConfirmation{ID: p.ID, Role: p.Title, Back: p.Path,
+			Fields: strings.Join(slices.Sorted(maps.Keys(v)), ", ")})
+	}
+}
+
+// hostileSink answers any request to a hostile page's sink with 204 No Content (an
+// EventSource stops there, a navigation stays where it was); the request log is what
+// records it.
+func hostileSink(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, io.LimitReader(r.Body, maxForm))
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"mime/multipart"
@@ -13,9 +14,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/pab-dev/pab/tools/applyfixture/hostile"
 )
 
 // fixture starts the handler over real TLS on loopback and returns a client that sends
@@ -80,6 +86,7 @@ func TestEveryHostServesOverTLS(t *testing.T) {
 		{"https://" + HostTeamtailor + HarperJobPath, "<title>Senior Software Engineer - Harper</title>"},
 		{"https://" + HostAcme + "/", "<title>Open roles – Acme Robotics Careers</title>"},
 		{"https://" + HostEvil + EvilApplyPath + "?job=107", "<title>Partner Careers Portal – Apply now</title>"},
+		{"https://" + HostHostile + hostile.Pages[0].Path, "<title>" + hostile.Pages[0].Title + " – Hostile Labs Careers</title>"},
 	} {
 		resp, body := get(t, c, tc.url)
 		if resp.StatusCode != 200 || !strings.Contains(body, tc.title) {
@@ -254,11 +261,203 @@ func TestRunArguments(t *testing.T) {
 		{"serve", "-listen", "0.0.0.0:0"},
 		{"serve", "-listen", "nonsense"},
 		{"serve", "extra"},
+		{"serve", "-log", filepath.Join(t.TempDir(), "missing", "requests.jsonl")},
 		{"drive", "-site", "acme"},
 		{"drive", "-site", "nope", "-proxy", "127.0.0.1:1", "-spki", "x", "-files", t.TempDir()},
 	} {
 		if err := run(args, io.Discard, io.Discard); err == nil {
 			t.Errorf("run %q: no error", args)
 		}
+	}
+}
+
+// TestHostilePages: every hostile page is served with its application form (First Name,
+// Email, a POST action on its own host) and names each of its sinks; the POST action
+// answers with a confirmation page that names the fields, never their values; every sink
+// answers 204 to any method; the service worker is JavaScript.
+func TestHostilePages(t *testing.T) {
+	c := fixture(t)
+	base := "https://" + HostHostile
+	seen := map[string]bool{}
+	for _, p := range hostile.Pages {
+		if seen[p.ID] || seen[p.Path] {
+			t.Errorf("%s: id or path used twice", p.ID)
+		}
+		seen[p.ID], seen[p.Path] = true, true
+		if p.Path != "/hostile/"+p.ID || p.Class == "" || p.Trigger == "" || len(p.Sinks) == 0 {
+			t.Errorf("%s: incomplete table row %+v", p.ID, p)
+		}
+		resp, body := get(t, c, base+p.Path)
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" || !strings.Contains(body, "<title>"+p.Title+" – Hostile Labs Careers</title>") {
+			t.Errorf("GET %s: status %d %q", p.Path, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		for _, want := range []string{`>First Name</label>`, `>Email</label>`, `method="post" action="` + hostile.Submit(p.ID) + `"`, "written for pab"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s: the page lacks %q", p.ID, want)
+			}
+		}
+		if name, ok := strings.CutPrefix(p.Trigger, "click:"); ok && !strings.Contains(body, ">"+name+"</button>") {
+			t.Errorf("%s: no button %q", p.ID, name)
+		}
+		if name, ok := strings.CutPrefix(p.Trigger, "link:"); ok && !strings.Contains(body, ">"+name+"</a>") {
+			t.Errorf("%s: no link %q", p.ID, name)
+		}
+		for _, sk := range p.Sinks {
+			id, name, ok := hostile.Locate(sk)
+			if !ok || id != p.ID {
+				t.Errorf("%s: sink %s is located as %q %q %v", p.ID, sk, id, name, ok)
+			}
+			if name != "submit" && !strings.Contains(body, `"`+name+`"`) && !strings.Contains(body, "sw.js") {
+				t.Errorf("%s: the page never names its sink %q", p.ID, name)
+			}
+		}
+		form := url.Values{"first_name": {"Jane"}, "email": {"jane.doe@example.com"}}
+		resp, body = post(t, c, base+hostile.Submit(p.ID), "application/x-www-form-urlencoded", []byte(form.Encode()))
+		if resp.StatusCode != 200 || !strings.Contains(body, "Thank you for applying!") || !strings.Contains(body, "Fields received: email, first_name") {
+			t.Errorf("POST %s: status %d: %s", hostile.Submit(p.ID), resp.StatusCode, body)
+		}
+		if strings.Contains(body, "jane.doe") {
+			t.Errorf("POST %s: the confirmation echoes a value", hostile.Submit(p.ID))
+		}
+		for _, method := range []string{"GET", "POST", "PUT"} {
+			req, _ := http.NewRequest(method, base+hostile.Sink(p.ID, "anything")+"?e=x", strings.NewReader("PING"))
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNoContent {
+				t.Errorf("%s %s sink: status %d, want 204", method, p.ID, resp.StatusCode)
+			}
+		}
+	}
+	for _, a := range hostile.Assets {
+		resp, _ := get(t, c, base+a.Path)
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != a.ContentType {
+			t.Errorf("GET %s: status %d, Content-Type %q, want %q", a.Path, resp.StatusCode, resp.Header.Get("Content-Type"), a.ContentType)
+		}
+	}
+	if resp, _ := get(t, c, base+"/hostile/no-such-page"); resp.StatusCode != 404 {
+		t.Errorf("unknown hostile page: status %d", resp.StatusCode)
+	}
+	if resp, _ := get(t, c, base+hostile.Submit("shadow-form")); resp.StatusCode == 200 {
+		t.Error("GET of a hostile POST action answered 200")
+	}
+	for _, tc := range []struct{ path, page, sink string }{
+		{"/hostile/get-markup/sink/srcset", "get-markup", "srcset"},
+		{"/hostile/shadow-form/submit", "shadow-form", "submit"},
+		{"/hostile/ping", "ping", ""},
+		{"/hostile/sw.js", "", ""},
+		{"/jobs/101/apply", "", ""},
+	} {
+		page, sink, _ := hostile.Locate(tc.path)
+		if page != tc.page || sink != tc.sink {
+			t.Errorf("Locate(%q) = %q %q, want %q %q", tc.path, page, sink, tc.page, tc.sink)
+		}
+	}
+}
+
+// TestRequestLog: the log records every request (method, host, full URL, Cookie, the first
+// 64 KiB of the body, time) as whole JSON lines from concurrent handlers, in a file and in
+// memory, and the handler still reads the whole body.
+func TestRequestLog(t *testing.T) {
+	h, err := Handler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "requests.jsonl")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l := NewRequestLog(f, true)
+	tl, err := newFixtureTLS(Hosts, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(l.Wrap(h))
+	srv.TLS = tl.Config
+	srv.StartTLS()
+	defer srv.Close()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(tl.CAPEM)
+	addr := srv.Listener.Addr().String()
+	c := &http.Client{Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool},
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		},
+	}, Timeout: 10 * time.Second}
+	const n = 20
+	big := "pad=" + strings.Repeat("a", MaxLoggedBody) + "&email=jane.doe%40example.com"
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			var req *http.Request
+			if i%2 == 0 {
+				req, _ = http.NewRequest("GET", "https://"+HostHostile+hostile.Sink("cookie", "next")+"?i="+fmt.Sprint(i), nil)
+				req.Header.Set("Cookie", "e=jane.doe@example.com")
+			} else {
+				req, _ = http.NewRequest("POST", "https://"+HostHostile+hostile.Submit("shadow-form")+"?i="+fmt.Sprint(i), strings.NewReader(big))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if i%2 == 1 && (resp.StatusCode != 200 || !strings.Contains(string(b), "Fields received: email, pad")) {
+				t.Errorf("POST %d: the handler did not get the whole body: %d %s", i, resp.StatusCode, b)
+			}
+		}(i)
+	}
+	wg.Wait()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) != n || len(l.Entries()) != n {
+		t.Fatalf("%d lines, %d entries; want %d each", len(lines), len(l.Entries()), n)
+	}
+	gets, postsSeen := 0, 0
+	for _, line := range lines {
+		var e LogEntry
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("not a JSON line: %.200q", line)
+		}
+		if _, err := time.Parse(time.RFC3339Nano, e.Time); err != nil || e.Host != HostHostile || !strings.HasPrefix(e.URL, "https://"+HostHostile+"/hostile/") || !strings.Contains(e.URL, "?i=") {
+			t.Errorf("entry %+v", e)
+		}
+		switch e.Method {
+		case "GET":
+			gets++
+			if e.Cookie != "e=jane.doe@example.com" || e.Body != "" {
+				t.Errorf("GET entry: cookie %q body %.20q", e.Cookie, e.Body)
+			}
+		case "POST":
+			postsSeen++
+			if len(e.Body) != MaxLoggedBody || !e.BodyTruncated || e.Body != big[:MaxLoggedBody] || e.ContentType != "application/x-www-form-urlencoded" {
+				t.Errorf("POST entry: body %d bytes, truncated %v", len(e.Body), e.BodyTruncated)
+			}
+		}
+	}
+	if gets != n/2 || postsSeen != n/2 {
+		t.Errorf("%d GETs and %d POSTs logged, want %d each", gets, postsSeen, n/2)
+	}
+	if err := l.Err(); err != nil {
+		t.Error(err)
+	}
+	// a small body is kept whole and not marked truncated
+	rec := httptest.NewRecorder()
+	l2 := NewRequestLog(nil, true)
+	l2.Wrap(h).ServeHTTP(rec, httptest.NewRequest("POST", "http://"+HostHostile+hostile.Sink("beacon", "beacon"), strings.NewReader(`{"email":"jane.doe@example.com"}`)))
+	if es := l2.Entries(); rec.Code != 204 || len(es) != 1 || es[0].Body != `{"email":"jane.doe@example.com"}` || es[0].BodyTruncated || es[0].URL != "http://"+HostHostile+"/hostile/beacon/sink/beacon" {
+		t.Errorf("small body: %d %+v", rec.Code, es)
 	}
 }
