@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,7 +9,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/pab-dev/pab/guard/devtools"
@@ -28,7 +31,28 @@ type heldBrowser struct {
 	gate  *gate.Gate       // nil for the owner's browser (--cdp-endpoint)
 	proc  *browser.Process // nil for the owner's browser
 	holds *devtools.Session
-	cdp   string // the DevTools URL @playwright/mcp attaches to
+	cdp   string        // the DevTools URL @playwright/mcp attaches to
+	stop  chan struct{} // closed by Close: stops watchBrowser
+}
+
+// watchBrowser marks holds lost (devtools.Session.Fail) once the process pid is gone or a
+// zombie, checking every 250 ms until stop is closed.
+func watchBrowser(pid int, holds *devtools.Session, stop <-chan struct{}) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		i := bytes.LastIndexByte(st, ')')
+		if err != nil || i < 0 || i+2 >= len(st) || st[i+2] == 'Z' || st[i+2] == 'X' {
+			holds.Fail(errors.New("the browser process ended"))
+			return
+		}
+	}
 }
 
 // guardFeaturesOff adds, to internal/browser's features turned off, the service worker's
@@ -83,6 +107,11 @@ func startHeldBrowser(ctx context.Context, o RunOptions, policy *netpolicy.Polic
 		return nil, err
 	}
 	h.cdp = h.proc.CDP
+	// the browser's end is the session's loss, whether or not its socket closes with it (its
+	// helper processes keep the DevTools socket, and its stderr, open for a while after the
+	// browser process was killed), so the process itself is watched
+	h.stop = make(chan struct{})
+	go watchBrowser(h.proc.PID(), h.holds, h.stop)
 	return h, nil
 }
 
@@ -109,6 +138,9 @@ func (h *heldBrowser) Alive() bool {
 // Close ends the DevTools session, then the browser and the gate the guard started (the
 // owner's browser keeps running).
 func (h *heldBrowser) Close() {
+	if h.stop != nil {
+		close(h.stop)
+	}
 	if h.holds != nil {
 		h.holds.Close()
 	}

@@ -41,10 +41,13 @@ var engineAuths = []string{"machine-login", "subscription", "api-key", "missing_
 // detailKeys is the whitelist of Event.Detail keys; any other key is dropped by the Tracer.
 // "field" is a field's label as the page shows it (field.filled, and a refused fill) and
 // "source" the kind of grounding source a filled value was quoted from (SourceProfile, ...):
-// neither is a typed value or grounding text.
+// neither is a typed value or grounding text. A refusal below the page adds "carrier" (what
+// carried the data: method, url, cookie, header, form_action, size), "method", "resource" (the
+// DevTools resource type), "navigation" and "websocket"; a control changed as the action
+// landed adds "was" (its label before); "protection" is "off" for an unprotected browser.
 var detailKeys = []string{"engine", "authMode", "engineAuth", "mode", "class", "tool", "decision",
 	"reason", "role", "kind", "path", "sha256", "bytes", "gateId", "exitCode", "count", "status", "basis",
-	"field", "source"}
+	"field", "source", "carrier", "method", "resource", "navigation", "websocket", "was", "protection"}
 
 // Caps of seed 000's contract (LOCAL_APPLY_CAPS), counted in characters (Unicode code
 // points), not bytes: a Japanese question keeps its 300 characters.

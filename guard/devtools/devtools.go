@@ -235,9 +235,14 @@ func (s *Session) read() {
 	}
 }
 
+// Fail marks the session lost for err (the browser's process ended: its DevTools socket may
+// outlive it for a while in a helper process): Lost is closed and every call fails.
+func (s *Session) Fail(err error) { s.setLost(err) }
+
 func (s *Session) setLost(err error) {
 	s.lostMu.Do(func() {
 		s.err = fmt.Errorf("%w: %v", ErrLost, err)
+		fmt.Fprintf(s.o.Log, "devtools: %v\n", s.err)
 		close(s.lost)
 	})
 }

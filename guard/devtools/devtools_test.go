@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -281,7 +282,10 @@ func TestLost(t *testing.T) {
 	policy := netpolicy.New(netpolicy.ModeFillAndReview, nil, nil)
 	p, s := startBrowser(t, policy, 0)
 	pageTarget(t, s)
-	p.Stop()
+	// the browser process alone (its helpers left to notice), as a crash would
+	if err := killBrowser(p); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case <-s.Lost():
 	case <-time.After(30 * time.Second):
@@ -290,4 +294,13 @@ func TestLost(t *testing.T) {
 	if _, err := s.Evaluate(context.Background(), "1"); err == nil || !strings.Contains(err.Error(), "gone") {
 		t.Errorf("Evaluate after the loss: %v", err)
 	}
+}
+
+// killBrowser kills the browser process itself (SIGKILL), as a crash would.
+func killBrowser(p *browser.Process) error {
+	pid := p.PID()
+	if pid <= 0 {
+		return fmt.Errorf("no browser pid")
+	}
+	return syscall.Kill(pid, syscall.SIGKILL)
 }

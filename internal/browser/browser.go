@@ -165,6 +165,9 @@ func Start(ctx context.Context, exe string, o Options, url, logPath string) (*Pr
 	return nil, err
 }
 
+// PID is the id of the process Start started (Chromium, the leader of its process group).
+func (p *Process) PID() int { return p.w.Pgid() }
+
 // Exited receives Chromium's exit (its Wait result) should it end by itself; whoever reads
 // the value must send it back.
 func (p *Process) Exited() chan error { return p.w.Exited() }
