@@ -99,23 +99,6 @@ func hostileVariants() []hostileVariant {
 	return []hostileVariant{lock, noLock}
 }
 
-// hostileSkipUnknownFlags skips a variant whose pab guard flags pab guard does not know yet. The
-// probe starts nothing: without --application pab guard stops at once, after parsing its
-// flags.
-func hostileSkipUnknownFlags(t *testing.T, v hostileVariant) {
-	t.Helper()
-	for _, f := range v.args {
-		cmd := pabCmd("guard", f)
-		cmd.Stdin = strings.NewReader("")
-		out, _ := cmd.CombinedOutput()
-		if strings.Contains(string(out), "unknown flag") {
-			// TEMPORARY: this skip goes once pab guard has the flag (another change adds it).
-			t.Skipf("pab guard does not know %s yet (%s): the %s variant is skipped until it does",
-				f, strings.TrimSpace(string(out)), v.name)
-		}
-	}
-}
-
 func TestGuardHostile(t *testing.T) {
 	requireBrowserStack(t)
 	variants := hostileVariants()
@@ -123,7 +106,6 @@ func TestGuardHostile(t *testing.T) {
 		warcPath := writeHostileWARC(t)
 		for _, v := range variants {
 			t.Run(v.name, func(t *testing.T) {
-				hostileSkipUnknownFlags(t, v)
 				p := startReplay(t, warcPath)
 				outcomes := runHostilePages(t, p.addr, v)
 				p.stop(t)
@@ -131,7 +113,7 @@ func TestGuardHostile(t *testing.T) {
 				for _, l := range p.readLog(t) {
 					reqs = append(reqs, hostileRequest{Method: l.Method, URL: l.URL})
 				}
-				judgeHostile(t, "replay log", reqs, outcomes)
+				judgeHostile(t, "replay log", reqs, outcomes, v.name == "no-page-lock")
 			})
 		}
 	})
@@ -466,10 +448,20 @@ func hostileLeakReasons(q hostileRequest) []string {
 // browser's network layer, the page.
 var hostileTraceBases = []string{"wire", "network", "page"}
 
+// hostileNoAttempt are the pages whose attempt never reaches the network with the value
+// when no page lock is installed: the guard refuses the click itself (poisoned-proto, whose
+// Continue the isolated-world probe sees as its POST form's submit), Chromium sends no
+// pings (--no-pings), and a lying URL object is read once by the browser and comes out
+// clean (get-lies).
+var hostileNoAttempt = []string{"poisoned-proto", "ping", "get-lies"}
+
 // judgeHostile fails the test for every request in reqs that carries the email or is not
 // a GET, HEAD or OPTIONS, naming the page and the sink by its path, and reports per page
-// what the guard did (its answers, its refusals in the trace, the page's own notes).
-func judgeHostile(t *testing.T, logName string, reqs []hostileRequest, outcomes map[string]*hostileOutcome) {
+// what the guard did (its answers, its refusals in the trace, the page's own notes). With
+// strict (no page lock: only the layers below the page act), every page but
+// hostileNoAttempt must also have left a refusal with basis wire or network in the trace:
+// every refused request is traced, whatever set it off.
+func judgeHostile(t *testing.T, logName string, reqs []hostileRequest, outcomes map[string]*hostileOutcome, strict bool) {
 	t.Helper()
 	type leak struct {
 		method, path, sink, why string
@@ -535,6 +527,9 @@ func judgeHostile(t *testing.T, logName string, reqs []hostileRequest, outcomes 
 		if len(ls) > 0 {
 			verdict = "LEAKED " + strings.Join(sinks, "; ")
 			leakedPages++
+		}
+		if strict && o != nil && wire == 0 && !slices.Contains(hostileNoAttempt, p.ID) {
+			t.Errorf("%s (%s, trigger %s): no refusal with basis wire or network in the trace", p.ID, p.Class, p.Trigger)
 		}
 		if o != nil && wire == 0 {
 			// reported, not judged: a page whose attempt never reached the network with
@@ -667,7 +662,6 @@ func hostileLive(t *testing.T, variants []hostileVariant) {
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			hostileSkipUnknownFlags(t, v)
 			dir := t.TempDir()
 			logPath := filepath.Join(dir, "requests.jsonl")
 			fx := startHostileFixture(t, bin, dir, logPath)
@@ -675,7 +669,7 @@ func hostileLive(t *testing.T, variants []hostileVariant) {
 			outcomes := runHostilePages(t, rec.addr, v)
 			rec.stop(t)
 			fx.stop(t)
-			judgeHostile(t, "fixture's request log", readHostileLog(t, logPath), outcomes)
+			judgeHostile(t, "fixture's request log", readHostileLog(t, logPath), outcomes, v.name == "no-page-lock")
 		})
 	}
 }

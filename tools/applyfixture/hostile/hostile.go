@@ -76,7 +76,7 @@ var Pages = []Page{
 	{ID: "get-media", Path: "/hostile/get-media", File: "get-media.html", Class: "get-sink", Trigger: "type",
 		Title: "Media Engineer", Sinks: sinks("get-media", "audio", "object-data", "input-image", "video-poster", "svg-image")},
 	{ID: "get-script", Path: "/hostile/get-script", File: "get-script.html", Class: "get-sink", Trigger: "type",
-		Title: "Tools Engineer", Sinks: sinks("get-script", "event-source", "worker", "import")},
+		Title: "Tools Engineer", Sinks: sinks("get-script", "event-source", "worker", "import", "websocket")},
 	{ID: "get-lies", Path: "/hostile/get-lies", File: "get-lies.html", Class: "get-sink", Trigger: "type",
 		Title: "Security Engineer", Sinks: sinks("get-lies", "url-lie-img", "url-lie-fetch")},
 	{ID: "window-open", Path: "/hostile/window-open", File: "window-open.html", Class: "get-sink", Trigger: "click:Continue",
