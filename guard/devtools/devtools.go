@@ -427,6 +427,14 @@ type pausedRequest struct {
 func (s *Session) paused(session string, params []byte) {
 	var ev pausedRequest
 	if err := json.Unmarshal(params, &ev); err != nil || ev.RequestID == "" {
+		// a request the guard cannot read is refused, never let through nor left held
+		var id struct {
+			RequestID string `json:"requestId"`
+		}
+		if json.Unmarshal(params, &id) == nil && id.RequestID != "" {
+			s.refused.Add(1)
+			s.send(session, "Fetch.failRequest", map[string]any{"requestId": id.RequestID, "errorReason": "BlockedByClient"})
+		}
 		fmt.Fprintf(s.o.Log, "devtools: unreadable Fetch.requestPaused: %v\n", err)
 		return
 	}
