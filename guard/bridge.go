@@ -82,6 +82,12 @@ type Config struct {
 	// forms are read through it in an isolated world, and its loss pauses the run
 	// (browser_lost) and ends it blocked: a run never goes on unprotected.
 	Holds *devtools.Session
+	// OwnerContext says the run's pages live in a browser context of their own in the
+	// owner's browser (pab guard --cdp-endpoint), the only one Holds holds: once the browser
+	// MCP server has answered a call, a run with no page there (the server used another
+	// context, or the owner closed the run's window) pauses (browser_not_held) and ends
+	// blocked, as a lost session does.
+	OwnerContext bool
 }
 
 // Status is a snapshot of a run for the control API (JSON).
@@ -144,6 +150,7 @@ type Bridge struct {
 	stopNote        string
 	failure         string
 	browserFails    int
+	answered        bool // the browser MCP server has answered a call (Config.OwnerContext)
 	pause           *PauseRequest
 	lastURL         string
 	repeat          RepeatGuard
@@ -255,6 +262,7 @@ func (b *Bridge) callBrowser(ctx context.Context, tool string, args map[string]a
 	}
 	b.mu.Lock()
 	b.browserFails = 0
+	b.answered = true
 	b.mu.Unlock()
 	return res, "", true
 }

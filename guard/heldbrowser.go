@@ -28,11 +28,25 @@ import (
 
 // heldBrowser is a browser held by the guard. Close ends what the guard started.
 type heldBrowser struct {
-	gate  *gate.Gate       // nil for the owner's browser (--cdp-endpoint)
+	gate  *gate.Gate
 	proc  *browser.Process // nil for the owner's browser
 	holds *devtools.Session
 	cdp   string        // the DevTools URL @playwright/mcp attaches to
+	owner bool          // the owner's browser (--cdp-endpoint): the run has a context of its own there
 	stop  chan struct{} // closed by Close: stops watchBrowser
+}
+
+// ownerContextArgs are @playwright/mcp's switches for the owner's browser: the run's pages
+// in a browser context of their own (--isolated: Target.createBrowserContext) whose proxy is
+// the wire gate (--proxy-server), so that every request of the run, WebSocket handshakes
+// included, passes the gate whatever proxy the owner's browser has. The context accepts the
+// gate's certificates (--ignore-https-errors: the gate, on loopback, is that context's only
+// peer and checks the real sites' certificates itself). nil for the guard's own browser.
+func (h *heldBrowser) ownerContextArgs() []string {
+	if !h.owner {
+		return nil
+	}
+	return []string{"--isolated", "--proxy-server", "http://" + h.gate.Addr(), "--ignore-https-errors"}
 }
 
 // watchBrowser marks holds lost (devtools.Session.Fail) once the process pid is gone or a
@@ -69,26 +83,32 @@ var guardChromiumArgs = []string{
 }
 
 // startHeldBrowser starts the wire gate (chained to o.Proxy when set, else forwarding to
-// the real sites), Chromium through it (headless unless o.Headed, trusting pab's CA by its
-// SPKI hash only), and the DevTools session with policy; for o.CDPEndpoint it attaches the
-// DevTools session to the owner's running browser instead (no gate: that browser's proxy is
-// the owner's). Errors name what failed; on error nothing is left running.
+// the real sites) and the DevTools session with policy, and either Chromium through the gate
+// (headless unless o.Headed, trusting pab's CA by its SPKI hash only) or, for o.CDPEndpoint,
+// attaches to the owner's running browser: there the session holds only the browser
+// contexts made from then on, the one @playwright/mcp opens for the run with the gate as its
+// proxy (ownerContextArgs). Errors name what failed; on error nothing is left running.
 func startHeldBrowser(ctx context.Context, o RunOptions, policy *netpolicy.Policy, tmp string, log io.Writer) (*heldBrowser, error) {
 	h := &heldBrowser{}
+	ca, err := tlsca.LoadDefault()
+	if err != nil {
+		return nil, err
+	}
 	if o.CDPEndpoint != "" {
 		ws, err := devToolsWebSocket(ctx, o.CDPEndpoint)
 		if err != nil {
 			return nil, fmt.Errorf("--cdp-endpoint: %v", err)
 		}
-		if h.holds, err = devtools.Attach(ctx, devtools.Options{URL: ws, Policy: policy, Log: log}); err != nil {
+		if h.gate, err = gate.Start(gate.Options{Policy: policy, CA: ca, Upstream: o.Proxy, ErrorLog: log}); err != nil {
+			return nil, fmt.Errorf("wire gate: %v", err)
+		}
+		if h.holds, err = devtools.Attach(ctx, devtools.Options{URL: ws, Policy: policy, Log: log, NewContextsOnly: true}); err != nil {
+			h.Close()
 			return nil, fmt.Errorf("--cdp-endpoint: the guard cannot hold that browser's requests: %v", err)
 		}
 		h.cdp = o.CDPEndpoint
+		h.owner = true
 		return h, nil
-	}
-	ca, err := tlsca.LoadDefault()
-	if err != nil {
-		return nil, err
 	}
 	exe, err := o.FindChromium(o.Chrome)
 	if err != nil {
@@ -123,8 +143,9 @@ func (h *heldBrowser) Alive() bool {
 		return false
 	default:
 	}
-	if h.proc == nil {
-		return true
+	if h.owner {
+		// the owner's browser runs on; the run's window is what the owner closes
+		return h.holds.HeldPages() > 0
 	}
 	select {
 	case err := <-h.proc.Exited():

@@ -54,27 +54,41 @@ func (b *Bridge) readForms(ctx context.Context) {
 }
 
 // browserLost: once the guard's DevTools session with the browser is gone (the browser
-// crashed or dropped it), nothing below the page holds the page's requests at the browser,
-// so the run pauses (browser_lost) for the owner to see it and then ends blocked, whatever
-// the owner answers; the call is not made. nil while the session holds.
+// crashed or dropped it: browser_lost), or, in the owner's browser (Config.OwnerContext),
+// once the run's pages are not in the context the session holds (browser_not_held), nothing
+// below the page holds the page's requests at the browser, so the run pauses for the owner
+// to see it and then ends blocked, whatever the owner answers; the call is not made. nil
+// while the browser is held.
 func (b *Bridge) browserLost(ctx context.Context, tool string) *mcp.CallToolResult {
 	if b.cfg.Holds == nil {
 		return nil
 	}
+	reason, question, note := "", "", ""
 	select {
 	case <-b.cfg.Holds.Lost():
+		reason = "browser_lost"
+		question = "The guard lost its DevTools session with the browser, so it can no longer hold the page's requests. The run cannot go on unprotected and ends here; resume or cancel."
+		note = "The browser's DevTools session was lost; the run cannot go on unprotected."
 	default:
-		return nil
+		b.mu.Lock()
+		answered := b.answered
+		b.mu.Unlock()
+		if !b.cfg.OwnerContext || !answered || b.cfg.Holds.HeldPages() > 0 {
+			return nil
+		}
+		reason = "browser_not_held"
+		question = "The run's page is not in the browser context the guard holds (the browser MCP server used another context, or the run's window was closed), so the guard cannot hold its requests. The run cannot go on unprotected and ends here; resume or cancel."
+		note = "The run's page is not in the browser context the guard holds; the run cannot go on unprotected."
 	}
-	b.emit(Event{Type: "browser.blocked", Detail: map[string]any{"reason": "browser_lost", "tool": tool}})
-	b.emit(Event{Type: "policy.decision", Detail: map[string]any{"tool": tool, "class": ClassRead, "decision": "refused", "reason": "browser_lost"}})
-	b.pauseOutcome(ctx, PauseRequest{Reason: "browser_lost", Question: "The guard lost its DevTools session with the browser, so it can no longer hold the page's requests. The run cannot go on unprotected and ends here; resume or cancel."})
+	b.emit(Event{Type: "browser.blocked", Detail: map[string]any{"reason": reason, "tool": tool}})
+	b.emit(Event{Type: "policy.decision", Detail: map[string]any{"tool": tool, "class": ClassRead, "decision": "refused", "reason": reason}})
+	b.pauseOutcome(ctx, PauseRequest{Reason: reason, Question: question})
 	b.mu.Lock()
 	b.stopped = true
-	b.stopNote = "The browser's DevTools session was lost; the run cannot go on unprotected."
-	b.blocked = &block{reason: "browser_lost", questions: []string{}}
+	b.stopNote = note
+	b.blocked = &block{reason: reason, questions: []string{}}
 	b.mu.Unlock()
-	return textResult("The browser was lost, so the run is stopped. Stop now.", true)
+	return textResult("The browser is no longer held by the guard, so the run is stopped. Stop now.", true)
 }
 
 // refusedBelowPage traces one request a layer below the page refused (netpolicy's

@@ -122,10 +122,14 @@ func Run(ctx context.Context, o RunOptions) error {
 			return fmt.Errorf("guard: %v", err)
 		}
 		defer held.Close()
-		if held.gate != nil {
-			fmt.Fprintf(o.Stderr, "pab guard: browser held below the page: DevTools request holds, wire gate on %s\n", held.gate.Addr())
+		upstream := "the real sites"
+		if o.Proxy != "" {
+			upstream = o.Proxy
+		}
+		if held.owner {
+			fmt.Fprintf(o.Stderr, "pab guard: the run opens a window of its own in the browser at %s (a browser context of its own, not your profile's), held below the page: DevTools request holds, wire gate on %s to %s; your other tabs are not held\n", o.CDPEndpoint, held.gate.Addr(), upstream)
 		} else {
-			fmt.Fprintf(o.Stderr, "pab guard: the owner's browser held below the page: DevTools request holds on every target (its proxy is the owner's: no wire gate)\n")
+			fmt.Fprintf(o.Stderr, "pab guard: browser held below the page: DevTools request holds, wire gate on %s to %s\n", held.gate.Addr(), upstream)
 		}
 	} else {
 		fmt.Fprintf(o.Stderr, "pab guard: PROTECTION OFF (--unprotected-browser): the --browser-mcp server's browser is not held below the page; a page's own scripts can send what the agent types\n")
@@ -144,7 +148,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	cfg := Config{App: app, Browser: child, Pauser: ctl, Trace: tracer, LockToken: lockToken, UploadDir: uploadDir,
 		OwnerBrowser: o.Headed || o.CDPEndpoint != "", Net: policy}
 	if held != nil {
-		cfg.Holds = held.holds
+		cfg.Holds, cfg.OwnerContext = held.holds, held.owner
 	}
 	bridge, err := NewBridge(cfg)
 	if err != nil {
@@ -179,11 +183,13 @@ func Run(ctx context.Context, o RunOptions) error {
 		policy.Release()
 		tracer.Emit(Event{Type: "note", At: time.Now().UTC().Format(time.RFC3339Nano), Detail: map[string]any{"status": "released_to_owner", "kind": "awaiting_review"}})
 	}
-	switch {
-	case o.CDPEndpoint != "":
+	if (o.Headed || o.CDPEndpoint != "") && bridge.Result().Outcome == "awaiting_review" && status == "disconnected" {
+		// the run's window (its browser context ends with the browser MCP server) stays until
+		// the owner is done with it
+		waitForOwner(ctx, ctl, child, held.Alive, o.Stderr, ctlAddr, o.CDPEndpoint != "")
+	}
+	if o.CDPEndpoint != "" {
 		fmt.Fprintf(o.Stderr, "pab guard: run %s ended %s; the browser at %s stays open (pab guard did not start it)\n", app.ID, bridge.Result().Outcome, o.CDPEndpoint)
-	case o.Headed && bridge.Result().Outcome == "awaiting_review" && status == "disconnected":
-		waitForOwner(ctx, ctl, child, held.Alive, o.Stderr, ctlAddr)
 	}
 	if err := tracer.Err(); err != nil {
 		return fmt.Errorf("guard: --trace: %v", err)
@@ -242,9 +248,6 @@ func (o RunOptions) check() (*Application, error) {
 				return nil, fmt.Errorf("guard: give --cdp-endpoint or %s, not both (the owner's browser is already running)", c.flag)
 			}
 		}
-		if o.Proxy != "" {
-			return nil, errors.New("guard: --proxy cannot be set on a running browser: start the owner's Chromium with --proxy-server=http://HOST:PORT and --ignore-certificate-errors-spki-list=HASH (pab ca spki) instead, and give --cdp-endpoint alone")
-		}
 	}
 	if o.BrowserMCP != "" {
 		if _, err := SplitCommand(o.BrowserMCP); err != nil {
@@ -290,7 +293,7 @@ func (o RunOptions) browserCommand(tmp string, held *heldBrowser) (argv []string
 		lockToken = NewLockToken()
 	}
 	uploadDir = filepath.Join(tmp, "output") // @playwright/mcp reads uploads only from there (or its cwd)
-	if argv, err = defaultBrowserMCP(o.RepoRoot, held.cdp, tmp, lockToken); err != nil {
+	if argv, err = defaultBrowserMCP(o.RepoRoot, held.cdp, tmp, lockToken, held.ownerContextArgs()); err != nil {
 		return nil, "", "", fmt.Errorf("guard: %v", err)
 	}
 	return argv, lockToken, uploadDir, nil

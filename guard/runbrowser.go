@@ -29,15 +29,16 @@ const PlaywrightMCPCLI = "tools/playwright-mcp/node_modules/@playwright/mcp/cli.
 func findChromium(path string) (string, error) { return browser.Find(path) }
 
 // defaultBrowserMCP is the command line of @playwright/mcp attached to the browser the
-// guard holds (heldBrowser) at the DevTools URL cdp: its default context (the guard's own
-// Chromium with an in-memory profile, or the owner's), output files under tmp. repoRoot is
-// RunOptions.RepoRoot.
+// guard holds (heldBrowser) at the DevTools URL cdp, output files under tmp, then extra
+// (heldBrowser.ownerContextArgs: in the owner's browser, a context of the run's own through
+// the wire gate; else the guard's own Chromium's default context, an in-memory profile).
+// repoRoot is RunOptions.RepoRoot.
 //
 // With lockToken set, every page runs SubmitLockScript(lockToken) first (tmp/submit-lock.js,
 // given as an init script in tmp/playwright-mcp.json): the page-side lock, an early refusal
 // that tells the agent why; the enforcement is below the page. "" installs no lock (the
 // test-only --test-no-page-lock).
-func defaultBrowserMCP(repoRoot func() (string, error), cdp, tmp, lockToken string) ([]string, error) {
+func defaultBrowserMCP(repoRoot func() (string, error), cdp, tmp, lockToken string, extra []string) ([]string, error) {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		return nil, errors.New("node not found on PATH: install Node.js (Debian's nodejs), or pass --browser-mcp")
@@ -68,9 +69,10 @@ func defaultBrowserMCP(repoRoot func() (string, error), cdp, tmp, lockToken stri
 	if err != nil {
 		return nil, err
 	}
-	return []string{node, cli, "--config", configPath, "--cdp-endpoint", cdp,
+	argv := []string{node, cli, "--config", configPath, "--cdp-endpoint", cdp,
 		"--no-webmcp", // tools a page registers are never offered
-		"--output-dir", outDir}, nil
+		"--output-dir", outDir}
+	return append(argv, extra...), nil
 }
 
 // writePlaywrightConfig writes config, @playwright/mcp's configuration, as
@@ -110,11 +112,16 @@ func checkCDPEndpoint(raw string) error {
 	return nil
 }
 
-// waitForOwner keeps a browser pab guard started with --headed open after the agent's
-// session ended with the run awaiting review, until the owner's word: the browser closed
-// (its process gone), POST /local-apply/close, or ctx (Ctrl-C, SIGTERM).
-func waitForOwner(ctx context.Context, ctl *Controller, child *Child, alive func() bool, errOut io.Writer, controlAddr string) {
-	fmt.Fprintf(errOut, "pab guard: the run is awaiting your review: the browser stays open with the filled form. When you are done, close the browser, or POST http://%s%s (or press Ctrl-C)\n", controlAddr, ControlClosePath)
+// waitForOwner keeps the run's browser open after the agent's session ended with the run
+// awaiting review, until the owner's word: the browser closed (alive false: the process
+// pab guard started with --headed gone, or, ownerBrowser, the run's window in the owner's
+// browser closed), POST /local-apply/close, or ctx (Ctrl-C, SIGTERM).
+func waitForOwner(ctx context.Context, ctl *Controller, child *Child, alive func() bool, errOut io.Writer, controlAddr string, ownerBrowser bool) {
+	what, closeIt := "the browser stays open", "close the browser"
+	if ownerBrowser {
+		what, closeIt = "the run's window in your browser stays open", "close that window"
+	}
+	fmt.Fprintf(errOut, "pab guard: the run is awaiting your review: %s with the filled form. When you are done, %s, or POST http://%s%s (or press Ctrl-C)\n", what, closeIt, controlAddr, ControlClosePath)
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -130,7 +137,11 @@ func waitForOwner(ctx context.Context, ctl *Controller, child *Child, alive func
 			return
 		case <-t.C:
 			if !alive() {
-				fmt.Fprintln(errOut, "pab guard: the browser was closed")
+				if ownerBrowser {
+					fmt.Fprintln(errOut, "pab guard: the run's window was closed")
+				} else {
+					fmt.Fprintln(errOut, "pab guard: the browser was closed")
+				}
 				return
 			}
 		}

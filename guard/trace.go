@@ -26,7 +26,7 @@ var eventTypes = []string{
 
 // pauseReasons are the reasons a run waits for a person (seed 000).
 var pauseReasons = []string{"captcha", "login_required", "consent_required", "missing_answer",
-	"screening_ambiguity", "external_redirect", "duplicate_application", "anti_bot", "browser_lost"}
+	"screening_ambiguity", "external_redirect", "duplicate_application", "anti_bot", "browser_lost", "browser_not_held"}
 
 // blockReasons are the reasons a run can end blocked: the pause reasons plus these.
 var blockReasons = append(slices.Clone(pauseReasons), "submit_unconfirmed", "incomplete",

@@ -53,8 +53,10 @@ The owner's browser: --headed starts a visible Chromium (same switches and submi
 needs a display, $DISPLAY). When the agent's session ends with the run awaiting review,
 pab guard keeps it open with the filled form and waits for the owner's word: closing the
 browser, POST /local-apply/close, or Ctrl-C. --cdp-endpoint URL attaches to a Chromium the
-owner already runs (started with --remote-debugging-port; loopback only), installs the
-submit lock in it for new pages, and never closes it. In both, the owner handles consent
+owner already runs (started with --remote-debugging-port; loopback only) and opens the run
+in a window of its own there (a browser context through the guard's wire gate, chained to
+--proxy when given; the owner's other tabs are not held); at review pab guard waits until
+that window is closed, and never closes the browser. In both, the owner handles consent
 boxes, captchas and sign-ins in that browser, and the guard rechecks the page when they
 resume (docs/guard.md, "The owner's browser").`,
 		Example: `  # Claude Code, against a running 'pab replay TASK --listen 127.0.0.1:8899':
@@ -97,7 +99,7 @@ resume (docs/guard.md, "The owner's browser").`,
 	f.StringVar(&o.ControlTokenFile, "control-token-file", "", "write the control API's bearer token to this file (mode 0600; default: a file in the guard's temporary directory, removed at exit)")
 	f.StringVar(&o.Chrome, "chrome", "", "Chromium executable for the default browser MCP server (default: chromium on PATH)")
 	f.BoolVar(&o.Headed, "headed", false, "start a visible Chromium (needs $DISPLAY); at awaiting_review it stays open until the owner closes it or POSTs /local-apply/close")
-	f.StringVar(&o.CDPEndpoint, "cdp-endpoint", "", "attach to the owner's running Chromium at this DevTools URL (http://127.0.0.1:PORT; loopback only) instead of starting one; it is never closed")
+	f.StringVar(&o.CDPEndpoint, "cdp-endpoint", "", "attach to the owner's running Chromium at this DevTools URL (http://127.0.0.1:PORT; loopback only) instead of starting one: the run gets a window (browser context) of its own there, through the wire gate; the browser is never closed")
 	f.BoolVar(&o.UnprotectedBrowser, "unprotected-browser", false, "with --browser-mcp: run a browser the guard cannot hold below the page (page-level checks only; printed and traced)")
 	f.BoolVar(&o.NoPageLock, "test-no-page-lock", false, "for tests: install no page-side submit lock (the network layer and the wire gate alone enforce)")
 	_ = f.MarkHidden("test-no-page-lock")

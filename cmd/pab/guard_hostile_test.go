@@ -25,9 +25,12 @@ package main
 // (a page whose attempt never reached the network with the value leaves none). Requests no
 // hostile page made (the browser's own, to other hosts) are judged by the same rules.
 //
-// Variants: page-lock (pab guard as it is) and no-page-lock (pab guard --test-no-page-lock:
-// the wire must hold alone). PAB_TEST_NO_PAGE_LOCK=1 runs only no-page-lock, =0 only
-// page-lock. Until pab guard knows --test-no-page-lock, that variant skips, saying so.
+// Variants: page-lock (pab guard as it is), no-page-lock (pab guard --test-no-page-lock:
+// the layers below the page must hold alone), and owner-browser-no-page-lock (the same,
+// attached with --cdp-endpoint to an owner's Chromium started with none of pab's switches,
+// so that pings are sent and only the run's own browser context, through the wire gate,
+// holds them; hostileOwnerPages). PAB_TEST_NO_PAGE_LOCK=1 runs only the two without the
+// page lock, =0 only page-lock.
 //
 //	go test ./cmd/pab -run TestGuardHostile -v -timeout 30m
 //	go test ./cmd/pab -run 'TestGuardHostile/replay/page-lock/pages/get-markup' -v
@@ -42,6 +45,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -58,6 +62,7 @@ import (
 
 	"github.com/pab-dev/pab/guard"
 	"github.com/pab-dev/pab/internal/testtool"
+	"github.com/pab-dev/pab/tlsca"
 	"github.com/pab-dev/pab/tools/applyfixture/hostile"
 )
 
@@ -84,19 +89,33 @@ grounding:
 type hostileVariant struct {
 	name string
 	args []string // extra pab guard arguments
+	// owner: each run attaches to an owner's Chromium started the way a person starts it
+	// (startPlainChromium: pings and the service worker's preload on), with --cdp-endpoint
+	owner bool
+	pages []string // the pages to run (nil: all)
+	// noAttempt are the pages that may leave no refusal below the page (judgeHostile)
+	noAttempt []string
 }
+
+// hostileOwnerPages are the pages run in the owner's browser: every class whose sink a
+// browser of the guard's own would not even try (pings, the service worker's preload) or
+// that only the wire gate sees (a WebSocket handshake), a POST by script, and a GET sink.
+var hostileOwnerPages = []string{"ping", "beacon", "get-script", "service-worker", "shadow-form", "css-url"}
 
 // hostileVariants are the variants to run (PAB_TEST_NO_PAGE_LOCK: see the file comment).
 func hostileVariants() []hostileVariant {
-	lock := hostileVariant{name: "page-lock"}
-	noLock := hostileVariant{name: "no-page-lock", args: []string{hostileNoPageLockFlag}}
+	lock := hostileVariant{name: "page-lock", noAttempt: hostileNoAttempt}
+	noLock := hostileVariant{name: "no-page-lock", args: []string{hostileNoPageLockFlag}, noAttempt: hostileNoAttempt}
+	// the owner's browser sends pings: there the ping page must leave a refusal too
+	owner := hostileVariant{name: "owner-browser-no-page-lock", args: []string{hostileNoPageLockFlag}, owner: true, pages: hostileOwnerPages,
+		noAttempt: []string{"poisoned-proto", "get-lies"}}
 	switch os.Getenv("PAB_TEST_NO_PAGE_LOCK") {
 	case "1":
-		return []hostileVariant{noLock}
+		return []hostileVariant{noLock, owner}
 	case "0":
 		return []hostileVariant{lock}
 	}
-	return []hostileVariant{lock, noLock}
+	return []hostileVariant{lock, noLock, owner}
 }
 
 func TestGuardHostile(t *testing.T) {
@@ -113,7 +132,7 @@ func TestGuardHostile(t *testing.T) {
 				for _, l := range p.readLog(t) {
 					reqs = append(reqs, hostileRequest{Method: l.Method, URL: l.URL})
 				}
-				judgeHostile(t, "replay log", reqs, outcomes, v.name == "no-page-lock")
+				judgeHostile(t, "replay log", reqs, outcomes, v)
 			})
 		}
 	})
@@ -174,6 +193,9 @@ func runHostilePages(t *testing.T, proxy string, v hostileVariant) map[string]*h
 	out := map[string]*hostileOutcome{}
 	t.Run("pages", func(t *testing.T) {
 		for _, p := range hostile.Pages {
+			if v.pages != nil && !slices.Contains(v.pages, p.ID) {
+				continue
+			}
 			t.Run(p.ID, func(t *testing.T) {
 				t.Parallel()
 				o := hostileSession(t, proxy, v, p)
@@ -286,7 +308,13 @@ var hostileStatusItem = regexp.MustCompile(`(?m)^\s*- listitem(?: "[^"]*")?(?: \
 // snapshot, ready_for_review, close.
 func hostileSession(t *testing.T, proxy string, v hostileVariant, p hostile.Page) *hostileOutcome {
 	o := &hostileOutcome{page: p}
-	r := startHostileRun(t, writeApp(t, hostileApp), proxy, v.args...)
+	args := v.args
+	devtools := ""
+	if v.owner {
+		devtools = startPlainChromium(t)
+		args = append(slices.Clone(args), "--cdp-endpoint", devtools)
+	}
+	r := startHostileRun(t, writeApp(t, hostileApp), proxy, args...)
 	if _, isErr := hostileCall(t, r, o, "open "+p.Path, "browser_navigate", map[string]any{"url": "https://" + hostile.Host + p.Path}); isErr {
 		t.Errorf("%s: the page did not open: %v", p.ID, o.steps)
 	}
@@ -330,6 +358,11 @@ func hostileSession(t *testing.T, proxy string, v hostileVariant, p hostile.Page
 		}
 	}
 	hostileCall(t, r, o, "ready_for_review", "ready_for_review", map[string]any{"summary": "First Name and Email filled."})
+	if v.owner {
+		// the owner closes the run's windows, so that pab guard, awaiting review, ends when
+		// the agent leaves
+		closePagesBut(t, devtools, plainChromiumStart)
+	}
 	r.close(t)
 	for _, e := range readTrace(t, r.trace) {
 		switch {
@@ -449,7 +482,7 @@ func hostileLeakReasons(q hostileRequest) []string {
 var hostileTraceBases = []string{"wire", "network", "page"}
 
 // hostileNoAttempt are the pages whose attempt never reaches the network with the value
-// when no page lock is installed: the guard refuses the click itself (poisoned-proto, whose
+// when no page lock is installed in the guard's own browser: the guard refuses the click itself (poisoned-proto, whose
 // Continue the isolated-world probe sees as its POST form's submit), Chromium sends no
 // pings (--no-pings), and a lying URL object is read once by the browser and comes out
 // clean (get-lies).
@@ -457,12 +490,13 @@ var hostileNoAttempt = []string{"poisoned-proto", "ping", "get-lies"}
 
 // judgeHostile fails the test for every request in reqs that carries the email or is not
 // a GET, HEAD or OPTIONS, naming the page and the sink by its path, and reports per page
-// what the guard did (its answers, its refusals in the trace, the page's own notes). With
-// strict (no page lock: only the layers below the page act), every page but
-// hostileNoAttempt must also have left a refusal with basis wire or network in the trace:
-// every refused request is traced, whatever set it off.
-func judgeHostile(t *testing.T, logName string, reqs []hostileRequest, outcomes map[string]*hostileOutcome, strict bool) {
+// what the guard did (its answers, its refusals in the trace, the page's own notes). With no
+// page lock (v's arguments: only the layers below the page act), every page run but
+// v.noAttempt must also have left a refusal with basis wire or network in the trace: every
+// refused request is traced, whatever set it off.
+func judgeHostile(t *testing.T, logName string, reqs []hostileRequest, outcomes map[string]*hostileOutcome, v hostileVariant) {
 	t.Helper()
+	strict := slices.Contains(v.args, hostileNoPageLockFlag)
 	type leak struct {
 		method, path, sink, why string
 	}
@@ -528,7 +562,7 @@ func judgeHostile(t *testing.T, logName string, reqs []hostileRequest, outcomes 
 			verdict = "LEAKED " + strings.Join(sinks, "; ")
 			leakedPages++
 		}
-		if strict && o != nil && wire == 0 && !slices.Contains(hostileNoAttempt, p.ID) {
+		if strict && o != nil && wire == 0 && !slices.Contains(v.noAttempt, p.ID) {
 			t.Errorf("%s (%s, trigger %s): no refusal with basis wire or network in the trace", p.ID, p.Class, p.Trigger)
 		}
 		if o != nil && wire == 0 {
@@ -572,7 +606,7 @@ func judgeHostile(t *testing.T, logName string, reqs []hostileRequest, outcomes 
 		t.Errorf("%d requests that no hostile page made failed the judge: %s", len(ls), strings.Join(all, "; "))
 		fmt.Fprintf(&summary, "  not from a hostile page: %s\n", strings.Join(all, "; "))
 	}
-	fmt.Fprintf(&summary, "%d of %d pages leaked", leakedPages, len(hostile.Pages))
+	fmt.Fprintf(&summary, "%d of %d pages run leaked", leakedPages, len(outcomes))
 	t.Log(summary.String())
 }
 
@@ -669,7 +703,7 @@ func hostileLive(t *testing.T, variants []hostileVariant) {
 			outcomes := runHostilePages(t, rec.addr, v)
 			rec.stop(t)
 			fx.stop(t)
-			judgeHostile(t, "fixture's request log", readHostileLog(t, logPath), outcomes, v.name == "no-page-lock")
+			judgeHostile(t, "fixture's request log", readHostileLog(t, logPath), outcomes, v)
 		})
 	}
 }
@@ -818,6 +852,83 @@ func TestHostileJudge(t *testing.T) {
 	} {
 		if got := strings.Join(hostileLeakReasons(tc.q), ", "); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.q, got, tc.want)
+		}
+	}
+}
+
+// plainChromiumStart is the page an owner's Chromium (startPlainChromium) opens first.
+const plainChromiumStart = "data:text/html,<title>owner</title>"
+
+// startPlainChromium starts a headless Chromium the way a person starts one to attach pab
+// guard to it, as docs/guard.md says (--remote-debugging-port, a profile of its own,
+// pab's CA trusted by its SPKI hash so that a service worker can be fetched through the
+// wire gate), with none of pab's other switches: pings, the service worker's navigation
+// preload and the rest of Chromium's defaults are on. Only the background networking of an
+// idle browser (updates, sync) is off, as on every browser here. It returns the
+// http://127.0.0.1:PORT DevTools address.
+func startPlainChromium(t *testing.T) string {
+	t.Helper()
+	ca, err := tlsca.LoadOrCreate(filepath.Join(cacheDir, "ca"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--headless", "--remote-debugging-port=0", "--user-data-dir=" + t.TempDir(), "--no-first-run",
+		"--no-default-browser-check", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--ignore-certificate-errors-spki-list=" + ca.SPKIHash()}
+	if os.Geteuid() == 0 {
+		args = append(args, "--no-sandbox")
+	}
+	cmd := exec.Command(chromiumPath(t), append(args, plainChromiumStart)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	})
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := devToolsListening.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case addr := <-found:
+		return "http://" + addr
+	case <-time.After(90 * time.Second):
+		t.Fatal("the owner's Chromium printed no DevTools address in 90 s")
+		return ""
+	}
+}
+
+var devToolsListening = regexp.MustCompile(`DevTools listening on ws://([^/\s]+)/`)
+
+// closePagesBut closes every page of the browser at devtools whose URL is not keep (the
+// owner closing the run's windows).
+func closePagesBut(t *testing.T, devtools, keep string) {
+	t.Helper()
+	resp, err := httpGetJSON(devtools + "/json/list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Timeout: 10 * time.Second}
+	for _, tg := range resp {
+		if tg["type"] != "page" || fmt.Sprint(tg["url"]) == keep {
+			continue
+		}
+		if r, err := c.Get(devtools + "/json/close/" + fmt.Sprint(tg["id"])); err == nil {
+			r.Body.Close()
 		}
 	}
 }

@@ -194,6 +194,28 @@ func ownerPage(t *testing.T, devtools, prefix string) (context.Context, context.
 	return tctx, func() { tcancel(); cancel(); acancel() }
 }
 
+// closeOwnerPage closes the page at prefix in the browser at devtools (/json/close), as the
+// owner closing a window.
+func closeOwnerPage(t *testing.T, devtools, prefix string) {
+	t.Helper()
+	resp, err := httpGetJSON(devtools + "/json/list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range resp {
+		if tg["type"] == "page" && strings.HasPrefix(fmt.Sprint(tg["url"]), prefix) {
+			c := &http.Client{Timeout: 10 * time.Second}
+			r, err := c.Get(devtools + "/json/close/" + fmt.Sprint(tg["id"]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Body.Close()
+			return
+		}
+	}
+	t.Fatalf("no page at %s in the owner's browser: %v", prefix, resp)
+}
+
 func httpGetJSON(u string) ([]map[string]any, error) {
 	c := &http.Client{Timeout: 10 * time.Second}
 	resp, err := c.Get(u)
@@ -223,10 +245,12 @@ func formValues(t *testing.T, ctx context.Context) (first, email string, consent
 // Xvfb that the test started (the owner's browser), through a replay. The agent fills the
 // consent page; clicking the consent box pauses; the owner resumes without ticking it and
 // the guard pauses again; the owner ticks it through CDP (a real mouse click), resumes, and
-// the guard's recheck lets the run go on. At awaiting_review the form is still filled in
-// the open browser (read through CDP, screenshot taken), and after pab guard exits the
-// browser and its filled form are still there: the guard did not close a browser it did
-// not start. No POST reaches the form.
+// the guard's recheck lets the run go on. The run's pages are in a window (a browser
+// context) of their own whose proxy is the guard's wire gate, chained to the replay. At
+// awaiting_review the form is still filled in that window (read through CDP, screenshot
+// taken); when the agent leaves, pab guard waits for the owner with the window open, and
+// exits once the owner closes it, leaving the owner's browser running: the guard did not
+// close a browser it did not start. No POST reaches the form.
 func TestGuardOwnerBrowserCDP(t *testing.T) {
 	requireBrowserStack(t)
 	startXvfb(t)
@@ -248,8 +272,9 @@ func TestGuardOwnerBrowserCDP(t *testing.T) {
 	}
 	devtools := "http://" + cu.Host
 
-	r := startOwnerRun(t, "--application", writeApp(t, ownerApp), "--cdp-endpoint", devtools)
-	if !strings.Contains(r.stderr.String(), "--cdp-endpoint "+devtools) || strings.Contains(r.stderr.String(), "--headless") {
+	r := startGuardPipes(t, "--application", writeApp(t, ownerApp), "--cdp-endpoint", devtools, "--proxy", p.addr)
+	if !strings.Contains(r.stderr.String(), "--cdp-endpoint "+devtools) || strings.Contains(r.stderr.String(), "--headless") ||
+		!strings.Contains(r.stderr.String(), "--isolated --proxy-server http://127.0.0.1:") || !strings.Contains(r.stderr.String(), "a window of its own") {
 		t.Errorf("browser MCP server command line:\n%s", r.stderr)
 	}
 	r.open(t, harden+"/consent")
@@ -319,19 +344,42 @@ func TestGuardOwnerBrowserCDP(t *testing.T) {
 	t.Logf("screenshot of the owner's browser at awaiting_review: %s (%dx%d, %d bytes)", shotPath, b.Dx(), b.Dy(), len(shot))
 	pcancel()
 
-	r.close(t) // the agent leaves: pab guard exits (0)
-	if !strings.Contains(r.stderr.String(), "stays open (pab guard did not start it)") {
-		t.Errorf("stderr does not say the browser stays open:\n%s", r.stderr)
+	r.session.Close() // the agent leaves: pab guard waits for the owner
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(r.stderr.String(), "awaiting your review") && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	select {
+	case err := <-r.exited:
+		t.Fatalf("pab guard exited (%v) when the agent left, with the run awaiting review\n%s", err, r.stderr)
+	case <-time.After(2 * time.Second):
+	}
+	pctx, pcancel = ownerPage(t, devtools, harden+"/consent")
+	if first, email, consent := formValues(t, pctx); first != "Jane" || email != "jane.doe@example.com" || !consent {
+		t.Errorf("while pab guard waits the run's window shows first=%q email=%q consent=%v", first, email, consent)
+	}
+	pcancel()
+	closeOwnerPage(t, devtools, harden+"/consent") // the owner closes the run's window
+	select {
+	case err := <-r.exited:
+		if err != nil {
+			t.Errorf("pab guard exited: %v\n%s", err, r.stderr)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("pab guard did not exit after the run's window was closed\n%s", r.stderr)
+	}
+	r.session = nil
+	for _, want := range []string{"the run's window was closed", "stays open (pab guard did not start it)"} {
+		if !strings.Contains(r.stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
 	}
 	select {
 	case err := <-owner.Exited():
 		t.Fatalf("the owner's browser exited with pab guard: %v", err)
 	case <-time.After(time.Second):
 	}
-	pctx, pcancel = ownerPage(t, devtools, harden+"/consent")
-	defer pcancel()
-	if first, email, consent := formValues(t, pctx); first != "Jane" || email != "jane.doe@example.com" || !consent {
-		t.Errorf("after pab guard exited the owner's browser shows first=%q email=%q consent=%v", first, email, consent)
+	if _, err := httpGetJSON(devtools + "/json/list"); err != nil {
+		t.Errorf("the owner's browser no longer answers: %v", err)
 	}
 	r.traced(t, 0, "engine.ended", "status", "disconnected", "kind", "awaiting_review")
 	if n := posts(t, p, "*/consent/submit*"); n != 0 {

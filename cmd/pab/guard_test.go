@@ -65,7 +65,6 @@ func TestGuardCommandLineErrors(t *testing.T) {
 		{[]string{"guard", "--application", good, "--cdp-endpoint", "http://10.0.0.5:9222"}, "must be on loopback"},
 		{[]string{"guard", "--application", good, "--cdp-endpoint", "ftp://127.0.0.1:9222"}, "want http://127.0.0.1:PORT"},
 		{[]string{"guard", "--application", good, "--cdp-endpoint", "http://127.0.0.1"}, "no port"},
-		{[]string{"guard", "--application", good, "--cdp-endpoint", "http://127.0.0.1:9222", "--proxy", "127.0.0.1:8899"}, "--proxy cannot be set on a running browser"},
 		{[]string{"guard", "--application", good, "--cdp-endpoint", "http://127.0.0.1:9222", "--headed"}, "give --cdp-endpoint or --headed, not both"},
 		{[]string{"guard", "--application", good, "--cdp-endpoint", "http://127.0.0.1:9222", "--browser-mcp", starter, "--unprotected-browser"}, "give --cdp-endpoint or --browser-mcp"},
 		{[]string{"guard", "--application", good, "--headed", "--browser-mcp", starter, "--unprotected-browser"}, "give --headed or --browser-mcp"},

@@ -51,10 +51,13 @@ type Options struct {
 	URL string
 	// Policy decides every held request (at netpolicy.LayerNetwork).
 	Policy *netpolicy.Policy
-	// BrowserContext, when set, limits the session to the targets of that browser context
-	// (Target.createBrowserContext's id): in the owner's browser the guard holds only its own
-	// context's traffic. "" attaches to every target.
-	BrowserContext string
+	// NewContextsOnly limits the holds to the targets of browser contexts made after Attach
+	// (Target.createBrowserContext): in the owner's browser (pab guard --cdp-endpoint) the
+	// guard holds the context that @playwright/mcp opens for the run, through the wire gate,
+	// and leaves the contexts that were there before (the default one with the owner's own
+	// tabs) untouched. A context the guard could not see at Attach counts as new, so a doubt
+	// holds more, never less. false holds every target.
+	NewContextsOnly bool
 	// MaxTargets bounds the targets attached at once (default DefaultMaxTargets).
 	MaxTargets int
 	// CallTimeout bounds one command (default DefaultCallTimeout).
@@ -77,6 +80,8 @@ type Session struct {
 	waiting map[int64]chan *cdproto.Message
 	targets map[string]*target // by session id
 	closed  bool
+	// known are the browser contexts that existed at Attach (Options.NewContextsOnly), by id
+	known map[string]bool
 
 	events chan *cdproto.Message
 	lost   chan struct{}
@@ -120,6 +125,16 @@ func Attach(ctx context.Context, o Options) (*Session, error) {
 		events: make(chan *cdproto.Message, maxQueued), lost: make(chan struct{}), done: make(chan struct{})}
 	go s.read()
 	go s.handle()
+	if o.NewContextsOnly {
+		known, err := s.contexts(ctx)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.mu.Lock()
+		s.known = known
+		s.mu.Unlock()
+	}
 	if _, err := s.Call(ctx, "", "Target.setDiscoverTargets", map[string]any{"discover": true}); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("devtools: Target.setDiscoverTargets: %w", err)
@@ -163,9 +178,59 @@ type targetInfo struct {
 	OpenerID         string `json:"openerId"`
 }
 
-// wants reports whether ti is in the session's browser context.
+// wants reports whether the session holds ti: every target, or with NewContextsOnly those
+// of a browser context made after Attach.
 func (s *Session) wants(ti targetInfo) bool {
-	return s.o.BrowserContext == "" || ti.BrowserContextID == s.o.BrowserContext
+	if !s.o.NewContextsOnly {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.known[ti.BrowserContextID]
+}
+
+// contexts returns the ids of the browser's contexts now: Target.getBrowserContexts' ids and
+// its default context's, and the context of every target (the default context's id is not
+// reported by every Chromium).
+func (s *Session) contexts(ctx context.Context) (map[string]bool, error) {
+	res, err := s.Call(ctx, "", "Target.getBrowserContexts", nil)
+	if err != nil {
+		return nil, fmt.Errorf("devtools: Target.getBrowserContexts: %w", err)
+	}
+	var bc struct {
+		IDs     []string `json:"browserContextIds"`
+		Default string   `json:"defaultBrowserContextId"`
+	}
+	if err := json.Unmarshal(res, &bc); err != nil {
+		return nil, fmt.Errorf("devtools: Target.getBrowserContexts: %w", err)
+	}
+	known := map[string]bool{}
+	for _, id := range append(bc.IDs, bc.Default) {
+		if id != "" {
+			known[id] = true
+		}
+	}
+	if res, err = s.Call(ctx, "", "Target.getTargets", nil); err != nil {
+		return nil, fmt.Errorf("devtools: Target.getTargets: %w", err)
+	}
+	var list struct {
+		TargetInfos []targetInfo `json:"targetInfos"`
+	}
+	if err := json.Unmarshal(res, &list); err != nil {
+		return nil, fmt.Errorf("devtools: Target.getTargets: %w", err)
+	}
+	for _, ti := range list.TargetInfos {
+		if ti.BrowserContextID != "" {
+			known[ti.BrowserContextID] = true
+		}
+	}
+	return known, nil
+}
+
+// HeldPages returns how many page targets the session holds now (for NewContextsOnly: the
+// pages of the contexts made after Attach).
+func (s *Session) HeldPages() int {
+	return len(s.pages(false))
 }
 
 // Lost is closed when the DevTools connection ends other than by Close: the browser

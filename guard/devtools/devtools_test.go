@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto"
+	"github.com/chromedp/chromedp/remote"
+
 	"github.com/pab-dev/pab/guard/netpolicy"
 	"github.com/pab-dev/pab/internal/browser"
 	"github.com/pab-dev/pab/internal/testtool"
@@ -75,6 +78,9 @@ func newSite(t *testing.T) *site {
 		case "/worker.js":
 			w.Header().Set("Content-Type", "text/javascript")
 			fmt.Fprint(w, "onmessage = (ev) => { fetch('/sink/worker?e=' + ev.data); };")
+		case "/owner":
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, `<title>owner</title><script>setInterval(() => fetch("/sink/owner", {method: "POST", body: "x"}).catch(() => {}), 200)</script>`)
 		case "/done":
 			w.Header().Set("Content-Type", "text/html")
 			fmt.Fprint(w, "<title>done</title>done")
@@ -303,4 +309,104 @@ func killBrowser(p *browser.Process) error {
 		return fmt.Errorf("no browser pid")
 	}
 	return syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// TestNewContextsOnly: attached to a browser the owner already uses (a page of its default
+// context that POSTs every 200 ms), with NewContextsOnly the session leaves that page alone
+// (its POSTs go on reaching the site) and holds a page of a browser context made
+// afterwards, as @playwright/mcp's --isolated context is: its POST, carrying nothing typed,
+// is refused all the same (no POST before the owner's submit).
+func TestNewContextsOnly(t *testing.T) {
+	policy := netpolicy.New(netpolicy.ModeFillAndReview, []string{"127.0.0.1"}, nil)
+	st := newSite(t)
+	exe := testtool.Chromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p, err := browser.Start(ctx, exe, browser.Options{}, st.srv.URL+"/owner", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	waitSeen(t, st, "POST /sink/owner", 0)
+	s, err := Attach(ctx, Options{URL: p.CDP, Policy: policy, Log: testLog{t}, NewContextsOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	// a second client (standing in for @playwright/mcp) makes the run's context and a page
+	conn, err := remote.DialContext(ctx, p.CDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var lastID int64
+	call := func(method string, params any) json.RawMessage {
+		t.Helper()
+		b, _ := json.Marshal(params)
+		lastID++
+		id := lastID
+		if err := conn.Write(ctx, &cdproto.Message{ID: id, Method: cdproto.MethodType(method), Params: b}); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			var m cdproto.Message
+			if err := conn.Read(ctx, &m); err != nil {
+				t.Fatal(err)
+			}
+			if m.ID == id {
+				if m.Error != nil {
+					t.Fatalf("%s: %s", method, m.Error.Message)
+				}
+				return json.RawMessage(m.Result)
+			}
+		}
+	}
+	var bc struct {
+		ID string `json:"browserContextId"`
+	}
+	json.Unmarshal(call("Target.createBrowserContext", map[string]any{"disposeOnDetach": true}), &bc)
+	call("Target.createTarget", map[string]any{"url": "about:blank", "browserContextId": bc.ID})
+	var held target
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && held.session == ""; time.Sleep(20 * time.Millisecond) {
+		for _, pg := range s.pages(false) {
+			held = pg
+		}
+	}
+	if held.session == "" || held.context != bc.ID {
+		t.Fatalf("the new context's page is not held: %+v", held)
+	}
+	if n := s.HeldPages(); n != 1 {
+		t.Errorf("HeldPages = %d, want 1 (the owner's page is not held)", n)
+	}
+	if _, err := s.Call(ctx, held.session, "Page.navigate", map[string]any{"url": st.srv.URL + "/ok?held=1"}); err != nil {
+		t.Fatal(err)
+	}
+	waitSeen(t, st, "GET /ok?held=1", 0)
+	if _, err := s.Call(ctx, held.session, "Runtime.evaluate", map[string]any{"expression": `fetch("/sink/held", {method: "POST", body: "x"}).then(() => 1, () => 0)`, "awaitPromise": true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, refused := s.Stats(); refused == 0 {
+		t.Errorf("the held page's POST was not refused")
+	}
+	// the owner's page is not held: its POSTs keep arriving after the guard attached
+	waitSeen(t, st, "POST /sink/owner", len(st.requests()))
+	for _, line := range st.requests() {
+		if strings.HasPrefix(line, "POST /sink/held") {
+			t.Errorf("reached the site from the held context: %s", line)
+		}
+	}
+}
+
+// waitSeen waits (up to 30 s) until the site has seen a request line starting with want,
+// among its requests from the after-th on.
+func waitSeen(t *testing.T, st *site, want string, after int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, l := range st.requests()[after:] {
+			if strings.HasPrefix(l, want) {
+				return
+			}
+		}
+	}
+	t.Fatalf("the site never saw %q: %v", want, st.requests())
 }
