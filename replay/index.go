@@ -15,10 +15,10 @@ import (
 	"github.com/pab-dev/pab/warc"
 )
 
-// Index answers "which recorded exchange serves this request". It is built once per replay
-// from the bundle and the rules in effect (keys are never stored in the recording, so a rule
-// change takes effect on the next start), and is read-only afterwards: safe for concurrent
-// use.
+// Index answers "which recorded exchange serves this request". It is computed from the
+// bundle and the rules in effect (keys are never stored in the recording, so a rule change
+// takes effect on the next start), or read in place from the saved index computed earlier
+// under the same key (disk.go), and is read-only afterwards: safe for concurrent use.
 //
 // Lookup order (docs/replay.md):
 //
