@@ -117,4 +117,3 @@ func probeDecisions(ix *replay.Index, reqs []rules.Request) []string {
 	}
 	return out
 }
-
