@@ -253,8 +253,8 @@ type recorded struct {
 
 func newRecorded(b *warc.Bundle) *recorded {
 	r := &recorded{b: b, byURL: map[string][]*warc.Entry{}}
-	for i := range b.Entries {
-		e := &b.Entries[i]
+	for i := range b.Len() {
+		e := b.Entry(i)
 		if e.Method != "GET" {
 			continue
 		}

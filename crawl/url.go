@@ -84,7 +84,8 @@ func Seeds(b *warc.Bundle) []string {
 		}
 	}
 	if len(out) == 0 {
-		for _, e := range b.Entries {
+		for i := range b.Len() {
+			e := *b.Entry(i)
 			if e.Method == "GET" && (strings.EqualFold(e.ResourceType, "document") || e.Mime == "text/html") {
 				add(e.URL)
 			}

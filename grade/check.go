@@ -46,8 +46,8 @@ func CheckSources(g *Grading, b *warc.Bundle) []SourceProblem {
 		}
 		want := sameURL(q.Evidence.URL)
 		var found []*warc.Entry
-		for i := range b.Entries {
-			e := &b.Entries[i]
+		for i := range b.Len() {
+			e := b.Entry(i)
 			if sameURL(e.URL) == want {
 				found = append(found, e)
 			}
@@ -97,7 +97,8 @@ func nearURLs(b *warc.Bundle, u string) string {
 	want := sameURL(u)
 	host, _, _ := strings.Cut(want, "/")
 	var near []string
-	for _, e := range b.Entries {
+	for i := range b.Len() {
+		e := *b.Entry(i)
 		s := sameURL(e.URL)
 		if strings.HasPrefix(s, host+"/") && e.Method == "GET" && (e.ResourceType == "document" || strings.HasPrefix(e.Mime, "text/html")) {
 			near = append(near, e.URL)

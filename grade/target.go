@@ -181,7 +181,8 @@ func FrameLookup(b *warc.Bundle) func(entry string) []string {
 // them: lower case, without a :443 or :80 port.
 func RecordedHosts(b *warc.Bundle) map[string]bool {
 	hosts := map[string]bool{}
-	for _, e := range b.Entries {
+	for i := range b.Len() {
+		e := *b.Entry(i)
 		u, err := url.Parse(e.URL)
 		if err != nil {
 			continue
@@ -206,7 +207,8 @@ func PageTitles(b *warc.Bundle) map[string]string {
 		}
 	}
 	out := map[string]string{}
-	for _, e := range b.Entries {
+	for i := range b.Len() {
+		e := *b.Entry(i)
 		if t, ok := byURL[e.URL]; ok {
 			out[e.ID] = t
 		}

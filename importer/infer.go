@@ -115,8 +115,8 @@ func bundleSamples(dir string) ([]rules.Sample, error) {
 	}
 	defer b.Close()
 	var samples []rules.Sample
-	for i := range b.Entries {
-		e := &b.Entries[i]
+	for i := range b.Len() {
+		e := b.Entry(i)
 		if e.Unresolved {
 			continue
 		}

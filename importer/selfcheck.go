@@ -34,7 +34,7 @@ func selfCheck(ctx context.Context, out io.Writer, repo *task.Repo, bundleDir st
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "self-check: every recorded request replayed once (%d exchanges)\n", len(b.Entries))
+	fmt.Fprintf(out, "self-check: every recorded request replayed once (%d exchanges)\n", b.Len())
 	for _, l := range layers {
 		rs, err := rules.Load(l.dirs...)
 		if err != nil {

@@ -179,7 +179,8 @@ func checkRequests(b *warc.Bundle) (reqs []checkRequest, pages, skipped int) {
 		}
 	}
 	if pages == 0 {
-		for _, e := range b.Entries {
+		for i := range b.Len() {
+			e := *b.Entry(i)
 			if e.Method == "GET" && (strings.EqualFold(e.ResourceType, "document") || e.Mime == "text/html") {
 				if _, err := parseTargetURL(e.URL); err == nil {
 					addPage(e.URL)
@@ -187,8 +188,8 @@ func checkRequests(b *warc.Bundle) (reqs []checkRequest, pages, skipped int) {
 			}
 		}
 	}
-	for i := range b.Entries {
-		e := &b.Entries[i]
+	for i := range b.Len() {
+		e := b.Entry(i)
 		if _, err := parseTargetURL(e.URL); err != nil {
 			skipped++
 			continue

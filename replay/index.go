@@ -15,10 +15,10 @@ import (
 	"github.com/pab-dev/pab/warc"
 )
 
-// Index answers "which recorded exchange serves this request". It is built once per replay
-// from the bundle and the rules in effect (keys are never stored in the recording, so a rule
-// change takes effect on the next start), and is read-only afterwards: safe for concurrent
-// use.
+// Index answers "which recorded exchange serves this request". It is computed from the
+// bundle and the rules in effect (keys are never stored in the recording, so a rule change
+// takes effect on the next start), or read in place from the saved index computed earlier
+// under the same key (disk.go), and is read-only afterwards: safe for concurrent use.
 //
 // Lookup order (docs/replay.md):
 //
@@ -60,6 +60,7 @@ type Index struct {
 	skipped map[string]string          // entry id → why it is not indexed
 	texts   map[textKey]*textIndex     // search and promo candidates per endpoint and key base
 	labels  map[*rules.Endpoint]string // where each endpoint is written (label)
+	d       *diskIndex                 // the lookup lists read in place (IndexOptions.Opened), else nil: the maps above
 
 	routeMu sync.RWMutex
 	routes  map[routeKey]*route // what the rules decide per method, host and path (route)
@@ -128,6 +129,12 @@ type IndexOptions struct {
 	// SavedKey is the identity of the recording, rules and pab the saved index must have
 	// been computed from (SavedIndexKey); a file of another key is rebuilt and replaced.
 	SavedKey SavedIndexKey
+	// Opened, when set, is the saved index already opened (OpenSavedIndex, under the key of
+	// the bundle's files and the rules) that the bundle was opened from
+	// (warc.OpenBundleTable with its Table): NewIndex then reads every lookup from it in
+	// place and computes nothing; SavedIndex and SavedKey are not used. It must stay open
+	// while the index is used.
+	Opened *SavedIndex
 }
 
 // indexed is one entry with its key, computed at start.
@@ -188,10 +195,10 @@ func NewIndex(b *warc.Bundle, rs *rules.Set, opts ...IndexOptions) (*Index, erro
 	ix := &Index{
 		b:       b,
 		rs:      rs,
-		exact:   make(map[string]exactSpan, len(b.Entries)),
+		exact:   make(map[string]exactSpan),
 		dups:    map[string][]int{},
 		base:    make(map[string][]int),
-		urls:    make(map[string]int, len(b.Entries)),
+		urls:    make(map[string]int),
 		skipped: map[string]string{},
 		texts:   map[textKey]*textIndex{},
 	}
@@ -206,9 +213,29 @@ func NewIndex(b *warc.Bundle, rs *rules.Set, opts ...IndexOptions) (*Index, erro
 			ix.labels[ep] = ix.label(ep.File, ep.Line)
 		}
 	}
-	n := len(b.Entries)
+	if opt.Opened != nil {
+		if err := newDiskIndex(ix, opt.Opened); err != nil {
+			return nil, err
+		}
+		ix.setSaved("loaded")
+		return ix, nil
+	}
+	var why error
+	if opt.SavedIndex != "" {
+		// a bundle opened with its entries: the saved index is read in place all the same
+		s, err := OpenSavedIndex(opt.SavedIndex, opt.SavedKey)
+		if err == nil {
+			if err = newDiskIndex(ix, s); err == nil {
+				ix.setSaved("loaded")
+				return ix, nil
+			}
+			s.Close()
+		}
+		why = err
+	}
+	n := b.Len()
 	out := make([]built, n)
-	save := ix.fill(out, opt)
+	ix.buildAll(out)
 	kept := 0
 	for i := range out {
 		if out[i].skip == "" {
@@ -219,7 +246,7 @@ func NewIndex(b *warc.Bundle, rs *rules.Set, opts ...IndexOptions) (*Index, erro
 	ix.entries = make([]*indexed, 0, kept)
 	for i := range out {
 		o := &out[i]
-		e := &b.Entries[i]
+		e := b.Entry(i)
 		if o.skip != "" {
 			ix.skipped[e.ID] = o.skip
 			continue
@@ -246,46 +273,82 @@ func NewIndex(b *warc.Bundle, rs *rules.Set, opts ...IndexOptions) (*Index, erro
 		if o.ep != nil {
 			ix.addText(o.ep, o.r, ie, o.base)
 		}
-		if save != nil {
-			o.r = rules.Request{} // let the request body go; the rest is saved
-		} else {
-			*o = built{} // let the request body go
-		}
+		o.r = rules.Request{} // let the request body go; the rest is saved
 	}
 	for _, t := range ix.texts {
 		t.finish()
 	}
-	if save != nil {
-		ix.saveAsync(opt.SavedIndex, opt.SavedKey, out, save)
+	if opt.SavedIndex != "" && !b.FromTable() {
+		ix.saveAsync(opt.SavedIndex, opt.SavedKey, out, why)
 	}
 	return ix, nil
 }
 
-// fill computes what NewIndex buckets for every entry into out (one per entry of ix.b):
-// read from the saved index opt.SavedIndex when it holds them under opt.SavedKey (its
-// search and promo candidates computed again), else computed. It returns why the saved
-// index was not used when it is to be written (saveAsync), else nil.
-func (ix *Index) fill(out []built, opt IndexOptions) (save error) {
-	if opt.SavedIndex == "" {
-		ix.buildAll(out)
-		return nil
+// Close unmaps the saved index the index reads in place (IndexOptions.Opened), if any:
+// no lookup may run afterwards.
+func (ix *Index) Close() error {
+	if ix.d != nil {
+		return ix.d.s.Close()
 	}
-	data, err := readSaved(opt.SavedIndex)
-	var rebuild []int
-	if err == nil {
-		rebuild, err = decodeSaved(data, opt.SavedKey, out)
+	return nil
+}
+
+// entry is the indexed entry at position p (0 <= p < Len()).
+func (ix *Index) entry(p int) *indexed {
+	if ix.d != nil {
+		return ix.d.entry(ix, p)
 	}
-	if err == nil {
-		statics := map[string]bool{}
-		for _, i := range rebuild {
-			ix.build(&ix.b.Entries[i], &out[i], statics)
+	return ix.entries[p]
+}
+
+// exactOf returns the positions of the recordings of key string ks, ascending, with their
+// span; ok false when there are none.
+func (ix *Index) exactOf(ks string) (sp exactSpan, positions []int, ok bool) {
+	if ix.d != nil {
+		ps := ix.d.run(ix.d.s.exact, ks, func(p int) bool { return ix.d.entry(ix, p).keyStr == ks })
+		if len(ps) == 0 {
+			return exactSpan{}, nil, false
 		}
-		ix.setSaved("loaded")
-		return nil
+		return exactSpan{first: ps[0], last: ps[len(ps)-1], n: len(ps)}, ps, true
 	}
-	clear(out) // a damaged file may have filled part of it
-	ix.buildAll(out)
-	return err
+	sp, ok = ix.exact[ks]
+	if !ok {
+		return sp, nil, false
+	}
+	if sp.n > 1 {
+		return sp, ix.dups[ks], true
+	}
+	return sp, nil, true
+}
+
+// baseOf returns the positions of the recordings of key base b (method, host, key path),
+// ascending.
+func (ix *Index) baseOf(b string) []int {
+	if ix.d != nil {
+		return ix.d.run(ix.d.s.base, b, func(p int) bool { base, _ := ix.d.recordStrings(p); return base == b })
+	}
+	return ix.base[b]
+}
+
+// urlOf returns the first position of the URL key k ("METHOD " + normalized URL).
+func (ix *Index) urlOf(k string) (int, bool) {
+	if ix.d != nil {
+		ps := ix.d.run(ix.d.s.urls, k, func(p int) bool { _, u := ix.d.recordStrings(p); return u == k })
+		if len(ps) == 0 {
+			return 0, false
+		}
+		return ps[0], true
+	}
+	p, ok := ix.urls[k]
+	return p, ok
+}
+
+// textsOf returns the search or promo candidates of endpoint ep and key base b, or nil.
+func (ix *Index) textsOf(ep *rules.Endpoint, b string) *textIndex {
+	if ix.d != nil {
+		return ix.d.textsOf(ix, ep, b)
+	}
+	return ix.texts[textKey{ep, b}]
 }
 
 // buildAll computes every entry's key and buckets into out. The keys are computed in
@@ -303,7 +366,7 @@ func (ix *Index) buildAll(out []built) {
 			defer wg.Done()
 			statics := map[string]bool{}
 			for i := lo; i < hi; i++ {
-				ix.build(&ix.b.Entries[i], &out[i], statics)
+				ix.build(ix.b.Entry(i), &out[i], statics)
 			}
 		}()
 	}
@@ -396,10 +459,18 @@ func (ix *Index) redirectOf(e *warc.Entry, u *url.URL, method string) *redirectL
 }
 
 // Len is the number of indexed entries.
-func (ix *Index) Len() int { return len(ix.entries) }
+func (ix *Index) Len() int {
+	if ix.d != nil {
+		return ix.d.s.m2
+	}
+	return len(ix.entries)
+}
 
 // Skipped maps the id of every entry left out of the index to the reason.
 func (ix *Index) Skipped() map[string]string {
+	if ix.d != nil {
+		return ix.d.skipped(ix)
+	}
 	out := make(map[string]string, len(ix.skipped))
 	for k, v := range ix.skipped {
 		out[k] = v
@@ -530,12 +601,12 @@ func (ix *Index) entryForURL(rawURL string) *warc.Entry {
 	if err != nil {
 		return nil
 	}
-	if p, ok := ix.urls["GET "+u.String()]; ok {
-		return ix.entries[p].e
+	if p, ok := ix.urlOf("GET " + u.String()); ok {
+		return ix.entry(p).e
 	}
 	// Fall back to the key: the recorded URL may differ in dropped parameters.
-	if sp, ok := ix.exact[ix.rs.Key(rules.Request{Method: "GET", URL: u}).String()]; ok {
-		return ix.entries[sp.first].e
+	if sp, _, ok := ix.exactOf(ix.rs.Key(rules.Request{Method: "GET", URL: u}).String()); ok {
+		return ix.entry(sp.first).e
 	}
 	return nil
 }

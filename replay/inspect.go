@@ -137,13 +137,14 @@ func (ix *Index) candidates(l *lookup) []Candidate {
 	var list []scored
 	want := paramStrings(l.key)
 	for _, k := range l.keys {
-		for _, p := range ix.base[k.Base()] {
-			list = append(list, scored{ix.entries[p], commonParams(want, ix.entries[p].params), true})
+		for _, p := range ix.baseOf(k.Base()) {
+			list = append(list, scored{ix.entry(p), commonParams(want, ix.entry(p).params), true})
 		}
 	}
 	if len(list) == 0 {
 		segs := pathSegments(l.key.Path)
-		for _, ie := range ix.entries {
+		for p := range ix.Len() {
+			ie := ix.entry(p)
 			if ie.key.Host != l.key.Host {
 				continue
 			}

@@ -127,6 +127,13 @@ func (ix *Index) lookupNormalized(r rules.Request, explain bool) (Result, *looku
 		res.Source, res.Entry = l.source, l.hit.e
 	}
 	res.Note = joinNote(res.Note, l.note)
+	if ix.d != nil {
+		if bad := ix.d.bad.Load(); bad != nil {
+			// a damaged record may have hidden a better answer: prefer a miss
+			l.step(StepMiss, OutcomeYes, "%s", *bad)
+			return Result{Key: key, Source: SourceMiss, Note: *bad}, l
+		}
+	}
 	switch {
 	case l.ep != nil:
 		res.Endpoint, res.Rule = l.ep.Name, ix.endpointLabel(l.ep)
@@ -190,11 +197,11 @@ func headNote(l *lookup, m string) string {
 func (ix *Index) exactStep(l *lookup) bool {
 	for _, k := range l.keys {
 		ks := k.String()
-		sp, ok := ix.exact[ks]
+		sp, dups, ok := ix.exactOf(ks)
 		if !ok {
 			continue
 		}
-		if ie := ix.entries[sp.first]; sp.n == 1 && !ie.redirectsTo(ks) { // the usual case
+		if ie := ix.entry(sp.first); sp.n == 1 && !ie.redirectsTo(ks) { // the usual case
 			l.hit, l.source = ie, SourceExact
 			l.step(StepExact, OutcomeYes, "%s has this key%s", ie.e.ID, headNote(l, k.Method))
 			return true
@@ -202,7 +209,7 @@ func (ix *Index) exactStep(l *lookup) bool {
 		one := [1]int{sp.first}
 		positions := one[:]
 		if sp.n > 1 {
-			positions = ix.dups[ks]
+			positions = dups
 		}
 		reqHTTPS := l.req.URL.Scheme == "https"
 		mixed := false
@@ -213,7 +220,7 @@ func (ix *Index) exactStep(l *lookup) bool {
 				if l.latest {
 					p = positions[len(positions)-1-i]
 				}
-				ie := ix.entries[p]
+				ie := ix.entry(p)
 				if (ie.https == reqHTTPS) == (pass == 0) {
 					order = append(order, ie)
 				} else if pass == 0 {
@@ -355,12 +362,12 @@ func (ix *Index) fuzzyStep(l *lookup) bool {
 	for _, k := range l.keys {
 		ks := k.String()
 		want := paramStrings(k)
-		cands := ix.base[k.Base()]
+		cands := ix.baseOf(k.Base())
 		same := ix.samePayload(cands)
 		best, bestScore := -1, -1
 		for _, p := range cands {
 			seen = true
-			ie := ix.entries[p]
+			ie := ix.entry(p)
 			if ie.keyStr == ks {
 				continue // a recording of the request's own key that the exact step refused
 			}
@@ -393,7 +400,7 @@ func (ix *Index) fuzzyStep(l *lookup) bool {
 			}
 		}
 		if best >= 0 {
-			l.hit, l.source = ix.entries[best], SourceFuzzy
+			l.hit, l.source = ix.entry(best), SourceFuzzy
 			if l.explain {
 				l.step(StepFuzzy, OutcomeYes, "%s", fuzzyHitDetail(l, k, fuzzyWhy{reqStatic, optIn, same, len(cands), bestScore, len(want), refused, minFor(l.hit)}))
 			}
@@ -413,7 +420,7 @@ func (ix *Index) fuzzyStep(l *lookup) bool {
 		}
 		l.step(StepFuzzy, OutcomeNo, "%s of %s refused (listed under refused)", what, l.key.Base())
 	default:
-		ie := ix.entries[nearest]
+		ie := ix.entry(nearest)
 		more := ""
 		if refused > 0 {
 			more = fmt.Sprintf("; %d refused (listed under refused)", refused)

@@ -67,12 +67,12 @@ func (ix *Index) samePayload(positions []int) bool {
 	if len(positions) < 2 {
 		return false
 	}
-	first := ix.entries[positions[0]].e
+	first := ix.entry(positions[0]).e
 	if first.Digest == "" || first.Unresolved {
 		return false
 	}
 	for _, p := range positions[1:] {
-		e := ix.entries[p].e
+		e := ix.entry(p).e
 		if e.Digest != first.Digest || e.Status != first.Status || e.Unresolved {
 			return false
 		}

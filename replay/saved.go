@@ -7,43 +7,35 @@ package replay
 // saved index").
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/pab-dev/pab/internal/atomicfile"
-	"github.com/pab-dev/pab/internal/readlimit"
 )
 
 // SavedIndexVersion is the version of the saved index format; a file of another version is
 // rebuilt. Callers put it into the key they compute (SavedIndexKey), so a pab that computes
 // entries differently never reads another's files.
-const SavedIndexVersion = 1
+const SavedIndexVersion = 2
 
 // savedMagic starts every saved index file.
 const savedMagic = "pab saved index\n"
 
-// maxSavedIndexBytes bounds the saved index file read: a larger file is not read (and is
-// rebuilt). Entries' strings are bounded by entries.jsonl's own limit, so a real file is
-// far smaller (about 250 bytes an entry).
-const maxSavedIndexBytes = 1 << 30
+// maxSavedIndexBytes bounds the saved index file mapped: a larger file is not read (and is
+// rebuilt). A real file holds about 400 bytes an entry (its entry and its keys).
+const maxSavedIndexBytes = 64 << 30
 
 // Flags of one entry in a saved index.
 const (
-	savedSkip     = 1 << iota // left out of the index: the reason follows
-	savedStatic               // built.static
+	savedStatic   = 1 << iota // built.static
 	savedHTTPS                // built.https
 	savedLoc                  // a redirect: its Location URL and key follow
 	savedLocHTTPS             // the redirect's Location is https
-	savedRebuild              // a search or promo candidate: built again on load
-	savedFlags    = savedRebuild<<1 - 1
 )
 
 // SavedIndexKey is the identity of what an index is computed from, as a caller states it
@@ -111,75 +103,16 @@ func (ix *Index) saveAsync(path string, key SavedIndexKey, out []built, why erro
 		case <-t.C:
 		case <-ix.saveNow:
 		}
-		if err := writeSaved(path, encodeSaved(key, out)); err != nil {
+		data, err := encodeDisk(key, ix.b, out)
+		if err == nil {
+			err = writeSaved(path, data)
+		}
+		if err != nil {
 			ix.setSaved(fmt.Sprintf("rebuilt: %v; not written: %v", why, err))
 			return
 		}
 		ix.setSaved(fmt.Sprintf("written: %v", why))
 	}()
-}
-
-// encodeSaved renders the saved index of out, the entries NewIndex computed, under key.
-// Entries that are search or promo candidates (built.ep set) are marked to be built
-// again: their text index needs the request itself.
-func encodeSaved(key SavedIndexKey, out []built) []byte {
-	var buf bytes.Buffer
-	buf.Grow(64 + 256*len(out))
-	buf.WriteString(savedMagic)
-	var tmp [binary.MaxVarintLen64]byte
-	uv := func(v uint64) { buf.Write(tmp[:binary.PutUvarint(tmp[:], v)]) }
-	str := func(s string) { uv(uint64(len(s))); buf.WriteString(s) }
-	uv(SavedIndexVersion)
-	buf.Write(key[:])
-	uv(uint64(len(out)))
-	for i := range out {
-		o := &out[i]
-		var fl byte
-		switch {
-		case o.skip != "":
-			fl = savedSkip
-		case o.ep != nil:
-			fl = savedRebuild
-		default:
-			if o.static {
-				fl |= savedStatic
-			}
-			if o.https {
-				fl |= savedHTTPS
-			}
-			if o.loc != nil {
-				fl |= savedLoc
-				if o.loc.https {
-					fl |= savedLocHTTPS
-				}
-			}
-		}
-		buf.WriteByte(fl)
-		switch {
-		case fl&savedSkip != 0:
-			str(o.skip)
-			continue
-		case fl&savedRebuild != 0:
-			continue
-		}
-		str(o.key.Method)
-		str(o.key.Host)
-		str(o.key.Path)
-		str(o.keyStr)
-		str(o.base)
-		str(o.urlKey)
-		uv(uint64(len(o.params)))
-		for _, p := range o.params {
-			str(p)
-		}
-		if o.loc != nil {
-			str(o.loc.url)
-			str(o.loc.key)
-		}
-	}
-	sum := sha256.Sum256(buf.Bytes())
-	buf.Write(sum[:])
-	return buf.Bytes()
 }
 
 // savedReader decodes a saved index held in one string: every string decoded is a
@@ -263,96 +196,6 @@ func uvarintString(s string) (uint64, int) {
 		shift += 7
 	}
 	return 0, 0
-}
-
-// decodeSaved parses data, a saved index, into out (one built per entry; len(out) is the
-// number of entries the bundle has). It checks the magic, version, key, entry count and
-// SHA-256 trailer before anything else, and every length against the bytes left; rebuild
-// lists the entries marked to be built again. Strings in out are views of data, which the
-// caller must never change afterwards; the params of all entries share one slice, and the
-// redirects one array. Of an entry's key only the Method, Host and Path are saved (what
-// the index keeps of it). On error out is left partly filled and must not be used.
-func decodeSaved(data []byte, key SavedIndexKey, out []built) (rebuild []int, err error) {
-	head := len(savedMagic)
-	if len(data) < head+1+len(key)+1+sha256.Size || string(data[:head]) != savedMagic {
-		return nil, errors.New("not a saved index")
-	}
-	body, trailer := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
-	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], trailer) {
-		return nil, errors.New("checksum does not match: damaged")
-	}
-	// the file's bytes are not changed or reused once read: its strings are views of them
-	r := &savedReader{s: unsafe.String(unsafe.SliceData(body), len(body)), pos: head}
-	if v := r.uv(); r.err == nil && v != SavedIndexVersion {
-		return nil, fmt.Errorf("version %d, want %d", v, SavedIndexVersion)
-	}
-	if r.err == nil && (len(r.s)-r.pos < len(key) || r.s[r.pos:r.pos+len(key)] != string(key[:])) {
-		return nil, errors.New("computed from another recording, rules or pab")
-	}
-	r.pos += len(key)
-	if n := r.uv(); r.err == nil && n != uint64(len(out)) {
-		return nil, fmt.Errorf("%d entries, the bundle has %d", n, len(out))
-	}
-	// the shared backing of every entry's slices: grown as needed, cut with a capacity
-	// limit so no entry's append can reach another's
-	var (
-		params []string
-		locs   []redirectLoc
-	)
-	for i := 0; i < len(out) && r.err == nil; i++ {
-		o := &out[i]
-		fl := r.byte1()
-		switch {
-		case fl&^savedFlags != 0, fl&(savedSkip|savedRebuild) != 0 && fl != savedSkip && fl != savedRebuild,
-			fl&savedLocHTTPS != 0 && fl&savedLoc == 0:
-			r.fail("entry %d: bad flags %#x", i, fl)
-			continue
-		case fl&savedSkip != 0:
-			if o.skip = r.str(); o.skip == "" {
-				r.fail("entry %d: empty skip reason", i)
-			}
-			continue
-		case fl&savedRebuild != 0:
-			rebuild = append(rebuild, i)
-			continue
-		}
-		o.static, o.https = fl&savedStatic != 0, fl&savedHTTPS != 0
-		o.key.Method, o.key.Host, o.key.Path = r.str(), r.str(), r.str()
-		o.keyStr, o.base, o.urlKey = r.str(), r.str(), r.str()
-		np := r.count()
-		start := len(params)
-		for range np {
-			params = append(params, r.str())
-		}
-		o.params = params[start:len(params):len(params)]
-		if fl&savedLoc != 0 {
-			locs = append(locs, redirectLoc{url: r.str(), key: r.str(), https: fl&savedLocHTTPS != 0})
-			o.loc = &locs[len(locs)-1]
-		}
-		if r.err == nil && (o.keyStr == "" || o.base == "" || o.urlKey == "") {
-			r.fail("entry %d: empty key", i)
-		}
-	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	if r.pos != len(r.s) {
-		return nil, fmt.Errorf("%d bytes after the last entry", len(r.s)-r.pos)
-	}
-	// locs may have moved while it grew: point every redirect at its final element
-	k := 0
-	for i := range out {
-		if out[i].loc != nil {
-			out[i].loc = &locs[k]
-			k++
-		}
-	}
-	return rebuild, nil
-}
-
-// readSaved reads the saved index file path (at most maxSavedIndexBytes).
-func readSaved(path string) ([]byte, error) {
-	return readlimit.File(path, maxSavedIndexBytes)
 }
 
 // writeSaved writes data to path atomically (internal/atomicfile), its directory made, and

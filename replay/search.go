@@ -46,26 +46,32 @@ type textCand struct {
 // is ie.key.Base(). Recordings without words in text_param (search) or without a code
 // (promo) are not candidates.
 func (ix *Index) addText(ep *rules.Endpoint, r rules.Request, ie *indexed, base string) {
+	k := textKey{ep, base}
+	if t := addTextTo(ix.texts[k], ep, r, ie); t != nil {
+		ix.texts[k] = t
+	}
+}
+
+// addTextTo adds ie, a recording of r that ep matches, to t (made when nil and ie is a
+// candidate) and returns t.
+func addTextTo(t *textIndex, ep *rules.Endpoint, r rules.Request, ie *indexed) *textIndex {
 	raw, ok := rules.RequestText(r, ep.TextParam)
 	if !ok {
-		return
+		return t
 	}
 	c := textCand{ie: ie, rest: restParams(ie.params, ep.TextParam)}
 	switch ep.Kind {
 	case rules.KindSearch:
 		if c.text = rules.ParseText(raw); c.text.Empty() {
-			return
+			return t
 		}
 	case rules.KindPromo:
 		if c.code = rules.NormCode(raw); c.code == "" {
-			return
+			return t
 		}
 	}
-	k := textKey{ep, base}
-	t := ix.texts[k]
 	if t == nil {
 		t = &textIndex{post: map[string][]int32{}, codes: map[string][]int32{}}
-		ix.texts[k] = t
 	}
 	i := int32(len(t.cands))
 	t.cands = append(t.cands, c)
@@ -75,6 +81,7 @@ func (ix *Index) addText(ep *rules.Endpoint, r rules.Request, ie *indexed, base 
 	if c.code != "" {
 		t.codes[c.code] = append(t.codes[c.code], i)
 	}
+	return t
 }
 
 // finish sorts the vocabulary once every candidate is in.
@@ -192,7 +199,7 @@ func (ix *Index) searchStep(l *lookup) bool {
 	var near searchPick
 	buckets := 0
 	for _, k := range l.keys {
-		t := ix.texts[textKey{ep, k.Base()}]
+		t := ix.textsOf(ep, k.Base())
 		if t == nil {
 			continue
 		}
@@ -267,7 +274,7 @@ func (ix *Index) promoStep(l *lookup) bool {
 	invalid := rules.NormCode(ep.InvalidCode)
 	for pass, look := range []string{code, invalid} {
 		for _, k := range l.keys {
-			t := ix.texts[textKey{ep, k.Base()}]
+			t := ix.textsOf(ep, k.Base())
 			if t == nil || len(t.codes[look]) == 0 {
 				continue
 			}

@@ -119,9 +119,9 @@ type Summarizer struct {
 func NewSummarizer(idx *Index) *Summarizer {
 	s := &Summarizer{st: Stats{Counts: newCounts(), ByTypeSource: map[string]map[Source]int{}}, missIdx: map[string]int{}, idx: idx}
 	if idx != nil {
-		s.used = make(map[string]bool, len(idx.entries))
-		for _, ie := range idx.entries {
-			s.used[ie.e.ID] = false
+		s.used = make(map[string]bool, idx.Len())
+		for p := range idx.Len() {
+			s.used[idx.entry(p).e.ID] = false
 		}
 	}
 	return s
@@ -182,8 +182,8 @@ func (s *Summarizer) Stats() Stats {
 	sort.SliceStable(st.TopMissed, func(i, j int) bool { return st.TopMissed[i].Count > st.TopMissed[j].Count })
 	if s.idx != nil {
 		st.Spares = nil
-		for _, ie := range s.idx.entries {
-			if !s.used[ie.e.ID] {
+		for p := range s.idx.Len() {
+			if ie := s.idx.entry(p); !s.used[ie.e.ID] {
 				st.Spares = append(st.Spares, *ie.e)
 			}
 		}
@@ -254,8 +254,8 @@ func Spares(idx *Index, lines []LogLine) []warc.Entry {
 		}
 	}
 	var out []warc.Entry
-	for _, ie := range idx.entries {
-		if !used[ie.e.ID] {
+	for p := range idx.Len() {
+		if ie := idx.entry(p); !used[ie.e.ID] {
 			out = append(out, *ie.e)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/replay"
@@ -28,7 +29,11 @@ func (o *Opened) Close() error {
 	if o.Index != nil {
 		o.Index.WaitSaved()
 	}
-	return o.Bundle.Close()
+	err := o.Bundle.Close()
+	if o.Index != nil {
+		o.Index.Close() // unmaps a saved index read in place: after the bundle that reads it
+	}
+	return err
 }
 
 // Open resolves arg (a task id, task directory, bundle directory, WARC or WACZ file;
@@ -38,8 +43,18 @@ func (o *Opened) Close() error {
 // pab are unchanged since it was saved, see savedindex.go): what every command that serves
 // or inspects a target does first. On error nothing stays open.
 func Open(arg string, repo *Repo, notes io.Writer) (*Opened, error) {
+	tgt, err := Resolve(arg, repo)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range tgt.Warnings {
+		fmt.Fprintln(notes, w)
+	}
+	if o := openSaved(tgt, repo); o != nil {
+		return o, nil
+	}
 	var before []stampFile
-	tgt, b, err := openBundle(arg, repo, notes, true, func(dir string) { before, _ = indexInputs(dir) })
+	tgt, b, err := openBundle(arg, repo, notes, false, func(dir string) { before, _ = indexInputs(dir) })
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +71,48 @@ func Open(arg string, repo *Repo, notes io.Writer) (*Opened, error) {
 		return nil, err
 	}
 	return &Opened{Target: tgt, Bundle: b, Rules: rs, Index: idx}, nil
+}
+
+// openSaved opens tgt from its saved index in place, when there is one of the current key
+// (savedindex.go): the bundle from the entry table the file carries
+// (warc.OpenBundleTable), the index from its lookup lists, so that nothing is read per
+// entry. It returns nil when there is none, or it cannot be used (the caller then opens
+// the bundle and computes the index, which rewrites the file).
+func openSaved(tgt *Target, repo *Repo) *Opened {
+	before, ok := indexInputs(tgt.BundleDir)
+	if !ok {
+		return nil
+	}
+	rs, err := rules.Load(tgt.RulesDirs...)
+	if err != nil {
+		return nil
+	}
+	opts, ok := savedIndexOptions(repo.CacheDir(), tgt.BundleDir, before, rs)
+	if !ok {
+		return nil
+	}
+	s, err := replay.OpenSavedIndex(opts.SavedIndex, opts.SavedKey)
+	if err != nil {
+		return nil
+	}
+	b, err := warc.OpenBundleTable(tgt.BundleDir, s.Table(), opts.SavedIndex)
+	if err != nil {
+		s.Close()
+		return nil
+	}
+	// the recording's files must be the ones the key was computed from still
+	if after, ok := indexInputs(tgt.BundleDir); !ok || !slices.Equal(after, before) {
+		b.Close()
+		s.Close()
+		return nil
+	}
+	idx, err := replay.NewIndex(b, rs, replay.IndexOptions{RuleRoot: repo.Root, Opened: s})
+	if err != nil {
+		b.Close()
+		s.Close()
+		return nil
+	}
+	return &Opened{Target: tgt, Bundle: b, Rules: rs, Index: idx}
 }
 
 // OpenBundle resolves arg as Open does and opens its bundle, without rules or index (the

@@ -21,7 +21,7 @@ func TestOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Target.Name != "books" || len(o.Bundle.Entries) == 0 || o.Rules == nil || o.Index == nil {
+	if o.Target.Name != "books" || o.Bundle.Len() == 0 || o.Rules == nil || o.Index == nil {
 		t.Fatalf("opened %+v", o)
 	}
 	dir := o.Target.BundleDir
@@ -45,7 +45,7 @@ func TestOpen(t *testing.T) {
 	if got := notes.String(); !strings.Contains(got, "pab: the unpacked copy in "+dir+" is damaged (") || !strings.HasSuffix(got, "; unpacking it again\n") {
 		t.Errorf("note %q", got)
 	}
-	if len(o.Bundle.Entries) == 0 {
+	if o.Bundle.Len() == 0 {
 		t.Error("the copy made again has no entries")
 	}
 

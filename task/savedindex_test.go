@@ -24,8 +24,8 @@ func openState(t *testing.T, repo *Repo) (string, []string) {
 	defer o.Close()
 	o.Index.WaitSaved()
 	var got []string
-	for i := range o.Bundle.Entries {
-		e := &o.Bundle.Entries[i]
+	for i := range o.Bundle.Len() {
+		e := o.Bundle.Entry(i)
 		res := o.Index.Lookup(rules.Request{Method: e.Method, URL: mustURL(t, e.URL)})
 		id := ""
 		if res.Entry != nil {
@@ -83,9 +83,9 @@ func TestOpenSavedIndex(t *testing.T) {
 			}
 			want := "loaded"
 			if format == 3 {
-				want = "written: computed from another recording, rules or pab"
+				want = "written: saved index " + filepath.Join(repo.CacheDir(), savedIndexDir) + string(filepath.Separator)
 			}
-			if st, _ := openState(t, repo); st != want {
+			if st, _ := openState(t, repo); !strings.HasPrefix(st, want) || (format == 3 && !strings.HasSuffix(st, ": computed from another recording, rules or pab")) {
 				t.Errorf("open after the recording's times changed: %q, want %q", st, want)
 			}
 

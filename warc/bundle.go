@@ -45,7 +45,9 @@ type Bundle struct {
 	// Dir is the bundle directory as given to OpenBundle.
 	Dir      string
 	Manifest Manifest
-	// Entries are the lines of indexes/entries.jsonl in file (recording) order.
+	// Entries are the lines of indexes/entries.jsonl in file (recording) order; nil for a
+	// bundle opened with OpenBundleTable, whose entries Len and Entry give (code that may
+	// be handed either kind uses those).
 	Entries []Entry
 	// Pages are the lines of pages/pages.jsonl in visit order.
 	Pages []Page
@@ -55,6 +57,8 @@ type Bundle struct {
 	warcSize int64
 	z        *zarchive // set when the bundle is a format 3 recording read in place
 	closer   io.Closer
+	tab      *entryTable // the entry table of a bundle opened with OpenBundleTable, else nil
+	tabName  string      // its file, for errors
 }
 
 // Response is a recorded HTTP response as stored in archive/data.warc.
@@ -172,6 +176,12 @@ func (b *Bundle) InPlace() bool { return b.z != nil }
 // ByID returns the entry whose "id" is id, or nil. The entry belongs to the bundle: do not
 // modify it.
 func (b *Bundle) ByID(id string) *Entry {
+	if b.tab != nil {
+		if i := b.tab.byID(id); i >= 0 {
+			return b.Entry(i)
+		}
+		return nil
+	}
 	i, ok := b.byID[id]
 	if !ok {
 		return nil

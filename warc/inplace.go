@@ -86,9 +86,11 @@ type zmember struct {
 // Safe for concurrent use.
 type zarchive struct {
 	parts []*os.File
-	names []string  // the parts' paths, for errors
-	mems  []zmember // sorted by off, not overlapping
-	size  int64     // end of the last member
+	names []string    // the parts' paths, for errors
+	mems  []zmember   // sorted by off, not overlapping; nil when tab is set
+	size  int64       // end of the last member
+	tab   *entryTable // the members of a bundle opened with OpenBundleTable, else nil
+	sizes []int64     // the parts' sizes, in bytes
 
 	mu      sync.Mutex
 	cache   map[int]*list.Element // member index -> element of lru (*cachedMember)
@@ -121,8 +123,21 @@ type zcursor struct {
 	inflater
 }
 
+// mem returns member i: from mems, or decoded from the entry table (tab) of a bundle
+// opened with OpenBundleTable, where a member that does not lie inside its part comes back
+// with no compressed bytes (its read then fails, naming it).
+func (z *zarchive) mem(i int) zmember {
+	if z.tab != nil {
+		return z.tab.member(i, z.sizes)
+	}
+	return z.mems[i]
+}
+
 // memberAt returns the index of the member holding logical offset off, or -1.
 func (z *zarchive) memberAt(off int64) int {
+	if z.tab != nil {
+		return z.tab.memberAt(off)
+	}
 	i := sort.Search(len(z.mems), func(i int) bool { return z.mems[i].off+z.mems[i].n > off })
 	if i < len(z.mems) && z.mems[i].off <= off {
 		return i
@@ -132,7 +147,7 @@ func (z *zarchive) memberAt(off int64) int {
 
 // where names member i in errors: the part file and the member's compressed offset.
 func (z *zarchive) where(i int) string {
-	m := &z.mems[i]
+	m := z.mem(i)
 	return fmt.Sprintf("%s at offset %d", z.names[m.part], m.zoff)
 }
 
@@ -163,7 +178,7 @@ func (z *zarchive) ReadAt(p []byte, off int64) (int, error) {
 
 // readMember reads from member i at logical offset off into p, at most to the member's end.
 func (z *zarchive) readMember(i int, p []byte, off int64) (int, error) {
-	m := &z.mems[i]
+	m := z.mem(i)
 	want := min(int64(len(p)), m.off+m.n-off)
 	if m.n <= smallMember {
 		data, err := z.smallMember(i)
@@ -195,7 +210,7 @@ func (z *zarchive) readMember(i int, p []byte, off int64) (int, error) {
 // end, or failed: then c's inflater is given back (drop) and c must not be used again.
 func (z *zarchive) readCursor(c *zcursor, p []byte, off int64) (k int, done bool, err error) {
 	i := c.i
-	m := &z.mems[i]
+	m := z.mem(i)
 	if skip := off - c.pos; skip > 0 {
 		if _, err := io.CopyN(io.Discard, c.zr, skip); err != nil {
 			z.drop(c)
@@ -277,7 +292,7 @@ func (s *zstream) Read(p []byte) (int, error) {
 		if i < 0 {
 			return 0, fmt.Errorf("offset %d of %s is in no gzip member", s.off, WARCFile)
 		}
-		m := &z.mems[i]
+		m := z.mem(i)
 		if m.n <= smallMember {
 			k, err := z.readMember(i, p, s.off) // from the member cache
 			s.off += int64(k)
@@ -303,7 +318,7 @@ func (s *zstream) Read(p []byte) (int, error) {
 			s.c = c
 		}
 	}
-	m := &z.mems[s.c.i]
+	m := z.mem(s.c.i)
 	want := min(int64(len(p)), m.off+m.n-s.off)
 	k, done, err := z.readCursor(s.c, p[:want], s.off)
 	if done {
@@ -321,7 +336,7 @@ func (s *zstream) Read(p []byte) (int, error) {
 func (b *Bundle) place(off int64) string {
 	if b.z != nil {
 		if i := b.z.memberAt(off); i >= 0 {
-			return fmt.Sprintf("%s, gzip member at offset %d, byte %d of the records", b.z.names[b.z.mems[i].part], b.z.mems[i].zoff, off)
+			return fmt.Sprintf("%s, gzip member at offset %d, byte %d of the records", b.z.names[b.z.mem(i).part], b.z.mem(i).zoff, off)
 		}
 		return fmt.Sprintf("%s, byte %d of the records (in no gzip member)", filepath.Join(b.Dir, RecordingDataFile), off)
 	}
@@ -340,7 +355,7 @@ func (b *Bundle) entriesPath() string {
 // inflateErr is a read error of member i: a member that ends early is named as such.
 func (z *zarchive) inflateErr(i int, err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("read %s: gzip member inflates to fewer than the record's %d bytes", z.where(i), z.mems[i].n)
+		return fmt.Errorf("read %s: gzip member inflates to fewer than the record's %d bytes", z.where(i), z.mem(i).n)
 	}
 	return fmt.Errorf("read %s: %w", z.where(i), err)
 }
@@ -355,7 +370,7 @@ func (z *zarchive) finish(c *zcursor) error {
 	}
 	switch {
 	case n > 0:
-		return fmt.Errorf("read %s: gzip member inflates to more than the record's %d bytes", z.where(c.i), z.mems[c.i].n)
+		return fmt.Errorf("read %s: gzip member inflates to more than the record's %d bytes", z.where(c.i), z.mem(c.i).n)
 	case err != io.EOF:
 		return fmt.Errorf("read %s: %w", z.where(c.i), err)
 	}
@@ -366,7 +381,7 @@ func (z *zarchive) finish(c *zcursor) error {
 // read buffer, when it has one).
 func (z *zarchive) openMember(i int) (inflater, error) {
 	z.opens.Add(1)
-	m := &z.mems[i]
+	m := z.mem(i)
 	src := io.NewSectionReader(z.parts[m.part], m.zoff, m.zn)
 	z.mu.Lock()
 	var f inflater
@@ -392,7 +407,7 @@ func (z *zarchive) openMember(i int) (inflater, error) {
 }
 
 // smallMember returns member i inflated whole, from the cache or read now (and kept).
-func (z *zarchive) smallMember(i int) ([]byte, error) { return z.inflateKept(i, z.mems[i].n) }
+func (z *zarchive) smallMember(i int) ([]byte, error) { return z.inflateKept(i, z.mem(i).n) }
 
 // keep puts data, member i's inflated bytes (all or its head prefix), in the cache, the
 // least recently used out beyond memberCacheBytes.
@@ -437,7 +452,7 @@ func (z *zarchive) inflateKept(i int, limit int64) ([]byte, error) {
 	if data := z.cachedData(i); data != nil {
 		return data, nil
 	}
-	m := &z.mems[i]
+	m := z.mem(i)
 	f, err := z.openMember(i)
 	if err != nil {
 		return nil, err
@@ -476,7 +491,7 @@ func (z *zarchive) cursor(i int, off int64) (*zcursor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &zcursor{i: i, pos: z.mems[i].off, inflater: f}, nil
+	return &zcursor{i: i, pos: z.mem(i).off, inflater: f}, nil
 }
 
 // park keeps c for a later read that continues where it stopped.

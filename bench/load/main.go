@@ -584,8 +584,12 @@ func runStart(proxy, caFile, rawURL, wantSHA, label string, rep int, timeout tim
 				// seconds: launch to the correct answer; listen_seconds: launch to the
 				// address on stderr; first_request_seconds: the answering request alone
 				// (CONNECT, TLS handshake, request and body)
+				// rss_bytes and cpu_seconds: the command's process tree right after that
+				// answer (what a start costs, bench/scale.sh)
+				cpu, rss := proctree.Stats(cmd.Process.Pid)
 				json.NewEncoder(os.Stdout).Encode(map[string]any{"kind": "start", "label": label, "rep": rep, "seconds": el.Seconds(),
-					"listen_seconds": listened.Seconds(), "first_request_seconds": time.Since(sent).Seconds()})
+					"listen_seconds": listened.Seconds(), "first_request_seconds": time.Since(sent).Seconds(),
+					"rss_bytes": rss, "cpu_seconds": cpu})
 				return nil
 			}
 			if resp.StatusCode == 200 {

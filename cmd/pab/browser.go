@@ -115,7 +115,7 @@ func runBrowser(cmd *cobra.Command, g *globalFlags, bf *browserFlags, args []str
 		}()
 		setup.Proxy = ln.Addr().String()
 		fmt.Fprintf(errOut, "pab browser: replaying %s (%d exchanges, captured %s) on http://%s\n",
-			s.target.Name, len(s.bundle.Entries), s.bundle.Manifest.CapturedFrom, setup.Proxy)
+			s.target.Name, s.bundle.Len(), s.bundle.Manifest.CapturedFrom, setup.Proxy)
 	} else {
 		ca, err := tlsca.LoadDefault()
 		if err != nil {

@@ -68,7 +68,7 @@ func newCheckCmd(g *globalFlags) *cobra.Command {
 			}
 			defer rp.Close()
 			fmt.Fprintf(errOut, "pab check: replaying %s (%d exchanges, captured %s) on http://%s\n",
-				s.target.Name, len(s.bundle.Entries), s.bundle.Manifest.CapturedFrom, rp.Addr)
+				s.target.Name, s.bundle.Len(), s.bundle.Manifest.CapturedFrom, rp.Addr)
 			stdout := cmd.OutOrStdout()
 			if !doCrawl {
 				rep, err := rp.Check(ctx)

@@ -65,7 +65,7 @@ func newExportCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "exported %s (%d exchanges, %d pages) to %s (%s)\n",
-				name, len(b.Entries), len(b.Pages), out, humanBytes(size))
+				name, b.Len(), len(b.Pages), out, humanBytes(size))
 			return nil
 		},
 	}

@@ -133,7 +133,7 @@ func runReplay(cmd *cobra.Command, g *globalFlags, rf *replayFlags, args []strin
 	defer closeLog()
 	errOut := cmd.ErrOrStderr()
 	fmt.Fprintf(errOut, "pab replay: %s (%d exchanges, captured %s) on http://%s\n",
-		s.target.Name, len(s.bundle.Entries), s.bundle.Manifest.CapturedFrom, ln.Addr())
+		s.target.Name, s.bundle.Len(), s.bundle.Manifest.CapturedFrom, ln.Addr())
 	fmt.Fprintf(errOut, "pab replay: CA %s\n", ca.CertPath())
 
 	served := make(chan error, 1)

@@ -93,7 +93,7 @@ func NotFoundKeys(bundleDir, manifestPath string, rulesDirs []string) []warc.Pro
 		return []warc.Problem{{File: manifestPath, Msg: fmt.Sprintf("not_found keys not checked: %v", err)}}
 	}
 	var probs []warc.Problem
-	for _, msg := range replay.NotFoundKeyProblems(b.Manifest.NotFound, b.Entries, rs) {
+	for _, msg := range replay.NotFoundKeyProblems(b.Manifest.NotFound, b.AllEntries(), rs) {
 		probs = append(probs, warc.Problem{File: manifestPath, Msg: msg})
 	}
 	return probs
