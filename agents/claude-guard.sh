@@ -1,6 +1,8 @@
 #!/bin/sh
 # claude-guard.sh: Claude Code with pab guard as its only browser. For
-# `pab run --guard APP.yaml --proxy-env=false` (docs/run.md, "Real agents"; docs/guard.md).
+# `pab run --guard APP.yaml --proxy-env=false` (docs/run.md, "Real agents"; docs/guard.md):
+# pab starts pab guard and this script only once the guard has answered tools/list
+# (PAB_MCP_URL, bearer token PAB_MCP_TOKEN).
 #
 # Environment (all optional):
 #   CLAUDE_BIN          the claude CLI (default: agents/node_modules/.bin/claude, from
@@ -17,8 +19,10 @@ claude=${CLAUDE_BIN:-$here/node_modules/.bin/claude}
 . "$here/claude-env.sh"
 
 cat > mcp.json <<JSON
-{"mcpServers": {"pab": {"type": "http", "url": $(json "$PAB_MCP_URL")}}}
+{"mcpServers": {"pab": {"type": "http", "url": $(json "$PAB_MCP_URL"),
+  "headers": {"Authorization": $(json "Bearer ${PAB_MCP_TOKEN:-}")}}}}
 JSON
+chmod 600 mcp.json
 set -- -p "$(cat "$PAB_PROMPT_FILE")" \
 	--mcp-config mcp.json --strict-mcp-config --allowedTools mcp__pab --output-format text
 [ -z "${CLAUDE_MODEL:-}" ] || set -- "$@" --model "$CLAUDE_MODEL"

@@ -1,6 +1,8 @@
 #!/bin/sh
 # codex-guard.sh: Codex CLI with pab guard as its only browser. For
-# `pab run --guard APP.yaml --proxy-env=false` (docs/run.md, "Real agents"; docs/guard.md).
+# `pab run --guard APP.yaml --proxy-env=false` (docs/run.md, "Real agents"; docs/guard.md):
+# pab starts pab guard and this script only once the guard has answered tools/list
+# (PAB_MCP_URL, bearer token PAB_MCP_TOKEN).
 #
 # Environment (all optional):
 #   CODEX_BIN        the codex CLI (default: agents/node_modules/.bin/codex, from
@@ -18,6 +20,7 @@ codex=${CODEX_BIN:-$here/node_modules/.bin/codex}
 
 # The guard must be connected before the first model turn (see codex-playwright.sh).
 set -- "$@" -c "mcp_servers.pab.url=$(toml "$PAB_MCP_URL")" \
+	-c 'mcp_servers.pab.bearer_token_env_var="PAB_MCP_TOKEN"' \
 	-c mcp_servers.pab.required=true -c mcp_servers.pab.startup_timeout_sec=60 \
 	--output-last-message "$PAB_ANSWER_FILE" \
 	"$(cat "$PAB_PROMPT_FILE")"

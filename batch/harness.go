@@ -51,6 +51,12 @@ type Local struct {
 	OpenJudge func() (*grade.Cache, error)
 	// Samples is grade.Options.Samples.
 	Samples int
+	// MCP (pab run --browser --mcp) starts @playwright/mcp for every run, attached to its
+	// Chromium and serving HTTP, and hands it over ready (PAB_MCP_URL, PAB_MCP_TOKEN).
+	MCP bool
+	// MCPTimeout bounds the wait for a run's browser MCP server or pab guard to be ready
+	// (0: MCPReadyTimeout).
+	MCPTimeout time.Duration
 
 	caOnce sync.Once
 	ca     *tlsca.CA
@@ -183,6 +189,10 @@ func (t *localTask) Start(ctx context.Context, spec StartSpec) (*Services, error
 		return err
 	}
 	svc := &Services{Proxy: ln.Addr().String(), CAFile: ca.CertPath(), CASPKI: ca.SPKIHash(), Stop: stopReplay}
+	timeout := t.h.MCPTimeout
+	if timeout <= 0 {
+		timeout = MCPReadyTimeout
+	}
 	var stop func()
 	switch {
 	case t.h.Chrome != "" && t.h.GuardApp == "":
@@ -192,16 +202,32 @@ func (t *localTask) Start(ctx context.Context, spec StartSpec) (*Services, error
 			Locale: t.locale, Timezone: t.timezone}, "", filepath.Join(spec.Dir, "browser.stderr"))
 		if err != nil {
 			stopReplay()
-			return nil, fmt.Errorf("%w (see browser.stderr)", err)
+			return nil, browserStartError(fmt.Errorf("%w (see browser.stderr)", err))
 		}
 		svc.CDPURL, stop = b.CDP, b.Stop
+		if t.h.MCP {
+			m, err := startPlaywrightMCP(ctx, t.h.Repo.Root, b.CDP, spec.Dir, timeout)
+			if err != nil {
+				b.Stop()
+				stopReplay()
+				return nil, err
+			}
+			svc.MCPURL, svc.MCPToken = m.URL, m.Token
+			stop = func() { m.stop(); b.Stop() }
+		}
 	case t.h.GuardApp != "":
+		start := time.Now()
 		gd, err := t.startGuard(ctx, svc.Proxy, spec.Dir)
+		if err != nil {
+			stopReplay()
+			return nil, browserStartError(err)
+		}
+		m, err := readyMCP(ctx, gd.URL, "", start, timeout, gd.Stop, "pab guard")
 		if err != nil {
 			stopReplay()
 			return nil, err
 		}
-		svc.MCPURL, stop = gd.URL, gd.Stop
+		svc.MCPURL, svc.MCPToken, stop = m.URL, m.Token, m.stop
 	}
 	if stop != nil {
 		svc.Stop = func() error {

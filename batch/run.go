@@ -62,8 +62,9 @@ type Services struct {
 	CAFile, CASPKI string
 	// CDPURL is the browser's DevTools WebSocket URL (--browser), else empty.
 	CDPURL string
-	// MCPURL is pab guard's MCP endpoint (--guard), else empty.
-	MCPURL string
+	// MCPURL is the run's browser MCP endpoint, ready (streamable HTTP: pab guard for
+	// --guard, @playwright/mcp for --browser --mcp), else empty; MCPToken its bearer token.
+	MCPURL, MCPToken string
 	// Stop ends everything that was started and returns the first error, such as a replay
 	// log that could not be written.
 	Stop func() error
@@ -377,7 +378,16 @@ func (b *batch) runOne(ctx context.Context, j job) *Info {
 	svc, err := t.Start(ctx, StartSpec{Task: j.task, Repeat: j.repeat, Dir: dir, Log: logFile})
 	if err != nil {
 		logFile.abort()
-		return fail("start: %v", err)
+		in = fail("start: %v", err)
+		var se *StartError
+		if errors.As(err, &se) && se.Kind != "" {
+			// the agent was never started: no model call was spent on this run
+			in.ErrorKind = se.Kind
+			if werr := atomicfile.WriteJSON(filepath.Join(dir, FileInfo), in, 0o644); werr != nil {
+				in.Notes = append(in.Notes, werr.Error())
+			}
+		}
+		return in
 	}
 	stdout, err := newCappedFile(filepath.Join(dir, FileStdout), MaxOutput)
 	if err != nil {
@@ -443,8 +453,14 @@ func finishRun(ctx context.Context, t Task, dir string, in *Info, problems []str
 	if len(problems) > 0 {
 		in.ErrorKind = ErrorHarness
 	}
+	// judgeOnly: every problem is the judge's (a run that opened no page is no_browsing
+	// whatever the judge said: its failure is then a note, not the run's cause)
+	judgeOnly := len(problems) == 0
 	fail := func(kind, msg string) {
 		problems = append(problems, msg)
+		if kind != grade.ErrorJudge {
+			judgeOnly = false
+		}
 		if in.ErrorKind == "" {
 			in.ErrorKind = kind
 		}
@@ -499,6 +515,10 @@ func finishRun(ctx context.Context, t Task, dir string, in *Info, problems []str
 		in.Passed = false
 	}
 	in.Finished = true
+	if in.NoBrowsing && judgeOnly && len(problems) > 0 {
+		in.Notes = append(in.Notes, problems...)
+		problems, in.ErrorKind = nil, ""
+	}
 	switch {
 	case len(problems) > 0:
 		in.Status = StatusError
@@ -593,7 +613,10 @@ func agentEnv(env []string, proxyEnv bool, j job, dir, prompt, promptFile, answe
 	if s.MCPURL != "" {
 		set = append(set, [2]string{"PAB_MCP_URL", s.MCPURL})
 	}
-	drop := map[string]bool{"PAB_CDP_URL": true, "PAB_MCP_URL": true}
+	if s.MCPToken != "" {
+		set = append(set, [2]string{"PAB_MCP_TOKEN", s.MCPToken})
+	}
+	drop := map[string]bool{"PAB_CDP_URL": true, "PAB_MCP_URL": true, "PAB_MCP_TOKEN": true}
 	for _, kv := range set {
 		drop[kv[0]] = true
 	}

@@ -49,8 +49,11 @@ type fakeTask struct {
 func (t *fakeTask) Prompt() string { return "What is the answer to " + t.id + "?" }
 
 func (t *fakeTask) Start(_ context.Context, s StartSpec) (*Services, error) {
+	if t.id == "nomcp" {
+		return nil, browserStartError(errors.New("@playwright/mcp was not ready within 1s (pab run --mcp-timeout): tools/list: connection refused"))
+	}
 	line := `{"time":"2026-01-01T00:00:00.000Z","method":"GET","url":"http://example.org/","key":"GET example.org/","type":"document","dest":"document","source":"exact","status":200,"ms":0.1}` + "\n"
-	if t.id == "nobrowse" {
+	if strings.HasPrefix(t.id, "nobrowse") {
 		line = `{"time":"2026-01-01T00:00:00.000Z","method":"GET","url":"http://example.org/a.png","key":"GET example.org/a.png","type":"image","dest":"image","source":"exact","status":200,"ms":0.1}` + "\n"
 	}
 	if _, err := io.WriteString(s.Log, line); err != nil {
@@ -78,7 +81,7 @@ func (t *fakeTask) Grade(_ context.Context, logPath string, a *grade.AnswerInfo)
 	case "nograde":
 		r.Status = grade.StatusNotScored
 		return r, nil
-	case "judgeerr":
+	case "judgeerr", "nobrowse-judgeerr":
 		r.Status, r.ErrorKind = grade.StatusError, grade.ErrorJudge
 		r.Notes = []string{"judge failed: cli judge: exit status 3"}
 		return r, nil
@@ -100,7 +103,7 @@ func (t *fakeTask) Close() error {
 const agentScript = `
 env | grep -E '^(PAB_|HTTPS?_PROXY|NO_PROXY|NODE_EXTRA)' | sort > env.txt
 case "$PAB_TASK_ID" in
-  ok|ok2|nograde|bigLog|nobrowse|judgeerr) echo 42 > "$PAB_ANSWER_FILE" ;;
+  ok|ok2|nograde|bigLog|nobrowse|judgeerr|nobrowse-judgeerr|nomcp) echo 42 > "$PAB_ANSWER_FILE" ;;
   wrong) echo 41 > "$PAB_ANSWER_FILE" ;;
   noanswer) echo "thinking..." ;;
   empty) : > "$PAB_ANSWER_FILE" ;;
@@ -241,6 +244,50 @@ func TestRunStatuses(t *testing.T) {
 	// Out now holds a batch: a new one there is refused.
 	if _, err := Batch(context.Background(), Config{Harness: h, Tasks: tasks, Repeat: 1, Jobs: 1, Agent: "true", Out: out}); err == nil || !strings.Contains(err.Error(), "--resume") {
 		t.Errorf("second batch in the same --out: %v", err)
+	}
+}
+
+// TestRunCauses: each cause of a run that went wrong is named apart in run.json and the
+// summary: a run that opened no page is no_browsing even when the judge failed on it; a
+// judge that failed on a run that browsed is error kind judge; a browser MCP server that
+// was never ready is error kind browser_start and the agent is never started; a crash is
+// agent_failed; a run past its time limit is timeout.
+func TestRunCauses(t *testing.T) {
+	out := t.TempDir()
+	tasks := []string{"nobrowse-judgeerr", "judgeerr", "nomcp", "crash", "hang"}
+	// the time limit is long enough for the other agents to end by themselves on a busy machine
+	sum, err := Batch(context.Background(), Config{Harness: &fakeHarness{}, Tasks: tasks, Repeat: 1, Jobs: 3,
+		Agent: agentScript, Timeout: 10 * time.Second, Grace: 300 * time.Millisecond, Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]string{
+		"nobrowse-judgeerr": {StatusNoBrowsing, ""},
+		"judgeerr":          {StatusError, grade.ErrorJudge},
+		"nomcp":             {StatusError, ErrorBrowserStart},
+		"crash":             {StatusAgentFailed, ""},
+		"hang":              {StatusTimeout, ""},
+	}
+	rows := rowsByTask(sum)
+	for task, w := range want {
+		r := rows[task+"/1"]
+		if r.Status != w[0] || r.ErrorKind != w[1] {
+			t.Errorf("%s: status %s kind %q (%s), want %s kind %q", task, r.Status, r.ErrorKind, r.Error, w[0], w[1])
+		}
+		in := readJSON[Info](t, filepath.Join(out, task, "1", FileInfo))
+		if in.Status != w[0] || in.ErrorKind != w[1] {
+			t.Errorf("%s: run.json status %s kind %q, want %s %q", task, in.Status, in.ErrorKind, w[0], w[1])
+		}
+	}
+	if in := readJSON[Info](t, filepath.Join(out, "nobrowse-judgeerr", "1", FileInfo)); !strings.Contains(strings.Join(in.Notes, "\n"), "judge failed") {
+		t.Errorf("the judge's failure on a run that never browsed is not among its notes: %v", in.Notes)
+	}
+	// the agent of a run whose browser never got ready was not started
+	if _, err := os.Stat(filepath.Join(out, "nomcp", "1", "env.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the agent ran although its browser MCP server was never ready: %v", err)
+	}
+	if o := sum.Overall; o.InfraFailures != 2 {
+		t.Errorf("infrastructure failures %d, want 2 (judgeerr, nomcp)", o.InfraFailures)
 	}
 }
 

@@ -187,8 +187,9 @@ type agentRun struct {
 	name, script, task string
 	guard              bool   // --guard with the task's application.yaml, else --browser
 	codexModel         string // CODEX_MODEL (Codex offers MCP tools through its tool_search only for models it knows)
-	// slowMCP starts @playwright/mcp 4 s late: without the scripts' settings that make MCP
-	// tools mandatory, the CLIs would then run without browser tools.
+	// slowMCP starts @playwright/mcp 20 s late (over the CLIs' own waits for MCP servers:
+	// Claude Code's MCP_CONNECT_TIMEOUT_MS is 5 s): pab hands it over only once it answers
+	// tools/list, so the agent never runs without its browser tools.
 	slowMCP bool
 	plan    fakemodel.Plan
 }
@@ -216,6 +217,8 @@ func TestRealAgents(t *testing.T) {
 		{name: "codex-guard", script: "codex-guard.sh", task: "apply-greenhouse-axon", guard: true, plan: axonPlan, codexModel: "gpt-5.5"},
 		{name: "claude-playwright-slow-mcp", script: "claude-playwright.sh", task: "books-sapiens-price", plan: booksPlan, slowMCP: true},
 		{name: "codex-playwright-slow-mcp", script: "codex-playwright.sh", task: "books-sapiens-price", plan: booksPlan, codexModel: "gpt-5.5", slowMCP: true},
+		{name: "claude-guard-slow-mcp", script: "claude-guard.sh", task: "apply-greenhouse-axon", guard: true, plan: axonPlan, slowMCP: true},
+		{name: "codex-guard-slow-mcp", script: "codex-guard.sh", task: "apply-greenhouse-axon", guard: true, plan: axonPlan, codexModel: "gpt-5.5", slowMCP: true},
 	} {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
@@ -243,7 +246,7 @@ func (r agentRun) play(t *testing.T, ns *netNS) {
 	if r.guard {
 		args = append(args, "--guard", filepath.Join(repoRoot, "tasks", r.task, "application.yaml"))
 	} else {
-		args = append(args, "--browser")
+		args = append(args, "--browser", "--mcp")
 	}
 	cmd := pabCmd(append(args, r.task)...)
 	cmd.Dir = repoRoot
@@ -251,13 +254,14 @@ func (r agentRun) play(t *testing.T, ns *netNS) {
 	// tools/playwright-mcp, settings directories of the run's own.
 	mcp := ""
 	if r.slowMCP {
+		// pab run (--mcp) and pab guard find @playwright/mcp through $PAB_PLAYWRIGHT_MCP
 		mcp = filepath.Join(tmp, "slow-mcp.mjs")
-		js := fmt.Sprintf("setTimeout(() => import(%q), 4000);\n", filepath.Join(repoRoot, guard.PlaywrightMCPCLI))
+		js := fmt.Sprintf("setTimeout(() => import(%q), 20000);\n", filepath.Join(repoRoot, guard.PlaywrightMCPCLI))
 		if err := os.WriteFile(mcp, []byte(js), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cmd.Env = append(cmd.Env, "HOME="+filepath.Join(tmp, "home"), "PLAYWRIGHT_MCP="+mcp,
+	cmd.Env = append(cmd.Env, "HOME="+filepath.Join(tmp, "home"), "PAB_PLAYWRIGHT_MCP="+mcp,
 		"CLAUDE_BIN=", "CODEX_BIN=", "CLAUDE_CONFIG_DIR=", "CODEX_HOME=", "CLAUDE_MODEL=",
 		"ANTHROPIC_BASE_URL="+srv.URL(), "ANTHROPIC_API_KEY=sk-ant-fake", "ANTHROPIC_AUTH_TOKEN=",
 		"CODEX_BASE_URL="+srv.URL()+"/v1", "OPENAI_API_KEY=sk-fake", "CODEX_MODEL="+r.codexModel)

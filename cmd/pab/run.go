@@ -22,8 +22,8 @@ import (
 type runFlags struct {
 	agent, out, label, guardApp, guardMCP, chrome, clock, collect string
 	jobs, repeat                                                  int
-	timeout, grace                                                time.Duration
-	resume, browser, proxyEnv                                     bool
+	timeout, grace, mcpTimeout                                    time.Duration
+	resume, browser, mcp, proxyEnv                                bool
 	jf                                                            judgeFlags
 }
 
@@ -36,8 +36,8 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 		Example: `  go build -o bin/refagent ./cmd/refagent
   pab run --agent "$PWD/bin/refagent --plans $PWD/tasks" --repeat 2 --jobs 2 \
       --judge cli --judge-cmd docs/examples/judge.sh books-sapiens-price archive-org-jobs
-  pab run --browser --proxy-env=false --timeout 15m --repeat 3 --jobs 4 \
-      --agent "$PWD/claude-playwright.sh"        # the script is in docs/run.md
+  pab run --browser --mcp --proxy-env=false --timeout 15m --repeat 3 --jobs 4 \
+      --agent "$PWD/agents/claude-playwright.sh"
   pab run --resume --out runs/20261129T215400Z --agent ./my-agent.sh
   pab run --collect /mnt/results --judge api`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runBatch(cmd, g, &rf, args) },
@@ -51,6 +51,8 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	f.StringVar(&rf.out, "out", "", "batch directory (default runs/<UTC time>)")
 	f.BoolVar(&rf.resume, "resume", false, "finish the batch in --out: keep its finished runs, run the others")
 	f.BoolVar(&rf.browser, "browser", false, "start a headless Chromium through each run's replay and hand its CDP endpoint over (PAB_CDP_URL)")
+	f.BoolVar(&rf.mcp, "mcp", false, "with --browser: also start @playwright/mcp attached to each run's Chromium, and start the agent only once it answers tools/list (PAB_MCP_URL, PAB_MCP_TOKEN)")
+	f.DurationVar(&rf.mcpTimeout, "mcp-timeout", batch.MCPReadyTimeout, "with --mcp or --guard: how long a run waits for its browser MCP server to be ready; past it the run is an error of kind browser_start and the agent is not started")
 	f.StringVar(&rf.guardApp, "guard", "", "start pab guard with this application file in front of each run's replay and hand its MCP endpoint over (PAB_MCP_URL)")
 	f.StringVar(&rf.guardMCP, "guard-browser-mcp", "", `with --guard: the browser MCP server guard starts instead of @playwright/mcp ("CMD ARGS", pab guard --browser-mcp --unprotected-browser: its browser is not held below the page)`)
 	f.StringVar(&rf.chrome, "chrome", "", "Chromium executable for --browser and --guard (default: chromium on PATH)")
@@ -108,7 +110,7 @@ func runBatch(cmd *cobra.Command, g *globalFlags, rf *runFlags, args []string) e
 		OpenJudge: func() (*grade.Cache, error) { return rf.jf.open(repo) }}
 	live := stdoutIsTerminal(cmd.OutOrStdout())
 	if rf.collect != "" {
-		for _, name := range []string{"agent", "out", "resume", "browser", "guard", "repeat", "timeout", "grace", "proxy-env"} {
+		for _, name := range []string{"agent", "out", "resume", "browser", "mcp", "mcp-timeout", "guard", "repeat", "timeout", "grace", "proxy-env"} {
 			if cmd.Flags().Changed(name) {
 				return fmt.Errorf("run: --%s does not go with --collect (it grades runs already made)", name)
 			}
@@ -129,6 +131,13 @@ func runBatch(cmd *cobra.Command, g *globalFlags, rf *runFlags, args []string) e
 	if rf.timeout < 0 {
 		return fmt.Errorf("run: --timeout %s: want 0 (none) or more", rf.timeout)
 	}
+	if rf.mcp && !rf.browser {
+		return errors.New("run: --mcp goes with --browser (it starts @playwright/mcp on the run's Chromium; --guard hands pab guard over ready by itself)")
+	}
+	if rf.mcpTimeout <= 0 {
+		return fmt.Errorf("run: --mcp-timeout %s: want more than 0", rf.mcpTimeout)
+	}
+	h.MCP, h.MCPTimeout = rf.mcp, rf.mcpTimeout
 	tasks, err := batch.RepoTasks(repo, args)
 	if err != nil {
 		return err
