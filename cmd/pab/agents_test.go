@@ -212,6 +212,9 @@ func TestRealAgents(t *testing.T) {
 		{name: "claude-playwright", script: "claude-playwright.sh", task: "books-sapiens-price", plan: booksPlan},
 		// a model name Codex does not know: it lists the MCP tools as a namespace
 		{name: "codex-playwright", script: "codex-playwright.sh", task: "books-sapiens-price", plan: booksPlan, codexModel: "pab-scripted"},
+		// no model named, as docs/run.md's command has it: Codex's default model runs in code
+		// mode (one exec tool; the MCP tools reached from its JavaScript)
+		{name: "codex-playwright-default-model", script: "codex-playwright.sh", task: "books-sapiens-price", plan: booksPlan},
 		{name: "claude-guard", script: "claude-guard.sh", task: "apply-greenhouse-axon", guard: true, plan: axonPlan},
 		// a model Codex knows: the MCP tools are found through its tool_search
 		{name: "codex-guard", script: "codex-guard.sh", task: "apply-greenhouse-axon", guard: true, plan: axonPlan, codexModel: "gpt-5.5"},

@@ -20,6 +20,9 @@
 // When Codex hides MCP tools behind its client-side tool_search, the server searches first
 // ("browser navigate") and takes the tools the search returned.
 //
+// Codex's code mode (its default model: one exec tool running JavaScript that calls the MCP
+// tools, codemode.go) is played as one exec call per step.
+//
 // Every request is recorded (Requests) with what was answered, for the test to inspect.
 package fakemodel
 
@@ -232,7 +235,8 @@ type tool struct {
 // call is a tool call of the model, as the conversation holds it.
 type call struct {
 	id, name, namespace string
-	search              bool // Codex's tool_search
+	search              bool   // Codex's tool_search
+	script              string // Codex's code mode: the exec call's script (codemode.go)
 	args                map[string]any
 }
 
@@ -249,6 +253,8 @@ type convo struct {
 	search   bool // a client-side tool_search is offered
 	calls    []call
 	results  map[string]result
+	exec     bool   // Codex's code mode: the custom tool exec is offered (codemode.go)
+	deferred string // the first MCP namespace of code mode, mcp__SERVER
 }
 
 // action is the next model turn.
@@ -269,7 +275,11 @@ func (s *Server) decide(c *convo, rec *Request) action {
 	if c.search {
 		rec.Tools = append(rec.Tools, "tool_search")
 	}
-	if !strings.Contains(c.userText, s.plan.Marker) || (len(c.tools) == 0 && !c.search) {
+	if c.exec {
+		rec.Tools = append(rec.Tools, "exec")
+	}
+	codeMode := c.exec && c.deferred != ""
+	if !strings.Contains(c.userText, s.plan.Marker) || (len(c.tools) == 0 && !c.search && !codeMode) {
 		rec.Reply = "answer (side request) OK"
 		return action{answer: "OK"}
 	}
@@ -325,6 +335,11 @@ func (s *Server) decide(c *convo, rec *Request) action {
 	}
 	st := s.plan.Steps[k]
 	t := findTool(c.tools, st.Tool)
+	if t == nil && codeMode {
+		// the MCP tool behind code mode's exec: its schema is not in the request, so a
+		// target is given as "ref" and "element"
+		t = &tool{name: c.deferred + "__" + st.Tool, props: map[string]any{"ref": true, "element": true}}
+	}
 	if t == nil {
 		q := strings.ReplaceAll(st.Tool, "_", " ")
 		if c.search && !searches[q] {
@@ -353,6 +368,9 @@ func (s *Server) decide(c *convo, rec *Request) action {
 		}
 	}
 	cl := &call{name: t.name, namespace: t.namespace, args: args}
+	if codeMode && strings.HasPrefix(t.name, c.deferred+"__") {
+		cl = &call{name: "exec", script: execScript(t.name, args)}
+	}
 	a, _ := json.Marshal(args)
 	rec.Reply = "call " + t.name + " " + string(a)
 	if t.namespace != "" {

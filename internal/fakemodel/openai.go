@@ -60,6 +60,9 @@ func openaiConvo(tools []json.RawMessage, input json.RawMessage) *convo {
 		user = append(user, text)
 	}
 	for _, it := range items {
+		if c.addCodeMode(it) {
+			continue
+		}
 		switch it["type"] {
 		case "message", nil:
 			if it["role"] == "user" {
@@ -103,7 +106,10 @@ func openaiConvo(tools []json.RawMessage, input json.RawMessage) *convo {
 // assistant message.
 func (s *Server) openaiItem(a action) map[string]any {
 	var item map[string]any
-	if a.call != nil && a.call.search {
+	if a.call != nil && a.call.script != "" {
+		item = map[string]any{"type": "custom_tool_call", "id": s.newID("ctc"), "call_id": s.newID("call"),
+			"name": "exec", "input": a.call.script, "status": "completed"}
+	} else if a.call != nil && a.call.search {
 		item = map[string]any{"type": "tool_search_call", "id": s.newID("ts"), "call_id": s.newID("call"),
 			"execution": "client", "status": "completed", "arguments": a.call.args}
 	} else if a.call != nil {
@@ -149,6 +155,11 @@ func streamOpenAI(w http.ResponseWriter, resp, item map[string]any, answer strin
 		ev("response.output_item.added", map[string]any{"output_index": 0, "item": added})
 		ev("response.function_call_arguments.delta", map[string]any{"item_id": item["id"], "output_index": 0, "delta": item["arguments"]})
 		ev("response.function_call_arguments.done", map[string]any{"item_id": item["id"], "output_index": 0, "arguments": item["arguments"]})
+	case "custom_tool_call":
+		added["input"] = ""
+		ev("response.output_item.added", map[string]any{"output_index": 0, "item": added})
+		ev("response.custom_tool_call_input.delta", map[string]any{"item_id": item["id"], "output_index": 0, "delta": item["input"]})
+		ev("response.custom_tool_call_input.done", map[string]any{"item_id": item["id"], "output_index": 0, "input": item["input"]})
 	case "message":
 		added["content"] = []any{}
 		ev("response.output_item.added", map[string]any{"output_index": 0, "item": added})
