@@ -87,7 +87,9 @@ type Options struct {
 	// label of at most 20 characters; default "pab".
 	Batch string
 	// ResultsClaim is the PersistentVolumeClaim the runs are copied to (ReadWriteMany when
-	// pods run on several nodes); default "pab-results".
+	// pods run on several nodes, ReadWriteOnce on one node); empty: no volume, each pod's
+	// collector writes its run as a run archive to its container log (internal/runarchive),
+	// which `pab k8s collect` reads through the API server.
 	ResultsClaim string
 	// AllowDNS lets the pods ask kube-dns (UDP and TCP port 53), nothing else.
 	AllowDNS bool
@@ -180,10 +182,7 @@ func (o *Options) defaults() error {
 	if len(o.Batch) > 20 || len(validation.IsDNS1123Label(o.Batch)) > 0 {
 		return fmt.Errorf("bad --batch %q: want 1 to 20 lower-case letters, digits and '-', starting and ending with a letter or digit", o.Batch)
 	}
-	if o.ResultsClaim == "" {
-		o.ResultsClaim = "pab-results"
-	}
-	if len(validation.IsDNS1123Subdomain(o.ResultsClaim)) > 0 {
+	if o.ResultsClaim != "" && len(validation.IsDNS1123Subdomain(o.ResultsClaim)) > 0 {
 		return fmt.Errorf("bad --results-claim %q: want a Kubernetes object name (lower-case letters, digits, '-' and '.')", o.ResultsClaim)
 	}
 	if o.Namespace != "" && len(validation.IsDNS1123Label(o.Namespace)) > 0 {
@@ -403,7 +402,25 @@ func job(o Options, r runInfo) *batchv1.Job {
 		{Name: "bin", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "replay-tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "agent-tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		{Name: "results", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: o.ResultsClaim}}},
+	}
+	collect := corev1.Container{
+		Name:            "collect",
+		Image:           r.image,
+		RestartPolicy:   &always,
+		Command:         []string{"/bin/pab-pod", "collect", "--out", OutDir, "--log", LogDir, "--emit-log"},
+		Env:             []corev1.EnvVar{env("PAB_TASK_ID", r.id), runIndex},
+		VolumeMounts:    []corev1.VolumeMount{mount("out", OutDir, true), mount("log", LogDir, true)},
+		Resources:       res("10m", "64Mi", "256Mi"),
+		SecurityContext: hardened(true),
+	}
+	results := "log"
+	if o.ResultsClaim != "" {
+		results = "claim/" + o.ResultsClaim
+		volumes = append(volumes, corev1.Volume{Name: "results", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: o.ResultsClaim}}})
+		collect.Command = []string{"/bin/pab-pod", "collect", "--out", OutDir, "--log", LogDir, "--results", ResultsDir}
+		collect.VolumeMounts = append(collect.VolumeMounts, corev1.VolumeMount{Name: "results", MountPath: ResultsDir, SubPath: o.Batch})
+		collect.Resources = res("10m", "16Mi", "128Mi")
 	}
 	init := []corev1.Container{
 		{
@@ -416,16 +433,7 @@ func job(o Options, r runInfo) *batchv1.Job {
 			Resources:       res("10m", "16Mi", "128Mi"),
 			SecurityContext: hardened(true),
 		},
-		{
-			Name:            "collect",
-			Image:           r.image,
-			RestartPolicy:   &always,
-			Command:         []string{"/bin/pab-pod", "collect", "--out", OutDir, "--log", LogDir, "--results", ResultsDir},
-			Env:             []corev1.EnvVar{env("PAB_TASK_ID", r.id), runIndex},
-			VolumeMounts:    []corev1.VolumeMount{mount("out", OutDir, true), mount("log", LogDir, true), {Name: "results", MountPath: ResultsDir, SubPath: o.Batch}},
-			Resources:       res("10m", "16Mi", "128Mi"),
-			SecurityContext: hardened(true),
-		},
+		collect,
 		{
 			Name:          "replay",
 			Image:         o.ReplayImage,
@@ -453,7 +461,7 @@ func job(o Options, r runInfo) *batchv1.Job {
 	taskLabel := map[string]string{"pab.dev/task": nameOf(r.id)}
 	return &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: withAnnotation(objectMeta(o, r.name, taskLabel), "pab.dev/task-id", r.id),
+		ObjectMeta: withAnnotations(objectMeta(o, r.name, taskLabel), TaskIDAnnotation, r.id, ResultsAnnotation, results),
 		Spec: batchv1.JobSpec{
 			CompletionMode:       ptr(batchv1.IndexedCompletion),
 			Completions:          ptr(int32(o.Repeat)),
@@ -548,8 +556,14 @@ func agentContainer(o Options, r runInfo) corev1.Container {
 	return agent
 }
 
-func withAnnotation(m metav1.ObjectMeta, k, v string) metav1.ObjectMeta {
-	m.Annotations = map[string]string{k: v}
+// withAnnotations sets the annotations kv (key, value, key, value...) on m.
+func withAnnotations(m metav1.ObjectMeta, kv ...string) metav1.ObjectMeta {
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m.Annotations[kv[i]] = kv[i+1]
+	}
 	return m
 }
 

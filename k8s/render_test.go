@@ -97,6 +97,19 @@ func TestK8sRenderDecodesStrictly(t *testing.T) {
 		}
 		checkJob(t, o, id, &job, np.Spec.PodSelector.MatchLabels)
 	}
+	// the same with a results claim (the RWX or single-node RWO mode)
+	o = demoOptions(t)
+	o.ResultsClaim = "pab-results"
+	if files, err = Render(o); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range demoTasks {
+		var job batchv1.Job
+		if err := yaml.UnmarshalStrict(files[i+1].Data, &job); err != nil {
+			t.Fatal(err)
+		}
+		checkJob(t, o, id, &job, np.Spec.PodSelector.MatchLabels)
+	}
 }
 
 func checkJob(t *testing.T, o Options, id string, job *batchv1.Job, selector map[string]string) {
@@ -132,8 +145,18 @@ func checkJob(t *testing.T, o Options, id string, job *batchv1.Job, selector map
 			t.Errorf("%s: volume %s is not an emptyDir", id, name)
 		}
 	}
-	if c := vols["results"].PersistentVolumeClaim; c == nil || c.ClaimName != "pab-results" {
-		t.Errorf("%s: results volume %+v", id, vols["results"])
+	if o.ResultsClaim == "" {
+		// no volume outside the pod: the collector writes the run to its log
+		for _, v := range pod.Volumes {
+			if v.EmptyDir == nil {
+				t.Errorf("%s: volume %s is not an emptyDir (log mode needs none)", id, v.Name)
+			}
+		}
+		if job.Annotations[ResultsAnnotation] != "log" {
+			t.Errorf("%s: results annotation %q", id, job.Annotations[ResultsAnnotation])
+		}
+	} else if c := vols["results"].PersistentVolumeClaim; c == nil || c.ClaimName != o.ResultsClaim || job.Annotations[ResultsAnnotation] != "claim/"+o.ResultsClaim {
+		t.Errorf("%s: results volume %+v, annotation %q", id, vols["results"], job.Annotations[ResultsAnnotation])
 	}
 	if vols["shm"].EmptyDir.Medium != corev1.StorageMediumMemory {
 		t.Errorf("%s: /dev/shm not in memory", id)
@@ -178,7 +201,11 @@ func checkJob(t *testing.T, o Options, id string, job *batchv1.Job, selector map
 	if idx == nil || idx.ValueFrom == nil || idx.ValueFrom.FieldRef.FieldPath != "metadata.annotations['batch.kubernetes.io/job-completion-index']" {
 		t.Errorf("%s: PAB_RUN_INDEX %+v", id, idx)
 	}
-	if m := mountOf(ic[1].VolumeMounts, "results"); m == nil || m.SubPath != "pab" || m.MountPath != ResultsDir {
+	if o.ResultsClaim == "" {
+		if got := strings.Join(ic[1].Command, " "); got != "/bin/pab-pod collect --out /pab/out --log /pab/log --emit-log" || mountOf(ic[1].VolumeMounts, "results") != nil {
+			t.Errorf("%s: collect %s, mounts %+v", id, got, ic[1].VolumeMounts)
+		}
+	} else if m := mountOf(ic[1].VolumeMounts, "results"); m == nil || m.SubPath != job.Labels[BatchLabel] || m.MountPath != ResultsDir || !strings.HasSuffix(strings.Join(ic[1].Command, " "), "--results /pab/results") {
 		t.Errorf("%s: results mount %+v", id, m)
 	}
 	if got := strings.Join(ic[2].Command, " "); got != "/bin/pab --repo /pab/repo replay "+id+" --listen 127.0.0.1:8899 --log /pab/log/replay.jsonl" {
