@@ -364,3 +364,18 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// BatchObjects returns the names (kind/name) of the objects in the cluster labelled with
+// the batch: Jobs, and the gateway's Deployments and Services. Render refuses such a
+// batch name unless told to replace it, since applying a Job over one of the same name
+// fails (a Job's pod template is immutable) or, when nothing changed, reruns nothing.
+func BatchObjects(ctx context.Context, kc Kubectl, batch string) ([]string, error) {
+	if err := ValidBatch(batch); err != nil {
+		return nil, err
+	}
+	data, err := kc.output(ctx, maxList, "get", "jobs,deployments,services", "-l="+BatchLabel+"="+batch, "-o", "name")
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(string(data)), nil
+}

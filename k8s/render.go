@@ -96,6 +96,83 @@ type Options struct {
 	// Timeout is the agent's time limit (default 10 minutes); the pod's deadline is
 	// Timeout plus 15 minutes for start and collection.
 	Timeout time.Duration
+	// SecretEnv are environment variables of the agent container only, each taken from a
+	// key of a Secret (secretKeyRef): the value never passes through pab, the manifests or
+	// any other container.
+	SecretEnv []SecretEnv
+	// AgentEnv are literal environment variables of the agent container (e.g. a model
+	// endpoint); they may not override the run's own (AgentEnv's PAB_* names).
+	AgentEnv []corev1.EnvVar
+	// TTL is the Jobs' ttlSecondsAfterFinished: the Job and its pods (and, in log mode,
+	// the runs not yet collected) are deleted that long after the Job finished. Zero: no
+	// TTL, the Jobs stay until deleted.
+	TTL time.Duration
+	// ImagePullSecrets name the Secrets (kubernetes.io/dockerconfigjson) the kubelet pulls
+	// the pods' images with, for a private registry.
+	ImagePullSecrets []string
+	// Gateway, when its Image is set, adds gateway.yaml: the model gateway's Deployment
+	// and Service, and a second NetworkPolicy letting the batch's pods reach it (and DNS)
+	// and nothing else.
+	Gateway Gateway
+}
+
+// SecretEnv is one --secret-env NAME=SECRET/KEY.
+type SecretEnv struct{ Name, Secret, Key string }
+
+// Gateway is the optional model gateway of a batch: a proxy to a hosted model (e.g.
+// LiteLLM) that holds the provider's key, so the agent needs none and can reach nothing else.
+type Gateway struct {
+	// Image of the gateway; empty: no gateway.
+	Image string
+	// Command and Args of its container (default: the image's entrypoint).
+	Command, Args []string
+	// Port it listens on (HTTP), 1 to 65535; default 4000.
+	Port int
+	// SecretEnv are the gateway's own secrets (the provider's API key).
+	SecretEnv []SecretEnv
+	// Replicas of its Deployment; default 1.
+	Replicas int
+}
+
+// GatewayEnv is the agent's variable holding the gateway's URL (http://NAME:PORT).
+const GatewayEnv = "PAB_MODEL_GATEWAY"
+
+var (
+	envName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	secretKey = regexp.MustCompile(`^[-._a-zA-Z0-9]{1,253}$`)
+)
+
+// ParseSecretEnv parses NAME=SECRET/KEY: NAME an environment variable name, SECRET a
+// Secret's name (DNS-1123 subdomain), KEY one of its keys.
+func ParseSecretEnv(v string) (SecretEnv, error) {
+	name, ref, ok := strings.Cut(v, "=")
+	sec, key, ok2 := strings.Cut(ref, "/")
+	if !ok || !ok2 {
+		return SecretEnv{}, fmt.Errorf("%q: want NAME=SECRET/KEY", v)
+	}
+	se := SecretEnv{Name: name, Secret: sec, Key: key}
+	return se, se.valid()
+}
+
+func (s SecretEnv) valid() error {
+	switch {
+	case !envName.MatchString(s.Name):
+		return fmt.Errorf("%q is not an environment variable name", s.Name)
+	case len(validation.IsDNS1123Subdomain(s.Secret)) > 0:
+		return fmt.Errorf("%q is not a Secret name (lower-case letters, digits, '-' and '.')", s.Secret)
+	case !secretKey.MatchString(s.Key):
+		return fmt.Errorf("%q is not a Secret key (letters, digits, '-', '_' and '.')", s.Key)
+	}
+	return nil
+}
+
+// ParseEnv parses NAME=VALUE (a literal environment variable).
+func ParseEnv(v string) (corev1.EnvVar, error) {
+	name, val, ok := strings.Cut(v, "=")
+	if !ok || !envName.MatchString(name) {
+		return corev1.EnvVar{}, fmt.Errorf("%q: want NAME=VALUE with NAME an environment variable name", v)
+	}
+	return corev1.EnvVar{Name: name, Value: val}, nil
 }
 
 // File is one rendered manifest file: a name (no directory) and its YAML.
@@ -120,13 +197,24 @@ func ValidImage(ref string) error {
 	return nil
 }
 
+// ContentTagged says whether ref names its image by a tag other than "latest" or by a
+// digest, as deploy/build-images.sh's content tags do.
+func ContentTagged(ref string) bool {
+	if strings.Contains(ref, "@sha256:") {
+		return true
+	}
+	last := ref[strings.LastIndex(ref, "/")+1:]
+	_, tag, ok := strings.Cut(last, ":")
+	return ok && tag != "" && tag != "latest"
+}
+
 // runInfo is what a task contributes to its Job.
 type runInfo struct {
 	id, name, prompt, locale, timezone, image string
 }
 
-// Render returns the manifests for o: networkpolicy.yaml, then job-<task>.yaml per task in
-// the order of o.Tasks. Same options and repository, same bytes. Errors name the flag or
+// Render returns the manifests for o: networkpolicy.yaml, gateway.yaml when o.Gateway is
+// set, then job-<task>.yaml per task in the order of o.Tasks. Same options and repository, same bytes. Errors name the flag or
 // task at fault: an unknown task, a bad image name, Repeat or Parallelism out of range, a
 // task without a prompt.
 func Render(o Options) ([]File, error) {
@@ -159,6 +247,17 @@ func Render(o Options) ([]File, error) {
 		return nil, err
 	}
 	files = append(files, File{Name: "networkpolicy.yaml", Data: np})
+	if o.Gateway.Image != "" {
+		var docs [][]byte
+		for _, obj := range gatewayObjects(o) {
+			d, err := marshal(obj)
+			if err != nil {
+				return nil, err
+			}
+			docs = append(docs, d)
+		}
+		files = append(files, File{Name: "gateway.yaml", Data: bytes.Join(docs, []byte("---\n"))})
+	}
 	for _, r := range runs {
 		data, err := marshal(job(o, r))
 		if err != nil {
@@ -218,6 +317,61 @@ func (o *Options) defaults() error {
 			return errors.New("--agent-command: the command is empty")
 		}
 	}
+	taken := map[string]string{}
+	for _, e := range AgentEnv("x", "x", true) {
+		taken[e.Name] = "the run's own variable"
+	}
+	taken[GatewayEnv] = "the gateway's URL"
+	for _, e := range o.AgentEnv {
+		if !envName.MatchString(e.Name) {
+			return fmt.Errorf("--agent-env %q is not an environment variable name", e.Name)
+		}
+		if why, ok := taken[e.Name]; ok {
+			return fmt.Errorf("--agent-env %s: %s (given twice or reserved)", e.Name, why)
+		}
+		taken[e.Name] = "given with --agent-env"
+	}
+	for _, se := range o.SecretEnv {
+		if err := se.valid(); err != nil {
+			return fmt.Errorf("--secret-env: %w", err)
+		}
+		if why, ok := taken[se.Name]; ok {
+			return fmt.Errorf("--secret-env %s: %s (given twice or reserved)", se.Name, why)
+		}
+		taken[se.Name] = "given with --secret-env"
+	}
+	if o.TTL < 0 || o.TTL > 365*24*time.Hour {
+		return fmt.Errorf("--ttl %s: want 0 (none) to 8760h", o.TTL)
+	}
+	for _, s := range o.ImagePullSecrets {
+		if len(validation.IsDNS1123Subdomain(s)) > 0 {
+			return fmt.Errorf("--image-pull-secret %q is not a Secret name", s)
+		}
+	}
+	if g := &o.Gateway; g.Image != "" {
+		if err := ValidImage(g.Image); err != nil {
+			return fmt.Errorf("--gateway-image: %w", err)
+		}
+		if g.Port == 0 {
+			g.Port = 4000
+		}
+		if g.Port < 1 || g.Port > 65535 {
+			return fmt.Errorf("--gateway-port %d: want 1 to 65535", g.Port)
+		}
+		if g.Replicas == 0 {
+			g.Replicas = 1
+		}
+		if g.Replicas < 1 || g.Replicas > 100 {
+			return fmt.Errorf("gateway replicas %d: want 1 to 100", g.Replicas)
+		}
+		for _, se := range g.SecretEnv {
+			if err := se.valid(); err != nil {
+				return fmt.Errorf("--gateway-secret-env: %w", err)
+			}
+		}
+	} else if len(o.Gateway.SecretEnv) > 0 || len(o.Gateway.Command) > 0 || len(o.Gateway.Args) > 0 || o.Gateway.Port != 0 {
+		return errors.New("--gateway-* flags given without --gateway-image")
+	}
 	return nil
 }
 
@@ -242,6 +396,9 @@ func readTask(o Options, id string) (runInfo, error) {
 	}
 	if err := ValidImage(img); err != nil {
 		return runInfo{}, fmt.Errorf("task image of %s: %w", id, err)
+	}
+	if !ContentTagged(img) {
+		return runInfo{}, fmt.Errorf("task image of %s: %s has no tag or the tag latest; task images are referenced by their content tag (deploy/build-images.sh), so a pod never runs another build's recording: give --images (with --task-image-prefix it takes the tags from there)", id, img)
 	}
 	r := runInfo{id: id, name: o.Batch + "-" + nameOf(id), prompt: card.Prompt, image: img}
 	if m, err := readManifest(filepath.Join(t.RecordingDir(), warc.ManifestFile)); err != nil {
@@ -343,6 +500,21 @@ func networkPolicy(o Options) *networkingv1.NetworkPolicy {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func ttl(d time.Duration) *int32 {
+	if d <= 0 {
+		return nil
+	}
+	return ptr(int32(d / time.Second))
+}
+
+func pullSecrets(names []string) []corev1.LocalObjectReference {
+	var out []corev1.LocalObjectReference
+	for _, n := range names {
+		out = append(out, corev1.LocalObjectReference{Name: n})
+	}
+	return out
+}
 
 func res(cpuReq, memReq, memLim string) corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{
@@ -463,10 +635,11 @@ func job(o Options, r runInfo) *batchv1.Job {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: withAnnotations(objectMeta(o, r.name, taskLabel), TaskIDAnnotation, r.id, ResultsAnnotation, results),
 		Spec: batchv1.JobSpec{
-			CompletionMode:       ptr(batchv1.IndexedCompletion),
-			Completions:          ptr(int32(o.Repeat)),
-			Parallelism:          ptr(int32(min(o.Parallelism, o.Repeat))),
-			BackoffLimitPerIndex: ptr(int32(0)),
+			TTLSecondsAfterFinished: ttl(o.TTL),
+			CompletionMode:          ptr(batchv1.IndexedCompletion),
+			Completions:             ptr(int32(o.Repeat)),
+			Parallelism:             ptr(int32(min(o.Parallelism, o.Repeat))),
+			BackoffLimitPerIndex:    ptr(int32(0)),
 			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
 				// a pod evicted or preempted is run again without counting as a failure
 				Action:          batchv1.PodFailurePolicyActionIgnore,
@@ -491,9 +664,10 @@ func job(o Options, r runInfo) *batchv1.Job {
 						FSGroup:        ptr(int64(runAsID)),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
-					InitContainers: init,
-					Containers:     []corev1.Container{agent},
-					Volumes:        volumes,
+					InitContainers:   init,
+					Containers:       []corev1.Container{agent},
+					Volumes:          volumes,
+					ImagePullSecrets: pullSecrets(o.ImagePullSecrets),
 				},
 			},
 		},
@@ -539,10 +713,16 @@ func browserSidecar(o Options, r runInfo) (corev1.Container, []corev1.Volume) {
 // agentContainer is the main container of r's pods: the agent's image with the run's
 // environment (AgentEnv), run through pab-pod when o.AgentCommand is set.
 func agentContainer(o Options, r runInfo) corev1.Container {
+	aenv := AgentEnv(r.id, r.prompt, o.BrowserImage != "")
+	if o.Gateway.Image != "" {
+		aenv = append(aenv, env(GatewayEnv, "http://"+gatewayName(o)+":"+strconv.Itoa(o.Gateway.Port)))
+	}
+	aenv = append(aenv, o.AgentEnv...)
+	aenv = append(aenv, secretEnv(o.SecretEnv)...)
 	agent := corev1.Container{
 		Name:  "agent",
 		Image: o.AgentImage,
-		Env:   AgentEnv(r.id, r.prompt, o.BrowserImage != ""),
+		Env:   aenv,
 		VolumeMounts: []corev1.VolumeMount{mount("out", OutDir, false), mount("cache", CacheDir, true),
 			mount("bin", BinDir, true), mount("agent-tmp", "/tmp", false)},
 		Resources: res("250m", "256Mi", "2Gi"),
@@ -557,6 +737,16 @@ func agentContainer(o Options, r runInfo) corev1.Container {
 }
 
 // withAnnotations sets the annotations kv (key, value, key, value...) on m.
+// secretEnv are the secretKeyRef variables of ses.
+func secretEnv(ses []SecretEnv) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for _, se := range ses {
+		out = append(out, corev1.EnvVar{Name: se.Name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: se.Secret}, Key: se.Key}}})
+	}
+	return out
+}
+
 func withAnnotations(m metav1.ObjectMeta, kv ...string) metav1.ObjectMeta {
 	if m.Annotations == nil {
 		m.Annotations = map[string]string{}

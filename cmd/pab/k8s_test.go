@@ -19,7 +19,7 @@ func runK8s(t *testing.T, args ...string) (string, string, error) {
 	var out, errOut bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
-	cmd.SetArgs(append([]string{"--repo", root, "k8s", "render"}, args...))
+	cmd.SetArgs(append([]string{"--repo", root, "k8s", "render", "--offline"}, args...))
 	err := cmd.Execute()
 	return out.String(), errOut.String(), err
 }
@@ -52,7 +52,9 @@ func TestK8sRenderCommand(t *testing.T) {
 
 	// --out writes files; the prefix flag names the task images
 	dir := filepath.Join(t.TempDir(), "k8s")
-	_, errOut, err := runK8s(t, "--agent-image", "example.com/agent:1", "--replay-image", "r/replay:1",
+	os.WriteFile(images, []byte("replay localhost/pab/replay:aa\ntask/archive-org-jobs localhost/pab/task-archive-org-jobs:0a1b\n"+
+		"task/lil-former-projects localhost/pab/task-lil-former-projects:2c3d\n"), 0o644)
+	_, errOut, err := runK8s(t, "--agent-image", "example.com/agent:1", "--images", images,
 		"--task-image-prefix", "r/task-", "--out", dir, "archive-org-jobs", "lil-former-projects")
 	if err != nil {
 		t.Fatal(err)
@@ -63,13 +65,15 @@ func TestK8sRenderCommand(t *testing.T) {
 		}
 	}
 	data, _ := os.ReadFile(filepath.Join(dir, "job-lil-former-projects.yaml"))
-	if !strings.Contains(string(data), "image: r/task-lil-former-projects\n") {
+	if !strings.Contains(string(data), "image: r/task-lil-former-projects:2c3d\n") {
 		t.Errorf("task image not from the prefix:\n%s", data)
 	}
 }
 
 func TestK8sRenderCommandBadInput(t *testing.T) {
-	base := []string{"--agent-image", "example.com/agent:1", "--replay-image", "r/replay:1", "--task-image-prefix", "r/task-"}
+	images := filepath.Join(t.TempDir(), "images.txt")
+	os.WriteFile(images, []byte("replay r/replay:1\ntask/archive-org-jobs r/task-archive-org-jobs:77\n"), 0o644)
+	base := []string{"--agent-image", "example.com/agent:1", "--images", images}
 	cases := []struct {
 		args []string
 		want string
@@ -79,6 +83,11 @@ func TestK8sRenderCommandBadInput(t *testing.T) {
 		{[]string{"--agent-image", "BAD IMAGE", "archive-org-jobs"}, "bad image name"},
 		{[]string{"--out", "x/../../etc", "archive-org-jobs"}, `".."`},
 		{[]string{"--images", "/no/such/file", "archive-org-jobs"}, "--images"},
+		{[]string{"--replay-image", "r/replay:1", "--images", "", "--task-image-prefix", "r/task-", "archive-org-jobs"}, "content tag"},
+		{[]string{"--secret-env", "KEY=secret", "archive-org-jobs"}, "NAME=SECRET/KEY"},
+		{[]string{"--secret-env", "PAB_PROXY=s/k", "archive-org-jobs"}, "the run's own variable"},
+		{[]string{"--agent-env", "1X=y", "archive-org-jobs"}, "NAME=VALUE"},
+		{[]string{"--gateway-port", "80", "archive-org-jobs"}, "without --gateway-image"},
 	}
 	for _, c := range cases {
 		_, _, err := runK8s(t, append(append([]string{}, base...), c.args...)...)
