@@ -360,6 +360,7 @@ modes=(
 	"secret-env|--offline --batch m-secret --secret-env PAB_TEST_KEY=pab-test-key/key --agent-env MODEL_URL=http://x:1"
 	"gateway|--offline --batch m-gw --gateway-image $replay_image --gateway-port 8080 --gateway-args a,b --gateway-secret-env KEY=pab-test-key/key --image-pull-secret regcred"
 	"prefix-ttl0|--offline --batch m-prefix --task-image-prefix registry.example.com/pab/task- --ttl 0 --timeout 1m"
+	"egress-probe|--offline --batch netcheck --agent-env REFAGENT_MODE=egress --repeat 1"
 )
 for m in "${modes[@]}"; do
 	name=${m%%|*}
@@ -548,7 +549,7 @@ overlap=$(sort -n "$work/pod-times" | awk '{ s[NR] = $1; e[NR] = $2 } END { m = 
 [ "$overlap" -ge 2 ] || fail "no two pods ran at the same time"
 nruns=$((${#tasks[@]} * repeat))
 wall=$(awk -v a="$batch_t1" -v b="$batch_t0" 'BEGIN { printf "%.1f", a - b }')
-say "throughput: $((nruns + 1)) pods ($nruns runs and the failing one) in ${wall}s, up to $overlap at once: $(awk -v n=$((nruns + 1)) -v w="$wall" 'BEGIN { printf "%d", n * 3600 / w }') runs/hour on this machine ($(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg))"
+say "throughput: $((nruns + 1)) pods ($nruns runs and the failing one) in ${wall}s, up to $overlap at once, a pod $(awk '{ t += $2 - $1 } END { printf "%.1f", t / NR }' "$work/pod-times")s on average: $(awk -v n=$((nruns + 1)) -v w="$wall" 'BEGIN { printf "%d", n * 3600 / w }') runs/hour on this machine ($(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg))"
 # the controller counted every pod and removed its job-tracking finalizer itself
 left=$(kubectl get pods -l "$allsel" -o json | jq '[.items[] | select((.metadata.finalizers // []) | length > 0)] | length')
 [ "$left" = 0 ] || fail "$left pods still carry a finalizer after their Job finished"
