@@ -1,7 +1,10 @@
 // Package k8s renders the Kubernetes manifests of a batch of pab runs (docs/deploy.md): one
 // Indexed Job per task, one completion per repeat, each pod holding the task (init
 // container), a collector, the replay and optionally the browser (native sidecars), and the
-// agent; and one NetworkPolicy that denies every connection to or from the batch's pods.
+// agent; one NetworkPolicy that denies every connection to or from the batch's pods; and
+// optionally a model gateway the pods may reach (gateway.go). It also reads a batch back
+// from a cluster through kubectl (cluster.go): the Jobs' state and failed indexes
+// (Status), and the runs from the collectors' logs (Collect, internal/runarchive).
 package k8s
 
 import (

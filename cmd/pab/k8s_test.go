@@ -96,3 +96,46 @@ func TestK8sRenderCommandBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestK8sRenderBatchTaken: render asks the cluster (kubectl) whether the batch name is
+// taken; a taken name is refused with a message naming --replace, --replace renders it
+// and says to delete the old batch first, and a cluster that cannot be asked is an error
+// naming --offline.
+func TestK8sRenderBatchTaken(t *testing.T) {
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "kubectl")
+	os.WriteFile(kc, []byte("#!/bin/sh\necho \"$*\" >>"+dir+"/calls\ncase \"$*\" in *pab.dev/batch=exp1*) echo job.batch/exp1-archive-org-jobs ;; esac\n"), 0o755)
+	images := filepath.Join(dir, "images.txt")
+	os.WriteFile(images, []byte("replay r/replay:1\ntask/archive-org-jobs r/task-archive-org-jobs:77\n"), 0o644)
+	root, _ := filepath.Abs("../..")
+	run := func(args ...string) (string, error) {
+		cmd := newRootCmd()
+		var out, errOut bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		cmd.SetArgs(append([]string{"--repo", root, "k8s", "render", "--kubectl", kc, "--agent-image", "a/agent:1", "--images", images,
+			"--namespace", "evals", "--out", filepath.Join(dir, "out")}, append(args, "archive-org-jobs")...))
+		err := cmd.Execute()
+		return errOut.String(), err
+	}
+	if _, err := run("--batch", "exp1"); err == nil || !strings.Contains(err.Error(), "--replace") || !strings.Contains(err.Error(), "job.batch/exp1-archive-org-jobs") {
+		t.Errorf("taken batch: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
+		t.Error("a refused render wrote files")
+	}
+	if stderr, err := run("--batch", "exp1", "--replace"); err != nil || !strings.Contains(stderr, "kubectl delete jobs,deployments,services,networkpolicies -l pab.dev/batch=exp1") {
+		t.Errorf("--replace: %v\n%s", err, stderr)
+	}
+	if _, err := run("--batch", "exp2"); err != nil {
+		t.Errorf("a free batch name: %v", err)
+	}
+	calls, _ := os.ReadFile(filepath.Join(dir, "calls"))
+	if !strings.Contains(string(calls), "--namespace=evals get jobs,deployments,services -l=pab.dev/batch=exp2 -o name") {
+		t.Errorf("kubectl calls:\n%s", calls)
+	}
+	os.WriteFile(kc, []byte("#!/bin/sh\necho 'The connection to the server localhost:8080 was refused' >&2\nexit 1\n"), 0o755)
+	if _, err := run("--batch", "exp3"); err == nil || !strings.Contains(err.Error(), "--offline") || !strings.Contains(err.Error(), "connection to the server") {
+		t.Errorf("no cluster: %v", err)
+	}
+}
