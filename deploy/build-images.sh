@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# deploy/build-images.sh [--registry REG] [--browser-rootfs TAR] [--images-file F] [--push] [--force] [--no-cache] [TASK...]
+# deploy/build-images.sh [--registry REG] [--browser-rootfs TAR] [--images-file F] [--push [--tls-verify=false]]
+#                        [--load kind[=CLUSTER]|k3s] [--platform linux/amd64|linux/arm64] [--force] [--no-cache] [TASK...]
 #
 # Builds pab's container images with podman (or docker when podman is missing):
 #   REG/replay:TAG          static pab + pab-pod + sites/          (FROM scratch)
@@ -21,7 +22,18 @@
 # layer cache (so that a rebuild really builds: deploy/check-images.sh). For each image it prints
 # `KIND NAME:TAG DIGEST` (KIND replay, task/<id>, agent, browser), and writes the same lines
 # to --images-file (default: stdout only), which `pab k8s render --images` reads. REG
-# defaults to localhost/pab. --push pushes every image to REG.
+# defaults to localhost/pab. --push pushes every image to REG (log in first: podman login
+# REGISTRY); --tls-verify=false lets podman push to a plain-HTTP registry (a local one).
+# --load puts the images onto a local cluster's nodes without a registry: each is saved
+# with `podman save --format docker-archive` and imported with `kind load image-archive
+# FILE --name CLUSTER` (default cluster "kind") or `k3s ctr images import FILE` (into
+# containerd's k8s.io namespace; run as root on the k3s node); $PAB_KIND and $PAB_K3S
+# name other binaries. The pods reference the same NAME:TAG, never pulled (a tag that is
+# not "latest" gets imagePullPolicy IfNotPresent).
+# --platform builds the replay, task and agent images (FROM scratch, static Go binaries
+# cross-compiled with GOARCH) for another architecture; the browser image is refused for
+# an architecture other than the host's, since its Debian rootfs is the host's (build it
+# on a machine of that architecture). One architecture per run: no manifest list.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +41,9 @@ registry=localhost/pab
 rootfs=${PAB_BROWSER_ROOTFS:-}
 images_file=""
 push=0
+tls_verify=true
+load=""
+platform=""
 force=0
 nocache=()
 tasks=()
@@ -38,9 +53,12 @@ while [ $# -gt 0 ]; do
 	--browser-rootfs) rootfs=${2:?--browser-rootfs needs a file}; shift 2 ;;
 	--images-file) images_file=${2:?--images-file needs a file}; shift 2 ;;
 	--push) push=1; shift ;;
+	--tls-verify=*) tls_verify=${1#--tls-verify=}; shift ;;
+	--load) load=${2:?--load needs kind[=CLUSTER] or k3s}; shift 2 ;;
+	--platform) platform=${2:?--platform needs linux/amd64 or linux/arm64}; shift 2 ;;
 	--force) force=1; shift ;;
 	--no-cache) nocache=(--no-cache); shift ;;
-	-h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "build-images: unknown flag $1" >&2; exit 2 ;;
 	*) tasks+=("$1"); shift ;;
 	esac
@@ -54,6 +72,42 @@ else
 	echo "build-images: neither podman nor docker found (Debian: apt-get install podman)" >&2
 	exit 1
 fi
+case "$tls_verify" in true | false) ;; *) echo "build-images: --tls-verify=$tls_verify: want true or false" >&2; exit 2 ;; esac
+[ "$tls_verify" = true ] || [ "$push" = 1 ] || { echo "build-images: --tls-verify=false is for --push" >&2; exit 2; }
+[ "$tls_verify" = true ] || [ "$engine" = podman ] ||
+	{ echo "build-images: --tls-verify=false needs podman (docker: list the registry under insecure-registries in /etc/docker/daemon.json)" >&2; exit 2; }
+load_tool=""
+load_cluster=""
+case "$load" in
+"") ;;
+kind) load_tool=kind; load_cluster=kind ;;
+kind=*) load_tool=kind; load_cluster=${load#kind=} ;;
+k3s) load_tool=k3s ;;
+*) echo "build-images: --load $load: want kind, kind=CLUSTER or k3s" >&2; exit 2 ;;
+esac
+[ -z "$load_cluster" ] || [[ "$load_cluster" =~ ^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$ ]] ||
+	{ echo "build-images: --load kind=$load_cluster: bad cluster name" >&2; exit 2; }
+if [ -n "$load_tool" ]; then
+	load_bin=$([ "$load_tool" = kind ] && echo "${PAB_KIND:-kind}" || echo "${PAB_K3S:-k3s}")
+	command -v "$load_bin" >/dev/null 2>&1 || {
+		echo "build-images: --load $load: $load_bin not found (kind: go install sigs.k8s.io/kind@latest; k3s: run on the k3s node, where /usr/local/bin/k3s is)" >&2
+		exit 1
+	}
+fi
+host_arch=$(go env GOARCH)
+goarch=$host_arch
+case "$platform" in
+"") ;;
+linux/amd64) goarch=amd64 ;;
+linux/arm64) goarch=arm64 ;;
+*) echo "build-images: --platform $platform: want linux/amd64 or linux/arm64" >&2; exit 2 ;;
+esac
+if [ -n "$rootfs" ] && [ "$goarch" != "$host_arch" ]; then
+	echo "build-images: --platform $platform with --browser-rootfs: the browser's Debian rootfs is built for this host ($host_arch); build the browser image on a linux/$goarch machine (the other images cross-build here)" >&2
+	exit 2
+fi
+platform_args=()
+[ -z "$platform" ] || platform_args=(--platform "$platform")
 if [ ${#tasks[@]} -eq 0 ]; then
 	for d in "$root"/tasks/*/; do
 		[ -f "$d/task.yaml" ] && [ -d "$d/recording" ] && tasks+=("$(basename "$d")")
@@ -97,6 +151,8 @@ say "building static pab, pab-pod and refagent"
 # The lite build (-tags pab_lite: replay, browser, ca, inspect, stats, audit, export,
 # rules, tasks) is all the images run: about 12 MB instead of 88 MB, without the judges'
 # SDKs, the MCP SDK, chromedp and the Kubernetes types.
+export GOARCH=$goarch
+say "binaries for linux/$goarch"
 (cd "$root" && CGO_ENABLED=0 go build -tags pab_lite -trimpath -buildvcs=false -ldflags='-s -w -buildid=' -o "$work/bin/pab" ./cmd/pab)
 (cd "$root" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w -buildid=' -o "$work/bin/pab-pod" ./deploy/pod)
 (cd "$root" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w -buildid=' -o "$work/bin/refagent" ./cmd/refagent)
@@ -129,9 +185,9 @@ build() {
 	else
 		say "$kind: $engine build $ref"
 		if [ "$engine" = podman ]; then
-			podman build --quiet --timestamp 0 --pull=never "${nocache[@]+"${nocache[@]}"}" "$@" -t "$ref" "$ctx" >/dev/null
+			podman build --quiet --timestamp 0 --pull=never "${platform_args[@]+"${platform_args[@]}"}" "${nocache[@]+"${nocache[@]}"}" "$@" -t "$ref" "$ctx" >/dev/null
 		else
-			docker build --quiet "${nocache[@]+"${nocache[@]}"}" "$@" -t "$ref" "$ctx" >/dev/null
+			docker build --quiet "${platform_args[@]+"${platform_args[@]}"}" "${nocache[@]+"${nocache[@]}"}" "$@" -t "$ref" "$ctx" >/dev/null
 		fi
 	fi
 	if [ "$engine" = podman ]; then
@@ -141,7 +197,11 @@ build() {
 	fi
 	if [ "$push" = 1 ]; then
 		say "$kind: push $ref"
-		"$engine" push --quiet "$ref" >/dev/null
+		if [ "$engine" = podman ]; then
+			podman push --quiet --tls-verify="$tls_verify" "$ref" >/dev/null
+		else
+			docker push --quiet "$ref" >/dev/null
+		fi
 	fi
 	out_lines+=("$kind $ref $id")
 	echo "$kind $ref $id"
@@ -224,6 +284,24 @@ if [ -n "$rootfs" ]; then
 	build browser browser "$ctx" --build-arg "BASE=$base"
 else
 	say "no --browser-rootfs: browser image not built (docs/deploy.md, Containers)"
+fi
+
+if [ -n "$load_tool" ]; then
+	mkdir -p "$work/load"
+	for line in "${out_lines[@]}"; do
+		ref=$(echo "$line" | cut -d' ' -f2)
+		ar="$work/load/$(echo "$ref" | tr '/:' '__').tar"
+		"$engine" save --format docker-archive -o "$ar" "$ref" >/dev/null 2>&1 ||
+			"$engine" save -o "$ar" "$ref" >/dev/null || { echo "build-images: $engine save $ref failed" >&2; exit 1; }
+		if [ "$load_tool" = kind ]; then
+			say "load: $load_bin load image-archive $(basename "$ar") --name $load_cluster ($ref)"
+			"$load_bin" load image-archive "$ar" --name "$load_cluster" >&2 || { echo "build-images: kind load image-archive $ref failed" >&2; exit 1; }
+		else
+			say "load: $load_bin ctr images import $(basename "$ar") ($ref)"
+			"$load_bin" ctr images import "$ar" >&2 || { echo "build-images: k3s ctr images import $ref failed" >&2; exit 1; }
+		fi
+		rm -f "$ar"
+	done
 fi
 
 if [ -n "$images_file" ]; then

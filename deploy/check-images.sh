@@ -22,6 +22,8 @@
 #   - browser: Chromium headless as user 65532 with /tmp a tmpfs dumps the DOM of a page
 #     whose script writes 6*7, and `pab browser --proxy` (the pod's command) answers its
 #     startup probe (pab-pod probe .../json/version);
+# then `build-images.sh --load kind=pab-check` and `--load k3s` with stand-ins for kind and
+# k3s (neither runs here) that check their command lines and load each archive with podman;
 # and prints each image's size and how long each step took.
 #
 # The browser's base is the rootfs tar $PAB_BROWSER_ROOTFS, default
@@ -170,4 +172,30 @@ for img in "$replay" "$timg" "$agent" "$browser"; do
 	sz=$(podman image inspect --format '{{.Size}}' "$img")
 	say "size $img $sz bytes ($(awk -v s="$sz" 'BEGIN { printf "%.1f MB", s / 1e6 }'))"
 done
-say "PASS: 4 images, same tags and digests on a rebuild, each ran"
+# --load: the archives build-images.sh hands to kind and k3s. Neither runs here (kind
+# needs a container runtime for its node containers, k3s a kubelet), so stand-ins check
+# the exact command lines and load each archive with podman, as the node's containerd
+# would import it.
+mkdir -p "$work/fake"
+for tool in kind k3s; do
+	cat >"$work/fake/$tool" <<EOF
+#!/bin/sh
+case "$tool \$1 \$2" in
+"kind load image-archive") [ "\$4 \$5" = "--name pab-check" ] || { echo "fake kind: \$*" >&2; exit 1; }; f=\$3 ;;
+"k3s ctr images") [ "\$3" = import ] || { echo "fake k3s: \$*" >&2; exit 1; }; f=\$4 ;;
+*) echo "fake $tool: unexpected \$*" >&2; exit 1 ;;
+esac
+echo "$tool \$*" >>"$work/fake/calls"
+podman load -q -i "\$f" | grep -q '^Loaded image' || exit 1
+EOF
+	chmod +x "$work/fake/$tool"
+done
+PAB_KIND=$work/fake/kind "$root/deploy/build-images.sh" --registry "$reg" --load kind=pab-check "$task" >/dev/null ||
+	fail "build-images.sh --load kind=pab-check"
+PAB_K3S=$work/fake/k3s "$root/deploy/build-images.sh" --registry "$reg" --load k3s "$task" >/dev/null ||
+	fail "build-images.sh --load k3s"
+[ "$(grep -c '^kind load image-archive .*\.tar --name pab-check$' "$work/fake/calls")" = 3 ] &&
+	[ "$(grep -c '^k3s ctr images import .*\.tar$' "$work/fake/calls")" = 3 ] ||
+	{ cat "$work/fake/calls" >&2; fail "--load: want 3 kind and 3 k3s imports (replay, task, agent)"; }
+say "--load kind=pab-check and --load k3s: 3 archives each, every one loadable ($(wc -l <"$work/fake/calls") imports)"
+say "PASS: 4 images, same tags and digests on a rebuild, each ran; --load hands loadable archives to kind and k3s"

@@ -80,7 +80,7 @@ pab_podman_init "$work" "$replay_img" || fail "podman cannot run containers here
 # run its pod 0 with runpod, and leave the results under $work/results/NAME.
 run_pod() {
 	local batch=$1 cmd=$2 t
-	pab k8s render --images "$work/images.txt" --agent-image "$agent_img" --agent-command "$cmd" \
+	pab k8s render --offline --results-claim pab-results --images "$work/images.txt" --agent-image "$agent_img" --agent-command "$cmd" \
 		--batch "$batch" --out "$work/k8s-$batch" "$task" 2>/dev/null
 	mkdir -p "$work/results"
 	t=$(date +%s.%N)

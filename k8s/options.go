@@ -3,12 +3,15 @@ package k8s
 import (
 	"fmt"
 	"io"
+	"strings"
 )
 
 // SetImages fills in o's images from the images file im (ReadImages; nil: none): the
 // replay and browser images o does not set, and the task images; then, when taskPrefix is
-// set, the task image of every task of o.Tasks is taskPrefix followed by its id (this
-// overrides im). Set o.Tasks first.
+// set, the task image of every task of o.Tasks is taskPrefix followed by its id and the
+// content tag (or digest) of its image in im: the prefix moves the images to another
+// registry, the tags stay. Without a tag from im the reference is left untagged, which
+// Render refuses. Set o.Tasks first.
 func (o *Options) SetImages(im *Images, taskPrefix string) {
 	o.TaskImages = map[string]string{}
 	if im != nil {
@@ -22,7 +25,7 @@ func (o *Options) SetImages(im *Images, taskPrefix string) {
 	}
 	if taskPrefix != "" {
 		for _, id := range o.Tasks {
-			o.TaskImages[id] = taskPrefix + id
+			o.TaskImages[id] = taskPrefix + id + tagOf(o.TaskImages[id])
 		}
 	}
 }
@@ -39,4 +42,17 @@ func WriteStream(w io.Writer, files []File) error {
 		}
 	}
 	return nil
+}
+
+// tagOf is the ":tag" and/or "@sha256:..." suffix of an image reference ("" when none).
+func tagOf(ref string) string {
+	digest := ""
+	if i := strings.Index(ref, "@"); i >= 0 {
+		ref, digest = ref[:i], ref[i:]
+	}
+	last := ref[strings.LastIndex(ref, "/")+1:]
+	if i := strings.Index(last, ":"); i >= 0 {
+		return last[i:] + digest
+	}
+	return digest
 }

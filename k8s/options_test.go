@@ -4,16 +4,18 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
 // TestSetImages: the images file fills what the flags leave empty, and a task prefix
 // overrides its task images for the tasks rendered.
 func TestSetImages(t *testing.T) {
-	im := &Images{Replay: "r:file", Browser: "b:file", Task: map[string]string{"a": "t:a", "c": "t:c"}}
-	o := Options{ReplayImage: "r:flag", Tasks: []string{"a", "b"}}
+	im := &Images{Replay: "r:file", Browser: "b:file", Task: map[string]string{"a": "localhost:5000/t-a:0123", "c": "t:c", "d": "reg/t-d:9@sha256:" + strings.Repeat("a", 64)}}
+	o := Options{ReplayImage: "r:flag", Tasks: []string{"a", "b", "d"}}
 	o.SetImages(im, "p/")
-	want := map[string]string{"a": "p/a", "b": "p/b", "c": "t:c"}
+	// the prefix keeps each image's content tag; a task without one stays untagged (Render refuses it)
+	want := map[string]string{"a": "p/a:0123", "b": "p/b", "c": "t:c", "d": "p/d:9@sha256:" + strings.Repeat("a", 64)}
 	if o.ReplayImage != "r:flag" || o.BrowserImage != "b:file" || !reflect.DeepEqual(o.TaskImages, want) {
 		t.Errorf("replay %q browser %q tasks %v; want r:flag b:file %v", o.ReplayImage, o.BrowserImage, o.TaskImages, want)
 	}

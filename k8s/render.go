@@ -1,7 +1,10 @@
 // Package k8s renders the Kubernetes manifests of a batch of pab runs (docs/deploy.md): one
 // Indexed Job per task, one completion per repeat, each pod holding the task (init
 // container), a collector, the replay and optionally the browser (native sidecars), and the
-// agent; and one NetworkPolicy that denies every connection to or from the batch's pods.
+// agent; one NetworkPolicy that denies every connection to or from the batch's pods; and
+// optionally a model gateway the pods may reach (gateway.go). It also reads a batch back
+// from a cluster through kubectl (cluster.go): the Jobs' state and failed indexes
+// (Status), and the runs from the collectors' logs (Collect, internal/runarchive).
 package k8s
 
 import (
@@ -87,13 +90,92 @@ type Options struct {
 	// label of at most 20 characters; default "pab".
 	Batch string
 	// ResultsClaim is the PersistentVolumeClaim the runs are copied to (ReadWriteMany when
-	// pods run on several nodes); default "pab-results".
+	// pods run on several nodes, ReadWriteOnce on one node); empty: no volume, each pod's
+	// collector writes its run as a run archive to its container log (internal/runarchive),
+	// which `pab k8s collect` reads through the API server.
 	ResultsClaim string
 	// AllowDNS lets the pods ask kube-dns (UDP and TCP port 53), nothing else.
 	AllowDNS bool
 	// Timeout is the agent's time limit (default 10 minutes); the pod's deadline is
 	// Timeout plus 15 minutes for start and collection.
 	Timeout time.Duration
+	// SecretEnv are environment variables of the agent container only, each taken from a
+	// key of a Secret (secretKeyRef): the value never passes through pab, the manifests or
+	// any other container.
+	SecretEnv []SecretEnv
+	// AgentEnv are literal environment variables of the agent container (e.g. a model
+	// endpoint); they may not override the run's own (AgentEnv's PAB_* names).
+	AgentEnv []corev1.EnvVar
+	// TTL is the Jobs' ttlSecondsAfterFinished: the Job and its pods (and, in log mode,
+	// the runs not yet collected) are deleted that long after the Job finished. Zero: no
+	// TTL, the Jobs stay until deleted.
+	TTL time.Duration
+	// ImagePullSecrets name the Secrets (kubernetes.io/dockerconfigjson) the kubelet pulls
+	// the pods' images with, for a private registry.
+	ImagePullSecrets []string
+	// Gateway, when its Image is set, adds gateway.yaml: the model gateway's Deployment
+	// and Service, and a second NetworkPolicy letting the batch's pods reach it (and DNS)
+	// and nothing else.
+	Gateway Gateway
+}
+
+// SecretEnv is one --secret-env NAME=SECRET/KEY.
+type SecretEnv struct{ Name, Secret, Key string }
+
+// Gateway is the optional model gateway of a batch: a proxy to a hosted model (e.g.
+// LiteLLM) that holds the provider's key, so the agent needs none and can reach nothing else.
+type Gateway struct {
+	// Image of the gateway; empty: no gateway.
+	Image string
+	// Command and Args of its container (default: the image's entrypoint).
+	Command, Args []string
+	// Port it listens on (HTTP), 1 to 65535; default 4000.
+	Port int
+	// SecretEnv are the gateway's own secrets (the provider's API key).
+	SecretEnv []SecretEnv
+	// Replicas of its Deployment; default 1.
+	Replicas int
+}
+
+// GatewayEnv is the agent's variable holding the gateway's URL (http://NAME:PORT).
+const GatewayEnv = "PAB_MODEL_GATEWAY"
+
+var (
+	envName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	secretKey = regexp.MustCompile(`^[-._a-zA-Z0-9]{1,253}$`)
+)
+
+// ParseSecretEnv parses NAME=SECRET/KEY: NAME an environment variable name, SECRET a
+// Secret's name (DNS-1123 subdomain), KEY one of its keys.
+func ParseSecretEnv(v string) (SecretEnv, error) {
+	name, ref, ok := strings.Cut(v, "=")
+	sec, key, ok2 := strings.Cut(ref, "/")
+	if !ok || !ok2 {
+		return SecretEnv{}, fmt.Errorf("%q: want NAME=SECRET/KEY", v)
+	}
+	se := SecretEnv{Name: name, Secret: sec, Key: key}
+	return se, se.valid()
+}
+
+func (s SecretEnv) valid() error {
+	switch {
+	case !envName.MatchString(s.Name):
+		return fmt.Errorf("%q is not an environment variable name", s.Name)
+	case len(validation.IsDNS1123Subdomain(s.Secret)) > 0:
+		return fmt.Errorf("%q is not a Secret name (lower-case letters, digits, '-' and '.')", s.Secret)
+	case !secretKey.MatchString(s.Key):
+		return fmt.Errorf("%q is not a Secret key (letters, digits, '-', '_' and '.')", s.Key)
+	}
+	return nil
+}
+
+// ParseEnv parses NAME=VALUE (a literal environment variable).
+func ParseEnv(v string) (corev1.EnvVar, error) {
+	name, val, ok := strings.Cut(v, "=")
+	if !ok || !envName.MatchString(name) {
+		return corev1.EnvVar{}, fmt.Errorf("%q: want NAME=VALUE with NAME an environment variable name", v)
+	}
+	return corev1.EnvVar{Name: name, Value: val}, nil
 }
 
 // File is one rendered manifest file: a name (no directory) and its YAML.
@@ -118,13 +200,24 @@ func ValidImage(ref string) error {
 	return nil
 }
 
+// ContentTagged says whether ref names its image by a tag other than "latest" or by a
+// digest, as deploy/build-images.sh's content tags do.
+func ContentTagged(ref string) bool {
+	if strings.Contains(ref, "@sha256:") {
+		return true
+	}
+	last := ref[strings.LastIndex(ref, "/")+1:]
+	_, tag, ok := strings.Cut(last, ":")
+	return ok && tag != "" && tag != "latest"
+}
+
 // runInfo is what a task contributes to its Job.
 type runInfo struct {
 	id, name, prompt, locale, timezone, image string
 }
 
-// Render returns the manifests for o: networkpolicy.yaml, then job-<task>.yaml per task in
-// the order of o.Tasks. Same options and repository, same bytes. Errors name the flag or
+// Render returns the manifests for o: networkpolicy.yaml, gateway.yaml when o.Gateway is
+// set, then job-<task>.yaml per task in the order of o.Tasks. Same options and repository, same bytes. Errors name the flag or
 // task at fault: an unknown task, a bad image name, Repeat or Parallelism out of range, a
 // task without a prompt.
 func Render(o Options) ([]File, error) {
@@ -157,6 +250,17 @@ func Render(o Options) ([]File, error) {
 		return nil, err
 	}
 	files = append(files, File{Name: "networkpolicy.yaml", Data: np})
+	if o.Gateway.Image != "" {
+		var docs [][]byte
+		for _, obj := range gatewayObjects(o) {
+			d, err := marshal(obj)
+			if err != nil {
+				return nil, err
+			}
+			docs = append(docs, d)
+		}
+		files = append(files, File{Name: "gateway.yaml", Data: bytes.Join(docs, []byte("---\n"))})
+	}
 	for _, r := range runs {
 		data, err := marshal(job(o, r))
 		if err != nil {
@@ -180,10 +284,7 @@ func (o *Options) defaults() error {
 	if len(o.Batch) > 20 || len(validation.IsDNS1123Label(o.Batch)) > 0 {
 		return fmt.Errorf("bad --batch %q: want 1 to 20 lower-case letters, digits and '-', starting and ending with a letter or digit", o.Batch)
 	}
-	if o.ResultsClaim == "" {
-		o.ResultsClaim = "pab-results"
-	}
-	if len(validation.IsDNS1123Subdomain(o.ResultsClaim)) > 0 {
+	if o.ResultsClaim != "" && len(validation.IsDNS1123Subdomain(o.ResultsClaim)) > 0 {
 		return fmt.Errorf("bad --results-claim %q: want a Kubernetes object name (lower-case letters, digits, '-' and '.')", o.ResultsClaim)
 	}
 	if o.Namespace != "" && len(validation.IsDNS1123Label(o.Namespace)) > 0 {
@@ -219,6 +320,61 @@ func (o *Options) defaults() error {
 			return errors.New("--agent-command: the command is empty")
 		}
 	}
+	taken := map[string]string{}
+	for _, e := range AgentEnv("x", "x", true) {
+		taken[e.Name] = "the run's own variable"
+	}
+	taken[GatewayEnv] = "the gateway's URL"
+	for _, e := range o.AgentEnv {
+		if !envName.MatchString(e.Name) {
+			return fmt.Errorf("--agent-env %q is not an environment variable name", e.Name)
+		}
+		if why, ok := taken[e.Name]; ok {
+			return fmt.Errorf("--agent-env %s: %s (given twice or reserved)", e.Name, why)
+		}
+		taken[e.Name] = "given with --agent-env"
+	}
+	for _, se := range o.SecretEnv {
+		if err := se.valid(); err != nil {
+			return fmt.Errorf("--secret-env: %w", err)
+		}
+		if why, ok := taken[se.Name]; ok {
+			return fmt.Errorf("--secret-env %s: %s (given twice or reserved)", se.Name, why)
+		}
+		taken[se.Name] = "given with --secret-env"
+	}
+	if o.TTL < 0 || o.TTL > 365*24*time.Hour {
+		return fmt.Errorf("--ttl %s: want 0 (none) to 8760h", o.TTL)
+	}
+	for _, s := range o.ImagePullSecrets {
+		if len(validation.IsDNS1123Subdomain(s)) > 0 {
+			return fmt.Errorf("--image-pull-secret %q is not a Secret name", s)
+		}
+	}
+	if g := &o.Gateway; g.Image != "" {
+		if err := ValidImage(g.Image); err != nil {
+			return fmt.Errorf("--gateway-image: %w", err)
+		}
+		if g.Port == 0 {
+			g.Port = 4000
+		}
+		if g.Port < 1 || g.Port > 65535 {
+			return fmt.Errorf("--gateway-port %d: want 1 to 65535", g.Port)
+		}
+		if g.Replicas == 0 {
+			g.Replicas = 1
+		}
+		if g.Replicas < 1 || g.Replicas > 100 {
+			return fmt.Errorf("gateway replicas %d: want 1 to 100", g.Replicas)
+		}
+		for _, se := range g.SecretEnv {
+			if err := se.valid(); err != nil {
+				return fmt.Errorf("--gateway-secret-env: %w", err)
+			}
+		}
+	} else if len(o.Gateway.SecretEnv) > 0 || len(o.Gateway.Command) > 0 || len(o.Gateway.Args) > 0 || o.Gateway.Port != 0 {
+		return errors.New("--gateway-* flags given without --gateway-image")
+	}
 	return nil
 }
 
@@ -243,6 +399,9 @@ func readTask(o Options, id string) (runInfo, error) {
 	}
 	if err := ValidImage(img); err != nil {
 		return runInfo{}, fmt.Errorf("task image of %s: %w", id, err)
+	}
+	if !ContentTagged(img) {
+		return runInfo{}, fmt.Errorf("task image of %s: %s has no tag or the tag latest; task images are referenced by their content tag (deploy/build-images.sh), so a pod never runs another build's recording: give --images (with --task-image-prefix it takes the tags from there)", id, img)
 	}
 	r := runInfo{id: id, name: o.Batch + "-" + nameOf(id), prompt: card.Prompt, image: img}
 	if m, err := readManifest(filepath.Join(t.RecordingDir(), warc.ManifestFile)); err != nil {
@@ -345,6 +504,21 @@ func networkPolicy(o Options) *networkingv1.NetworkPolicy {
 
 func ptr[T any](v T) *T { return &v }
 
+func ttl(d time.Duration) *int32 {
+	if d <= 0 {
+		return nil
+	}
+	return ptr(int32(d / time.Second))
+}
+
+func pullSecrets(names []string) []corev1.LocalObjectReference {
+	var out []corev1.LocalObjectReference
+	for _, n := range names {
+		out = append(out, corev1.LocalObjectReference{Name: n})
+	}
+	return out
+}
+
 func res(cpuReq, memReq, memLim string) corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpuReq), corev1.ResourceMemory: resource.MustParse(memReq)},
@@ -403,7 +577,25 @@ func job(o Options, r runInfo) *batchv1.Job {
 		{Name: "bin", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "replay-tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "agent-tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		{Name: "results", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: o.ResultsClaim}}},
+	}
+	collect := corev1.Container{
+		Name:            "collect",
+		Image:           r.image,
+		RestartPolicy:   &always,
+		Command:         []string{"/bin/pab-pod", "collect", "--out", OutDir, "--log", LogDir, "--emit-log"},
+		Env:             []corev1.EnvVar{env("PAB_TASK_ID", r.id), runIndex},
+		VolumeMounts:    []corev1.VolumeMount{mount("out", OutDir, true), mount("log", LogDir, true)},
+		Resources:       res("10m", "64Mi", "256Mi"),
+		SecurityContext: hardened(true),
+	}
+	results := "log"
+	if o.ResultsClaim != "" {
+		results = "claim/" + o.ResultsClaim
+		volumes = append(volumes, corev1.Volume{Name: "results", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: o.ResultsClaim}}})
+		collect.Command = []string{"/bin/pab-pod", "collect", "--out", OutDir, "--log", LogDir, "--results", ResultsDir}
+		collect.VolumeMounts = append(collect.VolumeMounts, corev1.VolumeMount{Name: "results", MountPath: ResultsDir, SubPath: o.Batch})
+		collect.Resources = res("10m", "16Mi", "128Mi")
 	}
 	init := []corev1.Container{
 		{
@@ -416,16 +608,7 @@ func job(o Options, r runInfo) *batchv1.Job {
 			Resources:       res("10m", "16Mi", "128Mi"),
 			SecurityContext: hardened(true),
 		},
-		{
-			Name:            "collect",
-			Image:           r.image,
-			RestartPolicy:   &always,
-			Command:         []string{"/bin/pab-pod", "collect", "--out", OutDir, "--log", LogDir, "--results", ResultsDir},
-			Env:             []corev1.EnvVar{env("PAB_TASK_ID", r.id), runIndex},
-			VolumeMounts:    []corev1.VolumeMount{mount("out", OutDir, true), mount("log", LogDir, true), {Name: "results", MountPath: ResultsDir, SubPath: o.Batch}},
-			Resources:       res("10m", "16Mi", "128Mi"),
-			SecurityContext: hardened(true),
-		},
+		collect,
 		{
 			Name:          "replay",
 			Image:         o.ReplayImage,
@@ -453,12 +636,13 @@ func job(o Options, r runInfo) *batchv1.Job {
 	taskLabel := map[string]string{"pab.dev/task": nameOf(r.id)}
 	return &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: withAnnotation(objectMeta(o, r.name, taskLabel), "pab.dev/task-id", r.id),
+		ObjectMeta: withAnnotations(objectMeta(o, r.name, taskLabel), TaskIDAnnotation, r.id, ResultsAnnotation, results),
 		Spec: batchv1.JobSpec{
-			CompletionMode:       ptr(batchv1.IndexedCompletion),
-			Completions:          ptr(int32(o.Repeat)),
-			Parallelism:          ptr(int32(min(o.Parallelism, o.Repeat))),
-			BackoffLimitPerIndex: ptr(int32(0)),
+			TTLSecondsAfterFinished: ttl(o.TTL),
+			CompletionMode:          ptr(batchv1.IndexedCompletion),
+			Completions:             ptr(int32(o.Repeat)),
+			Parallelism:             ptr(int32(min(o.Parallelism, o.Repeat))),
+			BackoffLimitPerIndex:    ptr(int32(0)),
 			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
 				// a pod evicted or preempted is run again without counting as a failure
 				Action:          batchv1.PodFailurePolicyActionIgnore,
@@ -483,9 +667,10 @@ func job(o Options, r runInfo) *batchv1.Job {
 						FSGroup:        ptr(int64(runAsID)),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
-					InitContainers: init,
-					Containers:     []corev1.Container{agent},
-					Volumes:        volumes,
+					InitContainers:   init,
+					Containers:       []corev1.Container{agent},
+					Volumes:          volumes,
+					ImagePullSecrets: pullSecrets(o.ImagePullSecrets),
 				},
 			},
 		},
@@ -531,10 +716,16 @@ func browserSidecar(o Options, r runInfo) (corev1.Container, []corev1.Volume) {
 // agentContainer is the main container of r's pods: the agent's image with the run's
 // environment (AgentEnv), run through pab-pod when o.AgentCommand is set.
 func agentContainer(o Options, r runInfo) corev1.Container {
+	aenv := AgentEnv(r.id, r.prompt, o.BrowserImage != "")
+	if o.Gateway.Image != "" {
+		aenv = append(aenv, env(GatewayEnv, "http://"+gatewayName(o)+":"+strconv.Itoa(o.Gateway.Port)))
+	}
+	aenv = append(aenv, o.AgentEnv...)
+	aenv = append(aenv, secretEnv(o.SecretEnv)...)
 	agent := corev1.Container{
 		Name:  "agent",
 		Image: o.AgentImage,
-		Env:   AgentEnv(r.id, r.prompt, o.BrowserImage != ""),
+		Env:   aenv,
 		VolumeMounts: []corev1.VolumeMount{mount("out", OutDir, false), mount("cache", CacheDir, true),
 			mount("bin", BinDir, true), mount("agent-tmp", "/tmp", false)},
 		Resources: res("250m", "256Mi", "2Gi"),
@@ -548,8 +739,24 @@ func agentContainer(o Options, r runInfo) corev1.Container {
 	return agent
 }
 
-func withAnnotation(m metav1.ObjectMeta, k, v string) metav1.ObjectMeta {
-	m.Annotations = map[string]string{k: v}
+// withAnnotations sets the annotations kv (key, value, key, value...) on m.
+// secretEnv are the secretKeyRef variables of ses.
+func secretEnv(ses []SecretEnv) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for _, se := range ses {
+		out = append(out, corev1.EnvVar{Name: se.Name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: se.Secret}, Key: se.Key}}})
+	}
+	return out
+}
+
+func withAnnotations(m metav1.ObjectMeta, kv ...string) metav1.ObjectMeta {
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m.Annotations[kv[i]] = kv[i+1]
+	}
 	return m
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -97,6 +98,19 @@ func TestK8sRenderDecodesStrictly(t *testing.T) {
 		}
 		checkJob(t, o, id, &job, np.Spec.PodSelector.MatchLabels)
 	}
+	// the same with a results claim (the RWX or single-node RWO mode)
+	o = demoOptions(t)
+	o.ResultsClaim = "pab-results"
+	if files, err = Render(o); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range demoTasks {
+		var job batchv1.Job
+		if err := yaml.UnmarshalStrict(files[i+1].Data, &job); err != nil {
+			t.Fatal(err)
+		}
+		checkJob(t, o, id, &job, np.Spec.PodSelector.MatchLabels)
+	}
 }
 
 func checkJob(t *testing.T, o Options, id string, job *batchv1.Job, selector map[string]string) {
@@ -132,8 +146,18 @@ func checkJob(t *testing.T, o Options, id string, job *batchv1.Job, selector map
 			t.Errorf("%s: volume %s is not an emptyDir", id, name)
 		}
 	}
-	if c := vols["results"].PersistentVolumeClaim; c == nil || c.ClaimName != "pab-results" {
-		t.Errorf("%s: results volume %+v", id, vols["results"])
+	if o.ResultsClaim == "" {
+		// no volume outside the pod: the collector writes the run to its log
+		for _, v := range pod.Volumes {
+			if v.EmptyDir == nil {
+				t.Errorf("%s: volume %s is not an emptyDir (log mode needs none)", id, v.Name)
+			}
+		}
+		if job.Annotations[ResultsAnnotation] != "log" {
+			t.Errorf("%s: results annotation %q", id, job.Annotations[ResultsAnnotation])
+		}
+	} else if c := vols["results"].PersistentVolumeClaim; c == nil || c.ClaimName != o.ResultsClaim || job.Annotations[ResultsAnnotation] != "claim/"+o.ResultsClaim {
+		t.Errorf("%s: results volume %+v, annotation %q", id, vols["results"], job.Annotations[ResultsAnnotation])
 	}
 	if vols["shm"].EmptyDir.Medium != corev1.StorageMediumMemory {
 		t.Errorf("%s: /dev/shm not in memory", id)
@@ -178,7 +202,11 @@ func checkJob(t *testing.T, o Options, id string, job *batchv1.Job, selector map
 	if idx == nil || idx.ValueFrom == nil || idx.ValueFrom.FieldRef.FieldPath != "metadata.annotations['batch.kubernetes.io/job-completion-index']" {
 		t.Errorf("%s: PAB_RUN_INDEX %+v", id, idx)
 	}
-	if m := mountOf(ic[1].VolumeMounts, "results"); m == nil || m.SubPath != "pab" || m.MountPath != ResultsDir {
+	if o.ResultsClaim == "" {
+		if got := strings.Join(ic[1].Command, " "); got != "/bin/pab-pod collect --out /pab/out --log /pab/log --emit-log" || mountOf(ic[1].VolumeMounts, "results") != nil {
+			t.Errorf("%s: collect %s, mounts %+v", id, got, ic[1].VolumeMounts)
+		}
+	} else if m := mountOf(ic[1].VolumeMounts, "results"); m == nil || m.SubPath != job.Labels[BatchLabel] || m.MountPath != ResultsDir || !strings.HasSuffix(strings.Join(ic[1].Command, " "), "--results /pab/results") {
 		t.Errorf("%s: results mount %+v", id, m)
 	}
 	if got := strings.Join(ic[2].Command, " "); got != "/bin/pab --repo /pab/repo replay "+id+" --listen 127.0.0.1:8899 --log /pab/log/replay.jsonl" {
@@ -436,5 +464,104 @@ func TestK8sWriteFiles(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
 		t.Errorf("left-over files: %v", entries)
+	}
+}
+
+// TestK8sRenderSecretEnvAgentOnly: --secret-env becomes a secretKeyRef in the agent
+// container's env and nowhere else in any manifest (not the task, collector, replay or
+// browser containers, not the gateway); the gateway's own secret only in the gateway.
+func TestK8sRenderSecretEnvAgentOnly(t *testing.T) {
+	o := demoOptions(t)
+	o.Tasks = []string{"books-sapiens-price"}
+	o.SecretEnv = []SecretEnv{{Name: "ANTHROPIC_API_KEY", Secret: "model-key", Key: "api-key"}}
+	o.Gateway = Gateway{Image: "ghcr.io/example/gateway:1.2", Port: 4000, SecretEnv: []SecretEnv{{Name: "PROVIDER_KEY", Secret: "provider", Key: "key"}}}
+	o.TTL = 24 * time.Hour
+	o.ImagePullSecrets = []string{"regcred"}
+	files, err := Render(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job batchv1.Job
+	for _, f := range files {
+		n := bytes.Count(f.Data, []byte("secretKeyRef"))
+		switch f.Name {
+		case "job-books-sapiens-price.yaml":
+			if n != 1 || !bytes.Contains(f.Data, []byte("name: model-key")) {
+				t.Errorf("%s: %d secretKeyRefs", f.Name, n)
+			}
+			if err := yaml.UnmarshalStrict(f.Data, &job); err != nil {
+				t.Fatal(err)
+			}
+		case "gateway.yaml":
+			if n != 1 || bytes.Contains(f.Data, []byte("model-key")) {
+				t.Errorf("%s: %d secretKeyRefs, or the agent's secret", f.Name, n)
+			}
+		default:
+			if n != 0 {
+				t.Errorf("%s: %d secretKeyRefs", f.Name, n)
+			}
+		}
+	}
+	pod := job.Spec.Template.Spec
+	for _, c := range append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...) {
+		e := envOf(c.Env, "ANTHROPIC_API_KEY")
+		if c.Name == "agent" {
+			if e == nil || e.Value != "" || e.ValueFrom.SecretKeyRef.Name != "model-key" || e.ValueFrom.SecretKeyRef.Key != "api-key" {
+				t.Errorf("agent: %+v", e)
+			}
+			if g := envOf(c.Env, GatewayEnv); g == nil || g.Value != "http://pab-model-gateway:4000" {
+				t.Errorf("agent's gateway URL %+v", g)
+			}
+		} else if e != nil || len(c.EnvFrom) > 0 {
+			t.Errorf("container %s has the secret: %+v %+v", c.Name, e, c.EnvFrom)
+		}
+	}
+	if *job.Spec.TTLSecondsAfterFinished != 86400 || len(pod.ImagePullSecrets) != 1 || pod.ImagePullSecrets[0].Name != "regcred" {
+		t.Errorf("ttl %v, pull secrets %v", job.Spec.TTLSecondsAfterFinished, pod.ImagePullSecrets)
+	}
+}
+
+// TestK8sRenderGateway: gateway.yaml holds the Deployment, Service and two policies: the
+// run pods may reach the gateway's pods on its port and kube-dns, and only the run pods may
+// reach the gateway.
+func TestK8sRenderGateway(t *testing.T) {
+	o := demoOptions(t)
+	o.Tasks = []string{"books-sapiens-price"}
+	o.Gateway = Gateway{Image: "ghcr.io/example/gateway:1.2", Port: 8080}
+	files, err := Render(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 3 || files[1].Name != "gateway.yaml" {
+		t.Fatalf("files %v", files)
+	}
+	docs := strings.Split(string(files[1].Data), "---\n")
+	if len(docs) != 4 {
+		t.Fatalf("%d documents in gateway.yaml", len(docs))
+	}
+	var dep appsv1.Deployment
+	var svc corev1.Service
+	var out, in networkingv1.NetworkPolicy
+	for i, v := range []any{&dep, &svc, &out, &in} {
+		if err := yaml.UnmarshalStrict([]byte(docs[i]), v); err != nil {
+			t.Fatalf("document %d: %v", i, err)
+		}
+	}
+	gw := dep.Spec.Template.Labels
+	if svc.Spec.Selector["app.kubernetes.io/component"] != "model-gateway" || svc.Spec.Ports[0].Port != 8080 || gw["app.kubernetes.io/component"] != "model-gateway" {
+		t.Errorf("service %+v, pod labels %v", svc.Spec, gw)
+	}
+	if out.Spec.PodSelector.MatchLabels["app.kubernetes.io/component"] != "run" || len(out.Spec.Egress) != 2 ||
+		out.Spec.Egress[0].To[0].PodSelector.MatchLabels["app.kubernetes.io/component"] != "model-gateway" || out.Spec.Egress[0].Ports[0].Port.IntValue() != 8080 {
+		t.Errorf("the run pods' egress policy: %+v", out.Spec)
+	}
+	if in.Spec.PodSelector.MatchLabels["app.kubernetes.io/component"] != "model-gateway" || in.Spec.Ingress[0].From[0].PodSelector.MatchLabels["app.kubernetes.io/component"] != "run" {
+		t.Errorf("the gateway's ingress policy: %+v", in.Spec)
+	}
+	// the default-deny policy does not select the gateway
+	var np networkingv1.NetworkPolicy
+	yaml.UnmarshalStrict(files[0].Data, &np)
+	if np.Spec.PodSelector.MatchLabels["app.kubernetes.io/component"] != "run" {
+		t.Errorf("default-deny selects %v", np.Spec.PodSelector.MatchLabels)
 	}
 }

@@ -12,8 +12,10 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -72,7 +74,16 @@ func main() {
 	mode := flag.String("mode", envOr("REFAGENT_MODE", "ok"), "ok, or a misbehaviour: no-answer, huge, crash, orphan, hang, slow, egress (env REFAGENT_MODE)")
 	cdp := flag.Bool("cdp", false, "also open each page in the browser at $PAB_CDP_URL (Chrome DevTools HTTP endpoints) and wait for it to load")
 	counter := flag.String("counter", os.Getenv("REFAGENT_COUNTER"), "append one line per start to this file (env REFAGENT_COUNTER)")
+	envDigest := flag.String("env-digest", "", "print the SHA-256 of this environment variable's value (never the value), to check a secret reached the agent")
 	flag.Parse()
+	if *envDigest != "" {
+		if v, ok := os.LookupEnv(*envDigest); ok {
+			sum := sha256.Sum256([]byte(v))
+			fmt.Printf("refagent: env %s sha256 %s\n", *envDigest, hex.EncodeToString(sum[:]))
+		} else {
+			fmt.Printf("refagent: env %s unset\n", *envDigest)
+		}
+	}
 	if *cdp {
 		cdpURL = os.Getenv("PAB_CDP_URL")
 		if cdpURL == "" {

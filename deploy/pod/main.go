@@ -7,12 +7,14 @@
 //	    not exist; it appears whole or not at all), copy pab-pod itself to DIR/pab-pod (for
 //	    the agent wrapper), and write $PAB_PROMPT to F. Used by the task image's init
 //	    container.
-//	pab-pod collect --out DIR --log DIR --results DIR
+//	pab-pod collect --out DIR --log DIR (--results DIR | --emit-log)
 //	    a sidecar that waits for SIGTERM (sent by the kubelet after the agent ended and the
 //	    browser and replay sidecars stopped: sidecars stop in reverse order), then copies
 //	    the run's files from the pod-local directories (--out: the agent's prompt.txt,
 //	    answer.txt, agent.*; --log: replay.jsonl) to RESULTS/<task>/<k>/, k being
-//	    $PAB_RUN_INDEX + 1, and writes run.json there (docs/run.md).
+//	    $PAB_RUN_INDEX + 1, and writes run.json there (docs/run.md); with --emit-log it
+//	    writes the same files as a run archive (internal/runarchive) to its stdout, the
+//	    container log that `pab k8s collect` reads through the API server.
 //	pab-pod agent --out DIR --timeout D -- CMD [ARG...]
 //	    run the agent command in its own process group, copying its stdout and stderr to
 //	    DIR/agent.stdout and DIR/agent.stderr (at most 10 MiB each; all of it still goes to
@@ -48,6 +50,7 @@ import (
 	"github.com/pab-dev/pab/internal/atomicfile"
 	"github.com/pab-dev/pab/internal/procgroup"
 	"github.com/pab-dev/pab/internal/readlimit"
+	"github.com/pab-dev/pab/internal/runarchive"
 )
 
 // Size bounds of what collect copies. The answer is copied up to one byte more than pab
@@ -96,7 +99,7 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: pab-pod install-task SRC DST [--bin DIR] [--prompt-file F] | collect --out DIR --log DIR --results DIR | agent --out DIR --timeout D -- CMD... | probe URL [--proxy ADDR]")
+	fmt.Fprintln(os.Stderr, "usage: pab-pod install-task SRC DST [--bin DIR] [--prompt-file F] | collect --out DIR --log DIR (--results DIR | --emit-log) | agent --out DIR --timeout D -- CMD... | probe URL [--proxy ADDR]")
 	os.Exit(2)
 }
 
@@ -275,11 +278,12 @@ func collect(args []string) error {
 	out := fs.String("out", "", "the agent's pod-local run directory")
 	logDir := fs.String("log", "", "the directory of replay.jsonl")
 	results := fs.String("results", "", "the results volume")
+	emit := fs.Bool("emit-log", false, "write the run as a run archive to stdout (the container log) instead of --results")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	if *out == "" || *logDir == "" || *results == "" {
-		return usageError{"--out, --log and --results are required"}
+	if *out == "" || *logDir == "" || (*results == "") == !*emit {
+		return usageError{"--out, --log and one of --results and --emit-log are required"}
 	}
 	task, repeat, dir, err := runDir(*results)
 	if err != nil {
@@ -289,7 +293,98 @@ func collect(args []string) error {
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	fmt.Fprintf(os.Stderr, "pab-pod collect: run %s/%d; waiting for the pod to end\n", task, repeat)
 	<-sig
+	if *emit {
+		return emitRun(os.Stdout, *out, *logDir, task, repeat)
+	}
 	return copyRun(*out, *logDir, dir, task, repeat)
+}
+
+// maxEmitLog bounds the replay log put into a run archive: read whole into memory (the
+// collector's limit is 256Mi in this mode), and a log larger than this does not compress
+// to runarchive.MaxArchive anyway (replay logs compress about 10:1).
+const maxEmitLog = 96 << 20
+
+// emitRun writes the run of out and logDir as a run archive to w: the same files and
+// run.json as copyRun. A run that does not fit is reported by a too-large line and an error.
+func emitRun(w io.Writer, out, logDir, task string, repeat int) error {
+	var files []runarchive.File
+	var errs []error
+	add := func(name, path string, limit int64) {
+		data, err := readUpTo(path, limit)
+		if errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		files = append(files, runarchive.File{Name: name, Data: data})
+	}
+	add("answer.txt", filepath.Join(out, "answer.txt"), maxAnswer)
+	add("prompt.txt", filepath.Join(out, "prompt.txt"), maxPrompt)
+	add("agent.stdout", filepath.Join(out, "agent.stdout"), maxOutput)
+	add("agent.stderr", filepath.Join(out, "agent.stderr"), maxOutput)
+	logPath := filepath.Join(logDir, "replay.jsonl")
+	if fi, err := os.Stat(logPath); err == nil && fi.Size() > maxEmitLog {
+		reason := fmt.Sprintf("replay.jsonl is %d bytes, more than %d", fi.Size(), maxEmitLog)
+		runarchive.EmitTooLarge(w, task, repeat, reason)
+		return errors.New(reason)
+	}
+	if data, err := readUpTo(logPath, maxEmitLog); err == nil {
+		if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+			files = append(files, runarchive.File{Name: "replay.jsonl", Data: data[:i+1]})
+		} else {
+			files = append(files, runarchive.File{Name: "replay.jsonl", Data: nil})
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	run, err := runJSON(out, task, repeat)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	files = append(files, runarchive.File{Name: "run.json", Data: run})
+	data, err := runarchive.Build(files)
+	if err != nil {
+		runarchive.EmitTooLarge(w, task, repeat, err.Error())
+		return err
+	}
+	if err := runarchive.Emit(w, task, repeat, data); err != nil {
+		return err
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "pab-pod collect: wrote the run to the log (%d bytes compressed)\n", len(data))
+	return nil
+}
+
+// readUpTo reads at most limit bytes of the regular file path.
+func readUpTo(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+// runJSON is the run.json of a run: format, task, repeat and, when out/agent.json exists
+// (pab-pod agent wrote it), the agent's exit.
+func runJSON(out, task string, repeat int) ([]byte, error) {
+	run := map[string]any{"format": 1, "task": task, "repeat": repeat}
+	var err error
+	if data, rerr := readlimit.File(filepath.Join(out, "agent.json"), maxAgentJS); rerr == nil {
+		var a agentResult
+		if uerr := json.Unmarshal(data, &a); uerr != nil {
+			err = fmt.Errorf("agent.json: %w", uerr)
+		} else {
+			run["exit_code"], run["signal"], run["timed_out"], run["started"], run["ended"] =
+				a.ExitCode, a.Signal, a.TimedOut, a.Started, a.Ended
+		}
+	}
+	data, _ := json.MarshalIndent(run, "", "  ")
+	return append(data, '\n'), err
 }
 
 // copyRun copies the run files of out and logDir into dir and writes dir/run.json. Missing files are
@@ -313,18 +408,11 @@ func copyRun(out, logDir, dir, task string, repeat int) error {
 	if err := copyLog(filepath.Join(logDir, "replay.jsonl"), filepath.Join(dir, "replay.jsonl")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, err)
 	}
-	run := map[string]any{"format": 1, "task": task, "repeat": repeat}
-	if data, err := readlimit.File(filepath.Join(out, "agent.json"), maxAgentJS); err == nil {
-		var a agentResult
-		if err := json.Unmarshal(data, &a); err != nil {
-			errs = append(errs, fmt.Errorf("agent.json: %w", err))
-		} else {
-			run["exit_code"], run["signal"], run["timed_out"], run["started"], run["ended"] =
-				a.ExitCode, a.Signal, a.TimedOut, a.Started, a.Ended
-		}
+	data, err := runJSON(out, task, repeat)
+	if err != nil {
+		errs = append(errs, err)
 	}
-	data, _ := json.MarshalIndent(run, "", "  ")
-	if err := writeAtomic(filepath.Join(dir, "run.json"), append(data, '\n'), 0o644); err != nil {
+	if err := writeAtomic(filepath.Join(dir, "run.json"), data, 0o644); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pab-dev/pab/internal/proctest"
+	"github.com/pab-dev/pab/internal/runarchive"
 	"github.com/pab-dev/pab/internal/testtool"
 )
 
@@ -185,5 +186,59 @@ func TestPodProbe(t *testing.T) {
 	ok.Close()
 	if err := probe([]string{ok.URL + "/health"}); err == nil {
 		t.Error("a closed port passed")
+	}
+}
+
+// TestPodEmitRun: the run archive collect --emit-log writes to its log holds the same
+// files, byte for byte, as the run directory collect --results writes; a replay log too
+// large for the archive gives a too-large line that runarchive.Read reports.
+func TestPodEmitRun(t *testing.T) {
+	out, logDir := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(logDir, "replay.jsonl"), []byte("{\"a\":1}\n{\"a\":2}\n{\"a\":"), 0o644)
+	os.WriteFile(filepath.Join(out, "answer.txt"), []byte("£12.99"), 0o644)
+	os.WriteFile(filepath.Join(out, "prompt.txt"), []byte("find the price"), 0o644)
+	os.WriteFile(filepath.Join(out, "agent.stdout"), bytes.Repeat([]byte("line\n"), 1000), 0o644)
+	os.WriteFile(filepath.Join(out, "agent.json"), []byte(`{"exit_code":3,"signal":"","timed_out":false,"started":"s","ended":"e"}`), 0o644)
+	dir := filepath.Join(t.TempDir(), "t", "1")
+	if err := copyRun(out, logDir, dir, "books-sapiens-price", 1); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	if err := emitRun(&log, out, logDir, "books-sapiens-price", 1); err != nil {
+		t.Fatal(err)
+	}
+	a, err := runarchive.Read(&log, 32<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Task != "books-sapiens-price" || a.Repeat != 1 {
+		t.Fatalf("archive of %s/%d", a.Task, a.Repeat)
+	}
+	files, err := runarchive.Unpack(a.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != len(files) {
+		t.Fatalf("archive has %d files, the run directory %d", len(files), len(entries))
+	}
+	for _, f := range files {
+		want, err := os.ReadFile(filepath.Join(dir, f.Name))
+		if err != nil || !bytes.Equal(want, f.Data) {
+			t.Errorf("%s: archive %q, directory %q (%v)", f.Name, f.Data, want, err)
+		}
+	}
+	big, err := os.Create(filepath.Join(logDir, "replay.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	big.Truncate(maxEmitLog + 1)
+	big.Close()
+	log.Reset()
+	if err := emitRun(&log, out, logDir, "books-sapiens-price", 1); err == nil {
+		t.Fatal("a replay log over the bound was emitted")
+	}
+	if _, err := runarchive.Read(&log, 1<<20); err == nil || !strings.Contains(err.Error(), "--results-claim") {
+		t.Fatalf("too large: %v, want an error naming --results-claim", err)
 	}
 }

@@ -4,7 +4,7 @@
 // test tool for deploy/pod-test.sh and deploy/k8s-test.sh, not a general kubelet:
 //
 //	runpod [--podman PATH] [--runtime PATH] [--volume-dir CLAIM=DIR]... [--index N]
-//	       [--status-file F] [--logs DIR] [--timeout D] [--label K=V]... [--keep] FILE
+//	       [--status-file F] [--logs DIR] [--timeout D] [--label K=V]... [--secrets F] [--keep] FILE
 //
 // FILE (JSON or YAML, "-" for stdin) is a Pod, or a Job whose pod number --index is made
 // as the Job controller makes it. runpod creates a podman pod with no network (only lo,
@@ -19,13 +19,15 @@
 //   - removes the pod and its emptyDir directories (unless --keep).
 //
 // Each container gets its image (never pulled), command as entrypoint and args, the
-// environment (values with $(VAR) references, downward-API fieldRefs), its volume mounts
+// environment (values with $(VAR) references, downward-API fieldRefs, secretKeyRefs from
+// the Secrets of --secrets, passed to podman in a 0600 --env-file, never on its command
+// line), its volume mounts
 // (an emptyDir is a directory of the pod's own, mode 0777; a persistentVolumeClaim the
 // host directory --volume-dir names for it; subPath applied), user and group, fsGroup,
 // read-only root, dropped capabilities and no-new-privileges. Exec probes run with
 // `podman exec`. Resource limits are not applied (podman may not enforce them; see
-// docs/deploy.md). Any other pod feature it cannot honour (other volume types, secrets,
-// host ports, httpGet probes, privileged containers) is refused, never ignored.
+// docs/deploy.md). Any other pod feature it cannot honour (other volume types, secret volumes,
+// envFrom, host ports, httpGet probes, privileged containers) is refused, never ignored.
 //
 // It prints each step with its time since the pod was created on stderr, writes the
 // container logs to --logs DIR/<container>.log, and writes {"status": <PodStatus>} to
@@ -87,6 +89,7 @@ func main() {
 	logs := fs.String("logs", "", "write each container's output to DIR/<container>.log")
 	timeout := fs.Duration("timeout", 0, "end the pod after this long (default: its activeDeadlineSeconds, else 30m)")
 	keep := fs.Bool("keep", false, "keep the podman pod and the emptyDir directories")
+	secretsFile := fs.String("secrets", "", "a Secret or SecretList (JSON or YAML, as kubectl get secret -o json prints it): the Secrets secretKeyRefs name")
 	var labels []string
 	fs.Func("label", "KEY=VALUE: a label of the podman pod (repeatable), to find it again", func(v string) error {
 		if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
@@ -107,7 +110,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "runpod:", err)
 		os.Exit(2)
 	}
-	r := &runner{podman: []string{*podman}, pod: p, logs: *logs, keep: *keep, labels: labels}
+	r := &runner{podman: []string{*podman}, pod: p, logs: *logs, keep: *keep, labels: labels, secrets: &secretStore{}}
+	if *secretsFile != "" {
+		if r.secrets.secrets, err = readSecrets(*secretsFile); err != nil {
+			fmt.Fprintln(os.Stderr, "runpod:", err)
+			os.Exit(2)
+		}
+	}
 	if *runtime != "" {
 		r.podman = append(r.podman, "--runtime", *runtime)
 	}
@@ -151,6 +160,7 @@ type runner struct {
 	vols    map[string]string
 	started []string // containers started, in order
 	labels  []string // KEY=VALUE labels of the podman pod
+	secrets *secretStore
 }
 
 // say prints one step with the time since the pod was created.
@@ -197,6 +207,14 @@ func (r *runner) run(ctx context.Context, claims map[string]string, limit time.D
 		return st, err
 	}
 	if r.vols, err = podVolumes(p, work, claims); err != nil {
+		os.RemoveAll(work)
+		return st, err
+	}
+	if r.secrets == nil {
+		r.secrets = &secretStore{}
+	}
+	r.secrets.dir = filepath.Join(work, "secrets")
+	if err := os.Mkdir(r.secrets.dir, 0o700); err != nil {
 		os.RemoveAll(work)
 		return st, err
 	}
@@ -295,7 +313,7 @@ func (r *runner) plan() (inits, mains []planned, err error) {
 	p := r.pod
 	for i := range p.Spec.InitContainers {
 		c := &p.Spec.InitContainers[i]
-		a, err := runArgs(p, c, r.name, r.name+"-"+c.Name, r.vols)
+		a, err := runArgs(p, c, r.name, r.name+"-"+c.Name, r.vols, r.secrets)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -306,7 +324,7 @@ func (r *runner) plan() (inits, mains []planned, err error) {
 	}
 	for i := range p.Spec.Containers {
 		c := &p.Spec.Containers[i]
-		a, err := runArgs(p, c, r.name, r.name+"-"+c.Name, r.vols)
+		a, err := runArgs(p, c, r.name, r.name+"-"+c.Name, r.vols, r.secrets)
 		if err != nil {
 			return nil, nil, err
 		}

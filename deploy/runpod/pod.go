@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,6 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/pab-dev/pab/internal/atomicfile"
+	"github.com/pab-dev/pab/internal/readlimit"
 )
 
 // maxSpec bounds the Pod or Job file read.
@@ -140,14 +144,80 @@ func fieldValue(p *corev1.Pod, fp string) (string, error) {
 	return "", fmt.Errorf("fieldRef %q is not supported", fp)
 }
 
+// readSecrets reads a Secret or a SecretList (JSON or YAML, at most 1 MiB; kubectl get
+// secret -o json) and returns the Secrets by name.
+func readSecrets(file string) (map[string]*corev1.Secret, error) {
+	data, err := readlimit.File(file, 1<<20)
+	if err != nil {
+		return nil, fmt.Errorf("--secrets: %w", err)
+	}
+	var probe struct{ Kind string }
+	if err := yaml.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("--secrets %s: %v", file, err)
+	}
+	out := map[string]*corev1.Secret{}
+	switch probe.Kind {
+	case "Secret":
+		var s corev1.Secret
+		if err := yaml.Unmarshal(data, &s); err != nil {
+			return nil, fmt.Errorf("--secrets %s: %v", file, err)
+		}
+		out[s.Name] = &s
+	case "SecretList", "List":
+		var l corev1.SecretList
+		if err := yaml.Unmarshal(data, &l); err != nil {
+			return nil, fmt.Errorf("--secrets %s: %v", file, err)
+		}
+		for i := range l.Items {
+			out[l.Items[i].Name] = &l.Items[i]
+		}
+	default:
+		return nil, fmt.Errorf("--secrets %s: kind %q, want Secret or SecretList", file, probe.Kind)
+	}
+	return out, nil
+}
+
+// secretStore holds the Secrets a pod's secretKeyRefs may name (runpod --secrets FILE,
+// what `kubectl get secret -o json` prints), and the directory where a container's secret
+// values are written as a podman --env-file (mode 0600), so they are never on a command
+// line.
+type secretStore struct {
+	secrets map[string]*corev1.Secret
+	dir     string
+}
+
+// value is key of Secret name: an error when either is missing (the kubelet's
+// CreateContainerConfigError), or when the value holds a newline or NUL (an env file
+// cannot carry it).
+func (s *secretStore) value(ref *corev1.SecretKeySelector) (string, error) {
+	if s == nil || s.secrets[ref.Name] == nil {
+		return "", fmt.Errorf("secret %q not found (give it with --secrets)", ref.Name)
+	}
+	sec := s.secrets[ref.Name]
+	v, ok := sec.Data[ref.Key]
+	if !ok {
+		sv, sok := sec.StringData[ref.Key]
+		if !sok {
+			return "", fmt.Errorf("secret %q has no key %q", ref.Name, ref.Key)
+		}
+		v = []byte(sv)
+	}
+	if strings.ContainsAny(string(v), "\n\x00") {
+		return "", fmt.Errorf("secret %q key %q holds a newline or NUL, which an env file cannot carry", ref.Name, ref.Key)
+	}
+	return string(v), nil
+}
+
 // containerEnv resolves a container's environment in order: literal values with $(VAR)
-// references expanded against the variables before them, and fieldRefs. Any other
-// source (secrets, config maps, resource fields) is refused.
-func containerEnv(p *corev1.Pod, c *corev1.Container) ([]corev1.EnvVar, error) {
+// references expanded against the variables before them, fieldRefs, and secretKeyRefs
+// from sec (their names are returned in secret). Any other source (config maps,
+// resource fields) is refused.
+func containerEnv(p *corev1.Pod, c *corev1.Container, sec *secretStore) (env []corev1.EnvVar, secret map[string]bool, err error) {
 	if len(c.EnvFrom) > 0 {
-		return nil, fmt.Errorf("container %s: envFrom is not supported", c.Name)
+		return nil, nil, fmt.Errorf("container %s: envFrom is not supported", c.Name)
 	}
 	var out []corev1.EnvVar
+	secret = map[string]bool{}
 	seen := map[string]string{}
 	for _, e := range c.Env {
 		v := e.Value
@@ -157,15 +227,21 @@ func containerEnv(p *corev1.Pod, c *corev1.Container) ([]corev1.EnvVar, error) {
 		case e.ValueFrom.FieldRef != nil:
 			var err error
 			if v, err = fieldValue(p, e.ValueFrom.FieldRef.FieldPath); err != nil {
-				return nil, fmt.Errorf("container %s: env %s: %w", c.Name, e.Name, err)
+				return nil, nil, fmt.Errorf("container %s: env %s: %w", c.Name, e.Name, err)
 			}
+		case e.ValueFrom.SecretKeyRef != nil:
+			var err error
+			if v, err = sec.value(e.ValueFrom.SecretKeyRef); err != nil {
+				return nil, nil, fmt.Errorf("container %s: env %s: %w", c.Name, e.Name, err)
+			}
+			secret[e.Name] = true
 		default:
-			return nil, fmt.Errorf("container %s: env %s: only value and fieldRef are supported", c.Name, e.Name)
+			return nil, nil, fmt.Errorf("container %s: env %s: only value, fieldRef and secretKeyRef are supported", c.Name, e.Name)
 		}
 		seen[e.Name] = v
 		out = append(out, corev1.EnvVar{Name: e.Name, Value: v})
 	}
-	return out, nil
+	return out, secret, nil
 }
 
 // expand replaces $(NAME) by the value of an earlier variable NAME; $$ is a literal $;
@@ -268,8 +344,8 @@ func containerMounts(c *corev1.Container, vols map[string]string) ([]mountSpec, 
 // (the container's securityContext over the pod's), fsGroup as a supplementary group,
 // read-only root (without podman's extra tmpfs mounts), dropped capabilities and
 // no-new-privileges.
-func runArgs(p *corev1.Pod, c *corev1.Container, podName, name string, vols map[string]string) ([]string, error) {
-	env, err := containerEnv(p, c)
+func runArgs(p *corev1.Pod, c *corev1.Container, podName, name string, vols map[string]string, sec *secretStore) ([]string, error) {
+	env, secret, err := containerEnv(p, c, sec)
 	if err != nil {
 		return nil, err
 	}
@@ -342,8 +418,23 @@ func runArgs(p *corev1.Pod, c *corev1.Container, podName, name string, vols map[
 	if c.WorkingDir != "" {
 		a = append(a, "--workdir", c.WorkingDir)
 	}
+	var secretLines strings.Builder
 	for _, e := range env {
+		if secret[e.Name] {
+			secretLines.WriteString(e.Name + "=" + e.Value + "\n")
+			continue
+		}
 		a = append(a, "--env", e.Name+"="+e.Value)
+	}
+	if secretLines.Len() > 0 {
+		if sec == nil || sec.dir == "" {
+			return nil, fmt.Errorf("container %s: no directory for its secret env file", c.Name)
+		}
+		f := filepath.Join(sec.dir, name+".env")
+		if err := atomicfile.Write(f, []byte(secretLines.String()), 0o600); err != nil {
+			return nil, err
+		}
+		a = append(a, "--env-file", f)
 	}
 	for _, m := range mounts {
 		opt := "type=bind,src=" + m.host + ",dst=" + m.path

@@ -32,6 +32,7 @@ func renderedJob(t *testing.T) string {
 		Repeat:       3,
 		Parallelism:  2,
 		Batch:        "b1",
+		ResultsClaim: "pab-results",
 		Timeout:      5 * time.Minute,
 	})
 	if err != nil {
@@ -96,7 +97,7 @@ func TestPodOfRenderedJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	collect := container(t, p, "collect")
-	a, err := runArgs(p, collect, "P", "P-collect", vols)
+	a, err := runArgs(p, collect, "P", "P-collect", vols, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestPodOfRenderedJob(t *testing.T) {
 		t.Errorf("the image is not last (no args): %v", a[len(a)-3:])
 	}
 	agent := container(t, p, "agent")
-	a, err = runArgs(p, agent, "P", "P-agent", vols)
+	a, err = runArgs(p, agent, "P", "P-agent", vols, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,8 +172,8 @@ func TestRunpodRefuses(t *testing.T) {
 		{"subPath escape", "leaves its volume", func(p *corev1.Pod) {
 			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "v", MountPath: "/m", SubPath: "../../etc"}}
 		}},
-		{"secret env", "only value and fieldRef", func(p *corev1.Pod) {
-			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "S", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "k"}}}}
+		{"config map env", "only value, fieldRef and secretKeyRef", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "S", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{Key: "k"}}}}
 		}},
 		{"odd fieldRef", "not supported", func(p *corev1.Pod) {
 			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "S", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}}
@@ -195,7 +196,7 @@ func TestRunpodRefuses(t *testing.T) {
 			c.edit(p)
 			vols, err := podVolumes(p, t.TempDir(), nil)
 			if err == nil {
-				_, err = runArgs(p, &p.Spec.Containers[0], "P", "P-c", vols)
+				_, err = runArgs(p, &p.Spec.Containers[0], "P", "P-c", vols, nil)
 			}
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("got %v, want an error with %q", err, c.want)
@@ -247,5 +248,53 @@ func TestReadPodKinds(t *testing.T) {
 	}
 	if _, err := readPod(write("big.yaml", strings.Repeat("#", maxSpec+1)), 0); err == nil || !strings.Contains(err.Error(), "over") {
 		t.Errorf("big: %v", err)
+	}
+}
+
+// TestRunpodSecretEnv: a secretKeyRef is resolved from --secrets and reaches podman in a
+// 0600 env file, never on the command line; a missing Secret or key is refused by name.
+func TestRunpodSecretEnv(t *testing.T) {
+	p, err := readPod(renderedJob(t), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := &p.Spec.Containers[0]
+	agent.Env = append(agent.Env, corev1.EnvVar{Name: "MODEL_KEY", ValueFrom: &corev1.EnvVarSource{
+		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "model"}, Key: "api-key"}}})
+	dir := t.TempDir()
+	sf := filepath.Join(dir, "secrets.json")
+	os.WriteFile(sf, []byte(`{"kind":"SecretList","apiVersion":"v1","items":[{"kind":"Secret","apiVersion":"v1","metadata":{"name":"model"},"data":{"api-key":"c2stdGVzdC0xMjM="}}]}`), 0o644)
+	secrets, err := readSecrets(sf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vols, err := podVolumes(p, t.TempDir(), map[string]string{"pab-results": "/srv/results"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := &secretStore{secrets: secrets, dir: t.TempDir()}
+	a, err := runArgs(p, agent, "P", "P-agent", vols, sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(strings.Join(a, " "), "sk-test-123") {
+		t.Fatalf("the secret is on podman's command line: %v", a)
+	}
+	ef := argAfter(a, "--env-file")
+	if len(ef) != 1 {
+		t.Fatalf("--env-file %v", ef)
+	}
+	data, err := os.ReadFile(ef[0])
+	fi, _ := os.Stat(ef[0])
+	if err != nil || string(data) != "MODEL_KEY=sk-test-123\n" || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("env file %q (%v), mode %v", data, err, fi.Mode())
+	}
+	agent.Env[len(agent.Env)-1].ValueFrom.SecretKeyRef.Key = "nope"
+	if _, err := runArgs(p, agent, "P", "P-agent", vols, sec); err == nil || !strings.Contains(err.Error(), `no key "nope"`) {
+		t.Errorf("missing key: %v", err)
+	}
+	agent.Env[len(agent.Env)-1].ValueFrom.SecretKeyRef.Name = "other"
+	if _, err := runArgs(p, agent, "P", "P-agent", vols, sec); err == nil || !strings.Contains(err.Error(), `secret "other" not found`) {
+		t.Errorf("missing secret: %v", err)
 	}
 }
