@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -189,7 +190,8 @@ type agentRun struct {
 	codexModel         string // CODEX_MODEL (Codex offers MCP tools through its tool_search only for models it knows)
 	// slowMCP starts @playwright/mcp 20 s late (over the CLIs' own waits for MCP servers:
 	// Claude Code's MCP_CONNECT_TIMEOUT_MS is 5 s): pab hands it over only once it answers
-	// tools/list, so the agent never runs without its browser tools.
+	// tools/list, so the agent never runs without its browser tools. Such a batch runs
+	// 4 repeats at --jobs 4 with every CPU kept busy by a load generator (busyCPUs).
 	slowMCP bool
 	plan    fakemodel.Plan
 }
@@ -218,10 +220,6 @@ func TestRealAgents(t *testing.T) {
 		{name: "claude-guard", script: "claude-guard.sh", task: "apply-greenhouse-axon", guard: true, plan: axonPlan},
 		// a model Codex knows: the MCP tools are found through its tool_search
 		{name: "codex-guard", script: "codex-guard.sh", task: "apply-greenhouse-axon", guard: true, plan: axonPlan, codexModel: "gpt-5.5"},
-		{name: "claude-playwright-slow-mcp", script: "claude-playwright.sh", task: "books-sapiens-price", plan: booksPlan, slowMCP: true},
-		{name: "codex-playwright-slow-mcp", script: "codex-playwright.sh", task: "books-sapiens-price", plan: booksPlan, codexModel: "gpt-5.5", slowMCP: true},
-		{name: "claude-guard-slow-mcp", script: "claude-guard.sh", task: "apply-greenhouse-axon", guard: true, plan: axonPlan, slowMCP: true},
-		{name: "codex-guard-slow-mcp", script: "codex-guard.sh", task: "apply-greenhouse-axon", guard: true, plan: axonPlan, codexModel: "gpt-5.5", slowMCP: true},
 	} {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
@@ -230,8 +228,51 @@ func TestRealAgents(t *testing.T) {
 	}
 }
 
+// TestRealAgentsSlowMCPUnderLoad: each of the four scripts in a batch of 4 runs at --jobs 4,
+// with @playwright/mcp starting 20 s late (for pab run's server and pab guard's) and every
+// CPU of the machine kept busy by a load generator: 8 runs per CLI, none without its
+// browser tools (the scripted model records any turn that lacked them), each graded. The
+// batches run one after another, so that the load is the generator's and the batch's own.
+func TestRealAgentsSlowMCPUnderLoad(t *testing.T) {
+	agentCLIs(t)
+	ns := newNetNS(t)
+	stop := busyCPUs()
+	defer stop()
+	for _, r := range []agentRun{
+		{name: "claude-playwright", script: "claude-playwright.sh", task: "books-sapiens-price", plan: booksPlan, slowMCP: true},
+		{name: "codex-playwright", script: "codex-playwright.sh", task: "books-sapiens-price", plan: booksPlan, codexModel: "gpt-5.5", slowMCP: true},
+		{name: "claude-guard", script: "claude-guard.sh", task: "apply-greenhouse-axon", guard: true, plan: axonPlan, slowMCP: true},
+		{name: "codex-guard", script: "codex-guard.sh", task: "apply-greenhouse-axon", guard: true, plan: axonPlan, codexModel: "gpt-5.5", slowMCP: true},
+	} {
+		t.Run(r.name, func(t *testing.T) { r.play(t, ns) })
+	}
+}
+
+// busyCPUs keeps every CPU busy (a spinning goroutine per CPU, each yielding now and then)
+// until the returned function is called.
+func busyCPUs() func() {
+	done := make(chan struct{})
+	for range runtime.NumCPU() {
+		go func() {
+			x := 0
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				for i := 0; i < 1_000_000; i++ {
+					x += i
+				}
+				runtime.Gosched()
+			}
+		}()
+	}
+	return func() { close(done) }
+}
+
 func (r agentRun) play(t *testing.T, ns *netNS) {
-	tmp, hit := t.TempDir(), true
+	tmp := t.TempDir()
 	var srv *fakemodel.Server
 	var err error
 	ns.run(func() { srv, err = fakemodel.Start(r.plan, filepath.Join(tmp, "model")) })
@@ -243,7 +284,12 @@ func (r agentRun) play(t *testing.T, ns *netNS) {
 		t.Fatalf("model server at %s, want loopback", srv.URL())
 	}
 	out := filepath.Join(tmp, "batch")
-	args := []string{"run", "--out", out, "--proxy-env=false", "--timeout", "150s", "--grace", "2s",
+	repeat := 1
+	if r.slowMCP {
+		repeat = 4
+	}
+	args := []string{"run", "--out", out, "--proxy-env=false", "--timeout", "240s", "--grace", "2s",
+		"--repeat", strconv.Itoa(repeat), "--jobs", strconv.Itoa(repeat),
 		"--agent", filepath.Join(repoRoot, "agents", r.script), "--label", r.name,
 		"--judge", "cli", "--judge-cmd", exampleJudge}
 	if r.guard {
@@ -276,17 +322,19 @@ func (r agentRun) play(t *testing.T, ns *netNS) {
 		err = cmd.Wait()
 	}
 	t.Logf("%s: pab run took %s", r.name, time.Since(start).Round(100*time.Millisecond))
-	dir := filepath.Join(out, r.task, "1")
 	defer func() {
 		if t.Failed() {
-			dumpAgentRun(t, dir, srv)
+			for k := 1; k <= repeat; k++ {
+				dumpAgentRun(t, filepath.Join(out, r.task, strconv.Itoa(k)), srv)
+			}
 		}
 	}()
 	if err != nil {
 		t.Fatalf("pab run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 
-	// The scripted model: every step done, every check passed, the right answer given.
+	// The scripted model: every step done, every check passed, the right answer given (a
+	// turn without the browser tools is a failure).
 	if f := srv.Failures(); len(f) > 0 {
 		t.Errorf("the scripted model's plan failed:\n%s", strings.Join(f, "\n"))
 	}
@@ -299,21 +347,33 @@ func (r agentRun) play(t *testing.T, ns *netNS) {
 			turns++
 		}
 	}
-	if turns < len(r.plan.Steps)+1 {
-		t.Errorf("%d turns of the agent reached the model, want at least %d", turns, len(r.plan.Steps)+1)
+	if turns < repeat*(len(r.plan.Steps)+1) {
+		t.Errorf("%d turns of the agent reached the model, want at least %d", turns, repeat*(len(r.plan.Steps)+1))
 	}
+	s := readSummary(t, out)
+	if len(s.Runs) != repeat {
+		t.Fatalf("summary: %d runs, want %d", len(s.Runs), repeat)
+	}
+	for _, run := range s.Runs {
+		r.checkRun(t, filepath.Join(out, r.task, strconv.Itoa(run.Repeat)), run, len(srv.Requests()))
+	}
+	if pids := processesUsing(t, out); len(pids) > 0 {
+		t.Errorf("processes left running: %v", pids)
+	}
+}
+
+// checkRun checks one run of the batch in dir (its summary row run): the right answer, the
+// agent's exit 0, and what the run's mode must show.
+func (r agentRun) checkRun(t *testing.T, dir string, run batch.RunRow, modelRequests int) {
+	t.Helper()
+	hit := true
 	answer, _ := os.ReadFile(filepath.Join(dir, batch.FileAnswer))
 	if strings.TrimSpace(string(answer)) != r.plan.Answer {
 		t.Errorf("answer.txt is %q, want %q", answer, r.plan.Answer)
 	}
 
-	s := readSummary(t, out)
-	if len(s.Runs) != 1 {
-		t.Fatalf("summary: %d runs", len(s.Runs))
-	}
-	run := s.Runs[0]
-	t.Logf("%s: run %s, score %v, %d requests through the replay, %d model requests", r.name, run.Status,
-		fmtScore(run.Score), run.Requests, len(srv.Requests()))
+	t.Logf("%s/%d: run %s, score %v, %d requests through the replay, %d model requests in the batch", r.name, run.Repeat, run.Status,
+		fmtScore(run.Score), run.Requests, modelRequests)
 	info, err := readRunInfo(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -363,9 +423,6 @@ func (r agentRun) play(t *testing.T, ns *netNS) {
 		if n := logCount(t, log, grade.RequestMatch{Method: "POST", URL: "*/axon/jobs/*/applications*"}); n != 0 {
 			t.Errorf("%d POSTs reached the application endpoint", n)
 		}
-	}
-	if pids := processesUsing(t, out); len(pids) > 0 {
-		t.Errorf("processes left running: %v", pids)
 	}
 }
 
