@@ -394,9 +394,10 @@ func (r agentRun) checkRun(t *testing.T, dir string, run batch.RunRow, modelRequ
 			t.Errorf("@playwright/mcp's output directory: %v", err)
 		}
 	} else {
-		// Grading of apply tasks is someone else's; only pab's own failure is an error here.
-		if run.Status == batch.StatusError {
-			t.Errorf("run: status error: %s", run.Error)
+		// The score of apply tasks is someone else's: the run must be graded (not an error,
+		// not a run without its browser).
+		if run.Status != batch.StatusGraded {
+			t.Errorf("run: status %s (%s), want graded", run.Status, run.Error)
 		}
 		res, err := guardResult(filepath.Join(dir, "guard.result.json"))
 		if err != nil {
