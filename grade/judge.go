@@ -150,6 +150,20 @@ func judgeParseBaseURL(raw, what string) (string, error) {
 	return raw, nil
 }
 
+// UsageTagHeader is the request header that carries a judge call's usage tag
+// (WithUsageTag) to a usage meter in front of the judge's API (pab run's, internal/meter),
+// which removes it before forwarding the call.
+const UsageTagHeader = "X-Pab-Usage-Tag"
+
+type usageTagKey struct{}
+
+// WithUsageTag returns ctx with a usage tag: every API call a judge (kind api or openai)
+// makes under it carries the tag in UsageTagHeader, so that a meter can count the judge's
+// calls of one run apart from another's. A CLI judge's calls carry none.
+func WithUsageTag(ctx context.Context, tag string) context.Context {
+	return context.WithValue(ctx, usageTagKey{}, tag)
+}
+
 // judgeHTTPClient returns an HTTP client whose response bodies are cut off
 // with an error after judgeMaxHTTPBody bytes, so a misbehaving server cannot
 // make the SDKs buffer unbounded data.
@@ -168,6 +182,10 @@ type judgeLimitTransport struct {
 }
 
 func (t judgeLimitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if tag, ok := req.Context().Value(usageTagKey{}).(string); ok && tag != "" {
+		req = req.Clone(req.Context())
+		req.Header.Set(UsageTagHeader, tag)
+	}
 	res, err := t.base.RoundTrip(req)
 	if err != nil || res.Body == nil {
 		return res, err
