@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"strings"
-	"net"
 	"sync"
 	"testing"
 
