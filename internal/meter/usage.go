@@ -240,7 +240,7 @@ func (p *usageParser) Write(b []byte) {
 		p.body = append(p.body, b...)
 		return
 	}
-	for len(b) > 0 {
+	for len(b) > 0 && p.failed == "" {
 		i := bytes.IndexByte(b, '\n')
 		seg := b
 		if i >= 0 {
@@ -306,7 +306,7 @@ func (p *usageParser) dispatch() {
 	name, data, over := p.event, p.data, p.dataOver
 	p.event, p.data, p.dataOver = "", p.data[:0], false
 	if over {
-		if usageEvents[name] && !p.final {
+		if usageEvents[name] {
 			p.skipped = fmt.Sprintf("an event over %d bytes (%q) could hold the usage", p.maxEvent, name)
 		}
 		return
