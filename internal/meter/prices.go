@@ -106,10 +106,10 @@ func (t *PriceTable) Lookup(model string) (Price, string, bool) {
 
 // Cost returns the cost in US dollars of a call's usage at price p. For the OpenAI APIs,
 // whose input count includes the cached tokens, the cached tokens are taken out of the input
-// before pricing (usage.Kind says which API).
+// before pricing (c.API says which API).
 func (p Price) Cost(c *Call) float64 {
 	input := c.InputTokens
-	if c.Kind != KindAnthropic {
+	if c.API != APIMessages {
 		input -= c.CacheReadTokens
 		if input < 0 {
 			input = 0

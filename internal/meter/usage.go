@@ -209,6 +209,7 @@ type usageParser struct {
 	dataOver bool
 	started  bool // Anthropic message_start read
 	final    bool // the usage that ends the call was read
+	ended    bool // the stream's last event was read (Chat Completions' [DONE], message_stop)
 	skipped  string
 
 	model string
@@ -315,6 +316,7 @@ func (p *usageParser) dispatch() {
 		return
 	}
 	if p.api == APIChatCompletions && bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
+		p.ended = true
 		return
 	}
 	p.sseEvent(name, data)
@@ -451,6 +453,8 @@ func (p *usageParser) sseEvent(name string, data []byte) {
 			if ev.Usage.OutputTokens != nil && p.started {
 				p.final = true
 			}
+		case "message_stop":
+			p.ended = true
 		case "error":
 			if !p.final {
 				p.fail("the stream ended in an error event before its usage")
@@ -505,6 +509,7 @@ func clipModel(m string) string {
 // result is what was read once the answer ended (eof: the whole body was read).
 func (p *usageParser) result(eof bool) usageResult {
 	r := usageResult{model: p.model, streamed: p.sse}
+	eof = eof || p.ended // a client may close the stream after its last event
 	if p.failed != "" {
 		r.reason = p.failed
 		return r
