@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -465,4 +466,40 @@ func listen(t *testing.T) net.Listener {
 		t.Fatal(err)
 	}
 	return ln
+}
+
+// TestCloseCutsStuckStream: Close with a deadline cuts a stream the upstream never finishes;
+// the call is recorded (unreadable) by the time Close returns, with its latency.
+func TestCloseCutsStuckStream(t *testing.T) {
+	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-test\",\"usage\":{\"input_tokens\":11,\"output_tokens\":1}}}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	_, m := setup(t, Options{Upstreams: map[Kind]string{KindAnthropic: up}})
+	began := time.Now()
+	resp, err := http.Post(m.BaseURL(KindAnthropic)+"/v1/messages", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || line != "event: message_start\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	m.Close(ctx)
+	elapsed := time.Since(began)
+	u := m.Usage()
+	if len(u.Calls) != 1 {
+		t.Fatalf("calls %+v", u.Calls)
+	}
+	c := u.Calls[0]
+	if !c.Unreadable || !strings.Contains(c.Reason, "cut before its usage") || c.InputTokens != 0 || u.Totals.CostUSD != nil {
+		t.Errorf("call %+v", c)
+	}
+	if c.LatencyMS < 0 || c.LatencyMS > elapsed.Milliseconds() || c.Time.Before(began.Add(-time.Second)) {
+		t.Errorf("latency %d ms, time %v; the test took %v from %v", c.LatencyMS, c.Time, elapsed, began)
+	}
 }
