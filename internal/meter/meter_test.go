@@ -314,9 +314,23 @@ func TestStreamNotBuffered(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	br := bufio.NewReader(resp.Body)
-	first, err := br.ReadString('\n')
-	if err != nil || first != "event: message_start\n" {
-		t.Fatalf("first line %q, %v", first, err)
+	type line struct {
+		s   string
+		err error
+	}
+	got := make(chan line, 1)
+	go func() {
+		s, err := br.ReadString('\n')
+		got <- line{s, err}
+	}()
+	select {
+	case first := <-got:
+		if first.err != nil || first.s != "event: message_start\n" {
+			t.Fatalf("first line %q, %v", first.s, first.err)
+		}
+	case <-time.After(30 * time.Second):
+		close(release)
+		t.Fatal("the first event did not reach the client while the upstream held the rest back")
 	}
 	if n := len(m.Usage().Calls); n != 0 {
 		t.Fatalf("%d calls recorded before the stream ended", n)
