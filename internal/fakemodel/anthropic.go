@@ -77,8 +77,12 @@ func (s *Server) anthropic(w http.ResponseWriter, body []byte, rec *Request) {
 	} else {
 		block = map[string]any{"type": "text", "text": a.answer}
 	}
-	usage := map[string]any{"input_tokens": len(body)/4 + 1, "output_tokens": 20,
-		"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+	rep := reportedUsage(body, true)
+	rec.Usage = &rep
+	usage := map[string]any{"input_tokens": rep.Input, "output_tokens": rep.Output,
+		"cache_creation_input_tokens": rep.CacheWrite, "cache_read_input_tokens": rep.CacheRead,
+		"cache_creation": map[string]any{"ephemeral_5m_input_tokens": rep.CacheWrite - rep.CacheWrite1h,
+			"ephemeral_1h_input_tokens": rep.CacheWrite1h}}
 	msg := map[string]any{"id": s.newID("msg"), "type": "message", "role": "assistant", "model": req.Model,
 		"stop_sequence": nil}
 	if !req.Stream {
@@ -88,8 +92,14 @@ func (s *Server) anthropic(w http.ResponseWriter, body []byte, rec *Request) {
 	}
 	e := newSSE(w)
 	msg["content"], msg["stop_reason"] = []any{}, nil
-	msg["usage"] = map[string]any{"input_tokens": usage["input_tokens"], "output_tokens": 1,
-		"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+	// message_start has the input counts and a first output count; message_delta the
+	// final (cumulative) output count.
+	started := map[string]any{}
+	for k, v := range usage {
+		started[k] = v
+	}
+	started["output_tokens"] = 1
+	msg["usage"] = started
 	e.event("message_start", map[string]any{"type": "message_start", "message": msg})
 	if a.call != nil {
 		input, _ := json.Marshal(a.call.args)
@@ -105,6 +115,6 @@ func (s *Server) anthropic(w http.ResponseWriter, body []byte, rec *Request) {
 	}
 	e.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 	e.event("message_delta", map[string]any{"type": "message_delta",
-		"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 20}})
+		"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": rep.Output}})
 	e.event("message_stop", map[string]any{"type": "message_stop"})
 }

@@ -1,7 +1,9 @@
 // Package fakemodel is a scripted model server for testing real agent CLIs (Claude Code,
 // Codex) end to end without an LLM. It listens on loopback and speaks enough of the
-// Anthropic Messages API (POST /v1/messages, streaming and not) and of the OpenAI Responses
-// API (POST /v1/responses, streaming and not) to play a fixed Plan: a list of tool calls
+// Anthropic Messages API (POST /v1/messages, streaming and not), of the OpenAI Responses
+// API (POST /v1/responses, streaming and not) and of OpenAI Chat Completions (POST
+// /v1/chat/completions, streaming and not, the usage chunk when the request sets
+// stream_options.include_usage) to play a fixed Plan: a list of tool calls
 // (open the task's start page, take a snapshot, fill a field, press a button, ...) and then
 // a final answer.
 //
@@ -22,6 +24,9 @@
 //
 // Codex's code mode (its default model: one exec tool running JavaScript that calls the MCP
 // tools, codemode.go) is played as one exec call per step.
+//
+// Every answer to a model call reports a known token usage (Usage), recorded with the
+// request, so that a test can check a meter's sums against it.
 //
 // Every request is recorded (Requests) with what was answered, for the test to inspect.
 package fakemodel
@@ -82,7 +87,8 @@ type Request struct {
 	Time   time.Time `json:"time"`
 	Method string    `json:"method"`
 	Path   string    `json:"path"`
-	// API is "anthropic", "openai" or "" (anything else).
+	// API is "anthropic", "openai" (Responses), "openai-chat" (Chat Completions) or ""
+	// (anything else).
 	API    string `json:"api,omitempty"`
 	Model  string `json:"model,omitempty"`
 	Stream bool   `json:"stream,omitempty"`
@@ -97,8 +103,33 @@ type Request struct {
 	Reply string `json:"reply"`
 	// Failure is why the plan failed at this turn, if it did.
 	Failure string `json:"failure,omitempty"`
+	// Usage is the token usage the answer reported (nil for an answer without one).
+	Usage *Usage `json:"usage,omitempty"`
 	// Body is the request body as received.
 	Body json.RawMessage `json:"-"`
+}
+
+// Usage is the token usage the server reports for a model call: a function of the request
+// body's length, so that calls differ, and never all zero. Anthropic answers report Input
+// (input_tokens, the uncached input), CacheRead, CacheWrite (of which CacheWrite1h went to the
+// 1-hour cache) and Output; OpenAI answers report Input (which includes the cached tokens),
+// CacheRead (cached_tokens) and Output, with CacheWrite 0.
+type Usage struct {
+	Input        int64 `json:"input"`
+	Output       int64 `json:"output"`
+	CacheRead    int64 `json:"cache_read"`
+	CacheWrite   int64 `json:"cache_write"`
+	CacheWrite1h int64 `json:"cache_write_1h"`
+}
+
+// reportedUsage is the usage reported for a request body (see Usage).
+func reportedUsage(body []byte, anthropic bool) Usage {
+	n := int64(len(body))
+	u := Usage{Input: n/4 + 1, Output: 20 + n%7, CacheRead: n / 16}
+	if anthropic {
+		u.CacheWrite, u.CacheWrite1h = 5+n%3, 2
+	}
+	return u
 }
 
 // Server is a running scripted model server.
@@ -172,6 +203,7 @@ func (s *Server) Answered() bool {
 const maxBody = 64 << 20
 
 // ServeHTTP answers POST /v1/messages (and /v1/messages/count_tokens), POST /v1/responses,
+// POST /v1/chat/completions,
 // GET /v1/models (an empty list) and HEAD / (Claude Code's reachability probe); anything
 // else is a 404. Every request is recorded.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -191,6 +223,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/responses":
 		rec.API = "openai"
 		s.openai(w, body, &rec)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions":
+		rec.API = "openai-chat"
+		s.chat(w, body, &rec)
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
 		rec.Reply = "models"
 		writeJSON(w, map[string]any{"object": "list", "data": []any{}, "models": []any{}})

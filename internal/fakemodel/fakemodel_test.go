@@ -11,6 +11,9 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/openai/openai-go/v3"
+	ooption "github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
 )
 
 var testPlan = Plan{
@@ -278,5 +281,74 @@ func TestOpenAISearchFindsNothing(t *testing.T) {
 	item = doneItem(t, post(t, url, map[string]any{"model": "m", "stream": true, "tools": tools, "input": input}))
 	if item["type"] != "message" || s.Answered() || len(s.Failures()) != 1 {
 		t.Errorf("after an empty search: %v; failures %v", item, s.Failures())
+	}
+}
+
+// TestChatPlan: OpenAI Chat Completions, through the official SDK, plays the plan (tools as
+// functions, results as tool messages); every answer reports the usage recorded with the
+// request, the streamed one in its last chunk when include_usage is set, and not at all
+// without it.
+func TestChatPlan(t *testing.T) {
+	s := start(t, Plan{Marker: "Sapiens", Steps: testPlan.Steps[:2], Answer: "£54.23"})
+	client := openai.NewClient(ooption.WithBaseURL(s.URL()+"/v1"), ooption.WithAPIKey("k"), ooption.WithMaxRetries(0))
+	ctx := context.Background()
+	fn := func(name string) openai.ChatCompletionToolUnionParam {
+		return openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: name})
+	}
+	params := openai.ChatCompletionNewParams{Model: "gpt-x",
+		Tools:    []openai.ChatCompletionToolUnionParam{fn("browser_navigate"), fn("browser_snapshot")},
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("what does Sapiens cost?")}}
+	results := []string{"navigated", snapshot}
+	for i := 0; ; i++ {
+		var msg openai.ChatCompletionMessage
+		var usage openai.CompletionUsage
+		if i%2 == 0 {
+			res, err := client.Chat.Completions.New(ctx, params)
+			if err != nil {
+				t.Fatalf("turn %d: %v", i, err)
+			}
+			msg, usage = res.Choices[0].Message, res.Usage
+		} else {
+			params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+			st := client.Chat.Completions.NewStreaming(ctx, params)
+			var acc openai.ChatCompletionAccumulator
+			for st.Next() {
+				acc.AddChunk(st.Current())
+			}
+			if err := st.Err(); err != nil {
+				t.Fatalf("turn %d: %v", i, err)
+			}
+			msg, usage = acc.Choices[0].Message, acc.Usage
+			params.StreamOptions = openai.ChatCompletionStreamOptionsParam{}
+		}
+		r := s.Requests()
+		if u := r[len(r)-1].Usage; u == nil || usage.PromptTokens != u.Input || usage.CompletionTokens != u.Output ||
+			usage.PromptTokensDetails.CachedTokens != u.CacheRead || u.Input == 0 {
+			t.Errorf("turn %d: usage %+v, recorded %+v", i, usage, u)
+		}
+		if i == len(results) {
+			if msg.Content != "£54.23" || len(msg.ToolCalls) != 0 {
+				t.Fatalf("answer %+v", msg)
+			}
+			break
+		}
+		if len(msg.ToolCalls) != 1 || msg.ToolCalls[0].Function.Name != testPlan.Steps[i].Tool {
+			t.Fatalf("turn %d: %+v", i, msg)
+		}
+		params.Messages = append(params.Messages, msg.ToParam(), openai.ToolMessage(results[i], msg.ToolCalls[0].ID))
+	}
+	if !s.Answered() {
+		t.Errorf("not answered: %v", s.Failures())
+	}
+	// A stream without include_usage reports none.
+	st := client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "gpt-x",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+	for st.Next() {
+		if st.Current().JSON.Usage.Valid() {
+			t.Error("a chunk has usage without include_usage")
+		}
+	}
+	if r := s.Requests(); st.Err() != nil || r[len(r)-1].Usage != nil {
+		t.Errorf("no include_usage: %v, recorded %+v", st.Err(), r[len(r)-1].Usage)
 	}
 }

@@ -30,10 +30,12 @@ func (s *Server) openai(w http.ResponseWriter, body []byte, rec *Request) {
 	a := s.decide(c, rec)
 
 	item := s.openaiItem(a)
+	rep := reportedUsage(body, false)
+	rec.Usage = &rep
 	resp := map[string]any{"id": s.newID("resp"), "object": "response", "created_at": time.Now().Unix(),
 		"model": req.Model, "status": "completed", "output": []any{item},
-		"usage": map[string]any{"input_tokens": len(body)/4 + 1, "input_tokens_details": map[string]any{"cached_tokens": 0},
-			"output_tokens": 20, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": len(body)/4 + 21}}
+		"usage": map[string]any{"input_tokens": rep.Input, "input_tokens_details": map[string]any{"cached_tokens": rep.CacheRead},
+			"output_tokens": rep.Output, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": rep.Input + rep.Output}}
 	if !req.Stream {
 		writeJSON(w, resp)
 		return
