@@ -113,6 +113,9 @@ type Info struct {
 	// Provenance is result.json's: the recording, grading file and rules the run was
 	// graded against and the pab build that graded it; nil when the run was not graded.
 	Provenance *grade.Provenance `json:"provenance,omitempty"`
+	// Usage is the run's model usage (pab run meters the agent's and the judge's calls:
+	// usage.go, docs/run.md "Model usage and cost"); absent when the run was not metered.
+	Usage *RunUsage `json:"usage,omitempty"`
 }
 
 // readInfo reads dir/run.json; (nil, nil) when there is none.

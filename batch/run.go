@@ -14,6 +14,7 @@ import (
 
 	"github.com/pab-dev/pab/grade"
 	"github.com/pab-dev/pab/internal/atomicfile"
+	"github.com/pab-dev/pab/internal/meter"
 )
 
 // ErrInterrupted is returned by Batch when ctx ended (Ctrl-C) before every run did; the
@@ -95,6 +96,8 @@ type Config struct {
 	Live     bool
 	// Label names the agent in the summary (default: Agent).
 	Label string
+	// Meter, when set, meters the agent's and the judge's model calls (usage.go).
+	Meter *MeterConfig
 }
 
 // job is one run to do.
@@ -403,9 +406,24 @@ func (b *batch) runOne(ctx context.Context, j job) *Info {
 		return fail("%v", err)
 	}
 	answerPath := filepath.Join(dir, FileAnswer)
-	env := agentEnv(b.cfg.Env, b.cfg.ProxyEnv, j, dir, prompt, promptFile, answerPath, svc)
+	var m *meter.Meter
+	var meterEnv [][2]string
+	if b.cfg.Meter != nil {
+		if m, meterEnv, err = startMeter(b.cfg.Meter); err != nil {
+			stdout.abort()
+			stderr.abort()
+			svc.Stop()
+			logFile.abort()
+			return fail("usage meter: %v", err)
+		}
+	}
+	env := agentEnv(b.cfg.Env, b.cfg.ProxyEnv, j, dir, prompt, promptFile, answerPath, svc, meterEnv)
 	end := runAgent(ctx, agentSpec{command: b.cfg.Agent, dir: dir, env: env, timeout: b.cfg.Timeout,
 		grace: b.cfg.Grace, stdout: stdout, stderr: stderr})
+	var agentUsage meter.Usage
+	if m != nil {
+		agentUsage = stopMeter(m)
+	}
 
 	var problems []string
 	if err := svc.Stop(); err != nil {
@@ -443,6 +461,14 @@ func (b *batch) runOne(ctx context.Context, j job) *Info {
 		in.Error = fmt.Sprintf("the agent ran past --timeout %s; its process group was killed", b.cfg.Timeout)
 	}
 	finishRun(ctx, t, dir, in, problems)
+	if m != nil {
+		if err := recordUsage(b.cfg.Meter, dir, in, agentUsage); err != nil {
+			in.Notes = append(in.Notes, "usage: "+err.Error())
+		}
+		if err := atomicfile.WriteJSON(filepath.Join(dir, FileInfo), in, 0o644); err != nil {
+			in.Notes = append(in.Notes, err.Error())
+		}
+	}
 	return in
 }
 
@@ -478,7 +504,7 @@ func finishRun(ctx context.Context, t Task, dir string, in *Info, problems []str
 	var res *grade.Result
 	if _, err := os.Stat(logPath); err != nil {
 		fail(ErrorHarness, "no "+FileLog+" in the run directory")
-	} else if res, err = t.Grade(ctx, logPath, answer); err != nil {
+	} else if res, err = t.Grade(grade.WithUsageTag(ctx, usageTag(in)), logPath, answer); err != nil {
 		fail(ErrorHarness, "grade: "+err.Error())
 		res = nil
 	}
@@ -593,7 +619,7 @@ func readAnswer(path string) (*grade.AnswerInfo, string) {
 }
 
 // agentEnv is the agent's environment: env without the variables pab sets, then pab's.
-func agentEnv(env []string, proxyEnv bool, j job, dir, prompt, promptFile, answerPath string, s *Services) []string {
+func agentEnv(env []string, proxyEnv bool, j job, dir, prompt, promptFile, answerPath string, s *Services, extra [][2]string) []string {
 	proxyURL := "http://" + s.Proxy
 	set := [][2]string{
 		{"PAB_TASK_ID", j.task},
@@ -616,6 +642,7 @@ func agentEnv(env []string, proxyEnv bool, j job, dir, prompt, promptFile, answe
 	if s.MCPToken != "" {
 		set = append(set, [2]string{"PAB_MCP_TOKEN", s.MCPToken})
 	}
+	set = append(set, extra...) // the usage meter's base URLs
 	drop := map[string]bool{"PAB_CDP_URL": true, "PAB_MCP_URL": true, "PAB_MCP_TOKEN": true}
 	for _, kv := range set {
 		drop[kv[0]] = true

@@ -40,6 +40,8 @@ type Summary struct {
 	Runs    []RunRow  `json:"runs"`
 	Tasks   []TaskRow `json:"tasks"`
 	Overall Overall   `json:"overall"`
+	// Usage totals the model usage of the runs that were metered (null when none was).
+	Usage *BatchUsage `json:"usage"`
 }
 
 // RunRow is one run in the summary.
@@ -186,6 +188,12 @@ func summarize(out, agent string, tasks []string, repeat int, infos map[job]*Inf
 		sort.Ints(ks)
 		for _, k := range ks {
 			in := infos[job{t, k}]
+			if in.Usage != nil {
+				if s.Usage == nil {
+					s.Usage = &BatchUsage{}
+				}
+				s.Usage.addUsage(in.Usage)
+			}
 			row := rowOf(out, in)
 			s.Runs = append(s.Runs, row)
 			tr.add(&row)

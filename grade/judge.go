@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pab-dev/pab/internal/meter"
 	"github.com/pab-dev/pab/internal/textcut"
 )
 
@@ -73,6 +74,10 @@ type JudgeConfig struct {
 	MaxRetries int
 	// Env looks up an environment variable; nil = os.Getenv (tests inject).
 	Env func(string) string
+	// Transport, when set, carries the api/openai judge's HTTP requests (pab run's usage
+	// meter, which forwards them to the endpoint); nil = a clone of
+	// http.DefaultTransport. It is not part of the judge's name (nor of its cache key).
+	Transport http.RoundTripper
 }
 
 // Defaults of JudgeConfig.
@@ -153,7 +158,7 @@ func judgeParseBaseURL(raw, what string) (string, error) {
 // UsageTagHeader is the request header that carries a judge call's usage tag
 // (WithUsageTag) to a usage meter in front of the judge's API (pab run's, internal/meter),
 // which removes it before forwarding the call.
-const UsageTagHeader = "X-Pab-Usage-Tag"
+const UsageTagHeader = meter.TagHeader
 
 type usageTagKey struct{}
 
@@ -164,13 +169,17 @@ func WithUsageTag(ctx context.Context, tag string) context.Context {
 	return context.WithValue(ctx, usageTagKey{}, tag)
 }
 
-// judgeHTTPClient returns an HTTP client whose response bodies are cut off
+// judgeHTTPClient returns an HTTP client (over transport, nil for the default) whose
+// response bodies are cut off
 // with an error after judgeMaxHTTPBody bytes, so a misbehaving server cannot
 // make the SDKs buffer unbounded data.
-func judgeHTTPClient() *http.Client {
+func judgeHTTPClient(transport http.RoundTripper) *http.Client {
 	var base http.RoundTripper = http.DefaultTransport
 	if t, ok := http.DefaultTransport.(*http.Transport); ok {
 		base = t.Clone()
+	}
+	if transport != nil {
+		base = transport
 	}
 	return &http.Client{Transport: judgeLimitTransport{base: base, limit: judgeMaxHTTPBody}}
 }

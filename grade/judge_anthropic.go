@@ -52,7 +52,7 @@ func newAnthropicJudge(cfg JudgeConfig) (*anthropicJudge, error) {
 		// Credentials and endpoint come from cfg and cfg.Env only, never from
 		// the SDK's own reading of the process environment or profile files.
 		option.WithoutEnvironmentDefaults(),
-		option.WithHTTPClient(judgeHTTPClient()),
+		option.WithHTTPClient(judgeHTTPClient(cfg.Transport)),
 		option.WithMaxRetries(cfg.MaxRetries),
 		option.WithRequestTimeout(cfg.Timeout),
 	}

@@ -65,7 +65,7 @@ func newOpenAIJudge(cfg JudgeConfig) (*openaiJudge, error) {
 		// cannot override cfg.Env. An empty key sends no Authorization header.
 		option.WithBaseURL(base),
 		option.WithAPIKey(key),
-		option.WithHTTPClient(judgeHTTPClient()),
+		option.WithHTTPClient(judgeHTTPClient(cfg.Transport)),
 		option.WithMaxRetries(cfg.MaxRetries),
 		option.WithRequestTimeout(cfg.Timeout),
 	)

@@ -357,6 +357,31 @@ func (r agentRun) play(t *testing.T, ns *netNS) {
 	for _, run := range s.Runs {
 		r.checkRun(t, filepath.Join(out, r.task, strconv.Itoa(run.Repeat)), run, len(srv.Requests()))
 	}
+	// Metering: the batch's agent totals are exactly what the model reported, call by call
+	// (the judge is the example's command: not metered, and said so)
+	var want fakemodel.Usage
+	calls := 0
+	for _, q := range srv.Requests() {
+		if q.Usage != nil {
+			calls++
+			want.Input += q.Usage.Input
+			want.Output += q.Usage.Output
+			want.CacheRead += q.Usage.CacheRead
+			want.CacheWrite += q.Usage.CacheWrite
+		}
+	}
+	if s.Usage == nil || s.Usage.Runs != repeat {
+		t.Fatalf("summary.json usage: %+v, want the %d runs metered", s.Usage, repeat)
+	}
+	got := s.Usage.Agent
+	if got.Calls != calls || got.InputTokens != want.Input || got.OutputTokens != want.Output ||
+		got.CacheReadTokens != want.CacheRead || got.CacheWriteTokens != want.CacheWrite || got.UnreadableCalls != 0 {
+		t.Errorf("metered %d calls, tokens in %d out %d cache read %d write %d (unreadable %d); the model reported %d calls, %+v",
+			got.Calls, got.InputTokens, got.OutputTokens, got.CacheReadTokens, got.CacheWriteTokens, got.UnreadableCalls, calls, want)
+	}
+	if s.Usage.Judge != nil {
+		t.Errorf("the example judge (a command) is reported as metered: %+v", s.Usage.Judge)
+	}
 	if pids := processesUsing(t, out); len(pids) > 0 {
 		t.Errorf("processes left running: %v", pids)
 	}
@@ -377,6 +402,21 @@ func (r agentRun) checkRun(t *testing.T, dir string, run batch.RunRow, modelRequ
 	info, err := readRunInfo(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if info.Usage == nil || info.Usage.Calls == 0 || info.Usage.Judge != nil || info.Usage.JudgeNote == "" {
+		t.Errorf("run.json usage: %+v, want the agent's calls and a judge note", info.Usage)
+	}
+	// the meter keeps numbers, never the conversation or the keys
+	for _, f := range []string{batch.FileUsage, batch.FileInfo} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, secret := range []string{"sk-ant-fake", "sk-fake", r.plan.Marker} {
+			if strings.Contains(string(data), secret) {
+				t.Errorf("%s holds %q", f, secret)
+			}
+		}
 	}
 	if info.ExitCode == nil || *info.ExitCode != 0 {
 		e, _ := os.ReadFile(filepath.Join(dir, batch.FileStderr))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +28,7 @@ type judgeFlags struct {
 	timeout                                 time.Duration
 	samples                                 int
 	noCache                                 bool
+	transport                               http.RoundTripper // pab run's usage meter (not a flag)
 }
 
 func (j *judgeFlags) add(cmd *cobra.Command) {
@@ -44,7 +46,7 @@ func (j *judgeFlags) add(cmd *cobra.Command) {
 // options are the judge flags as grade's settings.
 func (j *judgeFlags) options() *grade.JudgeOptions {
 	return &grade.JudgeOptions{JudgeConfig: grade.JudgeConfig{Kind: j.kind, Model: j.model, Fallback: j.fallback,
-		BaseURL: j.baseURL, Command: j.command, Timeout: j.timeout}, Samples: j.samples, NoCache: j.noCache}
+		BaseURL: j.baseURL, Command: j.command, Timeout: j.timeout, Transport: j.transport}, Samples: j.samples, NoCache: j.noCache}
 }
 
 // validate checks the judge flags that need no judge to be built; errors name the flag.

@@ -3,12 +3,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 
 	"github.com/pab-dev/pab/batch"
 	"github.com/pab-dev/pab/grade"
+	"github.com/pab-dev/pab/internal/meter"
 )
 
 // runFlags are pab run's flags.
@@ -23,7 +26,8 @@ type runFlags struct {
 	agent, out, label, guardApp, guardMCP, chrome, clock, collect string
 	jobs, repeat                                                  int
 	timeout, grace, mcpTimeout                                    time.Duration
-	resume, browser, mcp, proxyEnv                                bool
+	resume, browser, mcp, proxyEnv, meter                         bool
+	prices                                                        string
 	jf                                                            judgeFlags
 }
 
@@ -53,6 +57,8 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	f.BoolVar(&rf.browser, "browser", false, "start a headless Chromium through each run's replay and hand its CDP endpoint over (PAB_CDP_URL)")
 	f.BoolVar(&rf.mcp, "mcp", false, "with --browser: also start @playwright/mcp attached to each run's Chromium, and start the agent only once it answers tools/list (PAB_MCP_URL, PAB_MCP_TOKEN)")
 	f.DurationVar(&rf.mcpTimeout, "mcp-timeout", batch.MCPReadyTimeout, "with --mcp or --guard: how long a run waits for its browser MCP server to be ready; past it the run is an error of kind browser_start and the agent is not started")
+	f.BoolVar(&rf.meter, "meter", true, "meter the agent's and the judge's model calls (a loopback pass-through handed to the agent as ANTHROPIC_BASE_URL, OPENAI_BASE_URL and CODEX_BASE_URL): run.json's usage, usage.json, summary.json's totals")
+	f.StringVar(&rf.prices, "prices", "", "price table (YAML) that turns tokens into cost (default: the one shipped in pab, internal/meter/prices.yaml)")
 	f.StringVar(&rf.guardApp, "guard", "", "start pab guard with this application file in front of each run's replay and hand its MCP endpoint over (PAB_MCP_URL)")
 	f.StringVar(&rf.guardMCP, "guard-browser-mcp", "", `with --guard: the browser MCP server guard starts instead of @playwright/mcp ("CMD ARGS", pab guard --browser-mcp --unprotected-browser: its browser is not held below the page)`)
 	f.StringVar(&rf.chrome, "chrome", "", "Chromium executable for --browser and --guard (default: chromium on PATH)")
@@ -110,7 +116,7 @@ func runBatch(cmd *cobra.Command, g *globalFlags, rf *runFlags, args []string) e
 		OpenJudge: func() (*grade.Cache, error) { return rf.jf.open(repo) }}
 	live := stdoutIsTerminal(cmd.OutOrStdout())
 	if rf.collect != "" {
-		for _, name := range []string{"agent", "out", "resume", "browser", "mcp", "mcp-timeout", "guard", "repeat", "timeout", "grace", "proxy-env"} {
+		for _, name := range []string{"agent", "out", "resume", "browser", "mcp", "mcp-timeout", "guard", "repeat", "timeout", "grace", "proxy-env", "meter", "prices"} {
 			if cmd.Flags().Changed(name) {
 				return fmt.Errorf("run: --%s does not go with --collect (it grades runs already made)", name)
 			}
@@ -161,8 +167,69 @@ func runBatch(cmd *cobra.Command, g *globalFlags, rf *runFlags, args []string) e
 	if rf.out == "" {
 		rf.out = filepath.Join("runs", time.Now().UTC().Format("20060102T150405Z"))
 	}
+	var mc *batch.MeterConfig
+	if rf.meter {
+		if mc, err = startRunMeters(&rf.jf, rf.prices); err != nil {
+			return err
+		}
+		if mc.Judge != nil {
+			defer mc.Judge.Close(context.Background())
+		}
+	} else if cmd.Flags().Changed("prices") {
+		return errors.New("run: --prices goes with metering (--meter)")
+	}
 	sum, err := batch.Batch(ctx, batch.Config{Harness: h, Tasks: tasks, Repeat: rf.repeat, Jobs: rf.jobs,
 		Agent: rf.agent, Timeout: rf.timeout, Grace: rf.grace, Out: rf.out, Resume: rf.resume, ProxyEnv: rf.proxyEnv,
-		Progress: cmd.OutOrStdout(), Live: live, Label: rf.label})
+		Progress: cmd.OutOrStdout(), Live: live, Label: rf.label, Meter: mc})
 	return runOutcome(cmd, sum, rf.out, err)
+}
+
+// startRunMeters loads the price table (pricesPath, "" for the shipped one) and starts the
+// judge's usage meter for a batch: an api or openai judge's calls go through it (jf's
+// transport); a CLI judge's cannot be seen, which MeterConfig.JudgeNote says. The agents'
+// meters are started per run by batch.
+func startRunMeters(jf *judgeFlags, pricesPath string) (*batch.MeterConfig, error) {
+	prices, err := meter.OpenPrices(pricesPath)
+	if err != nil {
+		return nil, fmt.Errorf("run: --prices: %w", err)
+	}
+	mc := &batch.MeterConfig{Upstreams: batch.AgentUpstreams(os.Getenv), Prices: prices}
+	kind := strings.ToLower(jf.kind)
+	if kind == "" {
+		kind = "cli"
+		if os.Getenv("ANTHROPIC_API_KEY") != "" || os.Getenv("ANTHROPIC_AUTH_TOKEN") != "" {
+			kind = "api"
+		}
+	}
+	var mk meter.Kind
+	var upstream string
+	switch kind {
+	case "api", "anthropic":
+		mk, upstream = meter.KindAnthropic, firstNonEmpty(jf.baseURL, os.Getenv("ANTHROPIC_BASE_URL"), meter.DefaultAnthropicURL)
+	case "openai":
+		mk, upstream = meter.KindOpenAI, firstNonEmpty(jf.baseURL, os.Getenv("OPENAI_BASE_URL"), meter.DefaultOpenAIURL)
+	default:
+		mc.JudgeNote = "the judge is a command (--judge cli): its model calls are its own program's, not seen by pab"
+		return mc, nil
+	}
+	jm, err := meter.Start(meter.Options{Upstreams: map[meter.Kind]string{mk: upstream}, Prices: prices})
+	if err != nil {
+		return nil, fmt.Errorf("run: the judge's usage meter: %w", err)
+	}
+	if jf.transport, err = batch.JudgeTransport(jm, mk, upstream); err != nil {
+		jm.Close(context.Background())
+		return nil, fmt.Errorf("run: the judge's usage meter: %w", err)
+	}
+	mc.Judge = jm
+	return mc, nil
+}
+
+// firstNonEmpty returns the first of vs that is not blank.
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if strings.TrimSpace(v) != "" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }

@@ -195,6 +195,27 @@ func (m *Meter) Close(ctx context.Context) error {
 	return err
 }
 
+// TagHeader is the request header that tags a call (grade.WithUsageTag sets it on a
+// judge's calls); the meter records its value (at most maxTag bytes) as Call.Tag and
+// never forwards it.
+const TagHeader = "X-Pab-Usage-Tag"
+
+// maxTag bounds a recorded tag (bytes).
+const maxTag = 256
+
+// UsageOf returns the calls recorded so far whose tag is tag, and their totals.
+func (m *Meter) UsageOf(tag string) Usage {
+	m.mu.Lock()
+	var calls []Call
+	for _, c := range m.calls {
+		if c.Tag == tag {
+			calls = append(calls, c)
+		}
+	}
+	m.mu.Unlock()
+	return Usage{Totals: Sum(calls), Calls: calls}
+}
+
 // Usage returns the calls recorded so far, in the order they ended, and their totals.
 func (m *Meter) Usage() Usage {
 	m.mu.Lock()
@@ -278,6 +299,11 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	path := strings.TrimPrefix(r.URL.Path, "/"+kindName)
 	api := apiOf(r.Method, path)
+	tag := r.Header.Get(TagHeader)
+	r.Header.Del(TagHeader) // pab's own: never forwarded
+	if len(tag) > maxTag {
+		tag = tag[:maxTag]
+	}
 	if hasToken(r.Header, "Connection", "upgrade") || r.Header.Get("Upgrade") != "" {
 		// A WebSocket (Codex's Responses API over WebSocket) would carry model calls the
 		// meter cannot read: refused, so that the client uses HTTP or fails loudly.
@@ -290,7 +316,7 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.ServeHTTP(w, r)
 		return
 	}
-	s := &callState{m: m, start: time.Now(), call: Call{Kind: kind, API: api, Path: path, Time: time.Now().UTC()}}
+	s := &callState{m: m, start: time.Now(), call: Call{Kind: kind, API: api, Path: path, Tag: tag, Time: time.Now().UTC()}}
 	p.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, s)))
 	// A handler that returned without the body being closed (it always is) still records.
 	s.finish(0, usageResult{reason: "the answer was never read", noAnswer: true})

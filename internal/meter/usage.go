@@ -45,6 +45,8 @@ type Call struct {
 	API  API  `json:"api"`
 	// Path is the path forwarded (after the kind), such as /v1/messages.
 	Path string `json:"path"`
+	// Tag is the call's TagHeader ("" for none): which run a judge's call graded.
+	Tag string `json:"tag,omitempty"`
 	// Model is the model the answer named ("" when it named none, as error answers).
 	Model string `json:"model"`
 	// Status is the HTTP status of the answer (502 when the upstream gave none).
