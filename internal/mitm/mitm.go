@@ -81,6 +81,9 @@ type Config struct {
 	// IdleTimeout closes idle keep-alive connections and tunnels (default
 	// DefaultIdleTimeout).
 	IdleTimeout time.Duration
+	// Limits bound requests, their bodies and answers in time and memory (zero fields:
+	// their defaults).
+	Limits Limits
 	// ErrorLog receives the shell's and net/http's warnings: malformed requests, failed
 	// TLS handshakes (with the client address and CONNECT authority), HTTP/2 protocol
 	// errors. Nil discards them.
@@ -104,9 +107,11 @@ type Server struct {
 	closed      bool
 	handshaking map[net.Conn]struct{} // tunnels between CONNECT and the end of their handshake
 
-	accepted   atomic.Int64
-	tunnels    atomic.Int64
-	handshakeN atomic.Int64 // failed handshakes
+	accepted    atomic.Int64
+	tunnels     atomic.Int64
+	handshakeN  atomic.Int64 // failed handshakes
+	adm         admission    // requests being answered
+	refusedBusy atomic.Int64 // requests answered 503 by admission
 }
 
 // New makes a Server from cfg; it does not listen yet.
@@ -129,6 +134,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
+	cfg.Limits = cfg.Limits.withDefaults()
 	if cfg.Direct == nil {
 		cfg.Direct = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, "this is a proxy: send requests through it", http.StatusBadRequest)
@@ -165,6 +171,8 @@ func New(cfg Config) (*Server, error) {
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          log.New(errw, "http: ", log.LstdFlags),
+		HTTP2:             s.http2Config(),
+		ConnContext:       func(ctx context.Context, _ net.Conn) context.Context { return s.newConnContext(ctx) },
 		ConnState: func(_ net.Conn, st http.ConnState) {
 			if st == http.StateNew {
 				s.accepted.Add(1)
@@ -183,10 +191,28 @@ func New(cfg Config) (*Server, error) {
 		ErrorLog:          log.New(errw, "http (tunnel): ", log.LstdFlags),
 		// net/http configures HTTP/2 for Serve only when TLSConfig allows h2; the
 		// handshake itself is done by tunnel, with tlsConfig.
-		TLSConfig:   &tls.Config{NextProtos: []string{"h2", "http/1.1"}},
-		ConnContext: tunnelContext,
+		TLSConfig: &tls.Config{NextProtos: []string{"h2", "http/1.1"}},
+		HTTP2:     s.http2Config(),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return s.newConnContext(tunnelContext(ctx, c))
+		},
+	}
+	if err := s.setupH2(s.outer, true); err != nil {
+		return nil, fmt.Errorf("mitm: HTTP/2: %w", err)
+	}
+	if err := s.setupH2(s.inner, false); err != nil {
+		return nil, fmt.Errorf("mitm: HTTP/2: %w", err)
 	}
 	return s, nil
+}
+
+// http2Config is the HTTP/2 configuration of both servers from the Limits.
+func (s *Server) http2Config() *http.HTTP2Config {
+	c := &http.HTTP2Config{MaxConcurrentStreams: s.cfg.Limits.MaxStreams}
+	if s.cfg.Limits.WriteTimeout > 0 {
+		c.WriteByteTimeout = s.cfg.Limits.WriteTimeout
+	}
+	return c
 }
 
 // Accepted is the number of client connections accepted on the listening sockets.
@@ -289,7 +315,7 @@ func (s *Server) closeHandshaking() {
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.ProtoMajor >= 2:
-		s.cfg.Direct.ServeHTTP(w, r)
+		s.serveBounded(w, r, s.cfg.Direct.ServeHTTP)
 	case r.Method == http.MethodConnect:
 		// The target as sent (RequestURI), not r.Host: for a request target that is not
 		// in authority form (CONNECT /path) net/http takes r.Host from the Host field.
@@ -301,9 +327,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		}
 		s.proxy.ServeHTTP(earlyBytesWriter{w}, r)
 	case r.URL.IsAbs() && r.URL.Host != "":
-		serveFramed(s.cfg.Handler, w, r)
+		s.serveBounded(w, r, func(w http.ResponseWriter, r *http.Request) { serveFramed(s.cfg.Handler, w, r) })
 	default:
-		serveFramed(s.cfg.Direct, w, r)
+		s.serveBounded(w, r, func(w http.ResponseWriter, r *http.Request) { serveFramed(s.cfg.Direct, w, r) })
 	}
 }
 
@@ -529,7 +555,7 @@ func (s *Server) serveTunnel(w http.ResponseWriter, r *http.Request) {
 	}
 	r.URL.Scheme = "https"
 	r.URL.Host = strings.TrimSuffix(host, ":443")
-	serveFramed(s.cfg.Handler, w, r)
+	s.serveBounded(w, r, func(w http.ResponseWriter, r *http.Request) { serveFramed(s.cfg.Handler, w, r) })
 }
 
 // tunnelListener is the inner server's listener: tunnels whose handshake is done.

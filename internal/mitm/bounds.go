@@ -1,0 +1,419 @@
+package mitm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Defaults of Limits.
+const (
+	// DefaultWriteTimeout bounds each write of an answer: every piece of at most
+	// WriteChunk bytes (and the answer's last flush) must reach the client within it, so an
+	// answer is sent at no less than WriteChunk bytes per DefaultWriteTimeout (about
+	// 1 KiB/s). An HTTP/2 stream that misses it is reset (RST_STREAM INTERNAL_ERROR), an
+	// HTTP/1.1 connection closed. It is also HTTP/2's WriteByteTimeout: a connection on
+	// which nothing at all can be written for this long is closed.
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultBodyTimeout is the grace period of a request body: its bytes must arrive
+	// within DefaultBodyTimeout plus one second per MinBodyRate bytes, counted from the
+	// start of the request (after its header).
+	DefaultBodyTimeout = 30 * time.Second
+	// DefaultMinBodyRate is the lowest average rate of a request body after its grace
+	// period, in bytes per second (4 KiB/s).
+	DefaultMinBodyRate = 4 << 10
+	// DefaultMaxStreams is the HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS the shell
+	// advertises: the streams one connection may have open at once (RFC 9113 section
+	// 5.1.2). A stream over it is refused with RST_STREAM; more than 4 times as many
+	// streams waiting for a handler (rapid reset) end the connection with GOAWAY
+	// ENHANCE_YOUR_CALM.
+	DefaultMaxStreams = 100
+	// DefaultMaxActive bounds the requests being answered at once, over every connection.
+	DefaultMaxActive = 1024
+	// DefaultMaxActiveBytes bounds the memory the requests being answered at once may
+	// hold, counted as their header bytes plus ActiveRequestCost each: 96 MiB.
+	DefaultMaxActiveBytes = 96 << 20
+	// DefaultRequestRate and DefaultRequestBurst bound the requests handed to the Handler
+	// per client connection: DefaultRequestBurst at once, then DefaultRequestRate per
+	// second (a token bucket). A request over the rate waits for its turn.
+	DefaultRequestRate  = 200
+	DefaultRequestBurst = 500
+	// DefaultMaxFieldBytes bounds one header field line (name and value, the Cookie
+	// fields of an HTTP/2 request joined as one): a longer one is answered 431.
+	DefaultMaxFieldBytes = 64 << 10
+)
+
+// WriteChunk is the largest piece of an answer written under one write deadline.
+const WriteChunk = 32 << 10
+
+// ActiveRequestCost is what one request being answered is counted to hold besides its
+// header: its goroutine, the copy buffer and HTTP/2's stream buffers (64 KiB).
+const ActiveRequestCost = 64 << 10
+
+// reserveRequests and reserveBytes are admitted over MaxActive and MaxActiveBytes for
+// connections that have no request being answered yet, so that a new client is answered
+// while others hold every slot.
+const (
+	reserveRequests = 64
+	reserveBytes    = 8 << 20
+)
+
+// Limits are the shell's bounds in time and memory on requests, their bodies and their
+// answers, applied alike to plain-HTTP proxy requests and to HTTP/1.1 and HTTP/2 inside
+// tunnels (docs/replay.md "Connections"). A zero field takes its default; a negative
+// duration or rate turns the bound off (tests only).
+type Limits struct {
+	// WriteTimeout bounds each write of at most WriteChunk bytes of an answer (default
+	// DefaultWriteTimeout).
+	WriteTimeout time.Duration
+	// BodyTimeout and MinBodyRate (bytes per second) bound the time to read a request
+	// body: BodyTimeout plus one second per MinBodyRate bytes read (defaults
+	// DefaultBodyTimeout, DefaultMinBodyRate). A body that is too slow ends with an
+	// error for the Handler; the HTTP/1.1 connection is then closed, an HTTP/2 stream
+	// reset once answered.
+	BodyTimeout time.Duration
+	MinBodyRate int
+	// MaxStreams is the HTTP/2 concurrent streams per connection (default
+	// DefaultMaxStreams).
+	MaxStreams int
+	// MaxActive and MaxActiveBytes bound the requests being answered at once over every
+	// connection, in number and in bytes held (defaults DefaultMaxActive,
+	// DefaultMaxActiveBytes). A request over them is answered 503 with Retry-After: 1
+	// and no body, unless its connection has no other request being answered and a
+	// small reserve is left.
+	MaxActive      int
+	MaxActiveBytes int64
+	// RequestRate and RequestBurst bound the requests per client connection (defaults
+	// DefaultRequestRate per second, DefaultRequestBurst at once).
+	RequestRate  float64
+	RequestBurst int
+	// MaxFieldBytes bounds one header field line (default DefaultMaxFieldBytes).
+	MaxFieldBytes int
+}
+
+// withDefaults is l with its zero fields set to their defaults.
+func (l Limits) withDefaults() Limits {
+	if l.WriteTimeout == 0 {
+		l.WriteTimeout = DefaultWriteTimeout
+	}
+	if l.BodyTimeout == 0 {
+		l.BodyTimeout = DefaultBodyTimeout
+	}
+	if l.MinBodyRate == 0 {
+		l.MinBodyRate = DefaultMinBodyRate
+	}
+	if l.MaxStreams <= 0 {
+		l.MaxStreams = DefaultMaxStreams
+	}
+	if l.MaxActive <= 0 {
+		l.MaxActive = DefaultMaxActive
+	}
+	if l.MaxActiveBytes <= 0 {
+		l.MaxActiveBytes = DefaultMaxActiveBytes
+	}
+	if l.RequestRate == 0 {
+		l.RequestRate = DefaultRequestRate
+	}
+	if l.RequestBurst <= 0 {
+		l.RequestBurst = DefaultRequestBurst
+	}
+	if l.MaxFieldBytes <= 0 {
+		l.MaxFieldBytes = DefaultMaxFieldBytes
+	}
+	return l
+}
+
+// connState is what the shell keeps per client connection (the listening socket's or a
+// tunnel's): its request rate and its requests being answered.
+type connState struct {
+	rate   *rate.Limiter // nil: no rate bound
+	mu     sync.Mutex
+	active int
+}
+
+type connStateKey struct{}
+
+// newConnContext puts a new connState into a connection's context.
+func (s *Server) newConnContext(ctx context.Context) context.Context {
+	cs := &connState{}
+	if l := s.cfg.Limits; l.RequestRate > 0 {
+		cs.rate = rate.NewLimiter(rate.Limit(l.RequestRate), l.RequestBurst)
+	}
+	return context.WithValue(ctx, connStateKey{}, cs)
+}
+
+// admission counts the requests being answered over every connection.
+type admission struct {
+	mu     sync.Mutex
+	active int
+	bytes  int64
+}
+
+// admit takes one request of cost bytes for cs; false when the shell is full. A
+// connection with no request being answered may use the reserve.
+func (s *Server) admit(cs *connState, cost int64) bool {
+	l := s.cfg.Limits
+	a := &s.adm
+	cs.mu.Lock()
+	idle := cs.active == 0
+	cs.mu.Unlock()
+	a.mu.Lock()
+	maxN, maxB := l.MaxActive, l.MaxActiveBytes
+	if idle {
+		maxN, maxB = maxN+reserveRequests, maxB+reserveBytes
+	}
+	ok := a.active+1 <= maxN && a.bytes+cost <= maxB
+	if ok {
+		a.active++
+		a.bytes += cost
+	}
+	a.mu.Unlock()
+	if ok {
+		cs.mu.Lock()
+		cs.active++
+		cs.mu.Unlock()
+	} else {
+		s.refusedBusy.Add(1)
+	}
+	return ok
+}
+
+func (s *Server) release(cs *connState, cost int64) {
+	s.adm.mu.Lock()
+	s.adm.active--
+	s.adm.bytes -= cost
+	s.adm.mu.Unlock()
+	cs.mu.Lock()
+	cs.active--
+	cs.mu.Unlock()
+}
+
+// Active is the number of requests being answered now, over every connection.
+func (s *Server) Active() int {
+	s.adm.mu.Lock()
+	defer s.adm.mu.Unlock()
+	return s.adm.active
+}
+
+// RefusedBusy is the number of requests answered 503 because MaxActive or
+// MaxActiveBytes was reached.
+func (s *Server) RefusedBusy() int64 { return s.refusedBusy.Load() }
+
+// headerCost is the bytes r's header is counted to hold: each field's name and value
+// plus 32 (RFC 9113 section 6.5.2's accounting), with the request target. It also
+// returns the longest field line.
+func headerCost(r *http.Request) (cost, longest int) {
+	cost = len(r.Method) + len(r.RequestURI) + len(r.Host) + 32
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n := len(k) + len(v)
+			cost += n + 32
+			longest = max(longest, n)
+		}
+	}
+	longest = max(longest, len(r.RequestURI))
+	return cost, longest
+}
+
+// serveBounded serves r with h under the shell's Limits: the field-line bound, the
+// connection's request rate, the global admission, and deadlines on the request body's
+// reads and the answer's writes. A request whose client is gone before h would be called
+// (an HTTP/2 stream reset, a connection closed) is not given to h.
+func (s *Server) serveBounded(w http.ResponseWriter, r *http.Request, h http.HandlerFunc) {
+	l := s.cfg.Limits
+	rc := http.NewResponseController(w)
+	bw := &boundedWriter{ResponseWriter: w, rc: rc, d: l.WriteTimeout}
+	if r.ProtoMajor == 1 && bw.d > 0 {
+		_ = rc.SetWriteDeadline(time.Time{}) // a previous request's deadline on this connection
+	}
+	defer bw.last()
+	cost, longest := headerCost(r)
+	if longest > l.MaxFieldBytes {
+		s.logf.Printf("%s: %s request with a header field of %d bytes refused (at most %d)", r.RemoteAddr, r.Proto, longest, l.MaxFieldBytes)
+		if r.ProtoMajor == 1 {
+			bw.Header().Set("Connection", "close")
+		}
+		msg := "pab: request header field line over " + strconv.Itoa(l.MaxFieldBytes) + " bytes\n"
+		bw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		bw.Header().Set("Content-Length", strconv.Itoa(len(msg)))
+		bw.WriteHeader(http.StatusRequestHeaderFieldsTooLarge)
+		io.WriteString(bw, msg)
+		return
+	}
+	cs, _ := r.Context().Value(connStateKey{}).(*connState)
+	if cs == nil {
+		cs = &connState{} // not from a connection of this shell's servers (tests)
+	}
+	if cs.rate != nil {
+		// Waited for whatever the client does meanwhile: a stream reset while it waits
+		// still holds its handler, so a rapid reset fills the connection's streams and
+		// ends with GOAWAY instead of becoming requests.
+		if d := cs.rate.Reserve().Delay(); d > 0 {
+			time.Sleep(d)
+		}
+	}
+	if r.Context().Err() != nil {
+		return
+	}
+	total := int64(cost) + ActiveRequestCost
+	if !s.admit(cs, total) {
+		bw.Header().Set("Retry-After", "1")
+		bw.Header().Set("Content-Length", "0")
+		bw.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	defer s.release(cs, total)
+	var bb *boundedBody
+	if r.Body != nil && r.Body != http.NoBody && l.BodyTimeout > 0 {
+		bb = &boundedBody{rc: r.Body, ctl: rc, start: time.Now(), grace: l.BodyTimeout, rate: l.MinBodyRate}
+		r.Body = bb
+	}
+	h.ServeHTTP(bw, r)
+	if bb != nil {
+		bb.finish()
+	}
+}
+
+// boundedWriter is the ResponseWriter a Handler is given: each write of at most
+// WriteChunk bytes gets a deadline of d from its start.
+type boundedWriter struct {
+	http.ResponseWriter
+	rc    *http.ResponseController
+	d     time.Duration
+	armed time.Time // the deadline set last
+}
+
+// arm sets the write deadline to d from now, unless the one set is still three quarters
+// of d away.
+func (w *boundedWriter) arm() {
+	if w.d <= 0 {
+		return
+	}
+	now := time.Now()
+	if w.armed.Sub(now) > w.d*3/4 {
+		return
+	}
+	w.armed = now.Add(w.d)
+	_ = w.rc.SetWriteDeadline(w.armed)
+}
+
+func (w *boundedWriter) WriteHeader(code int) {
+	w.arm()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *boundedWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		k := min(len(p), WriteChunk)
+		w.arm()
+		m, err := w.ResponseWriter.Write(p[:k])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		p = p[k:]
+	}
+	return n, nil
+}
+
+func (w *boundedWriter) Flush() {
+	w.arm()
+	_ = w.rc.Flush()
+}
+
+// last arms the deadline of the flush net/http does once the Handler returns.
+func (w *boundedWriter) last() {
+	if w.d > 0 {
+		w.armed = time.Time{}
+		w.arm()
+	}
+}
+
+func (w *boundedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// ErrBodyTooSlow is the error a request body's Read returns once the body is later than
+// Limits.BodyTimeout and Limits.MinBodyRate allow (errors.Is it).
+var ErrBodyTooSlow = errors.New("request body too slow")
+
+// boundedBody is a request body read under a deadline that grows with the bytes read:
+// start + grace + read/rate.
+type boundedBody struct {
+	rc    io.ReadCloser
+	ctl   *http.ResponseController
+	start time.Time
+	grace time.Duration
+	rate  int
+	n     int64
+	armed time.Time
+	done  bool // EOF or an error seen
+	err   error
+}
+
+func (b *boundedBody) deadline() time.Time {
+	d := b.grace
+	if b.rate > 0 {
+		d += time.Duration(float64(b.n) / float64(b.rate) * float64(time.Second))
+	}
+	return b.start.Add(d)
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	if !b.done {
+		dl := b.deadline()
+		if !time.Now().Before(dl) {
+			return 0, b.fail()
+		}
+		// re-armed when it moved by a second or more (a read-deadline change on HTTP/2
+		// is a message to the connection's goroutine)
+		if b.armed.IsZero() || dl.Sub(b.armed) >= time.Second {
+			b.armed = dl
+			_ = b.ctl.SetReadDeadline(dl)
+		}
+	}
+	n, err := b.rc.Read(p)
+	b.n += int64(n)
+	if err != nil && !b.done {
+		b.done = true
+		if err == io.EOF {
+			_ = b.ctl.SetReadDeadline(time.Time{})
+		} else if errors.Is(err, os.ErrDeadlineExceeded) {
+			return n, b.fail()
+		}
+	}
+	return n, err
+}
+
+func (b *boundedBody) fail() error {
+	b.done = true
+	b.err = fmt.Errorf("%w: %d bytes in %v (at least %d bytes/s after %v)", ErrBodyTooSlow, b.n, time.Since(b.start).Round(time.Millisecond), b.rate, b.grace)
+	return b.err
+}
+
+func (b *boundedBody) Close() error { return b.rc.Close() }
+
+// finish runs when the Handler returns: a body not read to its end keeps a deadline, so
+// that net/http's read of its rest (HTTP/1.1 keep-alive) is bounded too.
+func (b *boundedBody) finish() {
+	if b.done {
+		return
+	}
+	dl := b.deadline()
+	if !time.Now().Before(dl) {
+		dl = time.Now()
+	}
+	if !dl.Equal(b.armed) {
+		_ = b.ctl.SetReadDeadline(dl)
+	}
+}
