@@ -135,15 +135,36 @@ func (l Limits) withDefaults() Limits {
 // tunnel's): its request rate and its requests being answered.
 type connState struct {
 	rate   *rate.Limiter // nil: no rate bound
+	done   chan struct{} // closed when an HTTP/2 connection ends
 	mu     sync.Mutex
 	active int
+	resets int // HTTP/2 streams reset by the client before they reached the Handler
+}
+
+// holdReset bounds how long the handler of a stream reset early on a connection that
+// resets many is kept.
+const holdReset = 30 * time.Second
+
+// earlyReset counts one more stream of the connection reset before the Handler saw it,
+// and returns the count.
+func (cs *connState) earlyReset() int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.resets++
+	return cs.resets
+}
+
+// connStateOf is the connState in ctx, or nil.
+func connStateOf(ctx context.Context) *connState {
+	cs, _ := ctx.Value(connStateKey{}).(*connState)
+	return cs
 }
 
 type connStateKey struct{}
 
 // newConnContext puts a new connState into a connection's context.
 func (s *Server) newConnContext(ctx context.Context) context.Context {
-	cs := &connState{}
+	cs := &connState{done: make(chan struct{})}
 	if l := s.cfg.Limits; l.RequestRate > 0 {
 		cs.rate = rate.NewLimiter(rate.Limit(l.RequestRate), l.RequestBurst)
 	}
@@ -248,9 +269,9 @@ func (s *Server) serveBounded(w http.ResponseWriter, r *http.Request, h http.Han
 		io.WriteString(bw, msg)
 		return
 	}
-	cs, _ := r.Context().Value(connStateKey{}).(*connState)
+	cs := connStateOf(r.Context())
 	if cs == nil {
-		cs = &connState{} // not from a connection of this shell's servers (tests)
+		cs = &connState{done: make(chan struct{})} // not from a connection of this shell's servers (tests)
 	}
 	if cs.rate != nil {
 		// Waited for whatever the client does meanwhile: a stream reset while it waits
@@ -261,6 +282,16 @@ func (s *Server) serveBounded(w http.ResponseWriter, r *http.Request, h http.Han
 		}
 	}
 	if r.Context().Err() != nil {
+		if r.ProtoMajor == 2 && cs.earlyReset() > 2*l.MaxStreams {
+			// A rapid reset: this handler keeps its place until the connection ends (or
+			// holdReset passes), so that the client's further streams queue up in
+			// x/net/http2 and its own bound ends the connection with GOAWAY
+			// ENHANCE_YOUR_CALM.
+			select {
+			case <-cs.done:
+			case <-time.After(holdReset):
+			}
+		}
 		return
 	}
 	total := int64(cost) + ActiveRequestCost

@@ -42,6 +42,9 @@ func (s *Server) setupH2(hs *http.Server, unencrypted bool) error {
 			ctx = bc.BaseContext()
 		}
 		defer w.stop()
+		if cs := connStateOf(ctx); cs != nil {
+			defer close(cs.done)
+		}
 		h2s.ServeConn(c, &http2.ServeConnOpts{Context: ctx, Handler: h, BaseConfig: hs, SawClientPreface: sawPreface})
 	}
 	if unencrypted {
@@ -54,13 +57,11 @@ func (s *Server) setupH2(hs *http.Server, unencrypted bool) error {
 			w := &h2Watch{Conn: u.UnencryptedNetConn(), s: s} // the preface was read
 			serve(hs, w, w, h, true)
 		}
-		delete(hs.TLSNextProto, "h2")
 	} else {
 		hs.TLSNextProto["h2"] = func(hs *http.Server, c *tls.Conn, h http.Handler) {
 			w := &tlsWatch{h2Watch: h2Watch{Conn: c, s: s, prefaceLeft: len(http2.ClientPreface)}, tc: c}
 			serve(hs, &w.h2Watch, w, h, false)
 		}
-		delete(hs.TLSNextProto, "unencrypted_http2")
 	}
 	return nil
 }

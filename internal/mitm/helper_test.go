@@ -35,6 +35,7 @@ func (s seen) String() string { return s.method + " " + s.url }
 //
 //	/slow?n=N   N bytes, half at once, the rest once release is closed
 //	/block      blocks (ignoring cancellation) until release is closed
+//	/big?n=N    N bytes (at most 4 MiB) at once, from one payload shared by every request
 type testHandler struct {
 	mu      sync.Mutex
 	reqs    []seen
@@ -62,6 +63,10 @@ func (h *testHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NewResponseController(w).Flush()
 		<-h.release
 		w.Write(data[size/2:])
+	case "/big":
+		h.arrived.Add(1)
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		w.Write(sharedPayload()[:size])
 	case "/block":
 		h.arrived.Add(1)
 		n := h.blocked.Add(1)
@@ -100,6 +105,9 @@ func (h *testHandler) requests() []string {
 	}
 	return out
 }
+
+// sharedPayload is 4 MiB of payload, made once.
+var sharedPayload = sync.OnceValue(func() []byte { return payload(4 << 20) })
 
 // payload is n deterministic bytes.
 func payload(n int) []byte {
