@@ -59,6 +59,11 @@ type Options struct {
 	// IdleTimeout, ReadHeaderTimeout and HandshakeTimeout bound client connections and
 	// tunnels as in mitm.Config (0: the mitm defaults).
 	IdleTimeout, ReadHeaderTimeout, HandshakeTimeout time.Duration
+	// Limits are the proxy shell's bounds in time and memory on streams, request bodies
+	// and answers, the same as replay's (mitm.Limits; zero fields: their defaults,
+	// docs/record.md "Bounds"). Their per-connection request rate also bounds the
+	// upstream requests one client connection can cause.
+	Limits mitm.Limits
 	// Resolve maps "host:port" to the "addr:port" dialed instead (see ParseResolve).
 	Resolve map[string]string
 	// RootCAs verifies upstream TLS certificates; nil means the system roots.
@@ -211,6 +216,7 @@ func New(opts Options) (*Recorder, RecoverReport, error) {
 		IdleTimeout:       opts.IdleTimeout,
 		ReadHeaderTimeout: opts.ReadHeaderTimeout,
 		HandshakeTimeout:  opts.HandshakeTimeout,
+		Limits:            opts.Limits,
 		ErrorLog:          opts.Debug,
 	})
 	if err != nil {

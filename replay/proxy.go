@@ -89,6 +89,9 @@ type Options struct {
 	// mitm.DefaultReadHeaderTimeout); HandshakeTimeout bounds a tunnel's TLS handshake
 	// (default mitm.DefaultHandshakeTimeout).
 	ReadHeaderTimeout, HandshakeTimeout time.Duration
+	// Limits are the proxy shell's bounds in time and memory on streams, request bodies
+	// and answers (mitm.Limits; zero fields: their defaults, docs/replay.md "Connections").
+	Limits mitm.Limits
 	// DisableHTTP2 turns HTTP/2 off inside tunnels: clients are offered http/1.1 only by
 	// ALPN, and a client that speaks only h2 is answered 505. By default h2 is offered
 	// and preferred (RFC 9113).
@@ -233,6 +236,7 @@ func New(opts Options) (*Server, error) {
 		ReadHeaderTimeout: opts.ReadHeaderTimeout,
 		HandshakeTimeout:  opts.HandshakeTimeout,
 		IdleTimeout:       opts.IdleTimeout,
+		Limits:            opts.Limits,
 		ErrorLog:          opts.Debug,
 	})
 	if err != nil {
