@@ -59,11 +59,11 @@ const WriteChunk = 32 << 10
 const ActiveRequestCost = 64 << 10
 
 // reserveRequests and reserveBytes are admitted over MaxActive and MaxActiveBytes for
-// connections that have no request being answered yet, so that a new client is answered
-// while others hold every slot.
+// connections that hold less than their fair share (see Server.admit), so that a new
+// client is answered while others hold every slot.
 const (
-	reserveRequests = 64
-	reserveBytes    = 8 << 20
+	reserveRequests = 256
+	reserveBytes    = 32 << 20
 )
 
 // Limits are the shell's bounds in time and memory on requests, their bodies and their
@@ -136,8 +136,9 @@ func (l Limits) withDefaults() Limits {
 type connState struct {
 	rate   *rate.Limiter // nil: no rate bound
 	done   chan struct{} // closed when an HTTP/2 connection ends
+	active int           // requests being answered, under Server.adm.mu
+	bytes  int64         // their cost, under Server.adm.mu
 	mu     sync.Mutex
-	active int
 	resets int // HTTP/2 streams reset by the client before they reached the Handler
 }
 
@@ -171,57 +172,65 @@ func (s *Server) newConnContext(ctx context.Context) context.Context {
 	return context.WithValue(ctx, connStateKey{}, cs)
 }
 
-// admission counts the requests being answered over every connection.
+// admission counts the requests being answered over every connection, and the
+// connections that have one.
 type admission struct {
-	mu     sync.Mutex
-	active int
-	bytes  int64
+	mu    sync.Mutex
+	n     int   // requests
+	bytes int64 // their cost
+	busy  int   // connections with a request
 }
 
-// admit takes one request of cost bytes for cs; false when the shell is full. A
-// connection with no request being answered may use the reserve.
+// admit takes one request of cost bytes for cs; false when the shell is full. Under
+// MaxActive and MaxActiveBytes every request is admitted. Over them, up to a reserve, a
+// request is admitted only when its connection holds less than its fair share (the
+// bounds divided among the connections with a request): so a client whose connections
+// fill the shell cannot keep a new one from being answered.
 func (s *Server) admit(cs *connState, cost int64) bool {
 	l := s.cfg.Limits
 	a := &s.adm
-	cs.mu.Lock()
-	idle := cs.active == 0
-	cs.mu.Unlock()
 	a.mu.Lock()
-	maxN, maxB := l.MaxActive, l.MaxActiveBytes
-	if idle {
-		maxN, maxB = maxN+reserveRequests, maxB+reserveBytes
+	defer a.mu.Unlock()
+	ok := a.n+1 <= l.MaxActive && a.bytes+cost <= l.MaxActiveBytes
+	if !ok && a.n+1 <= l.MaxActive+reserveRequests && a.bytes+cost <= l.MaxActiveBytes+reserveBytes {
+		busy := max(a.busy, 1)
+		if cs.active == 0 {
+			busy++
+		}
+		ok = cs.active < max(l.MaxActive/busy, 1) && cs.bytes+cost <= max(l.MaxActiveBytes/int64(busy), cost)
 	}
-	ok := a.active+1 <= maxN && a.bytes+cost <= maxB
-	if ok {
-		a.active++
-		a.bytes += cost
-	}
-	a.mu.Unlock()
-	if ok {
-		cs.mu.Lock()
-		cs.active++
-		cs.mu.Unlock()
-	} else {
+	if !ok {
 		s.refusedBusy.Add(1)
+		return false
 	}
-	return ok
+	a.n++
+	a.bytes += cost
+	if cs.active == 0 {
+		a.busy++
+	}
+	cs.active++
+	cs.bytes += cost
+	return true
 }
 
 func (s *Server) release(cs *connState, cost int64) {
-	s.adm.mu.Lock()
-	s.adm.active--
-	s.adm.bytes -= cost
-	s.adm.mu.Unlock()
-	cs.mu.Lock()
+	a := &s.adm
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.n--
+	a.bytes -= cost
 	cs.active--
-	cs.mu.Unlock()
+	cs.bytes -= cost
+	if cs.active == 0 {
+		a.busy--
+	}
 }
 
 // Active is the number of requests being answered now, over every connection.
 func (s *Server) Active() int {
 	s.adm.mu.Lock()
 	defer s.adm.mu.Unlock()
-	return s.adm.active
+	return s.adm.n
 }
 
 // RefusedBusy is the number of requests answered 503 because MaxActive or
@@ -230,7 +239,8 @@ func (s *Server) RefusedBusy() int64 { return s.refusedBusy.Load() }
 
 // headerCost is the bytes r's header is counted to hold: each field's name and value
 // plus 32 (RFC 9113 section 6.5.2's accounting), with the request target. It also
-// returns the longest field line.
+// returns the longest field line (the request target is not one: its bound is the
+// header's).
 func headerCost(r *http.Request) (cost, longest int) {
 	cost = len(r.Method) + len(r.RequestURI) + len(r.Host) + 32
 	for k, vs := range r.Header {
@@ -240,7 +250,6 @@ func headerCost(r *http.Request) (cost, longest int) {
 			longest = max(longest, n)
 		}
 	}
-	longest = max(longest, len(r.RequestURI))
 	return cost, longest
 }
 
@@ -255,7 +264,20 @@ func (s *Server) serveBounded(w http.ResponseWriter, r *http.Request, h http.Han
 	if r.ProtoMajor == 1 && bw.d > 0 {
 		_ = rc.SetWriteDeadline(time.Time{}) // a previous request's deadline on this connection
 	}
-	defer bw.last()
+	if r.Body != nil && r.Body != http.NoBody && l.BodyTimeout > 0 {
+		bw.body = &boundedBody{rc: r.Body, ctl: rc, start: time.Now(), grace: l.BodyTimeout, rate: l.MinBodyRate,
+			h1: r.ProtoMajor == 1, sized: r.ContentLength >= 0}
+		// The Handler is given a shallow copy: net/http looks at its own request's Body
+		// to decide whether to read an unread body's rest before answering.
+		r = r.WithContext(r.Context())
+		r.Body = bw.body
+	}
+	defer func() {
+		if bw.body != nil {
+			bw.body.finish()
+		}
+		bw.last()
+	}()
 	cost, longest := headerCost(r)
 	if longest > l.MaxFieldBytes {
 		s.logf.Printf("%s: %s request with a header field of %d bytes refused (at most %d)", r.RemoteAddr, r.Proto, longest, l.MaxFieldBytes)
@@ -298,19 +320,14 @@ func (s *Server) serveBounded(w http.ResponseWriter, r *http.Request, h http.Han
 	if !s.admit(cs, total) {
 		bw.Header().Set("Retry-After", "1")
 		bw.Header().Set("Content-Length", "0")
+		if r.ProtoMajor == 1 && bw.body != nil {
+			bw.Header().Set("Connection", "close") // its body is not read
+		}
 		bw.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
 	defer s.release(cs, total)
-	var bb *boundedBody
-	if r.Body != nil && r.Body != http.NoBody && l.BodyTimeout > 0 {
-		bb = &boundedBody{rc: r.Body, ctl: rc, start: time.Now(), grace: l.BodyTimeout, rate: l.MinBodyRate}
-		r.Body = bb
-	}
-	h.ServeHTTP(bw, r)
-	if bb != nil {
-		bb.finish()
-	}
+	h(bw, r)
 }
 
 // boundedWriter is the ResponseWriter a Handler is given: each write of at most
@@ -319,7 +336,22 @@ type boundedWriter struct {
 	http.ResponseWriter
 	rc    *http.ResponseController
 	d     time.Duration
-	armed time.Time // the deadline set last
+	armed time.Time    // the deadline set last
+	body  *boundedBody // the request's body, or nil
+}
+
+// around runs f, a call that may make net/http read the rest of an HTTP/1.1 request body
+// the Handler left unread (it does so before the answer's header): under the body's
+// deadline, then noting whether the body ended.
+func (w *boundedWriter) around(f func()) {
+	b := w.body
+	if b == nil || !b.h1 || b.done {
+		f()
+		return
+	}
+	b.arm()
+	f()
+	b.probe()
 }
 
 // arm sets the write deadline to d from now, unless the one set is still three quarters
@@ -338,7 +370,7 @@ func (w *boundedWriter) arm() {
 
 func (w *boundedWriter) WriteHeader(code int) {
 	w.arm()
-	w.ResponseWriter.WriteHeader(code)
+	w.around(func() { w.ResponseWriter.WriteHeader(code) })
 }
 
 func (w *boundedWriter) Write(p []byte) (int, error) {
@@ -346,7 +378,9 @@ func (w *boundedWriter) Write(p []byte) (int, error) {
 	for len(p) > 0 {
 		k := min(len(p), WriteChunk)
 		w.arm()
-		m, err := w.ResponseWriter.Write(p[:k])
+		var m int
+		var err error
+		w.around(func() { m, err = w.ResponseWriter.Write(p[:k]) })
 		n += m
 		if err != nil {
 			return n, err
@@ -358,7 +392,7 @@ func (w *boundedWriter) Write(p []byte) (int, error) {
 
 func (w *boundedWriter) Flush() {
 	w.arm()
-	_ = w.rc.Flush()
+	w.around(func() { _ = w.rc.Flush() })
 }
 
 // last arms the deadline of the flush net/http does once the Handler returns.
@@ -387,6 +421,32 @@ type boundedBody struct {
 	armed time.Time
 	done  bool // EOF or an error seen
 	err   error
+	h1    bool
+	sized bool // a Content-Length: a read of nothing never blocks
+}
+
+// arm sets the read deadline for what the body has read so far, unless set already.
+func (b *boundedBody) arm() {
+	if dl := b.deadline(); b.armed.IsZero() || dl.Sub(b.armed) >= time.Second {
+		b.armed = dl
+		_ = b.ctl.SetReadDeadline(dl)
+	}
+}
+
+// probe notes, without blocking, whether net/http read the body to its end (a read of
+// nothing gives io.EOF then), and if so clears the read deadline: from then on the
+// connection's reads are net/http's own. A chunked body is not probed (reading nothing of
+// it may wait for the next chunk's size): net/http reads the rest of an unread chunked
+// body under the deadline, and a Handler that answers it for longer than the deadline
+// without reading it may see its context end.
+func (b *boundedBody) probe() {
+	if b.done || !b.sized {
+		return
+	}
+	if _, err := b.rc.Read(nil); err != nil {
+		b.done = true
+		_ = b.ctl.SetReadDeadline(time.Time{})
+	}
 }
 
 func (b *boundedBody) deadline() time.Time {
@@ -408,10 +468,7 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 		}
 		// re-armed when it moved by a second or more (a read-deadline change on HTTP/2
 		// is a message to the connection's goroutine)
-		if b.armed.IsZero() || dl.Sub(b.armed) >= time.Second {
-			b.armed = dl
-			_ = b.ctl.SetReadDeadline(dl)
-		}
+		b.arm()
 	}
 	n, err := b.rc.Read(p)
 	b.n += int64(n)

@@ -575,3 +575,54 @@ func TestLimitsDefaults(t *testing.T) {
 		t.Errorf("defaults %+v, want %+v", got, want)
 	}
 }
+
+// TestUnreadSlowBody proves the body bound holds when the Handler never reads the body:
+// net/http reads an unread body's rest (up to 256 KiB) before it writes the answer, and
+// that read is bounded too. A 1,000-byte body sent a byte every 300 ms to a Handler that
+// answers at once still gets its answer, and its connection is closed, within
+// BodyTimeout (1 s) plus its bytes at MinBodyRate plus 2 s.
+func TestUnreadSlowBody(t *testing.T) {
+	t.Parallel()
+	const bt, rate = time.Second, 100
+	g := startShell(t, func(c *Config) {
+		c.Limits.BodyTimeout, c.Limits.MinBodyRate = bt, rate
+		c.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "not read") })
+	})
+	c, err := net.Dial("tcp", g.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	io.WriteString(c, "POST http://site.test/upload HTTP/1.1\r\nHost: site.test\r\nContent-Length: 1000\r\n\r\n")
+	var sent atomic.Int64
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(300 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if _, err := c.Write([]byte("x")); err != nil {
+					return
+				}
+				sent.Add(1)
+			}
+		}
+	}()
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	closed, _ := closedWithin(c, 20*time.Second)
+	took := time.Since(start)
+	allow := bt + time.Duration(sent.Load())*time.Second/rate + 2*time.Second
+	if resp.StatusCode != 200 || !closed || took > allow {
+		t.Errorf("status %d, closed %v after %v (allowed %v)", resp.StatusCode, closed, took, allow)
+	}
+}
