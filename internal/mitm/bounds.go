@@ -37,10 +37,10 @@ const (
 	// ENHANCE_YOUR_CALM.
 	DefaultMaxStreams = 100
 	// DefaultMaxActive bounds the requests being answered at once, over every connection.
-	DefaultMaxActive = 1024
+	DefaultMaxActive = 512
 	// DefaultMaxActiveBytes bounds the memory the requests being answered at once may
-	// hold, counted as their header bytes plus ActiveRequestCost each: 96 MiB.
-	DefaultMaxActiveBytes = 96 << 20
+	// hold, counted as their header bytes plus ActiveRequestCost each: 64 MiB.
+	DefaultMaxActiveBytes = 64 << 20
 	// DefaultRequestRate and DefaultRequestBurst bound the requests handed to the Handler
 	// per client connection: DefaultRequestBurst at once, then DefaultRequestRate per
 	// second (a token bucket). A request over the rate waits for its turn.
@@ -60,10 +60,10 @@ const ActiveRequestCost = 64 << 10
 
 // reserveRequests and reserveBytes are admitted over MaxActive and MaxActiveBytes for
 // connections that hold less than their fair share (see Server.admit), so that a new
-// client is answered while others hold every slot.
+// client is answered while others hold their shares.
 const (
-	reserveRequests = 256
-	reserveBytes    = 32 << 20
+	reserveRequests = 128
+	reserveBytes    = 16 << 20
 )
 
 // Limits are the shell's bounds in time and memory on requests, their bodies and their
@@ -86,9 +86,9 @@ type Limits struct {
 	MaxStreams int
 	// MaxActive and MaxActiveBytes bound the requests being answered at once over every
 	// connection, in number and in bytes held (defaults DefaultMaxActive,
-	// DefaultMaxActiveBytes). A request over them is answered 503 with Retry-After: 1
-	// and no body, unless its connection has no other request being answered and a
-	// small reserve is left.
+	// DefaultMaxActiveBytes). Over half of them each connection gets its fair share
+	// (see Server.admit); a request refused is answered 503 with Retry-After: 1 and no
+	// body.
 	MaxActive      int
 	MaxActiveBytes int64
 	// RequestRate and RequestBurst bound the requests per client connection (defaults
@@ -181,19 +181,20 @@ type admission struct {
 	busy  int   // connections with a request
 }
 
-// admit takes one request of cost bytes for cs; false when the shell is full. Under
-// MaxActive and MaxActiveBytes every request is admitted. Over them, up to a reserve, a
-// request is admitted only when its connection holds less than its fair share (the
-// bounds divided among the connections with a request): so a client whose connections
-// fill the shell cannot keep a new one from being answered.
+// admit takes one request of cost bytes for cs; false when the shell is full. Up to
+// half of MaxActive and MaxActiveBytes every request is admitted; over that, only a
+// connection holding less than its fair share (the bounds divided among the connections
+// with a request under way, this one counted) is, up to the bounds plus a reserve. So
+// connections that fill the shell (answers stuck behind a zero window) cannot keep a new
+// one from being answered: each keeps at most its share.
 func (s *Server) admit(cs *connState, cost int64) bool {
 	l := s.cfg.Limits
 	a := &s.adm
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ok := a.n+1 <= l.MaxActive && a.bytes+cost <= l.MaxActiveBytes
-	if !ok && a.n+1 <= l.MaxActive+reserveRequests && a.bytes+cost <= l.MaxActiveBytes+reserveBytes {
-		busy := max(a.busy, 1)
+	ok := a.n+1 <= l.MaxActive+reserveRequests && a.bytes+cost <= l.MaxActiveBytes+reserveBytes
+	if ok && (a.n+1 > l.MaxActive/2 || a.bytes+cost > l.MaxActiveBytes/2) {
+		busy := a.busy
 		if cs.active == 0 {
 			busy++
 		}

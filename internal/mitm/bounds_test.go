@@ -570,7 +570,7 @@ func TestAdmission(t *testing.T) {
 func TestLimitsDefaults(t *testing.T) {
 	got := (Limits{}).withDefaults()
 	want := Limits{WriteTimeout: 30 * time.Second, BodyTimeout: 30 * time.Second, MinBodyRate: 4096, MaxStreams: 100,
-		MaxActive: 1024, MaxActiveBytes: 96 << 20, RequestRate: 200, RequestBurst: 500, MaxFieldBytes: 65536}
+		MaxActive: 512, MaxActiveBytes: 64 << 20, RequestRate: 200, RequestBurst: 500, MaxFieldBytes: 65536}
 	if got != want {
 		t.Errorf("defaults %+v, want %+v", got, want)
 	}
