@@ -129,6 +129,10 @@ func (w *h2Watch) follow(b []byte) {
 		switch typ {
 		case http2.FrameHeaders:
 			if flags.Has(http2.FlagHeadersEndHeaders) {
+				if w.inBlock { // a protocol error x/net/http2 ends the connection for
+					w.inBlock = false
+					w.stop()
+				}
 				break
 			}
 			w.inBlock, w.empty = true, 0
