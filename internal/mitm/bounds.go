@@ -68,8 +68,9 @@ const (
 
 // Limits are the shell's bounds in time and memory on requests, their bodies and their
 // answers, applied alike to plain-HTTP proxy requests and to HTTP/1.1 and HTTP/2 inside
-// tunnels (docs/replay.md "Connections"). A zero field takes its default; a negative
-// duration or rate turns the bound off (tests only).
+// tunnels (docs/replay.md "Connections"). A zero field takes its default. A negative
+// WriteTimeout, BodyTimeout or RequestRate turns that bound off, and a negative
+// MinBodyRate leaves a body BodyTimeout only (for tests).
 type Limits struct {
 	// WriteTimeout bounds each write of at most WriteChunk bytes of an answer (default
 	// DefaultWriteTimeout).
