@@ -262,7 +262,7 @@ func headerCost(r *http.Request) (cost, longest int) {
 func (s *Server) serveBounded(w http.ResponseWriter, r *http.Request, h http.HandlerFunc) {
 	l := s.cfg.Limits
 	rc := http.NewResponseController(w)
-	bw := &boundedWriter{ResponseWriter: w, rc: rc, d: l.WriteTimeout}
+	bw := &boundedWriter{ResponseWriter: w, rc: rc, d: l.WriteTimeout, h2: r.ProtoMajor == 2}
 	if r.ProtoMajor == 1 && bw.d > 0 {
 		_ = rc.SetWriteDeadline(time.Time{}) // a previous request's deadline on this connection
 	}
@@ -340,6 +340,7 @@ type boundedWriter struct {
 	d     time.Duration
 	armed time.Time    // the deadline set last
 	body  *boundedBody // the request's body, or nil
+	h2    bool
 }
 
 // around runs f, a call that may make net/http read the rest of an HTTP/1.1 request body
@@ -356,23 +357,36 @@ func (w *boundedWriter) around(f func()) {
 	b.probe()
 }
 
-// arm sets the write deadline to d from now, unless the one set is still three quarters
-// of d away.
+// arm sets the write deadline to d from now: over HTTP/2 always (done disarms it after
+// each write), over HTTP/1.1 unless the one set is still three quarters of d away (a
+// connection's deadline only matters to writes under way).
 func (w *boundedWriter) arm() {
 	if w.d <= 0 {
 		return
 	}
 	now := time.Now()
-	if w.armed.Sub(now) > w.d*3/4 {
+	if !w.h2 && w.armed.Sub(now) > w.d*3/4 {
 		return
 	}
 	w.armed = now.Add(w.d)
 	_ = w.rc.SetWriteDeadline(w.armed)
 }
 
+// done ends a write's deadline over HTTP/2, where the deadline is a timer that resets the
+// stream when it fires, write under way or not: a Handler waiting between two writes (a
+// stream of events, record waiting for the site) is not bounded by it.
+func (w *boundedWriter) done() {
+	if w.d > 0 && w.h2 {
+		w.armed = time.Time{}
+		_ = w.rc.SetWriteDeadline(time.Time{})
+	}
+}
+
 func (w *boundedWriter) WriteHeader(code int) {
+	// the header is sent with the first write or flush (or at once when 1xx)
 	w.arm()
 	w.around(func() { w.ResponseWriter.WriteHeader(code) })
+	w.done()
 }
 
 func (w *boundedWriter) Write(p []byte) (int, error) {
@@ -383,6 +397,7 @@ func (w *boundedWriter) Write(p []byte) (int, error) {
 		var m int
 		var err error
 		w.around(func() { m, err = w.ResponseWriter.Write(p[:k]) })
+		w.done()
 		n += m
 		if err != nil {
 			return n, err
@@ -395,9 +410,11 @@ func (w *boundedWriter) Write(p []byte) (int, error) {
 func (w *boundedWriter) Flush() {
 	w.arm()
 	w.around(func() { _ = w.rc.Flush() })
+	w.done()
 }
 
-// last arms the deadline of the flush net/http does once the Handler returns.
+// last arms the deadline of the flush net/http does once the Handler returns (over
+// HTTP/2 the stream's end stops its timer).
 func (w *boundedWriter) last() {
 	if w.d > 0 {
 		w.armed = time.Time{}

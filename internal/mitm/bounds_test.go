@@ -626,3 +626,39 @@ func TestUnreadSlowBody(t *testing.T) {
 		t.Errorf("status %d, closed %v after %v (allowed %v)", resp.StatusCode, closed, took, allow)
 	}
 }
+
+// TestPauseBetweenWrites proves the write deadline bounds writes, not the time between
+// them: an answer written in two parts with twice WriteTimeout between them (a stream of
+// events, record waiting for the site) reaches the client whole over HTTP/1.1 and
+// HTTP/2, with no reset.
+func TestPauseBetweenWrites(t *testing.T) {
+	t.Parallel()
+	const wt = 500 * time.Millisecond
+	g := startShell(t, func(c *Config) {
+		c.Limits.WriteTimeout = wt
+		inner := c.Handler
+		c.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/pause" {
+				inner.ServeHTTP(w, r)
+				return
+			}
+			io.WriteString(w, "first ")
+			http.NewResponseController(w).Flush()
+			time.Sleep(2 * wt)
+			io.WriteString(w, "second")
+		})
+	})
+	for _, h2 := range []bool{false, true} {
+		cl, tr := g.client(h2)
+		resp, err := cl.Get("https://site.test/pause")
+		if err != nil {
+			t.Fatalf("h2 %v: %v", h2, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		tr.CloseIdleConnections()
+		if err != nil || string(body) != "first second" || (resp.ProtoMajor == 2) != h2 {
+			t.Errorf("h2 %v: %s %q %v", h2, resp.Proto, body, err)
+		}
+	}
+}
