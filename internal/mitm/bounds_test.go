@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/pab-dev/pab/internal/mitm/mitmtest"
 	"github.com/pab-dev/pab/internal/testtool"
 )
 
@@ -110,40 +111,44 @@ func (g *rig) zeroWindow(t testing.TB, n int, path string) (*h2Conn, time.Time) 
 
 // TestZeroWindowStreams proves an answer stuck behind a zero HTTP/2 flow-control window
 // is reset within WriteTimeout: 4 connections whose client sets
-// SETTINGS_INITIAL_WINDOW_SIZE to 0 each open 250 streams for a 215 KB answer; at most
-// MaxStreams (100) of them are answered on each connection, the others refused, and
-// every answered one is reset (RST_STREAM INTERNAL_ERROR) no earlier than WriteTimeout
-// (1 s) after its request and within it plus 2 s; meanwhile the proxy answers normal
+// SETTINGS_INITIAL_WINDOW_SIZE to 0 each open 250 streams for a 215 KB answer; every
+// stream ends, refused or answered and reset (RST_STREAM INTERNAL_ERROR) within
+// WriteTimeout (1 s) plus 2 s of its answer's header, with at most MaxStreams (100)
+// answers of a connection under way at once; meanwhile the proxy answers normal
 // requests, and afterwards no request is still being answered. (Run again if it failed
 // while the process stalled: see testtool.RetryStalled.)
 func TestZeroWindowStreams(t *testing.T) {
 	t.Parallel()
 	const wt, slack = time.Second, 2 * time.Second
 	g := startShell(t, func(c *Config) { c.Limits.WriteTimeout = wt })
+	p := mitmtest.Proxy{Addr: g.addr, Roots: g.ca.CertPool()}
 	testtool.RetryStalled(t, func(t testtool.Attempt) {
 		const conns, streams = 4, 250
 		var wg sync.WaitGroup
 		for c := range conns {
-			h, sent := g.zeroWindow(t, streams, "/big?n=215000")
+			h, sent, err := p.ZeroWindow("site.test", "/big?n=215000", streams)
+			if err != nil {
+				t.Fatal(err)
+			}
 			wg.Go(func() {
-				ends, goAway, closed := h.h2Streams(sent, wt+slack+5*time.Second, streams)
-				answered, refused := 0, 0
-				for id, e := range ends {
+				defer h.C.Close()
+				res := h.Streams(sent, wt+slack+10*time.Second, streams, false, false)
+				for id, e := range res.Ends {
 					switch {
-					case e.status == "200" && e.reset && e.rst == http2.ErrCodeInternal:
-						answered++
-						if e.at > wt+slack {
-							t.Errorf("conn %d stream %d reset %v after its request, WriteTimeout %v", c, id, e.at, wt)
+					case e.Status == "200" && e.Reset && e.Code == http2.ErrCodeInternal:
+						if e.At-e.HeadAt > wt+slack {
+							t.Errorf("conn %d stream %d reset %v after its answer's header, WriteTimeout %v", c, id, e.At-e.HeadAt, wt)
 						}
-					case e.status == "" && e.reset:
-						refused++
+					case e.Status == "" && e.Reset:
 					default:
 						t.Errorf("conn %d stream %d: %+v", c, id, *e)
 					}
 				}
-				if answered+refused != streams || answered > DefaultMaxStreams {
-					t.Errorf("conn %d: %d answered and reset, %d refused, want %d in all, at most %d answered (GOAWAY %v, closed %v)",
-						c, answered, refused, streams, DefaultMaxStreams, goAway, closed)
+				if len(res.Ends) != streams {
+					t.Errorf("conn %d: %d of %d streams ended (GOAWAY %v, closed %v)", c, len(res.Ends), streams, res.GoAway, res.Closed)
+				}
+				if n := mitmtest.MaxOpen(res); n > DefaultMaxStreams {
+					t.Errorf("conn %d: %d answers under way at once, at most %d", c, n, DefaultMaxStreams)
 				}
 			})
 		}

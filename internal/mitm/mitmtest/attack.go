@@ -459,7 +459,7 @@ func CheckTimeBounds(t TB, p Proxy, b Bounds, tg Targets, conns, streams int, pr
 			if len(res.Ends) < streams {
 				t.Errorf("zero window %d: %d of %d streams ended within %v; GOAWAY %v, closed %v", i, len(res.Ends), streams, res.At, res.GoAway, res.Closed)
 			}
-			if n := maxOpen(res); n > b.MaxStreams {
+			if n := MaxOpen(res); n > b.MaxStreams {
 				t.Errorf("zero window %d: %d answers under way at once, at most %d streams", i, n, b.MaxStreams)
 			}
 			t.Logf("zero window %d: %d streams answered (as others were reset), %d refused", i, answered, streams-answered)
@@ -538,10 +538,10 @@ func CheckTimeBounds(t TB, p Proxy, b Bounds, tg Targets, conns, streams int, pr
 	}
 }
 
-// maxOpen is the most answers a client saw under way at once: header received, stream not
+// MaxOpen is the most answers a client saw under way at once: header received, stream not
 // ended. (A stream ends on the wire before the server starts another in its place, so
 // the client sees no more than the server has.)
-func maxOpen(res Result) int {
+func MaxOpen(res Result) int {
 	type ev struct {
 		at time.Duration
 		d  int
