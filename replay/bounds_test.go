@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
+
 	"github.com/pab-dev/pab/internal/mitm"
 	"github.com/pab-dev/pab/internal/mitm/mitmtest"
 	"github.com/pab-dev/pab/internal/testtool"
@@ -110,4 +112,29 @@ func waitUntilTrue(d time.Duration, cond func() bool) bool {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return true
+}
+
+// TestReplayRapidReset proves replay ends a rapid reset as record does
+// (TestRecordRapidReset), with the default Limits: 30,000 HEADERS+RST_STREAM pairs on one
+// HTTP/2 tunnel get GOAWAY ENHANCE_YOUR_CALM, and a recorded page is answered afterwards.
+func TestReplayRapidReset(t *testing.T) {
+	t.Parallel()
+	tp := startProxy(t, siteManifest(), siteExchanges(), defaultTestRules)
+	p := mitmtest.Proxy{Addr: tp.addr, Roots: tp.ca.CertPool()}
+	sent, goAway, err := p.RapidReset("site.test", "/style.css", 30000, 60*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if goAway == nil || *goAway != http2.ErrCodeEnhanceYourCalm {
+		t.Fatalf("%d HEADERS+RST_STREAM pairs sent: GOAWAY %v, want ENHANCE_YOUR_CALM", sent, goAway)
+	}
+	resp, err := tp.client.Get("https://site.test/style.css")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "h1{color:red}" {
+		t.Errorf("after the rapid reset: %d %q", resp.StatusCode, body)
+	}
 }
