@@ -80,12 +80,15 @@ func (u *upstream) options(o Options) Options {
 // mitmtest.CheckTimeBounds): 4 HTTP/2 connections (1 under the race detector) granting no flow-control window ask
 // 250 streams each for a 215 KB stylesheet of the site, 4 slow HTTP/1.1 bodies (plain and
 // in tunnels), 4 HTTP/2 POSTs without DATA and 4 header blocks kept open with empty
-// CONTINUATION frames are each reset or closed within their bound (1 s) plus 2 s, while
+// CONTINUATION frames are each reset or closed within their bound (1 s, 2 s under the race detector) plus 2 s, while
 // a page is recorded; once they are over no request is still being answered. (Run again
 // if it failed while the process stalled: see testtool.RetryStalled.)
 func TestRecordTimeBounds(t *testing.T) {
 	t.Parallel()
-	const d = time.Second
+	d := time.Second
+	if raceEnabled {
+		d = 2 * time.Second // the race-instrumented proxy is several times slower
+	}
 	u := newUpstream(t)
 	g := newRig(t, u.options(Options{ReadHeaderTimeout: d, Limits: mitm.Limits{WriteTimeout: d, BodyTimeout: d, MinBodyRate: 100}}))
 	p := mitmtest.Proxy{Addr: g.addr, Roots: g.ca.CertPool()}

@@ -19,7 +19,8 @@ import (
 
 // TestReplayTimeBounds proves Options.Limits and ReadHeaderTimeout reach the replay
 // proxy's shell and bound every stream and body in time (mitmtest.CheckTimeBounds, with
-// WriteTimeout, BodyTimeout and ReadHeaderTimeout of 1 s and MinBodyRate 100 bytes/s):
+// WriteTimeout, BodyTimeout and ReadHeaderTimeout of 1 s (2 s under the race
+// detector) and MinBodyRate 100 bytes/s):
 // 4 HTTP/2 connections (1 under the race detector) granting no flow-control window ask 250 streams each for a
 // recorded 300 KiB image, 4 slow HTTP/1.1 bodies (plain and in tunnels), 4 HTTP/2 POSTs
 // without DATA and 4 header blocks kept open with empty CONTINUATION frames are each
@@ -28,7 +29,10 @@ import (
 // the process stalled: see testtool.RetryStalled.)
 func TestReplayTimeBounds(t *testing.T) {
 	t.Parallel()
-	const d = time.Second
+	d := time.Second
+	if raceEnabled {
+		d = 2 * time.Second // the race-instrumented proxy is several times slower
+	}
 	b := writeTestBundle(t, t.TempDir(), siteManifest(), siteExchanges())
 	tp := startProxyBundle(t, b, defaultTestRules, func(o *Options) {
 		o.ReadHeaderTimeout = d
