@@ -1,11 +1,13 @@
 // Package mitm is the HTTP proxy shell that pab's replay and record share. It accepts
 // client connections, takes CONNECT requests with goproxy (ConnectHijack), terminates
 // each intercepted tunnel with TLS using pab's CA (a leaf certificate per SNI name), and
-// serves the requests inside the tunnel with a net/http Server: HTTP/1.1 and HTTP/2
-// chosen by ALPN (RFC 7301), with bounded header size, header and handshake timeouts and
-// an idle timeout. Plain-HTTP proxy requests (absolute-form request target, RFC 9112
-// section 3.2.2) reach the same handler as the requests inside tunnels, so whatever the
-// shell enforces holds for both.
+// serves the requests inside the tunnel with a net/http Server: HTTP/1.1, or HTTP/2
+// (golang.org/x/net/http2's server) chosen by ALPN (RFC 7301), with bounded header size,
+// header and handshake timeouts and an idle timeout. Plain-HTTP proxy requests
+// (absolute-form request target, RFC 9112 section 3.2.2) reach the same handler as the
+// requests inside tunnels, so whatever the shell enforces holds for both: also the
+// bounds of Limits in time and memory on every stream, request body and answer
+// (bounds.go) and the bound on HTTP/2 header blocks (h2.go).
 //
 // The shell never connects out: it has no transport and no dialer. What a request is
 // answered with is the Handler's business (replay answers from a recording, record
@@ -74,7 +76,8 @@ type Config struct {
 	// MaxHeaderBytes bounds request headers (default DefaultMaxHeaderBytes).
 	MaxHeaderBytes int
 	// ReadHeaderTimeout bounds reading one request header (default
-	// DefaultReadHeaderTimeout), on the listening socket and inside tunnels.
+	// DefaultReadHeaderTimeout), on the listening socket and inside tunnels, and an
+	// HTTP/2 header block from its HEADERS frame to its last CONTINUATION.
 	ReadHeaderTimeout time.Duration
 	// HandshakeTimeout bounds a tunnel's TLS handshake (default DefaultHandshakeTimeout).
 	HandshakeTimeout time.Duration
