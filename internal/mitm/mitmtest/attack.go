@@ -404,6 +404,8 @@ type Bounds struct {
 	WriteTimeout, BodyTimeout, ReadHeaderTimeout time.Duration
 	MinBodyRate                                  int // bytes per second
 	MaxStreams                                   int
+	// Slack is how much later than its bound a client may be cut off (0: DefaultSlack).
+	Slack time.Duration
 }
 
 // Targets are what the attacks ask for.
@@ -414,16 +416,16 @@ type Targets struct {
 	PlainPost string // an absolute http:// URL to POST to on the listening socket
 }
 
-// Slack is how much later than its bound a client may be cut off: the tests run on a
-// shared, loaded machine.
-const Slack = 2 * time.Second
+// DefaultSlack is how much later than its bound a client may be cut off: the tests run
+// on a shared, loaded machine.
+const DefaultSlack = 2 * time.Second
 
 // CheckTimeBounds runs, all at once against p, conns of each: HTTP/2 tunnels that grant
 // no flow-control window and ask `streams` GETs of BigPath (whose answers the proxy
 // begins, header first, then cannot send); HTTP/1.1 bodies sent a byte every 300 ms,
 // half on the listening socket (PlainPost) and half in tunnels; HTTP/2 POSTs with a
 // content-length of 1,000 and no DATA; header blocks kept open with an empty
-// CONTINUATION every 100 ms. It checks that each ends within its bound plus Slack (and
+// CONTINUATION every 100 ms. It checks that each ends within its bound plus b.Slack (and
 // not before it): every zero-window stream ends, refused or reset within WriteTimeout of
 // its answer's header (before the header the time is the Handler's: record's wait for
 // the site), with at most MaxStreams answers of a connection under way at once; each
@@ -433,6 +435,10 @@ const Slack = 2 * time.Second
 // reported.
 func CheckTimeBounds(t TB, p Proxy, b Bounds, tg Targets, conns, streams int, probe func() error) {
 	t.Helper()
+	slack := b.Slack
+	if slack <= 0 {
+		slack = DefaultSlack
+	}
 	var wg, ready sync.WaitGroup // ready: every attack is under way
 	ready.Add(4 * conns)
 	for i := range conns {
@@ -444,7 +450,7 @@ func CheckTimeBounds(t TB, p Proxy, b Bounds, tg Targets, conns, streams int, pr
 				return
 			}
 			defer h.C.Close()
-			res := h.Streams(sent, b.WriteTimeout+Slack+10*time.Second, streams, false, false)
+			res := h.Streams(sent, b.WriteTimeout+slack+10*time.Second, streams, false, false)
 			answered := 0
 			for id, e := range res.Ends {
 				if e.Status != "" && e.Status != "503" {
@@ -452,7 +458,7 @@ func CheckTimeBounds(t TB, p Proxy, b Bounds, tg Targets, conns, streams int, pr
 				}
 				// the answer's writes are bounded from its header on; before it, the
 				// time is the Handler's (record waits for the site)
-				if e.At-e.HeadAt > b.WriteTimeout+Slack {
+				if e.At-e.HeadAt > b.WriteTimeout+slack {
 					t.Errorf("zero window %d: stream %d ended %v after its answer's header, WriteTimeout %v", i, id, e.At-e.HeadAt, b.WriteTimeout)
 				}
 			}
@@ -484,14 +490,14 @@ func CheckTimeBounds(t TB, p Proxy, b Bounds, tg Targets, conns, streams int, pr
 				return
 			}
 			defer c.Close()
-			sent, closed, n := SlowBody(c, target, host, 1000, 300*time.Millisecond, b.BodyTimeout+Slack+10*time.Second)
+			sent, closed, n := SlowBody(c, target, host, 1000, 300*time.Millisecond, b.BodyTimeout+slack+10*time.Second)
 			allow := b.BodyTimeout + time.Duration(n)*time.Second/time.Duration(max(b.MinBodyRate, 1))
 			switch {
 			case closed.IsZero():
 				t.Errorf("slow body %d (%s): connection still open after %v", i, target, time.Since(sent))
 			case closed.Sub(sent) < b.BodyTimeout:
 				t.Errorf("slow body %d (%s): closed %v after the header, before BodyTimeout %v", i, target, closed.Sub(sent), b.BodyTimeout)
-			case closed.Sub(sent) > allow+Slack:
+			case closed.Sub(sent) > allow+slack:
 				t.Errorf("slow body %d (%s): closed %v after the header, allowed %v", i, target, closed.Sub(sent), allow)
 			}
 		})
@@ -503,19 +509,19 @@ func CheckTimeBounds(t TB, p Proxy, b Bounds, tg Targets, conns, streams int, pr
 				return
 			}
 			defer h.C.Close()
-			res := h.Streams(sent, b.BodyTimeout+Slack+10*time.Second, 1, true, false)
+			res := h.Streams(sent, b.BodyTimeout+slack+10*time.Second, 1, true, false)
 			e := res.Ends[1]
 			switch {
 			case e == nil:
 				t.Errorf("h2 POST %d: stream not ended after %v (GOAWAY %v, closed %v)", i, res.At, res.GoAway, res.Closed)
 			case e.At < b.BodyTimeout:
 				t.Errorf("h2 POST %d: stream ended %v after its header, before BodyTimeout %v: %+v", i, e.At, b.BodyTimeout, *e)
-			case e.At > b.BodyTimeout+Slack:
+			case e.At > b.BodyTimeout+slack:
 				t.Errorf("h2 POST %d: stream ended %v after its header, BodyTimeout %v", i, e.At, b.BodyTimeout)
 			}
 		})
 		wg.Go(func() {
-			sent, closed, err := p.EmptyContinuation(tg.Host, 10, 100*time.Millisecond, b.ReadHeaderTimeout+Slack+10*time.Second, ready.Done)
+			sent, closed, err := p.EmptyContinuation(tg.Host, 10, 100*time.Millisecond, b.ReadHeaderTimeout+slack+10*time.Second, ready.Done)
 			switch {
 			case err != nil:
 				t.Errorf("empty CONTINUATION %d: %v", i, err)
@@ -523,7 +529,7 @@ func CheckTimeBounds(t TB, p Proxy, b Bounds, tg Targets, conns, streams int, pr
 				t.Errorf("empty CONTINUATION %d: connection still open", i)
 			case closed.Sub(sent) < b.ReadHeaderTimeout:
 				t.Errorf("empty CONTINUATION %d: closed %v after the HEADERS, before ReadHeaderTimeout %v", i, closed.Sub(sent), b.ReadHeaderTimeout)
-			case closed.Sub(sent) > b.ReadHeaderTimeout+Slack:
+			case closed.Sub(sent) > b.ReadHeaderTimeout+slack:
 				t.Errorf("empty CONTINUATION %d: closed %v after the HEADERS, ReadHeaderTimeout %v", i, closed.Sub(sent), b.ReadHeaderTimeout)
 			}
 		})
