@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/pab-dev/pab/internal/words"
 )
 
 // Verdicts: what a crawl says about one page (PageResult.Verdict).
@@ -153,7 +155,7 @@ func (r *Report) Summary() string {
 			parts = append(parts, fmt.Sprintf("%s %d", v, n))
 		}
 	}
-	s := fmt.Sprintf("crawl: %d pages (%d recorded)", len(r.Pages), r.Seeds)
+	s := fmt.Sprintf("crawl: %s (%d recorded)", words.Count(len(r.Pages), "page"), r.Seeds)
 	if len(parts) > 0 {
 		s += ": " + strings.Join(parts, ", ")
 	}

@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/pab-dev/pab/importer/audit"
+	"github.com/pab-dev/pab/internal/words"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/warc"
@@ -114,7 +115,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	r := &run{o: o, out: orDiscard(o.Out), errOut: orDiscard(o.ErrOut)}
-	r.taskDir = filepath.Join(o.Repo.TasksDir(), o.TaskID)
+	var err error
+	if r.taskDir, err = o.Repo.TaskDir(o.TaskID); err != nil { // never writes through a link out
+		return Result{}, fmt.Errorf("import: %w", err)
+	}
 	r.recDir = filepath.Join(r.taskDir, "recording")
 	r.res.RecordingDir = r.recDir
 	r.t = &task.Task{Repo: o.Repo, ID: o.TaskID, Dir: r.taskDir}
@@ -169,6 +173,9 @@ func (r *run) checkInputs() error {
 // locked is the import once the task's lock is held: from here on the task is read as the
 // last writer left it.
 func (r *run) locked(ctx context.Context) error {
+	if err := r.o.Repo.CheckTaskDir(r.taskDir); err != nil { // as the lock holder found it
+		return fmt.Errorf("import: task %s: %w", r.o.TaskID, err)
+	}
 	if f, err := warc.RecordingFormatOf(r.recDir); err != nil {
 		return fmt.Errorf("import: existing recording: %w", err)
 	} else if f != 0 && f != warc.RecordingFormat && !r.o.Replace {
@@ -333,7 +340,7 @@ func (r *run) publish() error {
 	}
 	if err == nil && r.merge {
 		r.res.Merged, r.res.Before = true, r.oldCount
-		fmt.Fprintf(r.out, "merged with the existing recording: %d exchanges before, %d now\n", r.oldCount, total)
+		fmt.Fprintf(r.out, "merged with the existing recording: %s before, %d now\n", words.Count(r.oldCount, "exchange"), total)
 	}
 	return nil
 }

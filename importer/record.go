@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/pab-dev/pab/internal/words"
 	"github.com/pab-dev/pab/record"
 	"github.com/pab-dev/pab/warc"
 )
@@ -63,7 +64,7 @@ func FinishRecording(ctx context.Context, o FinishOptions) error {
 		fmt.Fprintln(errOut, "pab record: warning:", w)
 	}
 	o.Capture.PrintBuilt(errOut, rep)
-	fmt.Fprintf(out, "recorded %d exchanges, %d pages into %s\n", rep.Exchanges, rep.Pages, bundle)
+	fmt.Fprintf(out, "recorded %s, %s into %s\n", words.Count(rep.Exchanges, "exchange"), words.Count(rep.Pages, "page"), bundle)
 	// The bundle now holds everything: the journal goes before the import, so that a
 	// crash during the import can never import the same exchanges twice (--finish finds
 	// nothing; the bundle is imported by hand, as the error says).

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 
+	"github.com/pab-dev/pab/internal/words"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/task"
@@ -34,7 +35,7 @@ func selfCheck(ctx context.Context, out io.Writer, repo *task.Repo, bundleDir st
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "self-check: every recorded request replayed once (%d exchanges)\n", b.Len())
+	fmt.Fprintf(out, "self-check: every recorded request replayed once (%s)\n", words.Count(b.Len(), "exchange"))
 	for _, l := range layers {
 		rs, err := rules.Load(l.dirs...)
 		if err != nil {

@@ -12,8 +12,10 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/pab-dev/pab/internal/exposed"
 	"github.com/pab-dev/pab/internal/readlimit"
 	"github.com/pab-dev/pab/internal/syncwriter"
+	"github.com/pab-dev/pab/internal/words"
 )
 
 // maxCAFile bounds an upstream CA file (LoadRoots), in bytes.
@@ -54,30 +56,35 @@ func Session(ctx context.Context, o SessionOptions) error {
 	}
 	ro := o.Recorder
 	ro.OnStoreError = func(err error, stored int) {
-		fmt.Fprintf(log, "pab record: cannot store exchanges: %v; %d exchanges were stored; later requests get 503, stop with Ctrl-C to write them\n", err, stored)
+		fmt.Fprintf(log, "pab record: cannot store exchanges: %v; %s stored; later requests get 503, stop with Ctrl-C to write them\n", err, words.Count(stored, "exchange")+" "+words.Was(stored))
 	}
 	ro.Debug = nil
 	if o.Debug {
 		ro.Debug = log
 	}
+	// listen first: a port that is taken fails before the journal is made, so nothing is
+	// left in the work directory
+	ln, err := Listen(o.Listen)
+	if err != nil {
+		return err
+	}
 	rec, rrep, err := New(ro)
 	if err != nil {
+		ln.Close()
 		return err
 	}
 	if rrep.Cut > 0 {
-		fmt.Fprintf(log, "pab record: recovered the journal of an interrupted recording: %d exchanges kept, %d bytes of a partial one removed\n", rrep.Exchanges, rrep.Cut)
+		fmt.Fprintf(log, "pab record: recovered the journal of an interrupted recording: %s kept, %s of a partial one removed\n", words.Count(rrep.Exchanges, "exchange"), words.Count(rrep.Cut, "byte"))
 	} else if rrep.Exchanges > 0 {
-		fmt.Fprintf(log, "pab record: going on with the journal of an earlier recording (%d exchanges)\n", rrep.Exchanges)
-	}
-	ln, err := Listen(o.Listen)
-	if err != nil {
-		rec.Shutdown()
-		return err
+		fmt.Fprintf(log, "pab record: going on with the journal of an earlier recording (%s)\n", words.Count(rrep.Exchanges, "exchange"))
 	}
 	work := ro.WorkDir
 	o.Capture.Print(log)
 	fmt.Fprintf(log, "pab record: recording task %s on http://%s\n", o.TaskID, ln.Addr())
 	fmt.Fprintf(log, "pab record: CA %s\n", ro.CA.CertPath())
+	if w := exposed.Warning("pab record", ln.Addr(), "the recording proxy: it forwards their requests to the internet from this machine and records them into the task"); w != "" {
+		fmt.Fprintln(log, w)
+	}
 	fmt.Fprintf(log, "pab record: journal %s, log %s\n", JournalPath(work), LogPath(work))
 	fmt.Fprintln(log, "pab record: press Ctrl-C to stop and write the recording")
 	served := make(chan error, 1)
@@ -96,8 +103,8 @@ func Session(ctx context.Context, o SessionOptions) error {
 		serveErr = <-served
 	}
 	st := rec.Stats()
-	fmt.Fprintf(log, "pab record: %d exchanges stored, %d not stored, %d upstream errors (see %s)\n",
-		st.Stored, st.NotStored, st.UpstreamError, LogPath(work))
+	fmt.Fprintf(log, "pab record: %s stored, %d not stored, %s (see %s)\n",
+		words.Count(st.Stored, "exchange"), st.NotStored, words.Count(st.UpstreamError, "upstream error"), LogPath(work))
 	if err := rec.StoreError(); err != nil {
 		fmt.Fprintf(log, "pab record: %d requests were refused with 503 after the journal error: %v\n", st.Refused, err)
 	}

@@ -102,6 +102,15 @@ func Resolve(arg string, repo *Repo) (*Target, error) {
 		}
 		return &Target{Name: filepath.Base(abs), BundleDir: dir, RulesDirs: []string{repo.SitesDir()}}, nil
 	}
+	if ValidID(arg) != nil || !pathx.IsDir(filepath.Join(repo.TasksDir(), arg)) {
+		if fi, err := os.Stat(abs); err == nil {
+			what := "the file exists but is not a WARC file (.warc, .warc.gz) or a WACZ package (.wacz)"
+			if fi.IsDir() {
+				what = "the directory exists but is not a bundle directory (with manifest.json) or a task directory (with task.yaml)"
+			}
+			return nil, fmt.Errorf("target %s: %s, and there is no task %q in %s", arg, what, arg, repo.TasksDir())
+		}
+	}
 	if ValidID(arg) != nil {
 		return nil, fmt.Errorf("target %s is not a bundle directory (with manifest.json), a task directory (with task.yaml), a .warc, .warc.gz or .wacz file, or a task id", arg)
 	}
@@ -117,8 +126,12 @@ func (r *Repo) taskTarget(id string) (*Target, error) {
 }
 
 // Target unpacks the task's recording (BundleDir) and returns it with the rule
-// directories [repository sites/, task rules/].
+// directories [repository sites/, task rules/]. A task directory with a symbolic link
+// leading outside the repository is refused first (CheckTaskDir).
 func (t *Task) Target() (*Target, error) {
+	if err := t.Repo.CheckTaskDir(t.Dir); err != nil {
+		return nil, fmt.Errorf("task %s: %w", t.ID, err)
+	}
 	card, err := t.Card()
 	if err != nil { // a broken task.yaml is reported before any unpacking
 		return nil, err

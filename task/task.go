@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pab-dev/pab/internal/atomicfile"
+	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/internal/readlimit"
 	"github.com/pab-dev/pab/warc"
 )
@@ -34,15 +35,25 @@ const (
 const maxCardBytes = 1 << 20
 
 // Repo is a task repository rooted at Root (an absolute path).
-type Repo struct{ Root string }
+type Repo struct {
+	Root string
+	// userCache, when set, is the cache directory of a Repo that is no repository: the
+	// current directory, not named by --repo or $PAB_REPO, holding neither tasks/ nor
+	// sites/ (see FindRepo and CacheDir).
+	userCache string
+}
 
 // FindRepo returns the task repository: flagValue (--repo) when not empty, else $PAB_REPO,
 // else the current directory. The directory must exist; it need not hold tasks/ yet.
+// When it is the current directory and holds neither tasks/ nor sites/ (a user replaying a
+// WARC file from wherever they stand), its cache is the per-user one (CacheDir), so no
+// .cache/ appears in that directory.
 func FindRepo(flagValue string) (*Repo, error) {
 	root := flagValue
 	if root == "" {
 		root = os.Getenv("PAB_REPO")
 	}
+	fromWD := root == ""
 	if root == "" {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -61,8 +72,18 @@ func FindRepo(flagValue string) (*Repo, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("task repository %s: not a directory", abs)
 	}
-	return &Repo{Root: abs}, nil
+	r := &Repo{Root: abs}
+	if fromWD && !pathx.IsDir(r.TasksDir()) && !pathx.IsDir(r.SitesDir()) {
+		if uc, err := os.UserCacheDir(); err == nil && filepath.IsAbs(uc) {
+			r.userCache = filepath.Join(uc, "pab")
+		}
+	}
+	return r, nil
 }
+
+// IsUserCache reports whether CacheDir is the per-user cache because the Repo is no
+// repository (see FindRepo).
+func (r *Repo) IsUserCache() bool { return r.userCache != "" && os.Getenv("PAB_CACHE") == "" }
 
 // SitesDir is <root>/sites, the shared site rules.
 func (r *Repo) SitesDir() string { return filepath.Join(r.Root, "sites") }
@@ -71,7 +92,8 @@ func (r *Repo) SitesDir() string { return filepath.Join(r.Root, "sites") }
 func (r *Repo) TasksDir() string { return filepath.Join(r.Root, "tasks") }
 
 // CacheDir holds unpacked bundles and other derived files: $PAB_CACHE (made absolute) when
-// set, else <root>/.cache.
+// set, else <root>/.cache; for a current directory that is no repository (FindRepo), the
+// per-user cache <os.UserCacheDir>/pab ($XDG_CACHE_HOME/pab, else ~/.cache/pab).
 func (r *Repo) CacheDir() string {
 	if c := os.Getenv("PAB_CACHE"); c != "" {
 		if abs, err := filepath.Abs(c); err == nil {
@@ -79,11 +101,15 @@ func (r *Repo) CacheDir() string {
 		}
 		return c
 	}
+	if r.userCache != "" {
+		return r.userCache
+	}
 	return filepath.Join(r.Root, ".cache")
 }
 
-// TaskIDs lists the tasks of the repository, sorted: the directories of tasks/ holding a
-// task.yaml. A repository without tasks/ has none.
+// TaskIDs lists the tasks of the repository, sorted: the directories of tasks/ (or
+// symbolic links to directories) holding a task.yaml. A repository without tasks/ has none.
+// A listed task may still be refused by Task (a link leading outside the repository).
 func (r *Repo) TaskIDs() ([]string, error) {
 	des, err := os.ReadDir(r.TasksDir())
 	if errors.Is(err, os.ErrNotExist) {
@@ -94,7 +120,9 @@ func (r *Repo) TaskIDs() ([]string, error) {
 	}
 	var ids []string
 	for _, de := range des {
-		if !de.IsDir() || ValidID(de.Name()) != nil {
+		// a task folder that is a symbolic link is listed (Task refuses it when it leads
+		// outside the repository, so pab tasks can say so); other entries are not tasks
+		if !de.IsDir() && de.Type()&fs.ModeSymlink == 0 || ValidID(de.Name()) != nil {
 			continue
 		}
 		if fi, err := os.Stat(filepath.Join(r.TasksDir(), de.Name(), CardFile)); err == nil && fi.Mode().IsRegular() {
@@ -105,13 +133,19 @@ func (r *Repo) TaskIDs() ([]string, error) {
 	return ids, nil
 }
 
-// Task returns the task id of the repository. The id must be valid (ValidID) and
-// tasks/<id>/task.yaml must exist, else the error is `no task "id" in <tasks dir>`.
+// Task returns the task id of the repository. The id must be valid (ValidID), the task
+// directory must stay inside the repository (CheckTaskDir: no symbolic link at any level
+// of tasks/<id>, its recording/, rules/ or files leads outside; the error wraps an
+// *OutsideError) and tasks/<id>/task.yaml must exist, else the error is
+// `no task "id" in <tasks dir>`.
 func (r *Repo) Task(id string) (*Task, error) {
 	if err := ValidID(id); err != nil {
 		return nil, err
 	}
 	dir := filepath.Join(r.TasksDir(), id)
+	if err := r.CheckTaskDir(dir); err != nil {
+		return nil, fmt.Errorf("task %s: %w", id, err)
+	}
 	if fi, err := os.Stat(filepath.Join(dir, CardFile)); err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("no task %q in %s", id, r.TasksDir())
 	}
@@ -171,7 +205,7 @@ type Capture struct {
 // CardPath is <task>/task.yaml.
 func (t *Task) CardPath() string { return filepath.Join(t.Dir, CardFile) }
 
-// RecordingDir is <task>/recording, the published recording (format 2).
+// RecordingDir is <task>/recording, the published recording (warc.RecordingFormat).
 func (t *Task) RecordingDir() string { return filepath.Join(t.Dir, recordingName) }
 
 // RulesDir is <task>/rules, the task's own site rules.

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pab-dev/pab/internal/browser"
+	"github.com/pab-dev/pab/internal/words"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/tlsca"
@@ -114,8 +115,8 @@ func runBrowser(cmd *cobra.Command, g *globalFlags, bf *browserFlags, args []str
 			<-served
 		}()
 		setup.Proxy = ln.Addr().String()
-		fmt.Fprintf(errOut, "pab browser: replaying %s (%d exchanges, captured %s) on http://%s\n",
-			s.target.Name, s.bundle.Len(), s.bundle.Manifest.CapturedFrom, setup.Proxy)
+		fmt.Fprintf(errOut, "pab browser: replaying %s (%s, captured %s) on http://%s\n",
+			s.target.Name, words.Count(s.bundle.Len(), "exchange"), s.bundle.Manifest.CapturedFrom, setup.Proxy)
 	} else {
 		ca, err := tlsca.LoadDefault()
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pab-dev/pab/crawl"
 	"github.com/pab-dev/pab/internal/browser"
+	"github.com/pab-dev/pab/internal/words"
 )
 
 func newCheckCmd(g *globalFlags) *cobra.Command {
@@ -67,8 +68,8 @@ func newCheckCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			defer rp.Close()
-			fmt.Fprintf(errOut, "pab check: replaying %s (%d exchanges, captured %s) on http://%s\n",
-				s.target.Name, s.bundle.Len(), s.bundle.Manifest.CapturedFrom, rp.Addr)
+			fmt.Fprintf(errOut, "pab check: replaying %s (%s, captured %s) on http://%s\n",
+				s.target.Name, words.Count(s.bundle.Len(), "exchange"), s.bundle.Manifest.CapturedFrom, rp.Addr)
 			stdout := cmd.OutOrStdout()
 			if !doCrawl {
 				rep, err := rp.Check(ctx)

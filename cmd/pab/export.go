@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pab-dev/pab/internal/words"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/warc"
 )
@@ -64,8 +65,8 @@ func newExportCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "exported %s (%d exchanges, %d pages) to %s (%s)\n",
-				name, b.Len(), len(b.Pages), out, humanBytes(size))
+			fmt.Fprintf(cmd.OutOrStdout(), "exported %s (%s, %s) to %s (%s)\n",
+				name, words.Count(b.Len(), "exchange"), words.Count(len(b.Pages), "page"), out, humanBytes(size))
 			return nil
 		},
 	}

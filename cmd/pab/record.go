@@ -54,6 +54,10 @@ func newRecordCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			taskDir, err := repo.TaskDir(id) // refused before recording when it leads outside
+			if err != nil {
+				return fmt.Errorf("record: %w", err)
+			}
 			work := filepath.Join(repo.CacheDir(), "record", id)
 			if out != "" {
 				if out, err = filepath.Abs(out); err != nil {
@@ -96,7 +100,7 @@ func newRecordCmd(g *globalFlags) *cobra.Command {
 			}
 			// exclude applies while recording (docs/rules.md): the rules a replay of the
 			// task would use, read once now; a broken rule file stops before recording
-			if ro.Rules, err = rules.Load(repo.SitesDir(), filepath.Join(repo.TasksDir(), id, "rules")); err != nil {
+			if ro.Rules, err = rules.Load(repo.SitesDir(), filepath.Join(taskDir, "rules")); err != nil {
 				return fmt.Errorf("record: %w", err)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)

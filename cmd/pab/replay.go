@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pab-dev/pab/internal/exposed"
+	"github.com/pab-dev/pab/internal/words"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/task"
@@ -132,9 +134,12 @@ func runReplay(cmd *cobra.Command, g *globalFlags, rf *replayFlags, args []strin
 	}
 	defer closeLog()
 	errOut := cmd.ErrOrStderr()
-	fmt.Fprintf(errOut, "pab replay: %s (%d exchanges, captured %s) on http://%s\n",
-		s.target.Name, s.bundle.Len(), s.bundle.Manifest.CapturedFrom, ln.Addr())
+	fmt.Fprintf(errOut, "pab replay: %s (%s, captured %s) on http://%s\n",
+		s.target.Name, words.Count(s.bundle.Len(), "exchange"), s.bundle.Manifest.CapturedFrom, ln.Addr())
 	fmt.Fprintf(errOut, "pab replay: CA %s\n", ca.CertPath())
+	if w := exposed.Warning("pab replay", ln.Addr(), "the recording (every recorded page and cookie) and the control API (http://rr.control/)"); w != "" {
+		fmt.Fprintln(errOut, w)
+	}
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

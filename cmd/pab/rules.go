@@ -10,6 +10,7 @@ import (
 	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/internal/words"
 	"github.com/pab-dev/pab/rules"
+	"github.com/pab-dev/pab/task"
 )
 
 func newRulesCmd(g *globalFlags) *cobra.Command {
@@ -50,9 +51,15 @@ func newRulesCheckCmd(g *globalFlags) *cobra.Command {
 				}
 				var dirs []string
 				for _, id := range ids {
-					dirs = append(dirs, shortPath(filepath.Join(repo.TasksDir(), id, "rules")))
+					t, err := repo.Task(id) // refuses a task leading outside the repository
+					if err != nil {
+						return fmt.Errorf("rules check: %w", err)
+					}
+					dirs = append(dirs, shortPath(t.RulesDir()))
 				}
 				jobs = rules.RepoJobs(sitesDir, dirs)
+			} else if err := checkArgsInside(repo, args); err != nil {
+				return fmt.Errorf("rules check: %w", err)
 			} else if jobs, err = rules.DirJobs(sitesDir, args, shortPath); err != nil {
 				return fmt.Errorf("rules check: %w", err)
 			}
@@ -85,4 +92,21 @@ func shortPath(path string) string {
 		return rel
 	}
 	return path
+}
+
+// checkArgsInside refuses a directory named on the command line that lies in the repository
+// but leads outside it through a symbolic link (task.Repo.CheckInside).
+func checkArgsInside(repo *task.Repo, args []string) error {
+	for _, a := range args {
+		abs, err := filepath.Abs(a)
+		if err != nil {
+			return err
+		}
+		if pathx.Within(abs, repo.Root) {
+			if err := repo.CheckInside(abs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

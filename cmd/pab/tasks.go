@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pab-dev/pab/internal/words"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -15,7 +16,10 @@ func newTasksCmd(g *globalFlags) *cobra.Command {
 		Use:   "tasks",
 		Short: "List the tasks of the repository",
 		Long: `List the tasks of the repository, one a line: id, title, number of recorded
-exchanges, size of the published recording, and whether the task has grading.yaml.`,
+exchanges, size of the published recording, and whether the task has grading.yaml.
+A task whose folder, recording/, rules/ or a file in them is a symbolic link leading outside
+the repository is listed as refused, with the reason on stderr, and the exit status is 1:
+no pab command reads or writes through such a link.`,
 		Example: `  pab tasks
   pab tasks --repo ~/src/my-benchmark`,
 		Args: cobra.NoArgs,
@@ -37,7 +41,10 @@ exchanges, size of the published recording, and whether the task has grading.yam
 			for _, id := range ids {
 				t, err := repo.Task(id)
 				if err != nil {
-					return err
+					// a task leading outside the repository is listed as refused, never hidden
+					fmt.Fprintf(w, "%s\t(refused: outside the repository)\t-\t-\t-\n", id)
+					broken = append(broken, err.Error())
+					continue
 				}
 				card, err := t.Card()
 				if err != nil {
@@ -77,7 +84,7 @@ exchanges, size of the published recording, and whether the task has grading.yam
 				fmt.Fprintln(cmd.ErrOrStderr(), "pab tasks:", b)
 			}
 			if len(broken) > 0 {
-				return exitError{code: 1, msg: fmt.Sprintf("%d tasks have problems (above)", len(broken))}
+				return exitError{code: 1, msg: fmt.Sprintf("%s problems (above)", words.Count(len(broken), "task")+map[bool]string{true: " has", false: " have"}[len(broken) == 1])}
 			}
 			return nil
 		},

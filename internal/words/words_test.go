@@ -15,3 +15,15 @@ func TestPlural(t *testing.T) {
 		}
 	}
 }
+
+func TestWasAndWideCounts(t *testing.T) {
+	if Was(1) != "was" || Was(0) != "were" || Was(int64(2)) != "were" {
+		t.Errorf("Was: %s %s %s", Was(1), Was(0), Was(int64(2)))
+	}
+	if got := Count(int64(1), "exchange"); got != "1 exchange" {
+		t.Errorf("Count(int64(1)) = %q", got)
+	}
+	if got := Count(uint32(3), "byte"); got != "3 bytes" {
+		t.Errorf("Count(uint32(3)) = %q", got)
+	}
+}
