@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/pab-dev/pab/importer/audit"
+	"github.com/pab-dev/pab/internal/progress"
 	"github.com/pab-dev/pab/internal/words"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/task"
@@ -220,7 +221,17 @@ func (r *run) readIncoming() error {
 		r.incoming, err = auditedInput(r.o.Inputs[0], filepath.Join(r.work, "in"), r.errOut)
 		return err
 	}
-	r.rep, err = warc.ImportWARCs(r.o.Inputs, r.incoming, warc.ImportOptions{TaskID: r.o.TaskID, Context: r.ctx, Locale: r.o.Locale, Timezone: r.o.Timezone})
+	var size int64
+	for _, in := range r.o.Inputs {
+		size += progress.Size(in)
+	}
+	what := "pab import: reading " + filepath.Base(r.o.Inputs[0])
+	if len(r.o.Inputs) > 1 {
+		what += fmt.Sprintf(" and %d more", len(r.o.Inputs)-1)
+	}
+	m := progress.Start(r.errOut, what, progress.Totals{Bytes: size}, 0, 0)
+	defer m.Stop()
+	r.rep, err = warc.ImportWARCs(r.o.Inputs, r.incoming, warc.ImportOptions{TaskID: r.o.TaskID, Context: progress.NewContext(r.ctx, m), Locale: r.o.Locale, Timezone: r.o.Timezone})
 	return err
 }
 
@@ -243,6 +254,8 @@ func (r *run) mergeOld() error {
 		}
 	}
 	r.final = filepath.Join(r.work, "merged")
+	m := progress.Start(r.errOut, "pab import: merging with the existing recording", progress.Totals{Bytes: progress.Size(r.recDir)}, 0, 0)
+	defer m.Stop()
 	if err := warc.Merge(oldDir, r.incoming, r.final, warc.MergeOptions{PreferNew: r.o.PreferNew, TaskID: r.o.TaskID, Context: r.ctx,
 		Locale: r.o.Locale, Timezone: r.o.Timezone}); err != nil {
 		return fmt.Errorf("import: %w", err)
@@ -266,12 +279,17 @@ func (r *run) stage() error {
 	if err := os.MkdirAll(r.taskDir, 0o755); err != nil {
 		return err
 	}
+	m := progress.Start(r.errOut, "pab import: packing the new recording", progress.Totals{Bytes: progress.Size(r.final)}, 0, 0)
 	staged, err := warc.PackStaged(r.final, r.recDir, warc.PartSize)
+	m.Stop()
 	if err != nil {
 		return r.failed(err)
 	}
 	// An unresolved revisit was already a warning of the import; it does not stop it.
-	if probs := warc.Blocking(warc.AuditRecording(staged, filepath.Join(r.work, "audit"))); len(probs) > 0 {
+	m = progress.Start(r.errOut, "pab import: auditing the new recording", progress.Totals{Bytes: progress.Size(staged)}, 0, 0)
+	probs := warc.Blocking(warc.AuditRecording(staged, filepath.Join(r.work, "audit")))
+	m.Stop()
+	if len(probs) > 0 {
 		os.RemoveAll(staged)
 		for _, p := range probs {
 			fmt.Fprintln(r.errOut, strings.ReplaceAll(p.String(), staged, r.recDir+" (new)"))
@@ -352,7 +370,10 @@ func (r *run) check() error {
 	if r.o.NoCheck {
 		return nil
 	}
-	if err := selfCheck(r.ctx, r.out, r.o.Repo, r.final, r.layers); err != nil {
+	if err := selfCheck(r.ctx, r.out, r.errOut, r.o.Repo, r.final, r.layers); err != nil {
+		if r.ctx.Err() != nil { // Ctrl-C: the recording is published, the check is not done
+			return fmt.Errorf("import: interrupted during the self-check (%w); the recording is published in %s, run pab replay %s --check to check it", r.ctx.Err(), r.recDir, r.o.TaskID)
+		}
 		fmt.Fprintln(r.errOut, "pab import: warning: the self-check did not run:", err)
 	}
 	return checkGradingSources(r.t, r.final, r.out, r.errOut)

@@ -3,6 +3,8 @@ package importer
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -218,5 +220,55 @@ func TestRunNoWait(t *testing.T) {
 	}
 	if audit.IsRecordingDir(filepath.Join(taskDir, "recording")) {
 		t.Errorf("a refused import wrote the recording")
+	}
+}
+
+// TestRunProgress: every step of an import that lasts longer than the progress delay (here
+// lowered to 1 ns through $PAB_PROGRESS_AFTER) says on stderr what it did: the records and
+// bytes read with their rates, the audit, the self-check's requests; stdout is unchanged.
+func TestRunProgress(t *testing.T) {
+	repo := testRepo(t)
+	t.Setenv("PAB_PROGRESS_AFTER", "1ns")
+	var out, errOut bytes.Buffer
+	o := Options{Repo: repo, TaskID: "example", Inputs: []string{"testdata/example.warc.gz"}, Command: "pab import",
+		Out: &out, ErrOut: &errOut}
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatalf("import: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	fi, err := os.Stat("testdata/example.warc.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []string{
+		`(?m)^pab import: reading example\.warc\.gz: [1-9][\d,]* records, [\d.]+ MB of ` + regexp.QuoteMeta(fmt.Sprintf("%.1f MB", float64(fi.Size())/1e6)) + ` \(100%\), [\d,]+ records/s, [\d.]+ MB/s, done in [\d.]+ s$`,
+		`(?m)^pab import: auditing the new recording \([\d.]+ MB\): done in [\d.]+ s$`,
+		`(?m)^pab import: self-check \(generic rules only\): ([1-9]\d*) of ([1-9]\d*) records, [\d,]+ records/s, done in [\d.]+ s$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(errOut.String()) {
+			t.Errorf("stderr lacks %s:\n%s", re, errOut.String())
+		}
+	}
+	if strings.Contains(out.String(), "records/s") {
+		t.Errorf("progress went to stdout:\n%s", out.String())
+	}
+}
+
+// TestRunSelfCheckInterrupted: Ctrl-C during the self-check (the context ends once the
+// check has begun) is an error wrapping context.Canceled, so pab import exits non-zero;
+// the recording was published before it.
+func TestRunSelfCheckInterrupted(t *testing.T) {
+	repo := testRepo(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	beforeSelfCheck = cancel
+	defer func() { beforeSelfCheck = func() {} }()
+	var out, errOut bytes.Buffer
+	_, err := Run(ctx, Options{Repo: repo, TaskID: "example", Inputs: []string{"testdata/example.warc.gz"}, Command: "pab import",
+		Out: &out, ErrOut: &errOut})
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted during the self-check") {
+		t.Fatalf("Run: %v; want the interrupted self-check\n%s%s", err, out.String(), errOut.String())
+	}
+	if files, err := warc.RecordingFiles(filepath.Join(repo.TasksDir(), "example", "recording")); err != nil || len(files) == 0 {
+		t.Errorf("the recording is not published: %v %v", files, err)
 	}
 }

@@ -47,9 +47,13 @@ func Migrate(repo *task.Repo, recDir string, noWait bool, noWaitName string, out
 }
 
 // TaskRecordingDir is the recording directory of a task given by id or by directory (one
-// holding task.yaml). An unknown id is repo.Task's error.
+// holding task.yaml). An unknown id is repo.Task's error; a task with a link leading outside
+// the repository is refused (task.Repo.CheckArg, repo.Task).
 func TaskRecordingDir(repo *task.Repo, arg string) (string, error) {
 	if fi, err := os.Stat(filepath.Join(arg, task.CardFile)); err == nil && fi.Mode().IsRegular() {
+		if err := repo.CheckArg(arg); err != nil { // never written through a link out
+			return "", err
+		}
 		return filepath.Join(arg, "recording"), nil
 	}
 	t, err := repo.Task(arg)

@@ -79,7 +79,7 @@ func TestSessionThenFinish(t *testing.T) {
 	if err != nil {
 		t.Fatalf("session: %v\n%s", err, log)
 	}
-	if !strings.Contains(log, "pab record: stopping\npab record: 1 exchanges stored, 0 not stored, 0 upstream errors") {
+	if !strings.Contains(log, "pab record: stopping\npab record: 1 exchange stored, 0 not stored, 0 upstream errors") {
 		t.Errorf("session log:\n%s", log)
 	}
 
@@ -89,7 +89,7 @@ func TestSessionThenFinish(t *testing.T) {
 	if err != nil {
 		t.Fatalf("finish: %v\n%s%s", err, out.String(), errOut.String())
 	}
-	if !strings.HasPrefix(out.String(), "recorded 1 exchanges, 0 pages into "+filepath.Join(work, "bundle-")) ||
+	if !strings.HasPrefix(out.String(), "recorded 1 exchange, 0 pages into "+filepath.Join(work, "bundle-")) ||
 		!strings.Contains(out.String(), "+ hand-written         hit rate 100.0%  (exact 1,") {
 		t.Errorf("finish report:\n%s", out.String())
 	}

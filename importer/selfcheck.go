@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 
+	"github.com/pab-dev/pab/internal/progress"
 	"github.com/pab-dev/pab/internal/words"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
@@ -23,9 +24,14 @@ type ruleLayer struct {
 	dirs []string // rule directories for rules.Load; none: the built-in defaults only
 }
 
+// beforeSelfCheck is called as the self-check begins (a hook for tests: one ends the
+// context there, as Ctrl-C would).
+var beforeSelfCheck = func() {}
+
 // selfCheck replays every recorded request of the bundle once through an in-process replay
 // proxy on 127.0.0.1:0, once per rule layer, and prints one hit-rate line per layer.
-func selfCheck(ctx context.Context, out io.Writer, repo *task.Repo, bundleDir string, layers []ruleLayer) error {
+func selfCheck(ctx context.Context, out, errOut io.Writer, repo *task.Repo, bundleDir string, layers []ruleLayer) error {
+	beforeSelfCheck()
 	b, err := warc.OpenBundle(bundleDir)
 	if err != nil {
 		return err
@@ -41,7 +47,9 @@ func selfCheck(ctx context.Context, out io.Writer, repo *task.Repo, bundleDir st
 		if err != nil {
 			return fmt.Errorf("self-check: %w", err)
 		}
-		rep, err := checkOnce(ctx, b, rs, ca, repo.Root)
+		m := progress.Start(errOut, "pab import: self-check ("+l.name+")", progress.Totals{Records: int64(replay.CheckRequests(b))}, 0, 0)
+		rep, err := checkOnce(progress.NewContext(ctx, m), b, rs, ca, repo.Root)
+		m.Stop()
 		if err != nil {
 			return fmt.Errorf("self-check (%s): %w", l.name, err)
 		}

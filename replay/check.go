@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pab-dev/pab/internal/mapx"
+	"github.com/pab-dev/pab/internal/progress"
 	"github.com/pab-dev/pab/internal/words"
 	"github.com/pab-dev/pab/tlsca"
 	"github.com/pab-dev/pab/warc"
@@ -141,6 +142,7 @@ func Check(ctx context.Context, proxyAddr string, ca *tlsca.CA, b *warc.Bundle) 
 			return nil, err
 		}
 		status, title, err := sendCheck(ctx, client, cr)
+		progress.FromContext(ctx).Record(0) // the self-check's progress line
 		if err != nil {
 			rep.Errors++
 			if len(rep.FirstErrors) < 5 {
@@ -308,4 +310,11 @@ func diffCounts(a, b Counts) Counts {
 		}
 	}
 	return out
+}
+
+// CheckRequests is the number of requests Check sends for b (its pages, then the other
+// exchanges), for a progress line's total.
+func CheckRequests(b *warc.Bundle) int {
+	reqs, _, _ := checkRequests(b)
+	return len(reqs)
 }

@@ -161,3 +161,26 @@ func (r *Repo) TaskDir(id string) (string, error) {
 	}
 	return dir, nil
 }
+
+// CheckArg checks a path given on the command line for a command that reads or writes a
+// task through it (pab audit DIR, pab recording migrate DIR): when it lies in the
+// repository it must not leave it through a link (CheckInside); when it is a task
+// directory, or the recording/ or rules/ directory of one, that task directory is checked
+// as a whole (CheckTaskDir). Any other path passes. Errors are those of CheckTaskDir.
+func (r *Repo) CheckArg(arg string) error {
+	abs, err := filepath.Abs(arg)
+	if err != nil {
+		return err
+	}
+	if pathx.Within(abs, r.Root) {
+		if err := r.CheckInside(abs); err != nil {
+			return err
+		}
+	}
+	for _, dir := range []string{abs, filepath.Dir(abs)} {
+		if pathx.IsRegularFile(filepath.Join(dir, CardFile)) || dir == abs && pathx.Within(dir, r.TasksDir()) && filepath.Dir(dir) == r.TasksDir() {
+			return r.CheckTaskDir(dir)
+		}
+	}
+	return nil
+}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/pab-dev/pab/internal/httpx"
+	"github.com/pab-dev/pab/internal/progress"
 )
 
 // Bounds of an import (docs/import.md, "Limits and memory"). Bodies never stay in memory:
@@ -423,6 +424,7 @@ func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportRep
 			return nil, err
 		}
 		rep.Records++
+		progress.FromContext(ctx).Record(rec.Offset + rec.Length) // pab import's progress line
 		for _, w := range rec.Warnings {
 			said[w] = true
 			warn(fmt.Sprintf("%s at %s: %s", path, rec.Where(), w))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pab-dev/pab/importer/audit"
 	"github.com/pab-dev/pab/internal/pathx"
+	"github.com/pab-dev/pab/internal/progress"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/warc"
 )
@@ -16,7 +17,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "audit TARGET",
 		Short: "Check a recording for leaked credentials and damage before it is shared",
-		Long:  fmt.Sprintf(longHelp("audit"), warc.RecordingFormat),
+		Long:  longHelp("audit"),
 		Example: `  pab audit books-sapiens-price
   pab audit ./recorded-bundle
   pab audit --strict crawl.warc.gz`,
@@ -26,15 +27,19 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 			var probs, warns []warc.Problem
 			target := arg
 			var err error
+			// a line on stderr every few seconds once it takes longer than 2 s
+			meter := progress.Start(cmd.ErrOrStderr(), "pab audit: auditing "+arg, progress.Totals{Bytes: progress.Size(arg)}, 0, 0)
 			if pathx.IsRegularFile(arg) {
 				probs, warns = warc.AuditWARCFile(arg, strict)
 			} else {
 				var repo *task.Repo
 				if repo, err = g.findRepo(); err != nil {
+					meter.Stop()
 					return err
 				}
 				target, probs, err = audit.Audit(repo, arg)
 			}
+			meter.Stop()
 			if err != nil {
 				return err
 			}

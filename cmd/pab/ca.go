@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pab-dev/pab/internal/browser"
 	"github.com/pab-dev/pab/tlsca"
 )
 
@@ -21,7 +22,8 @@ $XDG_DATA_HOME/pab/ca (default ~/.local/share/pab/ca). Give the certificate to t
 client that goes through the proxy (curl --cacert, an NSS database, NODE_EXTRA_CA_CERTS),
 or give Chromium its SPKI hash (--spki).`,
 		Example: `  curl --proxy http://127.0.0.1:8899 --cacert "$(pab ca)" https://lil.law.harvard.edu/projects/
-  chromium --ignore-certificate-errors-spki-list="$(pab ca --spki)" ...`,
+  # Chromium through a replay or recording proxy (` + browser.NoSandboxNote + `):
+  ` + chromiumLine("https://lil.law.harvard.edu/projects/"),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ca, err := tlsca.LoadDefault()
@@ -38,4 +40,12 @@ or give Chromium its SPKI hash (--spki).`,
 	}
 	cmd.Flags().BoolVar(&spki, "spki", false, "print the base64 SHA-256 hash of the CA's public key instead (for Chromium's --ignore-certificate-errors-spki-list)")
 	return cmd
+}
+
+// chromiumLine is the Chromium command line of the help examples: internal/browser's one
+// command line (browser.ShellCommand) through a proxy on 127.0.0.1:8899, trusting pab's CA
+// by its SPKI hash, with a fresh profile and a window, opening url.
+func chromiumLine(url string) string {
+	return browser.ShellCommand(browser.Options{Proxy: "127.0.0.1:8899", SPKI: "$(pab ca --spki)",
+		Profile: "$(mktemp -d)", Headed: true}, url, "    ")
 }

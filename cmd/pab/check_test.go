@@ -125,7 +125,7 @@ func TestCheckCrawlVerdicts(t *testing.T) {
 	// the table for a person, and the bounds: --pages 1 --links 0 opens the recorded page only
 	stdout, _, code := runPab(t, "check", writeCrawlBundle(t), "--crawl", "--pages", "1", "--links", "0")
 	if code != 0 || !strings.Contains(stdout, "PAGE") || !strings.Contains(stdout, "http://crawl.test/  ok") ||
-		!strings.Contains(stdout, "crawl: 1 pages (1 recorded): ok 1; 0 wrong-looking") {
+		!strings.Contains(stdout, "crawl: 1 page (1 recorded): ok 1; 0 wrong-looking") {
 		t.Errorf("--pages 1 --links 0: exit %d, output:\n%s", code, stdout)
 	}
 }

@@ -2,7 +2,10 @@ package main
 
 import (
 	"embed"
+	"strconv"
 	"strings"
+
+	"github.com/pab-dev/pab/warc"
 )
 
 // helpFiles holds the long help texts of the commands, one help/<command>.txt each
@@ -11,9 +14,23 @@ import (
 //go:embed help/*.txt
 var helpFiles embed.FS
 
-// longHelp is the text of help/<name>.txt without its final newline ("" when missing:
-// TestLongHelp fails then).
+// formatWord in a help text stands for the current recording format's number
+// (warc.RecordingFormat), so that no help text can name a stale one; formatWord2 for the
+// older format 2 (warc.RecordingFormat2).
+const (
+	formatWord  = "{{format}}"
+	formatWord2 = "{{format2}}"
+)
+
+// withFormat replaces formatWord and formatWord2 in s by their numbers.
+func withFormat(s string) string {
+	s = strings.ReplaceAll(s, formatWord, strconv.Itoa(warc.RecordingFormat))
+	return strings.ReplaceAll(s, formatWord2, strconv.Itoa(warc.RecordingFormat2))
+}
+
+// longHelp is the text of help/<name>.txt without its final newline, the format words
+// replaced (withFormat) ("" when missing: TestLongHelp fails then).
 func longHelp(name string) string {
 	b, _ := helpFiles.ReadFile("help/" + name + ".txt")
-	return strings.TrimSuffix(string(b), "\n")
+	return withFormat(strings.TrimSuffix(string(b), "\n"))
 }

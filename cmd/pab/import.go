@@ -3,6 +3,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -27,7 +29,7 @@ func newImportCmd(g *globalFlags) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "import --task ID (FILE.warc[.gz]|FILE.wacz... | BUNDLE-DIR | RECORDING-DIR)",
-		Short: "Turn WARC files or a bundle into a task's recording (tasks/ID/recording, format 2)",
+		Short: withFormat("Turn WARC files or a bundle into a task's recording (tasks/ID/recording, format {{format}})"),
 		Long:  longHelp("import"),
 		Example: `  pab import --task my-books testdata/sites/books.toscrape.warc
   pab import --task my-task --replace crawl-00000.warc.gz crawl-00001.warc.gz
@@ -50,6 +52,9 @@ func newImportCmd(g *globalFlags) *cobra.Command {
 			}
 			_, err = importer.Run(cmd.Context(), importOptions(cmd, repo, id, importer.Options{Inputs: args, Replace: replace,
 				PreferNew: preferNew, NoCheck: noCheck, NoWait: noWait, Title: title, Locale: locale, Timezone: timezone}))
+			if errors.Is(err, context.Canceled) { // Ctrl-C, at any step: 130 as for SIGINT
+				return exitError{code: 130, msg: err.Error()}
+			}
 			return err
 		},
 	}

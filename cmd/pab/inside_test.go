@@ -115,7 +115,13 @@ func TestOutsideRepositoryRefused(t *testing.T) {
 				{"import", "--task", "t", "--replace", warcIn},
 				{"record", "--task", "t", "--listen", "127.0.0.1:0"},
 				{"recording", "migrate", "t"},
+				{"recording", "migrate", filepath.Join(root, "tasks", "t")},
+				{"audit", filepath.Join(root, "tasks", "t")},
+				{"audit", filepath.Join(root, "tasks", "t", "recording")},
+				{"export", filepath.Join(root, "tasks", "t"), "--wacz", filepath.Join(base, "out.wacz")},
+				{"inspect", filepath.Join(root, "tasks", "t", "recording"), "https://books.toscrape.com/"},
 				{"rules", "check"},
+				{"rules", "check", filepath.Join(root, "tasks", "t", "rules")},
 				{"k8s", "render", "--agent-image", "a", "--replay-image", "r", "--task-image-prefix", "p", "--out", filepath.Join(base, "k8s"), "t"},
 			} {
 				cmd := exec.Command(pabBin, append([]string{"--repo", root}, args...)...)
@@ -137,7 +143,7 @@ func TestOutsideRepositoryRefused(t *testing.T) {
 			if after := treeDigest(t, outside); after != before {
 				t.Errorf("the outside directory changed:\nbefore:\n%s\nafter:\n%s", before, after)
 			}
-			for _, f := range []string{"out.warc.gz", "grade", "k8s"} {
+			for _, f := range []string{"out.warc.gz", "out.wacz", "grade", "k8s"} {
 				if _, err := os.Lstat(filepath.Join(base, f)); err == nil {
 					t.Errorf("%s was written for a refused task", f)
 				}

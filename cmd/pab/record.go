@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pab-dev/pab/importer"
+	"github.com/pab-dev/pab/internal/browser"
 	"github.com/pab-dev/pab/record"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
@@ -34,7 +35,8 @@ func newRecordCmd(g *globalFlags) *cobra.Command {
 		Example: `  pab record --task my-shop
   pab record --task my-shop --out /tmp/shop-bundle --redact 'jane@example.com' --redact 're:\d{3}-\d{2}-\d{4}'
   pab record --task staging --resolve shop.test:443:127.0.0.1:8443 --upstream-ca staging-ca.pem
-  chromium --proxy-server=http://127.0.0.1:8899 --ignore-certificate-errors-spki-list="$(pab ca --spki)"`,
+  # then browse through it (` + browser.NoSandboxNote + `):
+  ` + chromiumLine("https://books.toscrape.com/"),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if id == "" {

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pab-dev/pab/importer"
-	"github.com/pab-dev/pab/warc"
 )
 
 func newRecordingCmd(g *globalFlags) *cobra.Command {
@@ -27,7 +26,7 @@ func newMigrateCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "migrate TASK...",
 		Short: "Rewrite tasks' recordings from an older format into the current one",
-		Long:  fmt.Sprintf(longHelp("recording-migrate"), warc.RecordingFormat, warc.RecordingFormat),
+		Long:  longHelp("recording-migrate"),
 		Example: `  pab recording migrate books-sapiens-price
   pab recording migrate tasks/*`,
 		Args: cobra.MinimumNArgs(1),

@@ -16,16 +16,20 @@ func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "pab",
 		Short: "Record and replay websites offline for web-browsing AI agents",
-		Long: `pab records websites and replays the recordings (WARC files) through an HTTPS
+		Long: withFormat(`pab records websites and replays the recordings (WARC files) through an HTTPS
 man-in-the-middle proxy, so a browser agent sees the same pages on every run
 without the internet. Every request and how it was answered goes to a JSONL log.
 
 The task repository holds sites/ (shared matching rules) and tasks/<id>/
-(task.yaml, recording/, rules/). It is --repo, else $PAB_REPO, else the
-current directory. Unpacked recordings live in $PAB_CACHE (default .cache/ in
-the repository). pab's CA is one per user, the same from any directory:
+(task.yaml, recording/ in the published layout format {{format}}, rules/). It is
+--repo, else $PAB_REPO, else the current directory. A task folder, recording/ or
+rules/ that is a symbolic link leading outside the repository is refused by
+every command. Saved indexes and unpacked recordings of older formats live in
+$PAB_CACHE, default .cache/ in the repository (a current directory holding
+neither tasks/ nor sites/ uses the per-user cache, ~/.cache/pab or
+$XDG_CACHE_HOME/pab). pab's CA is one per user, the same from any directory:
 $PAB_CA_DIR, else $PAB_CACHE/ca when PAB_CACHE is set, else
-~/.local/share/pab/ca ($XDG_DATA_HOME/pab/ca); 'pab ca' prints where.`,
+~/.local/share/pab/ca ($XDG_DATA_HOME/pab/ca); 'pab ca' prints where.`),
 		Example: `  pab tasks
   pab replay books-sapiens-price --check
   pab replay lil-former-projects --listen 127.0.0.1:8899 --log replay.jsonl

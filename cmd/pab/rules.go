@@ -95,17 +95,12 @@ func shortPath(path string) string {
 }
 
 // checkArgsInside refuses a directory named on the command line that lies in the repository
-// but leads outside it through a symbolic link (task.Repo.CheckInside).
+// but leads outside it through a symbolic link, or belongs to a task that does
+// (task.Repo.CheckArg).
 func checkArgsInside(repo *task.Repo, args []string) error {
 	for _, a := range args {
-		abs, err := filepath.Abs(a)
-		if err != nil {
+		if err := repo.CheckArg(a); err != nil {
 			return err
-		}
-		if pathx.Within(abs, repo.Root) {
-			if err := repo.CheckInside(abs); err != nil {
-				return err
-			}
 		}
 	}
 	return nil

@@ -23,9 +23,13 @@ import (
 // (warc.Audit, warc.AuditRecording) and its manifest's not_found keys checked against the
 // rules a replay would layer (NotFoundKeys). target is what was audited (a task's recording
 // directory for a task). An arg that is none of these, or a task without a recording, is
-// an error naming it.
+// an error naming it, and so is a task directory with a link leading outside the repository
+// (task.Repo.CheckArg).
 func Audit(repo *task.Repo, arg string) (target string, probs []warc.Problem, err error) {
 	target = arg
+	if err := repo.CheckArg(arg); err != nil { // a link out of the repository is not read
+		return target, nil, fmt.Errorf("audit: %w", err)
+	}
 	switch {
 	case IsRecordingDir(arg):
 		rulesDirs := []string{repo.SitesDir()}

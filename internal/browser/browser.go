@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pab-dev/pab/internal/procgroup"
@@ -192,4 +193,48 @@ func RemoveProfile(dir string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// ShellCommand returns the command line a person types to start Chromium as Args(o, url)
+// does, for help texts and the README: "chromium" and Args' flags, each quoted for a POSIX
+// shell (a value holding "$(" in double quotes, so that a command substitution such as
+// "$(pab ca --spki)" still runs; one holding other shell characters in single quotes),
+// lines of at most about 88 characters joined by " \\" and a newline, each continuation
+// starting with indent. Left out are --remote-debugging-port (a person needs no CDP port)
+// and --no-sandbox, which depends on who runs it: NoSandboxNote says when to add it.
+func ShellCommand(o Options, url, indent string) string {
+	var parts []string
+	for _, a := range Args(o, url) {
+		if a == "--no-sandbox" || strings.HasPrefix(a, "--remote-debugging-port=") {
+			continue
+		}
+		parts = append(parts, shellQuote(a))
+	}
+	var lines []string
+	line := "chromium"
+	for _, p := range parts {
+		if len(line)+1+len(p) > 88 {
+			lines = append(lines, line)
+			line = indent + p
+			continue
+		}
+		line += " " + p
+	}
+	lines = append(lines, line)
+	return strings.Join(lines, " \\\n")
+}
+
+// NoSandboxNote says when Chromium needs --no-sandbox (Args adds it as root).
+const NoSandboxNote = "as root, add --no-sandbox: Chromium refuses to start its sandbox as root"
+
+// shellQuote quotes one argument of ShellCommand.
+func shellQuote(a string) string {
+	name, value, hasValue := strings.Cut(a, "=")
+	switch {
+	case hasValue && strings.Contains(value, "$("):
+		return name + `="` + value + `"`
+	case strings.ContainsAny(a, " <>|&;*?'\"`\\$(){}[]!#~"):
+		return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return a
 }
