@@ -65,7 +65,8 @@ main_mirror=${main_mirror:-http://deb.debian.org/debian}
 
 if ! command -v debootstrap >/dev/null 2>&1; then
 	say "debootstrap missing: apt-get install -y debootstrap"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >/dev/null || fail "apt-get install debootstrap failed"
+	. "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/scripts/apt.sh" # waits for the dpkg lock of a busy machine
+	apt_get install -y -q debootstrap >/dev/null || fail "apt-get install debootstrap failed"
 fi
 
 mkdir -p "$(dirname "$out")"
@@ -151,10 +152,10 @@ chmod 755 "$rootfs/usr/sbin/policy-rc.d"
 t=$(date +%s)
 say "apt-get install chromium fonts-liberation in the chroot"
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C
-run chroot "$rootfs" apt-get -q update >"$work/apt.log" 2>&1 || { tail -n 20 "$work/apt.log" >&2; fail "apt-get update in the chroot failed (log above)"; }
-run chroot "$rootfs" apt-get install -y -q --no-install-recommends chromium fonts-liberation ca-certificates \
+run chroot "$rootfs" apt-get -o DPkg::Lock::Timeout=600 -q update >"$work/apt.log" 2>&1 || { tail -n 20 "$work/apt.log" >&2; fail "apt-get update in the chroot failed (log above)"; }
+run chroot "$rootfs" apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends chromium fonts-liberation ca-certificates \
 	>>"$work/apt.log" 2>&1 || { tail -n 20 "$work/apt.log" >&2; fail "apt-get install in the chroot failed (log above)"; }
-chroot "$rootfs" apt-get clean
+chroot "$rootfs" apt-get -o DPkg::Lock::Timeout=600 clean
 version=$(chroot "$rootfs" dpkg-query -W -f '${Version}' chromium)
 say "chromium $version installed in $(($(date +%s) - t)) s"
 

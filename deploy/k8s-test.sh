@@ -154,9 +154,10 @@ command -v podman >/dev/null || [ $pods_only = 1 ] || need_pkgs+=(podman runc)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
 	[ "$(id -u)" = 0 ] || fail "missing ${need_pkgs[*]} and not root: install them (apt-get install ${need_pkgs[*]})"
 	say "apt-get install ${need_pkgs[*]}"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need_pkgs[@]}" >"$work/apt.log" 2>&1 ||
-		{ apt-get update -q >>"$work/apt.log" 2>&1 &&
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need_pkgs[@]}" >>"$work/apt.log" 2>&1; } ||
+	. "$root/scripts/apt.sh" # waits for the dpkg lock of a busy machine
+	apt_get install -y -q "${need_pkgs[@]}" >"$work/apt.log" 2>&1 ||
+		{ apt_get update -q >>"$work/apt.log" 2>&1 &&
+			apt_get install -y -q "${need_pkgs[@]}" >>"$work/apt.log" 2>&1; } ||
 		{ tail -n 20 "$work/apt.log" >&2; fail "apt-get install ${need_pkgs[*]} failed"; }
 fi
 say "etcd $(etcd --version | sed -n 's/^etcd Version: //p'), kubectl $(kubectl version --client -o json | jq -r .clientVersion.gitVersion)"

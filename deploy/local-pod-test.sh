@@ -129,14 +129,26 @@ say "  title: $title"
 for pid in "${pids[@]}"; do kill -INT "$pid" 2>/dev/null || true; done
 for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
 pids=()
+# the log's request lines only: its first line is the replay-start header (replay.LogHeader:
+# "event", "recording"; no "source"), which is no request. An error in a summary fails the
+# step (assignments, not arguments, so set -e sees a failing python3).
 line=$(python3 -c 'import json,sys
 for l in open(sys.argv[1]):
-    d=json.loads(l)
+    d=json.loads(l) if l.strip() else {}
+    if "event" in d:
+        continue
     if d.get("url")==sys.argv[2] and d.get("type")=="document":
-        print(d["source"], d["status"]); break' "$work/replay.jsonl" "$url")
+        print(d["source"], d["status"]); break' "$work/replay.jsonl" "$url") ||
+	fail "cannot read the replay log $work/replay.jsonl"
 say "  replay log for the page: $line"
 [ "$line" = "exact 200" ] || fail "the page was not answered from the recording ($line)"
-total=$(wc -l <"$work/replay.jsonl")
-say "  replay log: $total requests; by source: $(python3 -c 'import json,sys,collections
-c=collections.Counter(json.loads(l)["source"] for l in open(sys.argv[1])); print(dict(sorted(c.items())))' "$work/replay.jsonl")"
+summary=$(python3 -c 'import json,sys,collections
+c=collections.Counter()
+for l in open(sys.argv[1]):
+    d=json.loads(l) if l.strip() else {}
+    if d and "event" not in d:
+        c[d["source"]]+=1
+print("%d requests; by source: %s" % (sum(c.values()), dict(sorted(c.items()))))' "$work/replay.jsonl") ||
+	fail "cannot summarize the replay log $work/replay.jsonl"
+say "  replay log: $summary"
 say "PASS: $url rendered from the recording in an isolated namespace"

@@ -36,7 +36,8 @@ since() { python3 -c "import sys,time; print('%.1f s' % (time.time()-float(sys.a
 command -v go >/dev/null 2>&1 || fail "go not found"
 if ! command -v podman >/dev/null 2>&1; then
 	say "installing podman"
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman >/dev/null
+	. "$root/scripts/apt.sh"
+	apt_install podman
 fi
 
 work=$(mktemp -d /tmp/pab-podtest.XXXXXX)

@@ -64,7 +64,8 @@ pab_podman_init() {
 	done
 	if [ -z "$runc" ]; then
 		echo "podman-env: runc missing, the wrapper needs it: apt-get install -y runc" >&2
-		if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q runc >/dev/null 2>&1; then
+		. "$_pab_podman_root/scripts/apt.sh" # waits for the dpkg lock of a busy machine
+		if ! apt_get install -y -q runc >/dev/null 2>&1; then
 			echo "podman-env: apt-get install -y runc failed (as root? apt-get update first?)" >&2
 			return 1
 		fi

@@ -1,38 +1,19 @@
 #!/usr/bin/env bash
 # The test command of pab (README "Tests"). It installs what the tests need when it is
-# missing (Debian's chromium, for the browser tests), then vets and runs every test with the
-# race detector. Set FUZZTIME (for example FUZZTIME=10s) to also run each fuzz target that long.
+# missing (Debian's chromium, for the browser tests, and the rest: see below), then vets and
+# runs every test with the race detector, reported by tools/testreport (docs/testing.md).
+# Set FUZZTIME (for example FUZZTIME=10s) to also run each fuzz target that long.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/apt.sh # apt_install: waits for the dpkg lock of a busy machine
 
-if ! command -v chromium >/dev/null 2>&1; then
-	echo "test.sh: chromium not found; installing Debian's chromium" >&2
-	sudo=""
-	[ "$(id -u)" = 0 ] || sudo="sudo"
-	$sudo apt-get update -qq
-	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-fi
-
-# Xvfb (Debian's xvfb) is the display of the headed-browser tests of pab guard
-# (cmd/pab/guard_owner_test.go: --headed, and the owner's visible Chromium for
-# --cdp-endpoint); they fail in CI without it.
-if ! command -v Xvfb >/dev/null 2>&1; then
-	echo "test.sh: Xvfb not found; installing Debian's xvfb" >&2
-	sudo=""
-	[ "$(id -u)" = 0 ] || sudo="sudo"
-	$sudo apt-get update -qq
-	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq xvfb >/dev/null
-fi
+# Debian's chromium (browser tests), xvfb (headed guard tests), nodejs and npm (warcio.js,
+# @playwright/mcp, the agent CLIs) and mount (full-disk tests), when missing: the list and
+# why each is needed are PAB_TEST_APT_TOOLS in scripts/apt.sh.
+apt_install_missing "${PAB_TEST_APT_TOOLS[@]}"
 
 # warcio.js (npm package warcio, pinned in tools/warcio/package-lock.json) reads pab's
 # exported WARC files in warc/warcio_test.go; that test fails in CI without it.
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-	echo "test.sh: node or npm not found; installing Debian's nodejs and npm" >&2
-	sudo=""
-	[ "$(id -u)" = 0 ] || sudo="sudo"
-	$sudo apt-get update -qq
-	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
-fi
 npm ci --prefix tools/warcio --no-audit --no-fund --silent
 # @playwright/mcp (pinned in tools/playwright-mcp/package-lock.json) is the browser MCP server
 # that `pab guard` starts by default; cmd/pab/guard_test.go drives it with Debian's chromium.
@@ -46,7 +27,12 @@ npm ci --prefix agents --no-audit --no-fund --silent
 go vet ./...
 # cmd/pab's tests drive Chromium, pab guard and the agent CLIs: under the race detector on a
 # busy two-core machine they take more than go test's default 10 minutes per package.
-go test -race -count=1 -timeout 40m ./...
+# tools/testreport prints the results as go test does, every failed test's output, and at the
+# end every skipped test with its reason; under CI=true a skip not listed in docs/testing.md
+# ("Allowed skips") fails the run (docs/testing.md).
+go build -o "${TMPDIR:-/tmp}/pab-testreport.$$" ./tools/testreport
+trap 'rm -f "${TMPDIR:-/tmp}/pab-testreport.$$"' EXIT
+go test -json -race -count=1 -timeout 40m ./... 2>&1 | "${TMPDIR:-/tmp}/pab-testreport.$$" -allowed docs/testing.md
 
 if [ -n "${FUZZTIME:-}" ]; then
 	# every FuzzXxx function, one at a time (go test -fuzz takes one target per run)
