@@ -1,12 +1,16 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/pab-dev/pab/warc"
 )
 
 // TestLongHelp: every embedded long help text is there, without the file's final newline
-// (cobra prints Long as given), and the two that carry the format number have its verb.
+// (cobra prints Long as given), and the three that carry the format number have it filled
+// in from warc.RecordingFormat, no placeholder left.
 func TestLongHelp(t *testing.T) {
 	for _, name := range []string{"import", "record", "recording-migrate", "audit", "check"} {
 		h := longHelp(name)
@@ -14,7 +18,13 @@ func TestLongHelp(t *testing.T) {
 			t.Errorf("help/%s.txt: %d bytes, ends %q", name, len(h), h[max(0, len(h)-10):])
 		}
 	}
-	if !strings.Contains(longHelp("audit"), "%d") || strings.Count(longHelp("recording-migrate"), "%d") != 2 {
-		t.Errorf("the format verbs of audit and recording-migrate are not there")
+	cur := "format " + strconv.Itoa(warc.RecordingFormat)
+	if !strings.Contains(longHelp("audit"), "format other\nthan "+strconv.Itoa(warc.RecordingFormat)+";") || !strings.Contains(longHelp("import"), cur) || strings.Count(longHelp("recording-migrate"), cur) != 2 {
+		t.Errorf("the format numbers of audit, import and recording-migrate are not filled in")
+	}
+	for _, name := range []string{"import", "record", "recording-migrate", "audit", "check"} {
+		if strings.Contains(longHelp(name), "{{") {
+			t.Errorf("help/%s.txt: a placeholder is left: %s", name, longHelp(name))
+		}
 	}
 }
