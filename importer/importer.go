@@ -242,6 +242,12 @@ func (r *run) mergeOld() error {
 	if !r.merge && !r.dirInput {
 		return nil
 	}
+	what, size := "pab import: writing the recording", progress.Size(r.incoming)
+	if r.merge {
+		what, size = "pab import: merging with the existing recording", size+progress.Size(r.recDir)
+	}
+	m := progress.Start(r.errOut, what, progress.Totals{Bytes: size}, 0, 0)
+	defer m.Stop()
 	oldDir := ""
 	if r.merge {
 		oldDir = filepath.Join(r.work, "old")
@@ -254,8 +260,6 @@ func (r *run) mergeOld() error {
 		}
 	}
 	r.final = filepath.Join(r.work, "merged")
-	m := progress.Start(r.errOut, "pab import: merging with the existing recording", progress.Totals{Bytes: progress.Size(r.recDir)}, 0, 0)
-	defer m.Stop()
 	if err := warc.Merge(oldDir, r.incoming, r.final, warc.MergeOptions{PreferNew: r.o.PreferNew, TaskID: r.o.TaskID, Context: r.ctx,
 		Locale: r.o.Locale, Timezone: r.o.Timezone}); err != nil {
 		return fmt.Errorf("import: %w", err)
@@ -296,7 +300,10 @@ func (r *run) stage() error {
 		}
 		return r.failed(r.auditFailed(len(probs)))
 	}
-	if r.inferred, r.layers, err = inferRules(r.t, r.final, r.work); err != nil {
+	m = progress.Start(r.errOut, "pab import: inferring site rules", progress.Totals{}, 0, 0)
+	r.inferred, r.layers, err = inferRules(r.t, r.final, r.work)
+	m.Stop()
+	if err != nil {
 		os.RemoveAll(staged)
 		return r.failed(err)
 	}

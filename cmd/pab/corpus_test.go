@@ -52,7 +52,7 @@ func TestCorpusReplayTable(t *testing.T) {
 	if len(files) != len(table) {
 		t.Errorf("testdata holds %d WARC files, the table %d: keep them in step", len(files), len(table))
 	}
-	exchangesRe := regexp.MustCompile(`\((\d+) exchanges`)
+	exchangesRe := regexp.MustCompile(`\((\d+) exchanges?[,)]`)
 	sourceRe := regexp.MustCompile(`(?m)^  (\w+)\s+(\d+)\s`)
 	var report strings.Builder
 	report.WriteString("\nfile | outcome | exchanges | check\n")

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pab-dev/pab/internal/words"
+	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -42,7 +43,11 @@ no pab command reads or writes through such a link.`,
 				t, err := repo.Task(id)
 				if err != nil {
 					// a task leading outside the repository is listed as refused, never hidden
-					fmt.Fprintf(w, "%s\t(refused: outside the repository)\t-\t-\t-\n", id)
+					why := "(refused: a link that cannot be followed)"
+					if task.IsOutside(err) {
+						why = "(refused: outside the repository)"
+					}
+					fmt.Fprintf(w, "%s\t%s\t-\t-\t-\n", id, why)
 					broken = append(broken, err.Error())
 					continue
 				}
