@@ -47,7 +47,7 @@ func selfCheck(ctx context.Context, out, errOut io.Writer, repo *task.Repo, bund
 		if err != nil {
 			return fmt.Errorf("self-check: %w", err)
 		}
-		m := progress.Start(errOut, "pab import: self-check ("+l.name+")", progress.Totals{Records: int64(replay.CheckRequests(b))}, 0, 0)
+		m := progress.Start(errOut, "pab import: self-check ("+l.name+")", progress.Totals{Records: int64(replay.CheckRequests(b)), Unit: "requests"}, 0, 0)
 		rep, err := checkOnce(progress.NewContext(ctx, m), b, rs, ca, repo.Root)
 		m.Stop()
 		if err != nil {

@@ -33,6 +33,8 @@ type Totals struct {
 	Records int64
 	// Bytes is the size of what it reads, in bytes.
 	Bytes int64
+	// Unit names what is counted, in the plural ("requests"); "" is "records".
+	Unit string
 }
 
 // Meter reports one step. Its methods may be called from any goroutine; a nil *Meter
@@ -139,9 +141,10 @@ func (m *Meter) Line(done bool) string {
 		}
 		return fmt.Sprintf("%s: %s so far", s, round(el))
 	}
-	s := fmt.Sprintf("%s: %s records", m.what, thousands(recs))
+	unit := m.unit()
+	s := fmt.Sprintf("%s: %s %s", m.what, thousands(recs), unit)
 	if m.total.Records > 0 {
-		s = fmt.Sprintf("%s: %s of %s records", m.what, thousands(recs), thousands(m.total.Records))
+		s = fmt.Sprintf("%s: %s of %s %s", m.what, thousands(recs), thousands(m.total.Records), unit)
 	}
 	if bytes > 0 {
 		s += ", " + MB(bytes)
@@ -150,7 +153,7 @@ func (m *Meter) Line(done bool) string {
 		}
 	}
 	if secs > 0 {
-		s += fmt.Sprintf(", %s records/s", thousands(int64(float64(recs)/secs)))
+		s += fmt.Sprintf(", %s %s/s", thousands(int64(float64(recs)/secs)), unit)
 		if bytes > 0 {
 			s += fmt.Sprintf(", %.1f MB/s", float64(bytes)/1e6/secs)
 		}
@@ -165,7 +168,7 @@ func (m *Meter) Line(done bool) string {
 func (m *Meter) totals() string {
 	var s string
 	if m.total.Records > 0 {
-		s = thousands(m.total.Records) + " records"
+		s = thousands(m.total.Records) + " " + m.unit()
 	}
 	if m.total.Bytes > 0 {
 		if s != "" {
@@ -174,6 +177,14 @@ func (m *Meter) totals() string {
 		s += MB(m.total.Bytes)
 	}
 	return s
+}
+
+// unit is what the meter counts, "records" unless Totals.Unit says otherwise.
+func (m *Meter) unit() string {
+	if m.total.Unit != "" {
+		return m.total.Unit
+	}
+	return "records"
 }
 
 // print writes Line(done) as one line.
