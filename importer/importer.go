@@ -40,6 +40,10 @@ type Options struct {
 	Replace, PreferNew bool
 	// NoCheck skips the self-check and the check of the task's grading.yaml.
 	NoCheck bool
+	// CheckAll lets the self-check replay every recorded page and exchange; without it the
+	// self-check sends at most SelfCheckPages pages and SelfCheckOthers other exchanges,
+	// evenly spaced over the recording (docs/import.md "After the import").
+	CheckAll bool
 	// NoWait fails at once, instead of waiting, when another process holds the task's lock.
 	NoWait bool
 	// Title is the title of a new task.yaml ("": the WARC's or the first page's title).
@@ -345,7 +349,7 @@ func (r *run) check() error {
 	if r.o.NoCheck {
 		return nil
 	}
-	if err := selfCheck(r.ctx, r.out, r.o.Repo, r.final, r.layers); err != nil {
+	if err := selfCheck(r.ctx, r.out, r.o.Repo, r.final, r.layers, r.o.CheckAll); err != nil {
 		fmt.Fprintln(r.errOut, "pab import: warning: the self-check did not run:", err)
 	}
 	return checkGradingSources(r.t, r.final, r.out, r.errOut)

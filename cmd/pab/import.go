@@ -20,6 +20,7 @@ func newImportCmd(g *globalFlags) *cobra.Command {
 		replace   bool
 		preferNew bool
 		noCheck   bool
+		checkAll  bool
 		noWait    bool
 		title     string
 		locale    string
@@ -49,7 +50,7 @@ func newImportCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			_, err = importer.Run(cmd.Context(), importOptions(cmd, repo, id, importer.Options{Inputs: args, Replace: replace,
-				PreferNew: preferNew, NoCheck: noCheck, NoWait: noWait, Title: title, Locale: locale, Timezone: timezone}))
+				PreferNew: preferNew, NoCheck: noCheck, CheckAll: checkAll, NoWait: noWait, Title: title, Locale: locale, Timezone: timezone}))
 			return err
 		},
 	}
@@ -57,6 +58,7 @@ func newImportCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().BoolVar(&replace, "replace", false, "drop the task's existing recording instead of merging with it")
 	cmd.Flags().BoolVar(&preferNew, "prefer-new", false, "merge, but let the new copies of requests recorded again replace the existing ones")
 	cmd.Flags().BoolVar(&noCheck, "no-check", false, "skip the replay self-check after the import")
+	cmd.Flags().BoolVar(&checkAll, "check-all", false, "let the self-check replay every recorded page and exchange, not a sample of at most 1,000 of each")
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "fail at once, instead of waiting, when another pab is writing the task")
 	cmd.Flags().StringVar(&title, "title", "", "title for a new task.yaml (default: the first page's title); an existing task.yaml is never changed")
 	cmd.Flags().StringVar(&locale, "locale", "", "the browser language of the capture, a BCP 47 tag (en-US): written to the manifest and task.yaml's capture (default: what the recording's manifest says)")
