@@ -94,6 +94,7 @@ type run struct {
 	inferred        []*rules.InferredFile
 	layers          []ruleLayer
 	newTask         bool
+	prog            *progress
 }
 
 // Run imports o.Inputs into tasks/o.TaskID/recording of o.Repo: audited, merged with the
@@ -118,6 +119,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	r := &run{o: o, out: orDiscard(o.Out), errOut: orDiscard(o.ErrOut)}
+	r.prog = newProgress(r.errOut)
 	r.taskDir = filepath.Join(o.Repo.TasksDir(), o.TaskID)
 	r.recDir = filepath.Join(r.taskDir, "recording")
 	r.res.RecordingDir = r.recDir
@@ -217,7 +219,8 @@ func (r *run) readIncoming() error {
 		r.incoming, err = auditedInput(r.o.Inputs[0], filepath.Join(r.work, "in"), r.errOut)
 		return err
 	}
-	r.rep, err = warc.ImportWARCs(r.o.Inputs, r.incoming, warc.ImportOptions{TaskID: r.o.TaskID, Context: r.ctx, Locale: r.o.Locale, Timezone: r.o.Timezone})
+	r.rep, err = warc.ImportWARCs(r.o.Inputs, r.incoming, warc.ImportOptions{TaskID: r.o.TaskID, Context: r.ctx, Locale: r.o.Locale, Timezone: r.o.Timezone,
+		Progress: r.prog.report})
 	return err
 }
 
@@ -263,10 +266,12 @@ func (r *run) stage() error {
 	if err := os.MkdirAll(r.taskDir, 0o755); err != nil {
 		return err
 	}
+	r.prog.step("packing the recording")
 	staged, err := warc.PackStaged(r.final, r.recDir, warc.PartSize)
 	if err != nil {
 		return r.failed(err)
 	}
+	r.prog.step("auditing the packed recording")
 	// An unresolved revisit was already a warning of the import; it does not stop it.
 	if probs := warc.Blocking(warc.AuditRecording(staged, filepath.Join(r.work, "audit"))); len(probs) > 0 {
 		os.RemoveAll(staged)
@@ -275,6 +280,7 @@ func (r *run) stage() error {
 		}
 		return r.failed(r.auditFailed(len(probs)))
 	}
+	r.prog.step("inferring site rules")
 	if r.inferred, r.layers, err = inferRules(r.t, r.final, r.work); err != nil {
 		os.RemoveAll(staged)
 		return r.failed(err)
@@ -349,6 +355,7 @@ func (r *run) check() error {
 	if r.o.NoCheck {
 		return nil
 	}
+	r.prog.step("self-check")
 	if err := selfCheck(r.ctx, r.out, r.o.Repo, r.final, r.layers, r.o.CheckAll); err != nil {
 		fmt.Fprintln(r.errOut, "pab import: warning: the self-check did not run:", err)
 	}

@@ -15,8 +15,10 @@ import (
 
 func main() {
 	stopProfile := startProfile()
+	stopMemProfile := startMemProfile()
 	root := newRootCmd()
 	err := root.Execute()
+	stopMemProfile()
 	stopProfile()
 	if err != nil {
 		var ee exitError
