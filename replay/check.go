@@ -153,7 +153,10 @@ func CheckSample(ctx context.Context, proxyAddr string, ca *tlsca.CA, b *warc.Bu
 	if err != nil {
 		return nil, err
 	}
-	reqs, pages, skipped, of := checkRequests(b, maxPages, maxOthers)
+	reqs, pages, skipped, of, err := checkRequests(b, maxPages, maxOthers)
+	if err != nil {
+		return nil, err
+	}
 	rep := &CheckReport{Pages: pages, Requests: len(reqs), Skipped: skipped, Of: of}
 	for _, cr := range reqs {
 		if err := ctx.Err(); err != nil {
@@ -182,7 +185,7 @@ func CheckSample(ctx context.Context, proxyAddr string, ca *tlsca.CA, b *warc.Bu
 // checkRequests lists the requests of a check: pages, then the other exchanges; at most
 // maxPages pages and maxOthers others (0 or less: all), evenly spaced. of is set when a
 // bound cut the list.
-func checkRequests(b *warc.Bundle, maxPages, maxOthers int) (reqs []checkRequest, pages, skipped int, of *CheckTotals) {
+func checkRequests(b *warc.Bundle, maxPages, maxOthers int) (reqs []checkRequest, pages, skipped int, of *CheckTotals, err error) {
 	var pageURLs []string
 	seen := map[string]bool{}
 	addPage := func(u string) {
@@ -192,7 +195,11 @@ func checkRequests(b *warc.Bundle, maxPages, maxOthers int) (reqs []checkRequest
 		seen[u] = true
 		pageURLs = append(pageURLs, u)
 	}
-	for _, p := range b.Pages {
+	bpages, err := b.AllPages()
+	if err != nil {
+		return nil, 0, 0, nil, err
+	}
+	for _, p := range bpages {
 		if p.Fetched == "GET" || p.Fetched == "" {
 			if _, err := parseTargetURL(p.URL); err == nil {
 				addPage(p.URL)
@@ -258,7 +265,7 @@ func checkRequests(b *warc.Bundle, maxPages, maxOthers int) (reqs []checkRequest
 	if pages < allPages || len(want) < others {
 		of = &CheckTotals{Pages: allPages, Others: others}
 	}
-	return reqs, pages, skipped, of
+	return reqs, pages, skipped, of, nil
 }
 
 // spread returns max indexes of 0..n-1, evenly spaced and ascending (the first is 0), or

@@ -65,7 +65,7 @@ func newExportCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "exported %s (%d exchanges, %d pages) to %s (%s)\n",
-				name, b.Len(), len(b.Pages), out, humanBytes(size))
+				name, b.Len(), len(pagesOf(b)), out, humanBytes(size))
 			return nil
 		},
 	}
@@ -87,4 +87,10 @@ func openBundleTarget(g *globalFlags, arg string, errOut io.Writer) (*warc.Bundl
 		return nil, "", err
 	}
 	return b, tgt.Name, nil
+}
+
+// pagesOf is the bundle's pages (warc.Bundle.AllPages), nil when they cannot be read.
+func pagesOf(b *warc.Bundle) []warc.Page {
+	pages, _ := b.AllPages()
+	return pages
 }
