@@ -391,19 +391,19 @@ func auditedInput(dir, work string, errOut io.Writer) (string, error) {
 	return bundle, nil
 }
 
-// firstPageTitle is the title of the bundle's first page that has one, or "".
+// firstPageTitle is the title of the bundle's first page that has one, or "" (also when
+// its pages cannot be read). It reads pages.jsonl up to that page.
 func firstPageTitle(dir string) string {
-	b, err := warc.OpenBundle(dir)
-	if err != nil {
-		return ""
-	}
-	defer b.Close()
-	for _, p := range b.Pages {
+	title := ""
+	errFound := errors.New("found")
+	_ = warc.EachBundlePage(dir, func(p *warc.Page) error {
 		if p.Title != "" {
-			return p.Title
+			title = p.Title
+			return errFound
 		}
-	}
-	return ""
+		return nil
+	})
+	return title
 }
 
 // writeCapture puts the locale and time zone of the imported recording's manifest (bundle
@@ -411,12 +411,11 @@ func firstPageTitle(dir string) string {
 // has none; a card whose capture says otherwise is left as it is, with one warning line on
 // errOut (the manifest is what replay uses).
 func writeCapture(t *task.Task, final string, errOut io.Writer) error {
-	b, err := warc.OpenBundle(final)
+	m, err := warc.ReadBundleManifest(final)
 	if err != nil {
 		return err
 	}
-	locale, tz := b.Manifest.Locale, b.Manifest.Timezone
-	b.Close()
+	locale, tz := m.Locale, m.Timezone
 	if locale == "" && tz == "" {
 		return nil
 	}

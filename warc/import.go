@@ -149,28 +149,53 @@ func (r *ImportReport) SkippedSummary() string {
 }
 
 // inRec is an HTTP record of an import between reading and writing: its record parked in
-// the spool (importpark.go) and the few keys pairing, sorting and revisit resolution need;
+// the spool (importpark.go), its date, and its links; about 80 bytes a record. The keys that
+// pair requests with responses (recKeys) are kept beside it only while its file is read.
 // rec is the record read back while its exchange is written, nil otherwise. inState, the
 // exchange's state while it is written, is kept afterwards only by an original some
 // revisit refers to.
 type inRec struct {
-	path      string
-	park      span      // the record in the spool (parkRecord)
-	date      time.Time // WARC-Date (a response without one: its request's)
-	idKey     hkey      // WARC-Record-ID without its angle brackets
-	uriKey    hkey      // WARC-Target-URI
-	conc      hkey      // the first WARC-Concurrent-To; moreConc: there are more
-	req       *inRec    // the paired request, for responses and revisits
-	orig      *inRec    // the original of a resolved revisit
-	file, idx int32
-	typ       byte // 'q' request, 'r' response, 'v' revisit
-	nav       int8 // a request's navSignal: 0 "", 1 "yes", -1 "no"
-	used      bool // a request already paired
-	moreConc  bool
-	isOrig    bool // some revisit's original: keeps its inState once written
-
-	rec *Record // the record read back (load), nil while parked
+	in   *inFile
+	park span    // the record in the spool (parkRecord)
+	sec  int64   // WARC-Date (a response without one: its request's), Unix seconds
+	req  *inRec  // the paired request, for responses and revisits
+	orig *inRec  // the original of a resolved revisit
+	rec  *Record // the record read back (load), nil while parked
 	*inState
+	idx    int32
+	nsec   int32 // and nanoseconds; noDate: there is none
+	typ    byte  // 'q' request, 'r' response, 'v' revisit
+	nav    int8  // a request's navSignal: 0 "", 1 "yes", -1 "no"
+	used   bool  // a request already paired
+	isOrig bool  // some revisit's original: keeps its inState once written
+	noDate bool
+}
+
+// inFile is an input file of an import, as its records name it.
+type inFile struct {
+	path  string
+	index int32
+}
+
+// recKeys are the keys of one record that pairing needs: its WARC-Record-ID (without angle
+// brackets), its WARC-Target-URI and its first WARC-Concurrent-To (moreConc: it has more).
+type recKeys struct {
+	id, uri, conc hkey
+	moreConc      bool
+}
+
+// date is the record's WARC-Date, the zero time when it has none.
+func (x *inRec) date() time.Time {
+	if x.noDate {
+		return time.Time{}
+	}
+	return time.Unix(x.sec, int64(x.nsec)).UTC()
+}
+
+// setDate sets the record's WARC-Date.
+func (x *inRec) setDate(t time.Time) {
+	x.noDate = t.IsZero()
+	x.sec, x.nsec = t.Unix(), int32(t.Nanosecond())
 }
 
 // inState is what writing an exchange learns about its response record.
@@ -199,9 +224,9 @@ func (x *inRec) load(sp *spool) error {
 	}
 	rec, err := unparkRecord(sp, x.park)
 	if err != nil {
-		return fmt.Errorf("import %s: record %d: %w", x.path, x.idx, err)
+		return fmt.Errorf("import %s: record %d: %w", x.in.path, x.idx, err)
 	}
-	rec.Date = x.date
+	rec.Date = x.date()
 	x.rec = rec
 	return nil
 }
@@ -327,11 +352,11 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 	}
 
 	slices.SortStableFunc(resps, func(a, b *inRec) int {
-		if c := a.date.Compare(b.date); c != 0 {
+		if c := a.date().Compare(b.date()); c != 0 {
 			return c
 		}
-		if a.file != b.file {
-			return int(a.file - b.file)
+		if a.in.index != b.in.index {
+			return int(a.in.index - b.in.index)
 		}
 		return int(a.idx - b.idx)
 	})
@@ -390,7 +415,7 @@ func settleHead(x *inRec, warn func(string)) {
 	default:
 		// An unresolved revisit without HTTP headers: nothing says what was answered.
 		x.status, x.header = http.StatusOK, http.Header{}
-		warn(fmt.Sprintf("%s at %s: revisit without HTTP headers and without its original; kept as an unresolved 200", x.path, x.rec.Where()))
+		warn(fmt.Sprintf("%s at %s: revisit without HTTP headers and without its original; kept as an unresolved 200", x.in.path, x.rec.Where()))
 	}
 }
 
@@ -480,12 +505,12 @@ func writeOne(bw *BundleWriter, x *inRec, nf map[string]string, signals bool, re
 	e, err := bw.Add(ex)
 	if errors.Is(err, ErrHeaderTooLarge) {
 		// a URL of tens of kilobytes: no reader of the bundle would read the record back
-		warn(fmt.Sprintf("%s at %s: %v; skipped", x.path, x.rec.Where(), err))
+		warn(fmt.Sprintf("%s at %s: %v; skipped", x.in.path, x.rec.Where(), err))
 		rep.Skipped["header-too-large"]++
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("import %s at %s: %w", x.path, x.rec.Where(), err)
+		return fmt.Errorf("import %s at %s: %w", x.in.path, x.rec.Where(), err)
 	}
 	x.exchangeID = e.ID
 	rep.Exchanges++
@@ -528,6 +553,8 @@ func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportRep
 	rd.spool = sp
 	rd.MaxBlockSize = MaxImportBlockSize
 	var reqs, resps []*inRec
+	var reqKeys, respKeys []recKeys
+	file := &inFile{path: path, index: int32(fi)}
 	said := map[string]bool{} // record warnings given, so a file warning does not repeat one
 	var trim framingTrim
 	for idx := 0; ; idx++ {
@@ -571,10 +598,11 @@ func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportRep
 		if err := trim.apply(rec, sp); err != nil {
 			return nil, fmt.Errorf("import %s at %s: %w", path, rec.Where(), err)
 		}
-		x := &inRec{file: int32(fi), idx: int32(idx), path: path, date: rec.Date,
-			idKey: hkeyOf(normID(rec.ID)), uriKey: hkeyOf(rec.TargetURI)}
+		x := &inRec{in: file, idx: int32(idx)}
+		x.setDate(rec.Date)
+		k := recKeys{id: hkeyOf(normID(rec.ID)), uri: hkeyOf(rec.TargetURI)}
 		if cs := rec.Header.Values("WARC-Concurrent-To"); len(cs) > 0 {
-			x.conc, x.moreConc = hkeyOf(normID(cs[0])), len(cs) > 1
+			k.conc, k.moreConc = hkeyOf(normID(cs[0])), len(cs) > 1
 		}
 		if x.park, err = parkRecord(sp, rec); err != nil {
 			if errors.Is(err, errSpoolFull) {
@@ -591,13 +619,13 @@ func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportRep
 			case "no":
 				x.nav = -1
 			}
-			reqs = append(reqs, x)
+			reqs, reqKeys = append(reqs, x), append(reqKeys, k)
 		case "response":
 			x.typ = 'r'
-			resps = append(resps, x)
+			resps, respKeys = append(resps, x), append(respKeys, k)
 		default:
 			x.typ = 'v'
-			resps = append(resps, x)
+			resps, respKeys = append(resps, x), append(respKeys, k)
 		}
 	}
 	if progress != nil {
@@ -610,9 +638,10 @@ func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportRep
 		warn(fmt.Sprintf("%s at %s: %s", path, w.Where, w.Msg))
 	}
 	trim.warn(path, warn)
-	if err := pairRequests(reqs, resps, sp); err != nil {
+	if err := pairRequests(reqs, resps, reqKeys, respKeys, sp); err != nil {
 		return nil, err
 	}
+	reqKeys, respKeys = nil, nil
 	for _, q := range reqs {
 		if !q.used {
 			rep.Skipped["unpaired-request"]++
@@ -621,10 +650,10 @@ func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportRep
 	// A response without WARC-Date takes its request's; without either it is skipped.
 	dated := resps[:0]
 	for _, x := range resps {
-		if x.date.IsZero() && x.req != nil {
-			x.date = x.req.date
+		if x.noDate && x.req != nil {
+			x.setDate(x.req.date())
 		}
-		if x.date.IsZero() {
+		if x.noDate {
 			if err := x.load(sp); err != nil {
 				return nil, err
 			}
@@ -716,19 +745,20 @@ func singleContentLength(h http.Header) (int64, bool) {
 
 // pairRequests links responses to requests of the same file: WARC-Concurrent-To from the
 // response, then from the request, then the nearest unpaired request with the same target.
-// Records are matched by their keys (hkey); the rare record with more than one
-// WARC-Concurrent-To is read back from sp for the others.
-func pairRequests(reqs, resps []*inRec, sp *spool) error {
-	concs := func(x *inRec) ([]hkey, error) {
-		if x.conc == (hkey{}) {
+// Records are matched by their keys (reqKeys and respKeys, one per record of reqs and
+// resps); the rare record with more than one WARC-Concurrent-To is read back from sp for
+// the others.
+func pairRequests(reqs, resps []*inRec, reqKeys, respKeys []recKeys, sp *spool) error {
+	concs := func(x *inRec, k recKeys) ([]hkey, error) {
+		if k.conc == (hkey{}) {
 			return nil, nil
 		}
-		if !x.moreConc {
-			return []hkey{x.conc}, nil
+		if !k.moreConc {
+			return []hkey{k.conc}, nil
 		}
 		rec, err := unparkRecord(sp, x.park)
 		if err != nil {
-			return nil, fmt.Errorf("import %s: record %d: %w", x.path, x.idx, err)
+			return nil, fmt.Errorf("import %s: record %d: %w", x.in.path, x.idx, err)
 		}
 		var ks []hkey
 		for _, id := range rec.Header.Values("WARC-Concurrent-To") {
@@ -738,20 +768,20 @@ func pairRequests(reqs, resps []*inRec, sp *spool) error {
 	}
 	link := func(r, q *inRec) { r.req, q.used = q, true }
 	anyConc := false
-	for _, r := range resps {
-		anyConc = anyConc || r.conc != hkey{}
+	for _, k := range respKeys {
+		anyConc = anyConc || k.conc != hkey{}
 	}
 	if anyConc {
 		reqByID := map[hkey]*inRec{}
-		for _, q := range reqs {
-			if id := q.idKey; id != (hkey{}) {
+		for i, q := range reqs {
+			if id := reqKeys[i].id; id != (hkey{}) {
 				if _, dup := reqByID[id]; !dup {
 					reqByID[id] = q
 				}
 			}
 		}
-		for _, r := range resps {
-			ks, err := concs(r)
+		for i, r := range resps {
+			ks, err := concs(r, respKeys[i])
 			if err != nil {
 				return err
 			}
@@ -765,51 +795,49 @@ func pairRequests(reqs, resps []*inRec, sp *spool) error {
 	}
 	// the responses by id, for the requests' WARC-Concurrent-To
 	anyConc = false
-	for _, q := range reqs {
-		anyConc = anyConc || (!q.used && q.conc != hkey{})
+	for i, q := range reqs {
+		anyConc = anyConc || (!q.used && reqKeys[i].conc != hkey{})
 	}
-	respByID := map[hkey]*inRec{}
-	for _, r := range resps {
-		if !anyConc {
-			break
+	if anyConc {
+		respByID := map[hkey]*inRec{}
+		for i, r := range resps {
+			if id := respKeys[i].id; id != (hkey{}) {
+				if _, dup := respByID[id]; !dup {
+					respByID[id] = r
+				}
+			}
 		}
-		if id := r.idKey; id != (hkey{}) {
-			if _, dup := respByID[id]; !dup {
-				respByID[id] = r
+		for i, q := range reqs {
+			if q.used {
+				continue
+			}
+			ks, err := concs(q, reqKeys[i])
+			if err != nil {
+				return err
+			}
+			for _, id := range ks {
+				if r := respByID[id]; r != nil && r.req == nil {
+					link(r, q)
+					break
+				}
 			}
 		}
 	}
-	for _, q := range reqs {
-		if q.used {
-			continue
-		}
-		ks, err := concs(q)
-		if err != nil {
-			return err
-		}
-		for _, id := range ks {
-			if r := respByID[id]; r != nil && r.req == nil {
-				link(r, q)
-				break
-			}
-		}
-	}
-	respByID = nil
 	byURI := map[hkey][]*inRec{}
-	for _, q := range reqs {
+	for i, q := range reqs {
 		if !q.used {
-			byURI[q.uriKey] = append(byURI[q.uriKey], q)
+			byURI[reqKeys[i].uri] = append(byURI[reqKeys[i].uri], q)
 		}
 	}
 	if len(byURI) == 0 {
 		return nil
 	}
-	for _, r := range resps {
+	for i, r := range resps {
 		if r.req != nil {
 			continue
 		}
 		var best *inRec
-		for _, q := range byURI[r.uriKey] {
+		for _, q := range byURI[respKeys[i].uri] {
 			if q.used {
 				continue
 			}
@@ -854,7 +882,7 @@ func resolveRevisits(resps []*inRec, sp *spool, warn func(string)) error {
 		}
 		rec, err := unparkRecord(sp, v.park)
 		if err != nil {
-			return fmt.Errorf("import %s: record %d: %w", v.path, v.idx, err)
+			return fmt.Errorf("import %s: record %d: %w", v.in.path, v.idx, err)
 		}
 		var w want
 		if id := normID(rec.Get("WARC-Refers-To")); id != "" {
@@ -880,16 +908,16 @@ func resolveRevisits(resps []*inRec, sp *spool, warn func(string)) error {
 		}
 	}
 	for _, r := range resps {
-		if r.typ != 'r' {
+		if r.typ != 'r' || (len(wantID) == 0 && len(wantURIDate) == 0) {
 			continue
 		}
-		first(wantID, r.idKey, r)
+		rec, err := unparkRecord(sp, r.park)
+		if err != nil {
+			return fmt.Errorf("import %s: record %d: %w", r.in.path, r.idx, err)
+		}
+		first(wantID, hkeyOf(normID(rec.ID)), r)
 		if len(wantURIDate) > 0 {
-			rec, err := unparkRecord(sp, r.park)
-			if err != nil {
-				return fmt.Errorf("import %s: record %d: %w", r.path, r.idx, err)
-			}
-			first(wantURIDate, hkeyOf(rec.TargetURI+" "+r.date.UTC().Format(time.RFC3339Nano)), r)
+			first(wantURIDate, hkeyOf(rec.TargetURI+" "+r.date().Format(time.RFC3339Nano)), r)
 		}
 	}
 	// the revisits found by neither: by payload digest
@@ -917,9 +945,9 @@ func resolveRevisits(resps []*inRec, sp *spool, warn func(string)) error {
 		if v.orig == nil {
 			rec, err := unparkRecord(sp, v.park)
 			if err != nil {
-				return fmt.Errorf("import %s: record %d: %w", v.path, v.idx, err)
+				return fmt.Errorf("import %s: record %d: %w", v.in.path, v.idx, err)
 			}
-			warn(fmt.Sprintf("%s at %s: revisit of %s: original not in the input; kept as unresolved", v.path, rec.Where(), rec.TargetURI))
+			warn(fmt.Sprintf("%s at %s: revisit of %s: original not in the input; kept as unresolved", v.in.path, rec.Where(), rec.TargetURI))
 		} else {
 			v.orig.isOrig = true
 		}
@@ -942,7 +970,7 @@ func digestMatches(resps []*inRec, sp *spool, want map[string]*inRec) error {
 		}
 		rec, err := unparkRecord(sp, r.park)
 		if err != nil {
-			return fmt.Errorf("import %s: record %d: %w", r.path, r.idx, err)
+			return fmt.Errorf("import %s: record %d: %w", r.in.path, r.idx, err)
 		}
 		if d, err := ParseDigest(rec.Get("WARC-Payload-Digest")); err == nil {
 			add(d.Key(), r)
@@ -951,7 +979,7 @@ func digestMatches(resps []*inRec, sp *spool, want map[string]*inRec) error {
 		s1, s2, d1, d2 := sha1.New(), sha256.New(), sha1.New(), sha256.New()
 		dc := newChunkDecoder(io.MultiWriter(d1, d2))
 		if _, err := io.Copy(io.MultiWriter(s1, s2, dc), sp.section(rec.body)); err != nil {
-			return fmt.Errorf("import %s at %s: read spool: %w", r.path, rec.Where(), err)
+			return fmt.Errorf("import %s at %s: read spool: %w", r.in.path, rec.Where(), err)
 		}
 		add("sha1:"+hex.EncodeToString(s1.Sum(nil)), r)
 		add("sha256:"+hex.EncodeToString(s2.Sum(nil)), r)

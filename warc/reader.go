@@ -161,11 +161,11 @@ type Reader struct {
 
 	path     string
 	file     io.Closer
-	fileSize int64 // the size of file (OpenReader), else 0
-	gz   *memberReader // nil for a plain file
-	br   *bufio.Reader // the uncompressed stream, read through pb
-	pb   *pushbackReader
-	ring *tailRing // the last bytes of a streamed block
+	fileSize int64         // the size of file (OpenReader), else 0
+	gz       *memberReader // nil for a plain file
+	br       *bufio.Reader // the uncompressed stream, read through pb
+	pb       *pushbackReader
+	ring     *tailRing // the last bytes of a streamed block
 	// resyncs counts records whose Content-Length was corrected.
 	resyncs int
 	pos     int64 // bytes consumed from the uncompressed stream

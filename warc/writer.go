@@ -125,7 +125,7 @@ type BundleWriter struct {
 	ef       *os.File      // indexes/entries.jsonl
 	ebw      *bufio.Writer // over ef
 	off      int64
-	n        int // entries written
+	n        int              // entries written
 	origs    *origSpill       // per entry: what a revisit of it needs, on disk
 	byDigest map[uint64]int32 // sha256 of payloads >= DedupMinSize (its first 8 bytes) -> entry index
 	pf       *os.File         // pages/pages.jsonl

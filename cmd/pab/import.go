@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -49,6 +50,9 @@ func newImportCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if os.Getenv("GOMEMLIMIT") == "" {
+				debug.SetMemoryLimit(importMemoryLimit)
+			}
 			_, err = importer.Run(cmd.Context(), importOptions(cmd, repo, id, importer.Options{Inputs: args, Replace: replace,
 				PreferNew: preferNew, NoCheck: noCheck, CheckAll: checkAll, NoWait: noWait, Title: title, Locale: locale, Timezone: timezone}))
 			return err
@@ -65,6 +69,12 @@ func newImportCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&timezone, "timezone", "", "the time zone of the capture, an IANA name (America/New_York): written to the manifest and task.yaml's capture (default: what the recording's manifest says)")
 	return cmd
 }
+
+// importMemoryLimit is the Go runtime's soft memory limit (runtime/debug.SetMemoryLimit)
+// for pab import, unless GOMEMLIMIT says otherwise: near it the collector runs more often,
+// so that the import's resident memory stays near what it holds live (docs/import.md
+// "Limits and memory"). It is not a cap: an import that holds more goes past it.
+const importMemoryLimit = 384 << 20
 
 // checkLocaleFlags checks --locale and --timezone of command cmd (when given): a BCP 47
 // tag and an IANA zone time.LoadLocation loads.
