@@ -165,3 +165,103 @@ func packStream(bundleDir, dir string, partSize int64) error {
 	}
 	return nil
 }
+
+// OpenBundleSample opens the bundle directory dir as OpenBundle does, but holds only a
+// sample of its entries: at most max of them (0 or less: all), evenly spaced in recording
+// order (the first is the first entry), plus the original of every revisit among them, in
+// recording order; total is the number of entries of the whole bundle. Pages are not read
+// (Pages is nil). entries.jsonl is read two or three times, one line at a time, with
+// OpenBundle's checks, so the memory it takes does not grow with the bundle's entries
+// beyond a 16-byte key an entry while it checks ids. For commands that learn from a bundle
+// rather than serve it (rule inference).
+func OpenBundleSample(dir string, max int) (b *Bundle, total int, err error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open bundle %s: %w", dir, err)
+	}
+	defer root.Close()
+	m, err := ReadBundleManifest(dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	wf, err := openBundleFile(root, dir, WARCFile)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := wf.Stat()
+	if err != nil {
+		wf.Close()
+		return nil, 0, fmt.Errorf("stat %s: %w", filepath.Join(dir, WARCFile), err)
+	}
+	b = &Bundle{Dir: dir, Manifest: m, warc: wf, closer: wf, warcSize: fi.Size(), byID: map[string]int{}}
+	each := func(fn func(i int, e *Entry) error) error {
+		ef, err := openBundleFile(root, dir, EntriesFile)
+		if err != nil {
+			return err
+		}
+		defer ef.Close()
+		i := 0
+		return eachEntry(ef, filepath.Join(dir, EntriesFile), b.warcSize, func(_ int, e *Entry) error {
+			err := fn(i, e)
+			i++
+			return err
+		})
+	}
+	if err := each(func(int, *Entry) error { total++; return nil }); err != nil {
+		wf.Close()
+		return nil, 0, err
+	}
+	want := map[int]bool{}
+	for _, k := range spreadIndexes(total, max) {
+		want[k] = true
+	}
+	origs := map[string]bool{}
+	if err := each(func(i int, e *Entry) error {
+		if want[i] {
+			if e.RevisitOf != "" {
+				origs[e.RevisitOf] = true
+			}
+			b.byID[e.ID] = len(b.Entries)
+			b.Entries = append(b.Entries, *e)
+		}
+		return nil
+	}); err != nil {
+		wf.Close()
+		return nil, 0, err
+	}
+	for id := range origs {
+		if _, ok := b.byID[id]; ok {
+			delete(origs, id)
+		}
+	}
+	if len(origs) > 0 {
+		var all []Entry
+		if err := each(func(i int, e *Entry) error {
+			if want[i] || origs[e.ID] {
+				all = append(all, *e)
+			}
+			return nil
+		}); err != nil {
+			wf.Close()
+			return nil, 0, err
+		}
+		b.Entries, b.byID = all, map[string]int{}
+		for i := range all {
+			b.byID[all[i].ID] = i
+		}
+	}
+	return b, total, nil
+}
+
+// spreadIndexes returns max indexes of 0..n-1, evenly spaced and ascending (the first is
+// 0), or all n of them when max <= 0 or max >= n.
+func spreadIndexes(n, max int) []int {
+	if max <= 0 || max >= n {
+		max = n
+	}
+	out := make([]int, max)
+	for i := range out {
+		out[i] = int(int64(i) * int64(n) / int64(max))
+	}
+	return out
+}

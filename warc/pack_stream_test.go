@@ -3,6 +3,7 @@ package warc
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -130,4 +131,93 @@ func TestPackStreamChecksEntries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOpenBundleSample: a sample of max entries is evenly spaced from the first, holds the
+// original of each revisit in it, and reads responses as the whole bundle does; max at or
+// above the size, or 0, gives every entry.
+func TestOpenBundleSample(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "hand")
+	writeHandBundle(t, dir, handExchanges())
+	whole, err := OpenBundle(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer whole.Close()
+	n := whole.Len()
+	// the revisit e000003 of e000002: a sample of 2 of n takes entries 0 and n/2
+	for _, c := range []struct {
+		max  int
+		want []string
+	}{
+		{0, nil}, {n, nil}, {n + 5, nil},
+		{1, []string{whole.Entries[0].ID}},
+	} {
+		b, total, err := OpenBundleSample(dir, c.max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if total != n || b.Pages != nil {
+			t.Errorf("max %d: total %d, want %d; %d pages read", c.max, total, n, len(b.Pages))
+		}
+		var ids []string
+		for i := range b.Len() {
+			ids = append(ids, b.Entry(i).ID)
+		}
+		want := c.want
+		if want == nil {
+			for i := range whole.Entries {
+				want = append(want, whole.Entries[i].ID)
+			}
+		}
+		if !slices.Equal(ids, want) {
+			t.Errorf("max %d: entries %v, want %v", c.max, ids, want)
+		}
+		b.Close()
+	}
+	// a sample that takes the revisit: its original comes along, and the revisit's
+	// response has the original's payload
+	rev := -1
+	for i := range whole.Entries {
+		if whole.Entries[i].RevisitOf != "" && !whole.Entries[i].Unresolved {
+			rev = i
+			break
+		}
+	}
+	if rev <= 0 {
+		t.Fatal("the hand bundle has no resolved revisit after its first entry")
+	}
+	for max := 2; max <= n; max++ {
+		taken := false
+		for _, k := range spreadIndexes(n, max) {
+			taken = taken || k == rev
+		}
+		if !taken {
+			continue
+		}
+		b, _, err := OpenBundleSample(dir, max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := b.ByID(whole.Entries[rev].ID)
+		if e == nil || b.ByID(e.RevisitOf) == nil {
+			t.Fatalf("max %d: the revisit or its original is missing", max)
+		}
+		got, err := b.Response(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantResp, err := whole.Response(&whole.Entries[rev])
+		if err != nil {
+			t.Fatal(err)
+		}
+		gb, _ := io.ReadAll(got.Body)
+		wb, _ := io.ReadAll(wantResp.Body)
+		if !bytes.Equal(gb, wb) || len(gb) == 0 {
+			t.Errorf("max %d: revisit body %q, want %q", max, gb, wb)
+		}
+		b.Close()
+		return
+	}
+	t.Fatal("no sample size takes the revisit")
 }
