@@ -159,7 +159,9 @@ func buildPanels(rows []row) []panel {
 			{"ZCAT", orange, each(func(n int) float64 { return first(rows, "zcat", n, "", secs) })},
 		}},
 		{"IMPORT PEAK RSS MB", []series{
-			{"IMPORT", blue, each(func(n int) float64 { return mb(first(rows, "import", n, "", func(r row) float64 { return r.PeakRSSBytes })) })},
+			{"IMPORT", blue, each(func(n int) float64 {
+				return mb(first(rows, "import", n, "", func(r row) float64 { return r.PeakRSSBytes }))
+			})},
 		}},
 		{"START TO FIRST ANSWER S", []series{
 			{"WARM", blue, each(func(n int) float64 { return median(rows, n, "warm", secs) })},
@@ -172,8 +174,12 @@ func buildPanels(rows []row) []panel {
 			{"WARM", blue, each(func(n int) float64 { return mb(median(rows, n, "warm", func(r row) float64 { return r.RSSBytes })) })},
 		}},
 		{"CPU PER REQUEST US", []series{
-			{"HTTPS", blue, each(func(n int) float64 { return 1000 * first(rows, "load", n, "https", func(r row) float64 { return r.CPUMsPerReq }) })},
-			{"HTTP", green, each(func(n int) float64 { return 1000 * first(rows, "load", n, "http", func(r row) float64 { return r.CPUMsPerReq }) })},
+			{"HTTPS", blue, each(func(n int) float64 {
+				return 1000 * first(rows, "load", n, "https", func(r row) float64 { return r.CPUMsPerReq })
+			})},
+			{"HTTP", green, each(func(n int) float64 {
+				return 1000 * first(rows, "load", n, "http", func(r row) float64 { return r.CPUMsPerReq })
+			})},
 		}},
 	}
 }
