@@ -29,7 +29,7 @@ func newImportCmd(g *globalFlags) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "import --task ID (FILE.warc[.gz]|FILE.wacz... | BUNDLE-DIR | RECORDING-DIR)",
-		Short: "Turn WARC files or a bundle into a task's recording (tasks/ID/recording, format 2)",
+		Short: "Turn WARC files or a bundle into a task's recording (tasks/ID/recording, format 3)",
 		Long:  longHelp("import"),
 		Example: `  pab import --task my-books testdata/sites/books.toscrape.warc
   pab import --task my-task --replace crawl-00000.warc.gz crawl-00001.warc.gz

@@ -9,9 +9,10 @@ import (
 )
 
 // startMemProfile writes a heap profile to $PAB_MEMPROFILE when it is set (a developer's
-// knob, bench/README.md "Profiles"): the heap is sampled every 500 ms and the profile
+// knob, bench/README.md "Profiling"): the heap is sampled every 2 s and the profile
 // rewritten whenever the heap in use is the largest seen, so the file shows what was live
-// at the run's peak. The returned function stops the sampling.
+// at the run's peak; with PAB_MEMPROFILE_ALL set every sample is also kept, as
+// PATH.<unix time>.<MB in use>MB. The returned function stops the sampling.
 func startMemProfile() func() {
 	path := os.Getenv("PAB_MEMPROFILE")
 	if path == "" {
