@@ -525,14 +525,22 @@ func auditFormat3Archive(files []string, workDir string, names auditNames, budge
 	if err := copyBounded(files[2], filepath.Join(workDir, EntriesFile), MaxEntriesBytes, true, budget); err != nil {
 		return []Problem{{File: names.entries, Msg: err.Error()}}, false
 	}
-	f, err := os.Open(filepath.Join(workDir, EntriesFile))
-	if err != nil {
-		return []Problem{{File: names.entries, Msg: err.Error()}}, false
+	// the entries are read a line at a time, here and below, never all held
+	entriesPath := filepath.Join(workDir, EntriesFile)
+	each := func(fn func(e *Entry) error) error {
+		f, err := os.Open(entriesPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return eachEntry(f, names.entries, MaxWARCBytes, func(_ int, e *Entry) error { return fn(e) })
 	}
-	entries, entriesErr := readEntries(f, names.entries, MaxWARCBytes)
-	f.Close()
+	entriesErr := each(func(*Entry) error { return nil })
+	if errors.Is(entriesErr, os.ErrNotExist) {
+		return []Problem{{File: names.entries, Msg: entriesErr.Error()}}, false
+	}
 	var spans []memberSpan
-	err = atomicfile.WriteNew(filepath.Join(workDir, WARCFile), 0o644, func(w io.Writer) error {
+	err := atomicfile.WriteNew(filepath.Join(workDir, WARCFile), 0o644, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 256<<10)
 		var err error
 		spans, err = inflateMembers(files[3:], bw, MaxWARCBytes, budget)
@@ -545,7 +553,16 @@ func auditFormat3Archive(files []string, workDir string, names auditNames, budge
 		p := Problem{File: files[3], Msg: err.Error()}
 		if me, isMember := errors.AsType[*memberError](err); isMember {
 			p.File = files[3+me.part]
-			if ids := entriesAt(entries, me.part, me.zoff); len(ids) > 0 {
+			var ids []string
+			if entriesErr == nil {
+				_ = each(func(e *Entry) error {
+					if entryHolds(e, me.part, me.zoff) {
+						ids = append(ids, e.ID)
+					}
+					return nil
+				})
+			}
+			if len(ids) > 0 {
 				p.Where = "entry " + strings.Join(ids, ", ")
 			} else {
 				p.Where = fmt.Sprintf("offset %d (no entry's member)", me.zoff)
@@ -556,7 +573,14 @@ func auditFormat3Archive(files []string, workDir string, names auditNames, budge
 	if entriesErr != nil {
 		return nil, true // auditEntries reports the line
 	}
-	for _, p := range checkMemberFields(entries, spans) {
+	var eprobs []entryProblem
+	if err := each(func(e *Entry) error {
+		eprobs = checkEntryMembers(eprobs, e, spans)
+		return nil
+	}); err != nil {
+		return append(probs, Problem{File: names.entries, Msg: err.Error()}), false
+	}
+	for _, p := range eprobs {
 		probs = append(probs, Problem{File: names.entries, Where: "entry " + p.id, Msg: p.msg})
 	}
 	return probs, true
