@@ -119,7 +119,6 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	r := &run{o: o, out: orDiscard(o.Out), errOut: orDiscard(o.ErrOut)}
-	r.prog = newProgress(r.errOut)
 	r.taskDir = filepath.Join(o.Repo.TasksDir(), o.TaskID)
 	r.recDir = filepath.Join(r.taskDir, "recording")
 	r.res.RecordingDir = r.recDir
@@ -191,6 +190,7 @@ func (r *run) locked(ctx context.Context) error {
 		defer stop()
 	}
 	r.ctx = ctx
+	r.prog = newProgress(r.errOut) // the import's time counts from here, not while it waited
 	if r.work, err = r.o.Repo.WorkDir(r.taskDir, "import-"); err != nil {
 		return err
 	}
