@@ -78,7 +78,8 @@ func Seeds(b *warc.Bundle) []string {
 			out = append(out, c)
 		}
 	}
-	for _, p := range b.Pages {
+	pages, _ := b.AllPages() // unreadable pages: the recorded documents below
+	for _, p := range pages {
 		if p.Fetched == "GET" || p.Fetched == "" {
 			add(p.URL)
 		}

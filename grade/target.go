@@ -201,7 +201,8 @@ func recordedHost(host string) string {
 // PageTitles maps recorded exchange ids to the titles of the pages recorded at their URLs.
 func PageTitles(b *warc.Bundle) map[string]string {
 	byURL := map[string]string{}
-	for _, p := range b.Pages {
+	pages, _ := b.AllPages() // unreadable pages: no titles
+	for _, p := range pages {
 		if p.Title != "" {
 			byURL[p.URL] = p.Title
 		}

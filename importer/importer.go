@@ -42,6 +42,10 @@ type Options struct {
 	Replace, PreferNew bool
 	// NoCheck skips the self-check and the check of the task's grading.yaml.
 	NoCheck bool
+	// CheckAll lets the self-check replay every recorded page and exchange; without it the
+	// self-check sends at most SelfCheckPages pages and SelfCheckOthers other exchanges,
+	// evenly spaced over the recording (docs/import.md "After the import").
+	CheckAll bool
 	// NoWait fails at once, instead of waiting, when another process holds the task's lock.
 	NoWait bool
 	// Title is the title of a new task.yaml ("": the WARC's or the first page's title).
@@ -92,6 +96,7 @@ type run struct {
 	inferred        []*rules.InferredFile
 	layers          []ruleLayer
 	newTask         bool
+	prog            *importProgress
 }
 
 // Run imports o.Inputs into tasks/o.TaskID/recording of o.Repo: audited, merged with the
@@ -193,6 +198,7 @@ func (r *run) locked(ctx context.Context) error {
 		defer stop()
 	}
 	r.ctx = ctx
+	r.prog = newProgress(r.errOut) // the import's time counts from here, not while it waited
 	if r.work, err = r.o.Repo.WorkDir(r.taskDir, "import-"); err != nil {
 		return err
 	}
@@ -221,17 +227,8 @@ func (r *run) readIncoming() error {
 		r.incoming, err = auditedInput(r.o.Inputs[0], filepath.Join(r.work, "in"), r.errOut)
 		return err
 	}
-	var size int64
-	for _, in := range r.o.Inputs {
-		size += progress.Size(in)
-	}
-	what := "pab import: reading " + filepath.Base(r.o.Inputs[0])
-	if len(r.o.Inputs) > 1 {
-		what += fmt.Sprintf(" and %d more", len(r.o.Inputs)-1)
-	}
-	m := progress.Start(r.errOut, what, progress.Totals{Bytes: size}, 0, 0)
-	defer m.Stop()
-	r.rep, err = warc.ImportWARCs(r.o.Inputs, r.incoming, warc.ImportOptions{TaskID: r.o.TaskID, Context: progress.NewContext(r.ctx, m), Locale: r.o.Locale, Timezone: r.o.Timezone})
+	r.rep, err = warc.ImportWARCs(r.o.Inputs, r.incoming, warc.ImportOptions{TaskID: r.o.TaskID, Context: r.ctx, Locale: r.o.Locale, Timezone: r.o.Timezone,
+		Progress: r.prog.report})
 	return err
 }
 
@@ -283,27 +280,22 @@ func (r *run) stage() error {
 	if err := os.MkdirAll(r.taskDir, 0o755); err != nil {
 		return err
 	}
-	m := progress.Start(r.errOut, "pab import: packing the new recording", progress.Totals{Bytes: progress.Size(r.final)}, 0, 0)
+	r.prog.step("packing the recording")
 	staged, err := warc.PackStaged(r.final, r.recDir, warc.PartSize)
-	m.Stop()
 	if err != nil {
 		return r.failed(err)
 	}
+	r.prog.step("auditing the packed recording")
 	// An unresolved revisit was already a warning of the import; it does not stop it.
-	m = progress.Start(r.errOut, "pab import: auditing the new recording", progress.Totals{Bytes: progress.Size(staged)}, 0, 0)
-	probs := warc.Blocking(warc.AuditRecording(staged, filepath.Join(r.work, "audit")))
-	m.Stop()
-	if len(probs) > 0 {
+	if probs := warc.Blocking(warc.AuditRecording(staged, filepath.Join(r.work, "audit"))); len(probs) > 0 {
 		os.RemoveAll(staged)
 		for _, p := range probs {
 			fmt.Fprintln(r.errOut, strings.ReplaceAll(p.String(), staged, r.recDir+" (new)"))
 		}
 		return r.failed(r.auditFailed(len(probs)))
 	}
-	m = progress.Start(r.errOut, "pab import: inferring site rules", progress.Totals{}, 0, 0)
-	r.inferred, r.layers, err = inferRules(r.t, r.final, r.work)
-	m.Stop()
-	if err != nil {
+	r.prog.step("inferring site rules")
+	if r.inferred, r.layers, err = inferRules(r.t, r.final, r.work); err != nil {
 		os.RemoveAll(staged)
 		return r.failed(err)
 	}
@@ -377,7 +369,8 @@ func (r *run) check() error {
 	if r.o.NoCheck {
 		return nil
 	}
-	if err := selfCheck(r.ctx, r.out, r.errOut, r.o.Repo, r.final, r.layers); err != nil {
+	r.prog.step("self-check")
+	if err := selfCheck(r.ctx, r.out, r.errOut, r.o.Repo, r.final, r.layers, r.o.CheckAll); err != nil {
 		if r.ctx.Err() != nil { // Ctrl-C: the recording is published, the check is not done
 			return fmt.Errorf("import: interrupted during the self-check (%w); the recording is published in %s, run pab replay %s --check to check it", r.ctx.Err(), r.recDir, r.o.TaskID)
 		}
@@ -415,19 +408,19 @@ func auditedInput(dir, work string, errOut io.Writer) (string, error) {
 	return bundle, nil
 }
 
-// firstPageTitle is the title of the bundle's first page that has one, or "".
+// firstPageTitle is the title of the bundle's first page that has one, or "" (also when
+// its pages cannot be read). It reads pages.jsonl up to that page.
 func firstPageTitle(dir string) string {
-	b, err := warc.OpenBundle(dir)
-	if err != nil {
-		return ""
-	}
-	defer b.Close()
-	for _, p := range b.Pages {
+	title := ""
+	errFound := errors.New("found")
+	_ = warc.EachBundlePage(dir, func(p *warc.Page) error {
 		if p.Title != "" {
-			return p.Title
+			title = p.Title
+			return errFound
 		}
-	}
-	return ""
+		return nil
+	})
+	return title
 }
 
 // writeCapture puts the locale and time zone of the imported recording's manifest (bundle
@@ -435,12 +428,11 @@ func firstPageTitle(dir string) string {
 // has none; a card whose capture says otherwise is left as it is, with one warning line on
 // errOut (the manifest is what replay uses).
 func writeCapture(t *task.Task, final string, errOut io.Writer) error {
-	b, err := warc.OpenBundle(final)
+	m, err := warc.ReadBundleManifest(final)
 	if err != nil {
 		return err
 	}
-	locale, tz := b.Manifest.Locale, b.Manifest.Timezone
-	b.Close()
+	locale, tz := m.Locale, m.Timezone
 	if locale == "" && tz == "" {
 		return nil
 	}

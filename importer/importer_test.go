@@ -240,9 +240,9 @@ func TestRunProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, re := range []string{
-		`(?m)^pab import: reading example\.warc\.gz: [1-9][\d,]* records, [\d.]+ MB of ` + regexp.QuoteMeta(fmt.Sprintf("%.1f MB", float64(fi.Size())/1e6)) + ` \(100%\), [\d,]+ records/s, [\d.]+ MB/s, done in [\d.]+ s$`,
-		`(?m)^pab import: auditing the new recording \([\d.]+ MB\): done in [\d.]+ s$`,
-		`(?m)^pab import: self-check \(generic rules only\): ([1-9]\d*) of ([1-9]\d*) requests, [\d,]+ requests/s, done in [\d.]+ s$`,
+		`(?m)^pab import: reading: \d+ records.* of ` + regexp.QuoteMeta(fmt.Sprintf("%.1f MB", float64(fi.Size())/1e6)) + ` .*\(\d+s in\)$`,
+		`(?m)^pab import: auditing the packed recording \(\d+s in\)$`,
+		`(?m)^pab import: self-check \(generic rules only\): ([1-9]\d*) requests, [\d,]+ requests/s, done in [\d.]+ s$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(errOut.String()) {
 			t.Errorf("stderr lacks %s:\n%s", re, errOut.String())

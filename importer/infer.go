@@ -105,16 +105,27 @@ func copyHandRules(src, dst string) error {
 	return nil
 }
 
+// The bounds of what rule inference reads of a recording (docs/import.md "After the
+// import"): at most maxInferSamples exchanges, evenly spaced in recording order (a crawl of
+// a million records is inferred from a sample), and at most maxInferSampleBytes of bodies
+// together; once those are spent, each further body is read up to maxInferOtherBody only.
+const (
+	maxInferSamples     = 10000
+	maxInferSampleBytes = 128 << 20
+)
+
 // bundleSamples reads the bundle's exchanges as rule inference sees them, in recording
-// order: each payload cut as maxInferBody and maxInferOtherBody say, unresolved revisits
-// left out.
+// order: all of them, or an evenly spaced sample of maxInferSamples
+// (warc.OpenBundleSample); each payload cut as maxInferBody and maxInferOtherBody say,
+// within maxInferSampleBytes; unresolved revisits left out.
 func bundleSamples(dir string) ([]rules.Sample, error) {
-	b, err := warc.OpenBundle(dir)
+	b, _, err := warc.OpenBundleSample(dir, maxInferSamples)
 	if err != nil {
 		return nil, err
 	}
 	defer b.Close()
 	var samples []rules.Sample
+	var read int64
 	for i := range b.Len() {
 		e := b.Entry(i)
 		if e.Unresolved {
@@ -125,13 +136,14 @@ func bundleSamples(dir string) ([]rules.Sample, error) {
 			return nil, err
 		}
 		limit := int64(maxInferOtherBody)
-		if e.Mime == "text/html" || e.Mime == "application/xhtml+xml" {
+		if (e.Mime == "text/html" || e.Mime == "application/xhtml+xml") && read < maxInferSampleBytes {
 			limit = maxInferBody
 		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 		if err != nil {
 			return nil, fmt.Errorf("read %s (entry %s): %w", filepath.Join(dir, warc.WARCFile), e.ID, err)
 		}
+		read += int64(len(body))
 		reqBody, err := b.RequestBody(e)
 		if err != nil {
 			return nil, err

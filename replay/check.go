@@ -38,10 +38,20 @@ type CheckReport struct {
 	// Errors counts requests that got no HTTP answer; FirstErrors keeps the first few.
 	Errors      int      `json:"errors"`
 	FirstErrors []string `json:"first_errors,omitempty"`
+	// Of is set by a CheckSample that sent fewer than all: how many page requests and
+	// other requests the whole recording holds (the sample is Pages and Requests-Pages of
+	// them); nil when everything was sent.
+	Of *CheckTotals `json:"of,omitempty"`
 	// Counts are the proxy's counts for the requests sent.
 	Counts Counts `json:"counts"`
 	// PageResults is what each page request got, in the order sent.
 	PageResults []PageResult `json:"page_results"`
+}
+
+// CheckTotals are the page requests and other requests a whole check of a recording sends.
+type CheckTotals struct {
+	Pages  int `json:"pages"`
+	Others int `json:"others"`
 }
 
 // PageResult is the answer to one page request of a check.
@@ -116,6 +126,15 @@ type checkRequest struct {
 // returns an error only when the proxy cannot be asked for its counts or ctx ends;
 // requests that fail are counted in the report.
 func Check(ctx context.Context, proxyAddr string, ca *tlsca.CA, b *warc.Bundle) (*CheckReport, error) {
+	return CheckSample(ctx, proxyAddr, ca, b, 0, 0)
+}
+
+// CheckSample is Check sending at most maxPages page requests and maxOthers other
+// requests (0 or less: no bound), chosen evenly spaced over the recording's pages and its
+// exchanges in recording order, so that the same recording gives the same sample. A
+// recording with no more than that is sent whole, as by Check. CheckReport.Sampled says
+// how many page and other requests the whole recording would have sent.
+func CheckSample(ctx context.Context, proxyAddr string, ca *tlsca.CA, b *warc.Bundle, maxPages, maxOthers int) (*CheckReport, error) {
 	proxyURL := &url.URL{Scheme: "http", Host: proxyAddr}
 	tr := &http.Transport{
 		Proxy:                 http.ProxyURL(proxyURL),
@@ -135,8 +154,11 @@ func Check(ctx context.Context, proxyAddr string, ca *tlsca.CA, b *warc.Bundle) 
 	if err != nil {
 		return nil, err
 	}
-	reqs, pages, skipped := checkRequests(b)
-	rep := &CheckReport{Pages: pages, Requests: len(reqs), Skipped: skipped}
+	reqs, pages, skipped, of, err := checkRequests(b, maxPages, maxOthers)
+	if err != nil {
+		return nil, err
+	}
+	rep := &CheckReport{Pages: pages, Requests: len(reqs), Skipped: skipped, Of: of}
 	for _, cr := range reqs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -162,27 +184,33 @@ func Check(ctx context.Context, proxyAddr string, ca *tlsca.CA, b *warc.Bundle) 
 	return rep, nil
 }
 
-// checkRequests lists the requests of a check: pages, then the other exchanges.
-func checkRequests(b *warc.Bundle) (reqs []checkRequest, pages, skipped int) {
-	sent := map[string]bool{}
+// checkRequests lists the requests of a check: pages, then the other exchanges; at most
+// maxPages pages and maxOthers others (0 or less: all), evenly spaced. of is set when a
+// bound cut the list.
+func checkRequests(b *warc.Bundle, maxPages, maxOthers int) (reqs []checkRequest, pages, skipped int, of *CheckTotals, err error) {
+	var pageURLs []string
+	seen := map[string]bool{}
 	addPage := func(u string) {
-		if sent["GET "+u] {
+		if seen[u] {
 			return
 		}
-		sent["GET "+u] = true
-		reqs = append(reqs, checkRequest{method: "GET", url: u, dest: "document", accept: "text/html,application/xhtml+xml,*/*;q=0.8", page: true})
-		pages++
+		seen[u] = true
+		pageURLs = append(pageURLs, u)
 	}
-	for _, p := range b.Pages {
+	bpages, err := b.AllPages()
+	if err != nil {
+		return nil, 0, 0, nil, err
+	}
+	for _, p := range bpages {
 		if p.Fetched == "GET" || p.Fetched == "" {
 			if _, err := parseTargetURL(p.URL); err == nil {
 				addPage(p.URL)
 			}
 		}
 	}
-	if pages == 0 {
+	if len(pageURLs) == 0 {
 		for i := range b.Len() {
-			e := *b.Entry(i)
+			e := b.Entry(i)
 			if e.Method == "GET" && (strings.EqualFold(e.ResourceType, "document") || e.Mime == "text/html") {
 				if _, err := parseTargetURL(e.URL); err == nil {
 					addPage(e.URL)
@@ -190,15 +218,44 @@ func checkRequests(b *warc.Bundle) (reqs []checkRequest, pages, skipped int) {
 			}
 		}
 	}
-	for i := range b.Len() {
-		e := b.Entry(i)
+	sent := map[string]bool{}
+	for _, k := range spread(len(pageURLs), maxPages) {
+		u := pageURLs[k]
+		sent[u] = true
+		reqs = append(reqs, checkRequest{method: "GET", url: u, dest: "document", accept: "text/html,application/xhtml+xml,*/*;q=0.8", page: true})
+	}
+	pages = len(reqs)
+	allPages := len(pageURLs)
+	seen, pageURLs = nil, nil
+	// the others: every exchange not sent as a page; counted first so that the sample is
+	// spread over them all
+	others := 0
+	isOther := func(e *warc.Entry) bool {
 		if _, err := parseTargetURL(e.URL); err != nil {
+			return false
+		}
+		return !(e.Method == "GET" && sent[e.URL])
+	}
+	for i := range b.Len() {
+		if isOther(b.Entry(i)) {
+			others++
+		} else if _, err := parseTargetURL(b.Entry(i).URL); err != nil {
 			skipped++
+		}
+	}
+	want := spread(others, maxOthers)
+	k, w := 0, 0
+	for i := 0; i < b.Len() && w < len(want); i++ {
+		e := b.Entry(i)
+		if !isOther(e) {
 			continue
 		}
-		if e.Method == "GET" && sent["GET "+e.URL] {
+		if k != want[w] {
+			k++
 			continue
 		}
+		k++
+		w++
 		body, err := b.RequestBody(e)
 		if err != nil {
 			skipped++
@@ -207,7 +264,23 @@ func checkRequests(b *warc.Bundle) (reqs []checkRequest, pages, skipped int) {
 		reqs = append(reqs, checkRequest{method: e.Method, url: e.URL, body: body, contentType: e.ReqType,
 			dest: fetchDest(e.ResourceType), accept: e.Mime})
 	}
-	return reqs, pages, skipped
+	if pages < allPages || len(want) < others {
+		of = &CheckTotals{Pages: allPages, Others: others}
+	}
+	return reqs, pages, skipped, of, nil
+}
+
+// spread returns max indexes of 0..n-1, evenly spaced and ascending (the first is 0), or
+// all n of them when max <= 0 or max >= n.
+func spread(n, max int) []int {
+	if max <= 0 || max >= n {
+		max = n
+	}
+	out := make([]int, max)
+	for i := range out {
+		out[i] = int(int64(i) * int64(n) / int64(max))
+	}
+	return out
 }
 
 // fetchDest maps a recorded resource type (RR-Resource-Type, Chrome DevTools Protocol
@@ -310,11 +383,4 @@ func diffCounts(a, b Counts) Counts {
 		}
 	}
 	return out
-}
-
-// CheckRequests is the number of requests Check sends for b (its pages, then the other
-// exchanges), for a progress line's total.
-func CheckRequests(b *warc.Bundle) int {
-	reqs, _, _ := checkRequests(b)
-	return len(reqs)
 }

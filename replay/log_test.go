@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -235,5 +236,54 @@ func TestLogHeader(t *testing.T) {
 	tp2.close(t)
 	if bytes.Contains(tp2.log.Bytes(), []byte(LogHeaderEvent)) {
 		t.Errorf("a replay without Recording wrote a header:\n%s", tp2.log.Bytes())
+	}
+}
+
+// TestCheckSample: a bounded check sends the first page and evenly spaced others, says how
+// many the whole recording holds, and the proxy answers each request sent; bounds at or
+// above the recording's size send everything, as Check does.
+func TestCheckSample(t *testing.T) {
+	tp := startProxy(t, siteManifest(), siteExchanges(), defaultTestRules)
+	rep, err := CheckSample(context.Background(), tp.addr, tp.ca, tp.b, 3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Pages != 3 || rep.Requests != 5 || rep.Errors != 0 || rep.Counts.Total != 5 {
+		t.Fatalf("report %+v", rep)
+	}
+	// 11 distinct page URLs; the others are every exchange whose GET was not sent as a page
+	if rep.Of == nil || rep.Of.Pages != 11 || rep.Of.Others != 18-3-1 {
+		t.Fatalf("of %+v", rep.Of)
+	}
+	// evenly spaced: the first page, then every 11/3rd
+	all, err := CheckSample(context.Background(), tp.addr, tp.ca, tp.b, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range []int{0, 3, 7} {
+		if rep.PageResults[i].URL != all.PageResults[k].URL {
+			t.Errorf("page %d: %s, want %s", i, rep.PageResults[i].URL, all.PageResults[k].URL)
+		}
+	}
+	if all.Of != nil || all.Pages != 11 || all.Requests != 16 {
+		t.Errorf("unbounded: %+v", all)
+	}
+	big, err := CheckSample(context.Background(), tp.addr, tp.ca, tp.b, 11, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if big.Of != nil || big.Requests != 16 {
+		t.Errorf("bounds at the size: %+v", big)
+	}
+}
+
+func TestSpread(t *testing.T) {
+	for _, c := range []struct {
+		n, max int
+		want   []int
+	}{{5, 0, []int{0, 1, 2, 3, 4}}, {5, 9, []int{0, 1, 2, 3, 4}}, {10, 3, []int{0, 3, 6}}, {0, 3, []int{}}} {
+		if got := spread(c.n, c.max); !slices.Equal(got, c.want) {
+			t.Errorf("spread(%d, %d) = %v, want %v", c.n, c.max, got, c.want)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pab-dev/pab/internal/testtool"
 	"github.com/pab-dev/pab/rules"
+	"github.com/pab-dev/pab/warc"
 )
 
 // openState opens target "books" of repo and returns what its index did with the saved
@@ -192,5 +193,63 @@ func TestRunningExecutable(t *testing.T) {
 	}
 	if len(atPath) == 1 && atPath[0].Ino == self0[0].Ino {
 		t.Error("the file at the executable's path was not replaced: the test proves nothing")
+	}
+}
+
+// TestSavedIndexPagesOnDemand: a bundle opened from the saved index has not read its
+// pages.jsonl (Pages nil); AllPages reads it when asked and gives the pages the computed
+// open gave; a pages.jsonl that turns unreadable afterwards is an error of AllPages naming
+// the file, not of the open.
+func TestSavedIndexPagesOnDemand(t *testing.T) {
+	orig := stampRacyAge
+	stampRacyAge = 0
+	t.Cleanup(func() { stampRacyAge = orig })
+	for _, format := range []int{2, 3} {
+		t.Run(fmt.Sprintf("format %d", format), func(t *testing.T) {
+			repo, _ := newRepoFormat(t, format)
+			o, err := Open("books", repo, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.Index.WaitSaved()
+			want, err := o.Bundle.AllPages()
+			o.Close()
+			if err != nil || len(want) == 0 {
+				t.Fatalf("computed open: %d pages, %v", len(want), err)
+			}
+			o, err = Open("books", repo, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Close()
+			if !o.Bundle.FromTable() || o.Bundle.Pages != nil {
+				t.Fatalf("loaded open: from table %v, %d pages read at open", o.Bundle.FromTable(), len(o.Bundle.Pages))
+			}
+			got, err := o.Bundle.AllPages()
+			if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("AllPages: %v\n%v\nwant %v", err, got, want)
+			}
+
+			o2, err := Open("books", repo, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o2.Close()
+			var pf string
+			for _, name := range []string{warc.PagesFile, warc.RecordingPagesFile} {
+				if _, err := os.Stat(filepath.Join(o2.Bundle.Dir, name)); err == nil {
+					pf = filepath.Join(o2.Bundle.Dir, name)
+				}
+			}
+			if !o2.Bundle.FromTable() || pf == "" {
+				t.Fatalf("second loaded open: from table %v, pages file %q", o2.Bundle.FromTable(), pf)
+			}
+			if err := os.WriteFile(pf, []byte("{not json\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := o2.Bundle.AllPages(); err == nil || !strings.Contains(err.Error(), pf) {
+				t.Errorf("AllPages of a damaged pages file: %v, want an error naming %s", err, pf)
+			}
+		})
 	}
 }

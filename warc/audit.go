@@ -275,8 +275,17 @@ func auditManifest(data []byte, path string, published bool) []Problem {
 	return probs
 }
 
+// auditInStep lets auditContent audit in step (auditContentStream) when it can; the tests
+// turn it off to compare with the audit that holds every record.
+var auditInStep = true
+
 // auditContent checks data.warc, entries.jsonl and pages.jsonl of the bundle in dir.
 func auditContent(dir string, names auditNames) []Problem {
+	if auditInStep {
+		if probs, ok := auditContentStream(dir, names); ok {
+			return probs
+		}
+	}
 	var probs []Problem
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -302,7 +311,13 @@ func auditContent(dir string, names auditNames) []Problem {
 	if ef, err := openBundleFile(root, dir, EntriesFile); err != nil {
 		probs = append(probs, Problem{File: names.entries, Msg: openMsg(err)})
 	} else {
-		probs = append(probs, auditEntries(ef, names, byOff, warcSize)...)
+		recordID := func(off, _ int64) string {
+			if r := byOff[off]; r != nil {
+				return r.recordID
+			}
+			return ""
+		}
+		probs = append(probs, auditEntries(ef, names, byOff, warcSize, recordID)...)
 		ef.Close()
 	}
 	for _, r := range recs {
@@ -322,79 +337,143 @@ func auditContent(dir string, names auditNames) []Problem {
 
 // auditEntries checks indexes/entries.jsonl against the scanned records. warcSize is -1
 // when data.warc could not be scanned to its end: records past the failure are unknown.
-func auditEntries(r io.Reader, names auditNames, byOff map[int64]*auditRec, warcSize int64) []Problem {
+// recordID reads the WARC-Record-ID of the record at an offset, for messages.
+func auditEntries(r io.Reader, names auditNames, byOff map[int64]*auditRec, warcSize int64, recordID func(off, n int64) string) []Problem {
 	var probs []Problem
-	type stored struct {
-		stored bool
-		digest string
-		rec    *auditRec // the response record, when found
+	a := newEntryAuditor(names, recordID)
+	find := func(what string, off, length int64) (*auditRec, string) {
+		return auditRecordAt(what, off, length, byOff, warcSize)
 	}
-	seen := map[string]stored{}
 	line, err := scanLines(r, MaxEntryLineBytes, func(line int, data []byte) error {
-		e, err := decodeStrictJSON[Entry](data)
-		if err != nil {
-			probs = append(probs, Problem{File: names.entries, Where: fmt.Sprintf("line %d", line), Msg: err.Error()})
-			return nil
-		}
-		where := fmt.Sprintf("line %d", line)
-		if e.ID != "" {
-			where = "entry " + e.ID
-		}
-		add := func(file, format string, args ...any) {
-			probs = append(probs, Problem{File: file, Where: where, Msg: fmt.Sprintf(format, args...)})
-		}
-		switch {
-		case e.ID == "":
-			add(names.entries, "no id")
-		case e.Method == "":
-			add(names.entries, "no method")
-		case e.URL == "":
-			add(names.entries, "no url")
-		case e.Status < 100 || e.Status > 999:
-			add(names.entries, "status %d out of range", e.Status)
-		}
-		if e.ID != "" {
-			if _, dup := seen[e.ID]; dup {
-				add(names.entries, "id used by an earlier line too")
-			} else {
-				seen[e.ID] = stored{stored: e.RevisitOf == "" && !e.Unresolved, digest: e.Digest}
-			}
-		}
-		if e.Unresolved {
-			probs = append(probs, Problem{File: names.entries, Where: where, Unresolved: true,
-				Msg: fmt.Sprintf("unresolved revisit of %.80q: its original payload is not in the recording, so replay answers it as a miss (import the capture that holds the original into the same task)", e.URL)})
-		}
-		if e.RevisitOf != "" {
-			orig, ok := seen[e.RevisitOf]
-			switch {
-			case !ok || e.RevisitOf == e.ID:
-				add(names.entries, "revisitOf %q names no earlier entry", e.RevisitOf)
-			case !orig.stored:
-				add(names.entries, "revisitOf %q names a revisit, not a stored payload", e.RevisitOf)
-			case orig.digest != e.Digest:
-				add(names.entries, "digest %s differs from that of its original %s (%s)", e.Digest, e.RevisitOf, orig.digest)
-			}
-		}
-		if body, err := base64.StdEncoding.DecodeString(e.ReqBody); err != nil {
-			add(names.entries, "reqBody is not base64: %v", err)
-		} else {
-			checkRequestRecord(e, body, byOff, warcSize, names, add)
-		}
-		rec := checkResponseRecord(e, byOff, warcSize, names, add)
-		if s, ok := seen[e.ID]; ok && s.rec == nil && rec != nil {
-			s.rec = rec
-			seen[e.ID] = s
-		}
-		if orig, ok := seen[e.RevisitOf]; ok && e.RevisitOf != "" && rec != nil && orig.rec != nil && rec.typ == "revisit" &&
-			rec.refersTo != "" && rec.refersTo != orig.rec.recordID {
-			add(names.entries, "the revisit record's WARC-Refers-To %s is not the record of %s (%s)", rec.refersTo, e.RevisitOf, orig.rec.recordID)
-		}
+		a.line(line, data, find, func(p Problem) { probs = append(probs, p) })
 		return nil
 	})
 	if err != nil {
 		probs = append(probs, Problem{File: names.entries, Where: fmt.Sprintf("line %d", line), Msg: err.Error() + "; the rest of the file is not checked"})
 	}
 	return probs
+}
+
+// entryAuditor checks entries.jsonl one line at a time (auditEntries, and the audit in
+// step with the records, auditContentStream). What it keeps of each entry, for the checks
+// of later revisits, is a few fixed-size keys (about 100 bytes an entry), not the entry.
+type entryAuditor struct {
+	names    auditNames
+	seen     map[hkey]seenEntry
+	recordID func(off, n int64) string
+}
+
+// seenEntry is what a revisit's checks need of an earlier entry.
+type seenEntry struct {
+	stored         bool
+	digest         [32]byte // the entry's digest, when it is 64 lower-case hex digits
+	digestStr      string   // else the digest as written
+	hasRec         bool     // its response record was found
+	recKey         hkey     // that record's WARC-Record-ID
+	recOff, recLen int64
+}
+
+func newEntryAuditor(names auditNames, recordID func(off, n int64) string) *entryAuditor {
+	return &entryAuditor{names: names, seen: map[hkey]seenEntry{}, recordID: recordID}
+}
+
+// digestOf renders a seen entry's digest as written.
+func (s seenEntry) digestOf() string {
+	if s.digestStr == "\x00" {
+		return ""
+	}
+	if s.digestStr != "" {
+		return s.digestStr
+	}
+	return hex.EncodeToString(s.digest[:])
+}
+
+// setDigest keeps d compactly.
+func (s *seenEntry) setDigest(d string) {
+	if b, err := hex.DecodeString(d); err == nil && len(b) == 32 && hex.EncodeToString(b) == d {
+		copy(s.digest[:], b)
+		s.digestStr = ""
+		return
+	}
+	s.digestStr = d
+	if d == "" {
+		s.digestStr = "\x00" // "" is not 32 zero bytes
+	}
+}
+
+func (s seenEntry) digestIs(d string) bool {
+	if s.digestStr == "\x00" {
+		return d == ""
+	}
+	return s.digestOf() == d
+}
+
+// line checks one line of entries.jsonl; find gives the record an entry points at (or says
+// why there is none); add takes each problem.
+func (a *entryAuditor) line(line int, data []byte, find func(what string, off, length int64) (*auditRec, string), add0 func(Problem)) {
+	names := a.names
+	e, err := decodeStrictJSON[Entry](data)
+	if err != nil {
+		add0(Problem{File: names.entries, Where: fmt.Sprintf("line %d", line), Msg: err.Error()})
+		return
+	}
+	where := fmt.Sprintf("line %d", line)
+	if e.ID != "" {
+		where = "entry " + e.ID
+	}
+	add := func(file, format string, args ...any) {
+		add0(Problem{File: file, Where: where, Msg: fmt.Sprintf(format, args...)})
+	}
+	switch {
+	case e.ID == "":
+		add(names.entries, "no id")
+	case e.Method == "":
+		add(names.entries, "no method")
+	case e.URL == "":
+		add(names.entries, "no url")
+	case e.Status < 100 || e.Status > 999:
+		add(names.entries, "status %d out of range", e.Status)
+	}
+	idKey := hkeyOf(e.ID)
+	if e.ID != "" {
+		if _, dup := a.seen[idKey]; dup {
+			add(names.entries, "id used by an earlier line too")
+		} else {
+			s := seenEntry{stored: e.RevisitOf == "" && !e.Unresolved}
+			s.setDigest(e.Digest)
+			a.seen[idKey] = s
+		}
+	}
+	if e.Unresolved {
+		add0(Problem{File: names.entries, Where: where, Unresolved: true,
+			Msg: fmt.Sprintf("unresolved revisit of %.80q: its original payload is not in the recording, so replay answers it as a miss (import the capture that holds the original into the same task)", e.URL)})
+	}
+	origKey := hkeyOf(e.RevisitOf)
+	if e.RevisitOf != "" {
+		orig, ok := a.seen[origKey]
+		switch {
+		case !ok || e.RevisitOf == e.ID:
+			add(names.entries, "revisitOf %q names no earlier entry", e.RevisitOf)
+		case !orig.stored:
+			add(names.entries, "revisitOf %q names a revisit, not a stored payload", e.RevisitOf)
+		case !orig.digestIs(e.Digest):
+			add(names.entries, "digest %s differs from that of its original %s (%s)", e.Digest, e.RevisitOf, orig.digestOf())
+		}
+	}
+	if body, err := base64.StdEncoding.DecodeString(e.ReqBody); err != nil {
+		add(names.entries, "reqBody is not base64: %v", err)
+	} else {
+		checkRequestRecord(e, body, find, names, add)
+	}
+	rec := checkResponseRecord(e, find, names, add)
+	if s, ok := a.seen[idKey]; ok && e.ID != "" && !s.hasRec && rec != nil {
+		s.hasRec, s.recKey, s.recOff, s.recLen = true, hkeyOf(rec.recordID), rec.off, rec.length
+		a.seen[idKey] = s
+	}
+	if orig, ok := a.seen[origKey]; ok && e.RevisitOf != "" && rec != nil && orig.hasRec && rec.typ == "revisit" &&
+		rec.refersTo != "" && hkeyOf(rec.refersTo) != orig.recKey {
+		add(names.entries, "the revisit record's WARC-Refers-To %s is not the record of %s (%s)", rec.refersTo, e.RevisitOf, a.recordID(orig.recOff, orig.recLen))
+	}
 }
 
 // auditRecordAt finds the record an entry points at, or says why there is none.
@@ -414,8 +493,8 @@ func auditRecordAt(what string, off, length int64, byOff map[int64]*auditRec, wa
 
 // checkResponseRecord checks the response (or revisit) record of e and returns it, or nil
 // when there is none at respOffset.
-func checkResponseRecord(e *Entry, byOff map[int64]*auditRec, warcSize int64, names auditNames, add func(string, string, ...any)) *auditRec {
-	rec, msg := auditRecordAt("resp", e.RespOffset, e.RespLength, byOff, warcSize)
+func checkResponseRecord(e *Entry, find func(what string, off, length int64) (*auditRec, string), names auditNames, add func(string, string, ...any)) *auditRec {
+	rec, msg := find("resp", e.RespOffset, e.RespLength)
 	if msg != "" {
 		add(names.entries, "%s", msg)
 	}
@@ -448,11 +527,11 @@ func checkResponseRecord(e *Entry, byOff map[int64]*auditRec, warcSize int64, na
 	return rec
 }
 
-func checkRequestRecord(e *Entry, body []byte, byOff map[int64]*auditRec, warcSize int64, names auditNames, add func(string, string, ...any)) {
+func checkRequestRecord(e *Entry, body []byte, find func(what string, off, length int64) (*auditRec, string), names auditNames, add func(string, string, ...any)) {
 	if e.ReqLength == 0 {
 		return
 	}
-	rec, msg := auditRecordAt("req", e.ReqOffset, e.ReqLength, byOff, warcSize)
+	rec, msg := find("req", e.ReqOffset, e.ReqLength)
 	if msg != "" {
 		add(names.entries, "%s", msg)
 	}
@@ -525,14 +604,22 @@ func auditFormat3Archive(files []string, workDir string, names auditNames, budge
 	if err := copyBounded(files[2], filepath.Join(workDir, EntriesFile), MaxEntriesBytes, true, budget); err != nil {
 		return []Problem{{File: names.entries, Msg: err.Error()}}, false
 	}
-	f, err := os.Open(filepath.Join(workDir, EntriesFile))
-	if err != nil {
-		return []Problem{{File: names.entries, Msg: err.Error()}}, false
+	// the entries are read a line at a time, here and below, never all held
+	entriesPath := filepath.Join(workDir, EntriesFile)
+	each := func(fn func(e *Entry) error) error {
+		f, err := os.Open(entriesPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return eachEntry(f, names.entries, MaxWARCBytes, func(_ int, e *Entry) error { return fn(e) })
 	}
-	entries, entriesErr := readEntries(f, names.entries, MaxWARCBytes)
-	f.Close()
+	entriesErr := each(func(*Entry) error { return nil })
+	if errors.Is(entriesErr, os.ErrNotExist) {
+		return []Problem{{File: names.entries, Msg: entriesErr.Error()}}, false
+	}
 	var spans []memberSpan
-	err = atomicfile.WriteNew(filepath.Join(workDir, WARCFile), 0o644, func(w io.Writer) error {
+	err := atomicfile.WriteNew(filepath.Join(workDir, WARCFile), 0o644, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 256<<10)
 		var err error
 		spans, err = inflateMembers(files[3:], bw, MaxWARCBytes, budget)
@@ -545,7 +632,16 @@ func auditFormat3Archive(files []string, workDir string, names auditNames, budge
 		p := Problem{File: files[3], Msg: err.Error()}
 		if me, isMember := errors.AsType[*memberError](err); isMember {
 			p.File = files[3+me.part]
-			if ids := entriesAt(entries, me.part, me.zoff); len(ids) > 0 {
+			var ids []string
+			if entriesErr == nil {
+				_ = each(func(e *Entry) error {
+					if entryHolds(e, me.part, me.zoff) {
+						ids = append(ids, e.ID)
+					}
+					return nil
+				})
+			}
+			if len(ids) > 0 {
 				p.Where = "entry " + strings.Join(ids, ", ")
 			} else {
 				p.Where = fmt.Sprintf("offset %d (no entry's member)", me.zoff)
@@ -556,7 +652,14 @@ func auditFormat3Archive(files []string, workDir string, names auditNames, budge
 	if entriesErr != nil {
 		return nil, true // auditEntries reports the line
 	}
-	for _, p := range checkMemberFields(entries, spans) {
+	var eprobs []entryProblem
+	if err := each(func(e *Entry) error {
+		eprobs = checkEntryMembers(eprobs, e, spans)
+		return nil
+	}); err != nil {
+		return append(probs, Problem{File: names.entries, Msg: err.Error()}), false
+	}
+	for _, p := range eprobs {
 		probs = append(probs, Problem{File: names.entries, Where: "entry " + p.id, Msg: p.msg})
 	}
 	return probs, true

@@ -134,7 +134,9 @@ func editEntries(t *testing.T, dir string, edit func([]Entry)) {
 	}
 }
 
-// TestAuditFindsEveryProblem plants one problem of each kind and expects each to be listed.
+// TestAuditFindsEveryProblem plants one problem of each kind and expects each to be listed,
+// the same by the audit in step with the records (auditContentStream) as by the one that
+// holds them all.
 func TestAuditFindsEveryProblem(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -201,6 +203,13 @@ func TestAuditFindsEveryProblem(t *testing.T) {
 			tc.plant(t, dir)
 			probs := Audit(dir)
 			text := problemText(probs)
+			// the audit in step with the records and the one holding them all agree
+			auditInStep = false
+			held := problemText(Audit(dir))
+			auditInStep = true
+			if held != text {
+				t.Errorf("in step:\n%s\nholding every record:\n%s", text, held)
+			}
 			for _, w := range tc.want {
 				if !strings.Contains(text, w) {
 					t.Errorf("no problem %q in:\n%s", w, text)
@@ -286,7 +295,14 @@ func FuzzAudit(f *testing.F) {
 			os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
 			os.WriteFile(filepath.Join(dir, name), data, 0o644)
 		}
-		if probs := Audit(dir); len(probs) == 0 {
+		probs := Audit(dir)
+		auditInStep = false
+		held := Audit(dir)
+		auditInStep = true
+		if problemText(held) != problemText(probs) {
+			t.Fatalf("in step:\n%s\nholding every record:\n%s", problemText(probs), problemText(held))
+		}
+		if len(probs) == 0 {
 			b, err := OpenBundle(dir)
 			if err != nil {
 				t.Fatalf("clean audit, but OpenBundle: %v", err)

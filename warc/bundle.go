@@ -49,7 +49,9 @@ type Bundle struct {
 	// bundle opened with OpenBundleTable, whose entries Len and Entry give (code that may
 	// be handed either kind uses those).
 	Entries []Entry
-	// Pages are the lines of pages/pages.jsonl in visit order.
+	// Pages are the lines of pages/pages.jsonl in visit order; nil for a bundle opened
+	// with OpenBundleTable, whose pages AllPages reads when first asked (code that may be
+	// handed either kind uses AllPages).
 	Pages []Page
 
 	byID     map[string]int
@@ -59,6 +61,7 @@ type Bundle struct {
 	closer   io.Closer
 	tab      *entryTable // the entry table of a bundle opened with OpenBundleTable, else nil
 	tabName  string      // its file, for errors
+	lazy     *lazyPages  // a table bundle's pages, read on first use
 }
 
 // Response is a recorded HTTP response as stored in archive/data.warc.

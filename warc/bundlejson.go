@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +33,45 @@ type manifestWithLegacy struct {
 // not a BCP 47 tag and a timezone time.LoadLocation cannot load are errors;
 // the legacy fields (legacyManifestFields: start_url) are accepted, if of the right type,
 // and ignored.
+// ReadBundleManifest reads the manifest.json of the bundle directory dir (within
+// MaxManifestBytes, strictly, as OpenBundle does) without reading its entries or pages.
+// Errors name the file.
+func ReadBundleManifest(dir string) (Manifest, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return Manifest{}, fmt.Errorf("open bundle %s: %w", dir, err)
+	}
+	defer root.Close()
+	f, err := openBundleFile(root, dir, ManifestFile)
+	if err != nil {
+		return Manifest{}, err
+	}
+	defer f.Close()
+	return readManifest(f, filepath.Join(dir, ManifestFile))
+}
+
+// EachBundlePage calls fn with each line of the pages.jsonl of the bundle directory dir, in
+// order, read as OpenBundle reads it but one line at a time; an error of fn stops it and is
+// returned. Errors name the file and line.
+func EachBundlePage(dir string, fn func(p *Page) error) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("open bundle %s: %w", dir, err)
+	}
+	defer root.Close()
+	f, err := openBundleFile(root, dir, PagesFile)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return readJSONL(f, filepath.Join(dir, PagesFile), MaxPageLineBytes, nil, func(_ int, p *Page) error {
+		if p.URL == "" {
+			return errors.New("no url")
+		}
+		return fn(p)
+	})
+}
+
 func readManifest(r io.Reader, path string) (Manifest, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxManifestBytes+1))
 	if err != nil {
@@ -76,27 +117,13 @@ func readEntriesIndexed(r io.Reader, path string, warcSize int64, capHint int) (
 	seen := make(map[string]int, capHint) // id -> index in entries
 	var lines []int32                     // line of each entry, for the duplicate error
 	err := readJSONL(r, path, MaxEntryLineBytes, decodeEntryFast, func(line int, e *Entry) error {
-		switch {
-		case e.ID == "":
-			return errors.New("no id")
-		case e.Method == "":
-			return errors.New("no method")
-		case e.URL == "":
-			return errors.New("no url")
-		case e.Status < 100 || e.Status > 999:
-			return fmt.Errorf("status %d out of range", e.Status)
-		case e.Size < 0:
-			return fmt.Errorf("negative size %d", e.Size)
-		case e.RevisitOf == e.ID:
-			return errors.New("revisitOf names the entry itself")
+		if err := checkEntryFields(e); err != nil {
+			return err
 		}
 		if first, dup := seen[e.ID]; dup {
 			return fmt.Errorf("id %q already on line %d", e.ID, lines[first])
 		}
-		if err := checkSpan("resp", e.RespOffset, e.RespLength, warcSize, false); err != nil {
-			return err
-		}
-		if err := checkSpan("req", e.ReqOffset, e.ReqLength, warcSize, true); err != nil {
+		if err := checkEntrySpans(e, warcSize); err != nil {
 			return err
 		}
 		seen[e.ID] = len(entries)
@@ -108,6 +135,56 @@ func readEntriesIndexed(r io.Reader, path string, warcSize int64, capHint int) (
 		return nil, nil, err
 	}
 	return entries, seen, nil
+}
+
+// checkEntryFields checks the fields of one entries.jsonl line that need no other line:
+// id, method and url present, a status of three digits, a size not negative, a revisitOf
+// that is not the entry itself.
+func checkEntryFields(e *Entry) error {
+	switch {
+	case e.ID == "":
+		return errors.New("no id")
+	case e.Method == "":
+		return errors.New("no method")
+	case e.URL == "":
+		return errors.New("no url")
+	case e.Status < 100 || e.Status > 999:
+		return fmt.Errorf("status %d out of range", e.Status)
+	case e.Size < 0:
+		return fmt.Errorf("negative size %d", e.Size)
+	case e.RevisitOf == e.ID:
+		return errors.New("revisitOf names the entry itself")
+	}
+	return nil
+}
+
+// checkEntrySpans checks that an entry's records lie inside an archive of warcSize bytes.
+func checkEntrySpans(e *Entry, warcSize int64) error {
+	if err := checkSpan("resp", e.RespOffset, e.RespLength, warcSize, false); err != nil {
+		return err
+	}
+	return checkSpan("req", e.ReqOffset, e.ReqLength, warcSize, true)
+}
+
+// eachEntry reads entries.jsonl from r one line at a time, with the checks of
+// readEntriesIndexed (a duplicate id is found by its 128-bit key, hkeyOf: the set holds 16
+// bytes an entry, not the ids), and calls fn with each entry (valid until fn returns).
+func eachEntry(r io.Reader, path string, warcSize int64, fn func(line int, e *Entry) error) error {
+	seen := map[hkey]int32{} // id key -> line
+	return readJSONL(r, path, MaxEntryLineBytes, decodeEntryFast, func(line int, e *Entry) error {
+		if err := checkEntryFields(e); err != nil {
+			return err
+		}
+		k := hkeyOf(e.ID)
+		if first, dup := seen[k]; dup {
+			return fmt.Errorf("id %q already on line %d", e.ID, first)
+		}
+		if err := checkEntrySpans(e, warcSize); err != nil {
+			return err
+		}
+		seen[k] = int32(min(line, math.MaxInt32))
+		return fn(line, e)
+	})
 }
 
 // maxEntriesHint bounds the capacity readEntriesIndexed allocates ahead from a hint.

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"sync"
 	"sync/atomic"
 )
 
@@ -480,13 +481,59 @@ func openTableInPlace(root *os.Root, b *Bundle) (*Bundle, error) {
 	return b, nil
 }
 
-// readTablePages reads b's pages.jsonl (at name inside root), within limit bytes.
+// lazyPages is the pages.jsonl of a bundle opened with OpenBundleTable, read the first
+// time AllPages asks: opening a recording does not read its pages (a crawl has about as
+// many pages as exchanges).
+type lazyPages struct {
+	name  string // the file inside the bundle directory
+	limit int64
+	once  sync.Once
+	pages []Page
+	err   error
+}
+
+// readTablePages arranges for b's pages.jsonl (at name inside root) to be read, within limit
+// bytes, when AllPages is first called; here it only checks that the file is there.
 func readTablePages(root *os.Root, b *Bundle, name string, limit int64) error {
 	pf, err := openBundleFile(root, b.Dir, name)
 	if err != nil {
 		return err
 	}
-	defer pf.Close()
-	b.Pages, err = readPages(io.LimitReader(pf, limit), filepath.Join(b.Dir, name))
-	return err
+	pf.Close()
+	b.lazy = &lazyPages{name: name, limit: limit}
+	return nil
+}
+
+// AllPages returns the bundle's pages in visit order: Pages, or for a bundle opened with
+// OpenBundleTable its pages.jsonl read (once, the first time it is asked; safe for
+// concurrent use) within MaxPagesBytes. The error names the file and line; the pages belong
+// to the bundle: do not modify them.
+func (b *Bundle) AllPages() ([]Page, error) {
+	l := b.lazy
+	if l == nil {
+		return b.Pages, nil
+	}
+	l.once.Do(func() {
+		root, err := os.OpenRoot(b.Dir)
+		if err != nil {
+			l.err = fmt.Errorf("open bundle %s: %w", b.Dir, err)
+			return
+		}
+		defer root.Close()
+		pf, err := openBundleFile(root, b.Dir, l.name)
+		if err != nil {
+			l.err = err
+			return
+		}
+		defer pf.Close()
+		l.pages, l.err = readPages(io.LimitReader(pf, l.limit), filepath.Join(b.Dir, l.name))
+	})
+	return l.pages, l.err
+}
+
+// pagesLoaded is AllPages for code that has already had its error (or does not mind
+// none): the pages, or nil.
+func (b *Bundle) pagesLoaded() []Page {
+	pages, _ := b.AllPages()
+	return pages
 }

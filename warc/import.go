@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/pab-dev/pab/internal/httpx"
-	"github.com/pab-dev/pab/internal/progress"
 )
 
 // Bounds of an import (docs/import.md, "Limits and memory"). Bodies never stay in memory:
@@ -60,6 +59,26 @@ type ImportOptions struct {
 	// Context, when set, stops the import between records once it is done (Ctrl-C): the
 	// import then returns its error and leaves no output directory.
 	Context context.Context
+	// Progress, when set, is called every 1,024 records read and exchanges written, and at
+	// the end of each file and of the writing, from the importing goroutine.
+	Progress func(ImportProgress)
+}
+
+// ImportProgress is how far ImportWARCs is.
+type ImportProgress struct {
+	// Phase is "read" (the input files are read, their bodies spooled) or "write" (the
+	// exchanges are written to the bundle, in recording order).
+	Phase string
+	// File is the input being read (read phase); Files the number of inputs.
+	File  string
+	Files int
+	// Records is the number of WARC records read so far, of every input.
+	Records int
+	// Read and Size are the bytes of the input files read so far and their total size, as
+	// stored (compressed); -1 when unknown (a WACZ's members).
+	Read, Size int64
+	// Written and Total are the exchanges written so far and to write (write phase).
+	Written, Total int
 }
 
 // ImportReport counts what an import read and wrote.
@@ -129,16 +148,58 @@ func (r *ImportReport) SkippedSummary() string {
 	return strings.Join(parts, ", ")
 }
 
-// inRec is an HTTP record of an import: its headers in memory, its body in the spool
-// (rec.body).
+// inRec is an HTTP record of an import between reading and writing: its record parked in
+// the spool (importpark.go), its date, and its links; about 80 bytes a record. The keys that
+// pair requests with responses (recKeys) are kept beside it only while its file is read.
+// rec is the record read back while its exchange is written, nil otherwise. inState, the
+// exchange's state while it is written, is kept afterwards only by an original some
+// revisit refers to.
 type inRec struct {
-	file, idx int
-	path      string
-	rec       *Record
-	req       *inRec // the paired request, for responses and revisits
-	used      bool   // a request already paired
-	orig      *inRec // the original of a resolved revisit
+	in   *inFile
+	park span    // the record in the spool (parkRecord)
+	sec  int64   // WARC-Date (a response without one: its request's), Unix seconds
+	req  *inRec  // the paired request, for responses and revisits
+	orig *inRec  // the original of a resolved revisit
+	rec  *Record // the record read back (load), nil while parked
+	*inState
+	idx    int32
+	nsec   int32 // and nanoseconds; noDate: there is none
+	typ    byte  // 'q' request, 'r' response, 'v' revisit
+	nav    int8  // a request's navSignal: 0 "", 1 "yes", -1 "no"
+	used   bool  // a request already paired
+	isOrig bool  // some revisit's original: keeps its inState once written
+	noDate bool
+}
 
+// inFile is an input file of an import, as its records name it.
+type inFile struct {
+	path  string
+	index int32
+}
+
+// recKeys are the keys of one record that pairing needs: its WARC-Record-ID (without angle
+// brackets), its WARC-Target-URI and its first WARC-Concurrent-To (moreConc: it has more).
+type recKeys struct {
+	id, uri, conc hkey
+	moreConc      bool
+}
+
+// date is the record's WARC-Date, the zero time when it has none.
+func (x *inRec) date() time.Time {
+	if x.noDate {
+		return time.Time{}
+	}
+	return time.Unix(x.sec, int64(x.nsec)).UTC()
+}
+
+// setDate sets the record's WARC-Date.
+func (x *inRec) setDate(t time.Time) {
+	x.noDate = t.IsZero()
+	x.sec, x.nsec = t.Unix(), int32(t.Nanosecond())
+}
+
+// inState is what writing an exchange learns about its response record.
+type inState struct {
 	status int
 	header http.Header // response header to write
 
@@ -150,6 +211,34 @@ type inRec struct {
 	title       string // HTML title
 	titleDone   bool
 	exchangeID  string
+}
+
+// load reads x's record back from the spool (once; unload drops it again) and gives x an
+// inState.
+func (x *inRec) load(sp *spool) error {
+	if x.inState == nil {
+		x.inState = &inState{}
+	}
+	if x.rec != nil {
+		return nil
+	}
+	rec, err := unparkRecord(sp, x.park)
+	if err != nil {
+		return fmt.Errorf("import %s: record %d: %w", x.in.path, x.idx, err)
+	}
+	rec.Date = x.date()
+	x.rec = rec
+	return nil
+}
+
+// unload drops x's record (and, unless x is an original, its inState).
+func (x *inRec) unload() {
+	x.rec = nil
+	if !x.isOrig {
+		x.inState = nil
+	} else if x.inState != nil {
+		x.header = nil
+	}
 }
 
 func normID(s string) string { return strings.Trim(strings.TrimSpace(s), "<>") }
@@ -225,13 +314,37 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 		return rep, err
 	}
 	var resps []*inRec
+	var readProgress func(*Reader)
+	var size, done int64
+	if opts.Progress != nil {
+		for _, p := range paths {
+			if fi, err := os.Stat(p); err == nil {
+				size += fi.Size()
+			}
+		}
+		if len(inputs) != len(paths) {
+			size = -1 // a WACZ: its members' sizes are not the file's
+		}
+	}
 	for fi, in := range inputs {
-		got, err := readHTTPRecords(ctx, in, fi, rep, warn, sp)
+		if opts.Progress != nil {
+			readProgress = func(rd *Reader) {
+				p := ImportProgress{Phase: "read", File: in.name, Files: len(inputs), Records: rep.Records, Read: -1, Size: size}
+				if n, _ := rd.progress(); n >= 0 && size >= 0 {
+					p.Read = done + n
+				}
+				opts.Progress(p)
+			}
+		}
+		got, err := readHTTPRecords(ctx, in, fi, rep, warn, sp, readProgress)
 		if err != nil {
 			return rep, err
 		}
 		resps = append(resps, got...)
 		rep.Files++
+		if st, err := os.Stat(in.name); err == nil {
+			done += st.Size()
+		}
 	}
 	if len(resps) == 0 {
 		return rep, fmt.Errorf("import: no HTTP response records in %s (read %d records: %s)",
@@ -239,21 +352,26 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 	}
 
 	slices.SortStableFunc(resps, func(a, b *inRec) int {
-		if c := a.rec.Date.Compare(b.rec.Date); c != 0 {
+		if c := a.date().Compare(b.date()); c != 0 {
 			return c
 		}
-		if a.file != b.file {
-			return a.file - b.file
+		if a.in.index != b.in.index {
+			return int(a.in.index - b.in.index)
 		}
-		return a.idx - b.idx
+		return int(a.idx - b.idx)
 	})
 
 	if err := resolveRevisits(resps, sp, warn); err != nil {
 		return rep, err
 	}
-	kept := settleHeads(resps, warn)
-	m := Manifest{TaskID: opts.TaskID, Locale: opts.Locale, Timezone: opts.Timezone, NotFound: notFoundPages(kept)}
-	return rep, writeImport(ctx, dir, m, kept, rep, warn, sp)
+	m := Manifest{TaskID: opts.TaskID, Locale: opts.Locale, Timezone: opts.Timezone}
+	var writeProgress func(done, total int)
+	if opts.Progress != nil {
+		writeProgress = func(done, total int) {
+			opts.Progress(ImportProgress{Phase: "write", Files: len(inputs), Records: rep.Records, Read: size, Size: size, Written: done, Total: total})
+		}
+	}
+	return rep, writeImport(ctx, dir, m, resps, rep, warn, sp, writeProgress)
 }
 
 // importInputs lists the WARC streams of paths: each file as itself, each WACZ as its WARC
@@ -285,55 +403,46 @@ func importInputs(paths []string) ([]importInput, func(), error) {
 	return inputs, closeAll, nil
 }
 
-// settleHeads sets the status and header of every exchange (a resolved revisit takes its
-// original's), needed before writing for not_found; an unresolved revisit without HTTP
+// settleHead sets the status and header of the exchange of x, loaded (a resolved revisit
+// takes its original's, which must be loaded too); an unresolved revisit without HTTP
 // headers is kept as a 200 with a warning.
-func settleHeads(resps []*inRec, warn func(string)) []*inRec {
-	var kept []*inRec
-	for _, x := range resps {
-		switch {
-		case x.rec.Type == "revisit" && x.orig != nil && (x.rec.HTTP == nil || strings.Contains(x.rec.Get("WARC-Profile"), "server-not-modified")):
-			x.status, x.header = x.orig.rec.HTTP.StatusCode, repairedHeader(x.orig.rec.HTTP, x.orig, warn)
-		case x.rec.HTTP != nil:
-			x.status, x.header = x.rec.HTTP.StatusCode, repairedHeader(x.rec.HTTP, x, warn)
-		default:
-			// An unresolved revisit without HTTP headers: nothing says what was answered.
-			x.status, x.header = http.StatusOK, http.Header{}
-			warn(fmt.Sprintf("%s at %s: revisit without HTTP headers and without its original; kept as an unresolved 200", x.path, x.rec.Where()))
-		}
-		kept = append(kept, x)
+func settleHead(x *inRec, warn func(string)) {
+	switch {
+	case x.typ == 'v' && x.orig != nil && (x.rec.HTTP == nil || strings.Contains(x.rec.Get("WARC-Profile"), "server-not-modified")):
+		x.status, x.header = x.orig.rec.HTTP.StatusCode, repairedHeader(x.orig.rec.HTTP, x.orig, warn)
+	case x.rec.HTTP != nil:
+		x.status, x.header = x.rec.HTTP.StatusCode, repairedHeader(x.rec.HTTP, x, warn)
+	default:
+		// An unresolved revisit without HTTP headers: nothing says what was answered.
+		x.status, x.header = http.StatusOK, http.Header{}
+		warn(fmt.Sprintf("%s at %s: revisit without HTTP headers and without its original; kept as an unresolved 200", x.in.path, x.rec.Where()))
 	}
-	return kept
 }
 
-// notFoundPages is the manifest's not_found: per lower-case host, the first recorded GET
-// with a 404 text/html response; nil when there is none.
-func notFoundPages(kept []*inRec) map[string]string {
-	var nf map[string]string
-	for _, x := range kept {
-		if x.status == http.StatusNotFound && methodOf(x) == http.MethodGet && httpx.MediaType(x.header.Get("Content-Type")) == "text/html" {
-			u, err := url.Parse(x.rec.TargetURI)
-			if err != nil || u.Host == "" {
-				continue
-			}
-			host := strings.ToLower(u.Host)
-			if nf == nil {
-				nf = map[string]string{}
-			}
-			if _, ok := nf[host]; !ok {
-				nf[host] = x.rec.TargetURI
-			}
-		}
+// addNotFound adds x, settled, to the manifest's not_found when it is the first recorded
+// GET of its lower-case host with a 404 text/html response.
+func addNotFound(nf map[string]string, x *inRec) {
+	if x.status != http.StatusNotFound || methodOf(x) != http.MethodGet || httpx.MediaType(x.header.Get("Content-Type")) != "text/html" {
+		return
 	}
-	return nf
+	u, err := url.Parse(x.rec.TargetURI)
+	if err != nil || u.Host == "" {
+		return
+	}
+	host := strings.ToLower(u.Host)
+	if _, ok := nf[host]; !ok {
+		nf[host] = x.rec.TargetURI
+	}
 }
 
-// writeImport writes the kept exchanges and their pages as a bundle at dir, in order,
-// counting them in rep; on any error the partial bundle is removed (BundleWriter.Abort).
-func writeImport(ctx context.Context, dir string, m Manifest, kept []*inRec, rep *ImportReport, warn func(string), sp *spool) error {
+// writeImport writes the exchanges of resps (in recording order) and their pages as a
+// bundle at dir, counting them in rep; each record is read back from the spool for its
+// exchange and dropped after it. The manifest's not_found is gathered on the way. On any
+// error the partial bundle is removed (BundleWriter.Abort).
+func writeImport(ctx context.Context, dir string, m Manifest, resps []*inRec, rep *ImportReport, warn func(string), sp *spool, progress func(done, total int)) error {
 	signals := false
-	for _, x := range kept {
-		if x.req != nil && navSignal(x.req.rec.HTTP.HTTPHeader()) != "" {
+	for _, x := range resps {
+		if x.req != nil && x.req.nav != 0 {
 			signals = true
 			break
 		}
@@ -343,54 +452,87 @@ func writeImport(ctx context.Context, dir string, m Manifest, kept []*inRec, rep
 	if err != nil {
 		return err
 	}
-	for _, x := range kept {
+	nf := map[string]string{}
+	for k, x := range resps {
 		if err := ctx.Err(); err != nil {
 			bw.Abort()
 			return fmt.Errorf("import: %w", err)
 		}
-		ex, err := buildExchange(x, rep, warn, sp)
-		if err != nil {
+		if progress != nil && k%1024 == 0 {
+			progress(k, len(resps))
+		}
+		if err := writeOne(bw, x, nf, signals, rep, warn, sp); err != nil {
 			bw.Abort()
 			return err
 		}
-		e, err := bw.Add(ex)
-		if errors.Is(err, ErrHeaderTooLarge) {
-			// a URL of tens of kilobytes: no reader of the bundle would read the record back
-			warn(fmt.Sprintf("%s at %s: %v; skipped", x.path, x.rec.Where(), err))
-			rep.Skipped["header-too-large"]++
-			continue
-		}
-		if err != nil {
-			bw.Abort()
-			return fmt.Errorf("import %s at %s: %w", x.path, x.rec.Where(), err)
-		}
-		x.exchangeID = e.ID
-		rep.Exchanges++
-		switch {
-		case e.Unresolved:
-		case e.RevisitOf != "" && x.rec.Type != "revisit":
-			rep.Deduplicated++
-		}
-		p, ok, err := pageOf(x, e, signals, sp)
-		if err != nil {
-			bw.Abort()
-			return err
-		}
-		if ok {
-			if err := bw.AddPage(p); err != nil {
-				bw.Abort()
-				return err
-			}
-			rep.Pages++
-			if rep.Title == "" && p.Note == "" {
-				rep.Title = p.Title
-			}
-		}
+		resps[k] = nil // nothing refers to x any more unless it is an original
+	}
+	if progress != nil {
+		progress(len(resps), len(resps))
+	}
+	if len(nf) > 0 {
+		bw.m.NotFound = nf
 	}
 	for _, s := range bw.Warnings() {
 		warn("write: " + s)
 	}
 	return bw.Close()
+}
+
+// writeOne writes the exchange of x, and its page when it is one: x, its request and its
+// original are read back from the spool, and dropped again afterwards.
+func writeOne(bw *BundleWriter, x *inRec, nf map[string]string, signals bool, rep *ImportReport, warn func(string), sp *spool) error {
+	for _, y := range []*inRec{x, x.req, x.orig} {
+		if y != nil {
+			if err := y.load(sp); err != nil {
+				return err
+			}
+		}
+	}
+	defer func() {
+		for _, y := range []*inRec{x, x.req, x.orig} {
+			if y != nil {
+				y.unload()
+			}
+		}
+	}()
+	settleHead(x, warn)
+	addNotFound(nf, x)
+	ex, err := buildExchange(x, rep, warn, sp)
+	if err != nil {
+		return err
+	}
+	e, err := bw.Add(ex)
+	if errors.Is(err, ErrHeaderTooLarge) {
+		// a URL of tens of kilobytes: no reader of the bundle would read the record back
+		warn(fmt.Sprintf("%s at %s: %v; skipped", x.in.path, x.rec.Where(), err))
+		rep.Skipped["header-too-large"]++
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("import %s at %s: %w", x.in.path, x.rec.Where(), err)
+	}
+	x.exchangeID = e.ID
+	rep.Exchanges++
+	switch {
+	case e.Unresolved:
+	case e.RevisitOf != "" && x.typ != 'v':
+		rep.Deduplicated++
+	}
+	p, ok, err := pageOf(x, e, signals, sp)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if err := bw.AddPage(p); err != nil {
+			return err
+		}
+		rep.Pages++
+		if rep.Title == "" && p.Note == "" {
+			rep.Title = p.Title
+		}
+	}
+	return nil
 }
 
 // importInput is one WARC stream of an import: a file, or a WARC member of a WACZ.
@@ -399,9 +541,9 @@ type importInput struct {
 	open func() (*Reader, error)
 }
 
-// readHTTPRecords reads one file, its bodies streamed into sp, and returns its responses
-// and revisits, paired with their requests.
-func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportReport, warn func(string), sp *spool) ([]*inRec, error) {
+// readHTTPRecords reads one file, its bodies streamed into sp and its HTTP records parked
+// there, and returns its responses and revisits, paired with their requests.
+func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportReport, warn func(string), sp *spool, progress func(rd *Reader)) ([]*inRec, error) {
 	path := in.name
 	rd, err := in.open()
 	if err != nil {
@@ -411,10 +553,16 @@ func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportRep
 	rd.spool = sp
 	rd.MaxBlockSize = MaxImportBlockSize
 	var reqs, resps []*inRec
+	var reqKeys, respKeys []recKeys
+	file := &inFile{path: path, index: int32(fi)}
 	said := map[string]bool{} // record warnings given, so a file warning does not repeat one
+	var trim framingTrim
 	for idx := 0; ; idx++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("import %s: %w", path, err)
+		}
+		if progress != nil && idx%1024 == 0 {
+			progress(rd)
 		}
 		rec, err := rd.Next()
 		if err == io.EOF {
@@ -424,7 +572,6 @@ func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportRep
 			return nil, err
 		}
 		rep.Records++
-		progress.FromContext(ctx).Record(rec.Offset + rec.Length) // pab import's progress line
 		for _, w := range rec.Warnings {
 			said[w] = true
 			warn(fmt.Sprintf("%s at %s: %s", path, rec.Where(), w))
@@ -448,12 +595,41 @@ func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportRep
 			}
 			continue
 		}
-		x := &inRec{file: fi, idx: idx, path: path, rec: rec}
-		if rec.Type == "request" {
-			reqs = append(reqs, x)
-		} else {
-			resps = append(resps, x)
+		if err := trim.apply(rec, sp); err != nil {
+			return nil, fmt.Errorf("import %s at %s: %w", path, rec.Where(), err)
 		}
+		x := &inRec{in: file, idx: int32(idx)}
+		x.setDate(rec.Date)
+		k := recKeys{id: hkeyOf(normID(rec.ID)), uri: hkeyOf(rec.TargetURI)}
+		if cs := rec.Header.Values("WARC-Concurrent-To"); len(cs) > 0 {
+			k.conc, k.moreConc = hkeyOf(normID(cs[0])), len(cs) > 1
+		}
+		if x.park, err = parkRecord(sp, rec); err != nil {
+			if errors.Is(err, errSpoolFull) {
+				return nil, fmt.Errorf("import %s at %s: the spool holds more than %d bytes", path, rec.Where(), sp.limit)
+			}
+			return nil, fmt.Errorf("import %s at %s: %w", path, rec.Where(), err)
+		}
+		switch rec.Type {
+		case "request":
+			x.typ = 'q'
+			switch navSignal(rec.HTTP.HTTPHeader()) {
+			case "yes":
+				x.nav = 1
+			case "no":
+				x.nav = -1
+			}
+			reqs, reqKeys = append(reqs, x), append(reqKeys, k)
+		case "response":
+			x.typ = 'r'
+			resps, respKeys = append(resps, x), append(respKeys, k)
+		default:
+			x.typ = 'v'
+			resps, respKeys = append(resps, x), append(respKeys, k)
+		}
+	}
+	if progress != nil {
+		progress(rd)
 	}
 	for _, w := range rd.Warnings() {
 		if said[w.Msg] {
@@ -461,10 +637,11 @@ func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportRep
 		}
 		warn(fmt.Sprintf("%s at %s: %s", path, w.Where, w.Msg))
 	}
-	if err := trimFramingExcess(path, resps, sp, warn); err != nil {
+	trim.warn(path, warn)
+	if err := pairRequests(reqs, resps, reqKeys, respKeys, sp); err != nil {
 		return nil, err
 	}
-	pairRequests(reqs, resps)
+	reqKeys, respKeys = nil, nil
 	for _, q := range reqs {
 		if !q.used {
 			rep.Skipped["unpaired-request"]++
@@ -473,59 +650,72 @@ func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportRep
 	// A response without WARC-Date takes its request's; without either it is skipped.
 	dated := resps[:0]
 	for _, x := range resps {
-		if x.rec.Date.IsZero() && x.req != nil {
-			x.rec.Date = x.req.rec.Date
+		if x.noDate && x.req != nil {
+			x.setDate(x.req.date())
 		}
-		if x.rec.Date.IsZero() {
+		if x.noDate {
+			if err := x.load(sp); err != nil {
+				return nil, err
+			}
 			warn(fmt.Sprintf("%s at %s: %s record without WARC-Date skipped", path, x.rec.Where(), x.rec.Type))
+			x.unload()
 			rep.Skipped["no-date"]++
 			continue
 		}
 		dated = append(dated, x)
 	}
+	clear(resps[len(dated):])
 	return dated, nil
 }
 
 // maxFramingExcess bounds the CR/LF bytes rule F1 (bundle-format.md) trims from a payload.
 const maxFramingExcess = 8
 
-// trimFramingExcess applies rule F1 (bundle-format.md, "Payload framing") to the responses
-// of one file: a body not sent chunked whose length is its HTTP Content-Length plus at most
-// maxFramingExcess bytes that are all CR or LF (node-warc counts the record's closing CRLF
-// into the block) is cut to Content-Length. One warning per file names the first such
-// record and the number of records.
-func trimFramingExcess(path string, resps []*inRec, sp *spool, warn func(string)) error {
-	count, first, excess := 0, "", int64(0)
-	for _, x := range resps {
-		if x.rec.Type != "response" || x.rec.HTTP == nil {
-			continue
-		}
-		h := x.rec.HTTP.HTTPHeader()
-		if hasToken(h.Values("Transfer-Encoding"), "chunked") {
-			continue
-		}
-		cl, ok := singleContentLength(h)
-		if !ok || x.rec.body.n <= cl || x.rec.body.n-cl > maxFramingExcess {
-			continue
-		}
-		tail, err := sp.readPrefix(span{off: x.rec.body.off + cl, n: x.rec.body.n - cl}, maxFramingExcess)
-		if err != nil {
-			return fmt.Errorf("import %s at %s: %w", path, x.rec.Where(), err)
-		}
-		if len(bytes.Trim(tail, "\r\n")) > 0 {
-			continue
-		}
-		if count == 0 {
-			first, excess = x.rec.Where(), x.rec.body.n-cl
-		}
-		count++
-		x.rec.body.n = cl
+// framingTrim applies rule F1 (bundle-format.md, "Payload framing") to the responses of one
+// file as they are read: a body not sent chunked whose length is its HTTP Content-Length
+// plus at most maxFramingExcess bytes that are all CR or LF (node-warc counts the record's
+// closing CRLF into the block) is cut to Content-Length. One warning per file (warn) names
+// the first such record and the number of records.
+type framingTrim struct {
+	count  int
+	first  string
+	excess int64
+}
+
+// apply cuts rec's body when rule F1 says so.
+func (t *framingTrim) apply(rec *Record, sp *spool) error {
+	if rec.Type != "response" || rec.HTTP == nil {
+		return nil
 	}
-	if count > 0 {
-		warn(fmt.Sprintf("%s at %s: %d response payloads (this one first) were longer than their HTTP Content-Length by CR/LF bytes only (%d here; the record's closing CRLF counted into the block); each was cut to its Content-Length",
-			path, first, count, excess))
+	h := rec.HTTP.HTTPHeader()
+	if hasToken(h.Values("Transfer-Encoding"), "chunked") {
+		return nil
 	}
+	cl, ok := singleContentLength(h)
+	if !ok || rec.body.n <= cl || rec.body.n-cl > maxFramingExcess {
+		return nil
+	}
+	tail, err := sp.readPrefix(span{off: rec.body.off + cl, n: rec.body.n - cl}, maxFramingExcess)
+	if err != nil {
+		return err
+	}
+	if len(bytes.Trim(tail, "\r\n")) > 0 {
+		return nil
+	}
+	if t.count == 0 {
+		t.first, t.excess = rec.Where(), rec.body.n-cl
+	}
+	t.count++
+	rec.body.n = cl
 	return nil
+}
+
+// warn gives the file's one warning, when a body was cut.
+func (t *framingTrim) warn(path string, warn func(string)) {
+	if t.count > 0 {
+		warn(fmt.Sprintf("%s at %s: %d response payloads (this one first) were longer than their HTTP Content-Length by CR/LF bytes only (%d here; the record's closing CRLF counted into the block); each was cut to its Content-Length",
+			path, t.first, t.count, t.excess))
+	}
 }
 
 // singleContentLength is the HTTP Content-Length of h when it has one, or several that
@@ -555,61 +745,105 @@ func singleContentLength(h http.Header) (int64, bool) {
 
 // pairRequests links responses to requests of the same file: WARC-Concurrent-To from the
 // response, then from the request, then the nearest unpaired request with the same target.
-func pairRequests(reqs, resps []*inRec) {
-	reqByID := map[string]*inRec{}
-	for _, q := range reqs {
-		if id := normID(q.rec.ID); id != "" {
-			if _, dup := reqByID[id]; !dup {
-				reqByID[id] = q
-			}
+// Records are matched by their keys (reqKeys and respKeys, one per record of reqs and
+// resps); the rare record with more than one WARC-Concurrent-To is read back from sp for
+// the others.
+func pairRequests(reqs, resps []*inRec, reqKeys, respKeys []recKeys, sp *spool) error {
+	concs := func(x *inRec, k recKeys) ([]hkey, error) {
+		if k.conc == (hkey{}) {
+			return nil, nil
 		}
-	}
-	respByID := map[string]*inRec{}
-	for _, r := range resps {
-		if id := normID(r.rec.ID); id != "" {
-			if _, dup := respByID[id]; !dup {
-				respByID[id] = r
-			}
+		if !k.moreConc {
+			return []hkey{k.conc}, nil
 		}
+		rec, err := unparkRecord(sp, x.park)
+		if err != nil {
+			return nil, fmt.Errorf("import %s: record %d: %w", x.in.path, x.idx, err)
+		}
+		var ks []hkey
+		for _, id := range rec.Header.Values("WARC-Concurrent-To") {
+			ks = append(ks, hkeyOf(normID(id)))
+		}
+		return ks, nil
 	}
 	link := func(r, q *inRec) { r.req, q.used = q, true }
-	for _, r := range resps {
-		for _, id := range r.rec.Header.Values("WARC-Concurrent-To") {
-			if q := reqByID[normID(id)]; q != nil && !q.used {
-				link(r, q)
-				break
+	anyConc := false
+	for _, k := range respKeys {
+		anyConc = anyConc || k.conc != hkey{}
+	}
+	if anyConc {
+		reqByID := map[hkey]*inRec{}
+		for i, q := range reqs {
+			if id := reqKeys[i].id; id != (hkey{}) {
+				if _, dup := reqByID[id]; !dup {
+					reqByID[id] = q
+				}
+			}
+		}
+		for i, r := range resps {
+			ks, err := concs(r, respKeys[i])
+			if err != nil {
+				return err
+			}
+			for _, id := range ks {
+				if q := reqByID[id]; q != nil && !q.used {
+					link(r, q)
+					break
+				}
 			}
 		}
 	}
-	for _, q := range reqs {
-		if q.used {
-			continue
+	// the responses by id, for the requests' WARC-Concurrent-To
+	anyConc = false
+	for i, q := range reqs {
+		anyConc = anyConc || (!q.used && reqKeys[i].conc != hkey{})
+	}
+	if anyConc {
+		respByID := map[hkey]*inRec{}
+		for i, r := range resps {
+			if id := respKeys[i].id; id != (hkey{}) {
+				if _, dup := respByID[id]; !dup {
+					respByID[id] = r
+				}
+			}
 		}
-		for _, id := range q.rec.Header.Values("WARC-Concurrent-To") {
-			if r := respByID[normID(id)]; r != nil && r.req == nil {
-				link(r, q)
-				break
+		for i, q := range reqs {
+			if q.used {
+				continue
+			}
+			ks, err := concs(q, reqKeys[i])
+			if err != nil {
+				return err
+			}
+			for _, id := range ks {
+				if r := respByID[id]; r != nil && r.req == nil {
+					link(r, q)
+					break
+				}
 			}
 		}
 	}
-	byURI := map[string][]*inRec{}
-	for _, q := range reqs {
+	byURI := map[hkey][]*inRec{}
+	for i, q := range reqs {
 		if !q.used {
-			byURI[q.rec.TargetURI] = append(byURI[q.rec.TargetURI], q)
+			byURI[reqKeys[i].uri] = append(byURI[reqKeys[i].uri], q)
 		}
 	}
-	for _, r := range resps {
+	if len(byURI) == 0 {
+		return nil
+	}
+	for i, r := range resps {
 		if r.req != nil {
 			continue
 		}
 		var best *inRec
-		for _, q := range byURI[r.rec.TargetURI] {
+		for _, q := range byURI[respKeys[i].uri] {
 			if q.used {
 				continue
 			}
-			d, bd := abs(q.idx-r.idx), 0
+			d, bd := abs(int(q.idx-r.idx)), 0
 			if best != nil {
-				bd = abs(best.idx - r.idx)
+				bd = abs(int(best.idx - r.idx))
 			}
 			if best == nil || d < bd || (d == bd && q.idx < best.idx) {
 				best = q
@@ -619,6 +853,7 @@ func pairRequests(reqs, resps []*inRec) {
 			link(r, best)
 		}
 	}
+	return nil
 }
 
 func abs(n int) int {
@@ -629,81 +864,128 @@ func abs(n int) int {
 }
 
 // resolveRevisits finds the original response of every revisit record, across all
-// files; resps is in recording order, so the first match in that order wins. Bodies are
-// read back from sp only when a revisit has to be found by its payload digest.
+// files; resps is in recording order, so the first match in that order wins. What it
+// keeps in memory grows with the revisits, not the records: the keys the revisits ask
+// for, then the responses that match them. Records are read back from sp only when a
+// revisit names its original by target URI and date, and bodies only when one has to be
+// found by its payload digest.
 func resolveRevisits(resps []*inRec, sp *spool, warn func(string)) error {
-	byID := map[string]*inRec{}
-	byURIDate := map[string]*inRec{}
-	var byDigest map[string]*inRec
-	for _, r := range resps {
-		if r.rec.Type != "response" {
+	type want struct {
+		refID, uriDate hkey
+		digest         string
+	}
+	wants := map[*inRec]want{}
+	wantID, wantURIDate, wantDigest := map[hkey]*inRec{}, map[hkey]*inRec{}, map[string]*inRec{}
+	for _, v := range resps {
+		if v.typ != 'v' {
 			continue
 		}
-		if id := normID(r.rec.ID); id != "" {
-			if _, ok := byID[id]; !ok {
-				byID[id] = r
-			}
+		rec, err := unparkRecord(sp, v.park)
+		if err != nil {
+			return fmt.Errorf("import %s: record %d: %w", v.in.path, v.idx, err)
 		}
-		k := r.rec.TargetURI + " " + r.rec.Date.UTC().Format(time.RFC3339Nano)
-		if _, ok := byURIDate[k]; !ok {
-			byURIDate[k] = r
+		var w want
+		if id := normID(rec.Get("WARC-Refers-To")); id != "" {
+			w.refID = hkeyOf(id)
+			wantID[w.refID] = nil
+		}
+		uri := CleanTargetURI(rec.Get("WARC-Refers-To-Target-URI"))
+		if t, err := ParseWARCDate(rec.Get("WARC-Refers-To-Date")); uri != "" && err == nil {
+			w.uriDate = hkeyOf(uri + " " + t.Format(time.RFC3339Nano))
+			wantURIDate[w.uriDate] = nil
+		}
+		if d, err := ParseDigest(rec.Get("WARC-Payload-Digest")); err == nil {
+			w.digest = d.Key()
+		}
+		wants[v] = w
+	}
+	if len(wants) == 0 {
+		return nil
+	}
+	first := func(m map[hkey]*inRec, k hkey, r *inRec) {
+		if cur, ok := m[k]; ok && cur == nil {
+			m[k] = r
 		}
 	}
-	digestIndex := func() (map[string]*inRec, error) {
-		idx := map[string]*inRec{}
-		add := func(k string, r *inRec) {
-			if _, ok := idx[k]; !ok {
-				idx[k] = r
-			}
+	for _, r := range resps {
+		if r.typ != 'r' || (len(wantID) == 0 && len(wantURIDate) == 0) {
+			continue
 		}
-		for _, r := range resps {
-			if r.rec.Type != "response" {
-				continue
-			}
-			if d, err := ParseDigest(r.rec.Get("WARC-Payload-Digest")); err == nil {
-				add(d.Key(), r)
-			}
-			// the body as stored and de-chunked, in one read of the spool
-			s1, s2, d1, d2 := sha1.New(), sha256.New(), sha1.New(), sha256.New()
-			dc := newChunkDecoder(io.MultiWriter(d1, d2))
-			if _, err := io.Copy(io.MultiWriter(s1, s2, dc), sp.section(r.rec.body)); err != nil {
-				return nil, fmt.Errorf("import %s at %s: read spool: %w", r.path, r.rec.Where(), err)
-			}
-			add("sha1:"+hex.EncodeToString(s1.Sum(nil)), r)
-			add("sha256:"+hex.EncodeToString(s2.Sum(nil)), r)
-			if dc.ok() {
-				add("sha1:"+hex.EncodeToString(d1.Sum(nil)), r)
-				add("sha256:"+hex.EncodeToString(d2.Sum(nil)), r)
-			}
+		rec, err := unparkRecord(sp, r.park)
+		if err != nil {
+			return fmt.Errorf("import %s: record %d: %w", r.in.path, r.idx, err)
 		}
-		return idx, nil
+		first(wantID, hkeyOf(normID(rec.ID)), r)
+		if len(wantURIDate) > 0 {
+			first(wantURIDate, hkeyOf(rec.TargetURI+" "+r.date().Format(time.RFC3339Nano)), r)
+		}
+	}
+	// the revisits found by neither: by payload digest
+	for v, w := range wants {
+		v.orig = wantID[w.refID]
+		if v.orig == nil && w.uriDate != (hkey{}) {
+			v.orig = wantURIDate[w.uriDate]
+		}
+		if v.orig == nil && w.digest != "" {
+			wantDigest[w.digest] = nil
+		}
+	}
+	if len(wantDigest) > 0 {
+		if err := digestMatches(resps, sp, wantDigest); err != nil {
+			return err
+		}
 	}
 	for _, v := range resps {
-		if v.rec.Type != "revisit" {
+		if v.typ != 'v' {
 			continue
 		}
-		if id := normID(v.rec.Get("WARC-Refers-To")); id != "" {
-			v.orig = byID[id]
+		if w := wants[v]; v.orig == nil && w.digest != "" {
+			v.orig = wantDigest[w.digest]
 		}
 		if v.orig == nil {
-			uri := CleanTargetURI(v.rec.Get("WARC-Refers-To-Target-URI"))
-			if t, err := ParseWARCDate(v.rec.Get("WARC-Refers-To-Date")); uri != "" && err == nil {
-				v.orig = byURIDate[uri+" "+t.Format(time.RFC3339Nano)]
+			rec, err := unparkRecord(sp, v.park)
+			if err != nil {
+				return fmt.Errorf("import %s: record %d: %w", v.in.path, v.idx, err)
 			}
+			warn(fmt.Sprintf("%s at %s: revisit of %s: original not in the input; kept as unresolved", v.in.path, rec.Where(), rec.TargetURI))
+		} else {
+			v.orig.isOrig = true
 		}
-		if v.orig == nil {
-			if d, err := ParseDigest(v.rec.Get("WARC-Payload-Digest")); err == nil {
-				if byDigest == nil {
-					var err error
-					if byDigest, err = digestIndex(); err != nil {
-						return err
-					}
-				}
-				v.orig = byDigest[d.Key()]
-			}
+	}
+	return nil
+}
+
+// digestMatches sets want[k], for each payload digest key k of want (Digest.Key), to the
+// first response of resps (in recording order) whose WARC-Payload-Digest, or the sha1 or
+// sha256 of its body as stored or de-chunked, is k. Bodies are read from sp.
+func digestMatches(resps []*inRec, sp *spool, want map[string]*inRec) error {
+	add := func(k string, r *inRec) {
+		if cur, ok := want[k]; ok && cur == nil {
+			want[k] = r
 		}
-		if v.orig == nil {
-			warn(fmt.Sprintf("%s at %s: revisit of %s: original not in the input; kept as unresolved", v.path, v.rec.Where(), v.rec.TargetURI))
+	}
+	for _, r := range resps {
+		if r.typ != 'r' {
+			continue
+		}
+		rec, err := unparkRecord(sp, r.park)
+		if err != nil {
+			return fmt.Errorf("import %s: record %d: %w", r.in.path, r.idx, err)
+		}
+		if d, err := ParseDigest(rec.Get("WARC-Payload-Digest")); err == nil {
+			add(d.Key(), r)
+		}
+		// the body as stored and de-chunked, in one read of the spool
+		s1, s2, d1, d2 := sha1.New(), sha256.New(), sha1.New(), sha256.New()
+		dc := newChunkDecoder(io.MultiWriter(d1, d2))
+		if _, err := io.Copy(io.MultiWriter(s1, s2, dc), sp.section(rec.body)); err != nil {
+			return fmt.Errorf("import %s at %s: read spool: %w", r.in.path, rec.Where(), err)
+		}
+		add("sha1:"+hex.EncodeToString(s1.Sum(nil)), r)
+		add("sha256:"+hex.EncodeToString(s2.Sum(nil)), r)
+		if dc.ok() {
+			add("sha1:"+hex.EncodeToString(d1.Sum(nil)), r)
+			add("sha256:"+hex.EncodeToString(d2.Sum(nil)), r)
 		}
 	}
 	return nil

@@ -33,7 +33,7 @@ func repairedHeader(m *HTTPMessage, x *inRec, warn func(string)) http.Header {
 			}
 			if ok {
 				name = strings.Join(words, "-")
-				warn(fmt.Sprintf("%s at %s: HTTP header name %q read as %q", x.path, x.rec.Where(), f.Name, name))
+				warn(fmt.Sprintf("%s at %s: HTTP header name %q read as %q", x.in.path, x.rec.Where(), f.Name, name))
 			}
 		}
 		h.Add(name, f.Value)
@@ -59,13 +59,13 @@ func (x *inRec) decodedBody(rep *ImportReport, warn func(string), sp *spool) (sp
 		switch {
 		case errors.As(err, &se):
 			if errors.Is(err, errSpoolFull) {
-				return span{}, "", fmt.Errorf("import %s at %s: the decoded bodies hold more than %d bytes", x.path, x.rec.Where(), sp.limit)
+				return span{}, "", fmt.Errorf("import %s at %s: the decoded bodies hold more than %d bytes", x.in.path, x.rec.Where(), sp.limit)
 			}
-			return span{}, "", fmt.Errorf("import %s at %s: %w", x.path, x.rec.Where(), err)
+			return span{}, "", fmt.Errorf("import %s at %s: %w", x.in.path, x.rec.Where(), err)
 		case err != nil:
 			rep.DecodeFailures++
 			x.keptEnc = len(contentCodings(h)) > 0
-			warn(fmt.Sprintf("%s at %s: body of %s kept encoded, with its Content-Encoding %q: %v", x.path, x.rec.Where(), x.rec.TargetURI, h.Get("Content-Encoding"), err))
+			warn(fmt.Sprintf("%s at %s: body of %s kept encoded, with its Content-Encoding %q: %v", x.in.path, x.rec.Where(), x.rec.TargetURI, h.Get("Content-Encoding"), err))
 		}
 		x.decoded, x.origEnc = d, enc
 		x.truncated = strings.TrimSpace(x.rec.Get("WARC-Truncated"))
@@ -75,7 +75,7 @@ func (x *inRec) decodedBody(rep *ImportReport, warn func(string), sp *spool) (sp
 				x.truncated = "unspecified"
 			}
 			warn(fmt.Sprintf("%s at %s: chunked body of %s ends before its last chunk (cut short); stored the %d data bytes it holds, without the chunk framing, marked WARC-Truncated: %s",
-				x.path, x.rec.Where(), x.rec.TargetURI, d.n, x.truncated))
+				x.in.path, x.rec.Where(), x.rec.TargetURI, d.n, x.truncated))
 		}
 	}
 	return x.decoded, x.origEnc, nil
@@ -137,11 +137,11 @@ func decodeSpooled(sp *spool, header http.Header, body span, limit int64) (decod
 // header says chunked and it parses so; it is at most MaxRequestBodySize bytes.
 func (x *inRec) requestBody(h http.Header, sp *spool) ([]byte, error) {
 	if x.rec.body.n > MaxRequestBodySize {
-		return nil, fmt.Errorf("import %s at %s: request body of %s is %d bytes, more than the limit of %d", x.path, x.rec.Where(), x.rec.TargetURI, x.rec.body.n, MaxRequestBodySize)
+		return nil, fmt.Errorf("import %s at %s: request body of %s is %d bytes, more than the limit of %d", x.in.path, x.rec.Where(), x.rec.TargetURI, x.rec.body.n, MaxRequestBodySize)
 	}
 	body, err := sp.readPrefix(x.rec.body, x.rec.body.n)
 	if err != nil {
-		return nil, fmt.Errorf("import %s at %s: %w", x.path, x.rec.Where(), err)
+		return nil, fmt.Errorf("import %s at %s: %w", x.in.path, x.rec.Where(), err)
 	}
 	if hasToken(h.Values("Transfer-Encoding"), "chunked") {
 		if d, ok := Dechunk(body); ok {
@@ -156,7 +156,7 @@ func (x *inRec) htmlTitle(sp *spool) (string, error) {
 	if !x.titleDone {
 		doc, err := sp.readPrefix(x.decoded, 1<<20)
 		if err != nil {
-			return "", fmt.Errorf("import %s at %s: %w", x.path, x.rec.Where(), err)
+			return "", fmt.Errorf("import %s at %s: %w", x.in.path, x.rec.Where(), err)
 		}
 		x.title, x.titleDone = HTMLTitle(doc), true
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/pab-dev/pab/internal/atomicfile"
@@ -229,25 +230,45 @@ func (e *memberError) Unwrap() error { return e.err }
 func entriesAt(entries []Entry, part int, zoff int64) []string {
 	var ids []string
 	for i := range entries {
-		e := &entries[i]
-		in := func(p int, off, n int64) bool { return p == part && n > 0 && off <= zoff && zoff < off+n }
-		if in(e.RespPart, e.RespGzOffset, e.RespGzLength) || (e.ReqLength > 0 && in(e.ReqPart, e.ReqGzOffset, e.ReqGzLength)) {
-			ids = append(ids, e.ID)
+		if entryHolds(&entries[i], part, zoff) {
+			ids = append(ids, entries[i].ID)
 		}
 	}
 	return ids
 }
 
+// entryHolds reports whether e's response or request member, as its fields give it, holds
+// byte zoff of part.
+func entryHolds(e *Entry, part int, zoff int64) bool {
+	in := func(p int, off, n int64) bool { return p == part && n > 0 && off <= zoff && zoff < off+n }
+	return in(e.RespPart, e.RespGzOffset, e.RespGzLength) || (e.ReqLength > 0 && in(e.ReqPart, e.ReqGzOffset, e.ReqGzLength))
+}
+
 // checkMemberFields compares the member fields of every entry with the members found by
 // inflateMembers, and returns one message per mismatch (entry id first).
 func checkMemberFields(entries []Entry, spans []memberSpan) []entryProblem {
-	byOff := make(map[int64]*memberSpan, len(spans))
-	for i := range spans {
-		byOff[spans[i].off] = &spans[i]
-	}
 	var probs []entryProblem
-	check := func(e *Entry, what string, off, n int64, part int, zoff, zn int64) {
-		m := byOff[off]
+	for i := range entries {
+		probs = checkEntryMembers(probs, &entries[i], spans)
+	}
+	return probs
+}
+
+// memberAt is the member of spans (in logical order, as inflateMembers finds them) that
+// starts at logical offset off (the last one, should empty members share it), or nil.
+func memberAt(spans []memberSpan, off int64) *memberSpan {
+	i := sort.Search(len(spans), func(i int) bool { return spans[i].off > off }) - 1
+	if i < 0 || spans[i].off != off {
+		return nil
+	}
+	return &spans[i]
+}
+
+// checkEntryMembers appends to probs a message per mismatch between e's member fields and
+// the members found (spans).
+func checkEntryMembers(probs []entryProblem, e *Entry, spans []memberSpan) []entryProblem {
+	check := func(what string, off, n int64, part int, zoff, zn int64) {
+		m := memberAt(spans, off)
 		switch {
 		case m == nil:
 			probs = append(probs, entryProblem{e.ID, fmt.Sprintf("%sOffset %d: no gzip member starts there", what, off)})
@@ -257,14 +278,11 @@ func checkMemberFields(entries []Entry, spans []memberSpan) []entryProblem {
 			probs = append(probs, entryProblem{e.ID, fmt.Sprintf("%sPart %d, %sGzOffset %d, %sGzLength %d, but the record's gzip member is part %d at offset %d, %d bytes", what, part, what, zoff, what, zn, m.part, m.zoff, m.zn)})
 		}
 	}
-	for i := range entries {
-		e := &entries[i]
-		check(e, "resp", e.RespOffset, e.RespLength, e.RespPart, e.RespGzOffset, e.RespGzLength)
-		if e.ReqLength > 0 {
-			check(e, "req", e.ReqOffset, e.ReqLength, e.ReqPart, e.ReqGzOffset, e.ReqGzLength)
-		} else if e.ReqGzLength != 0 || e.ReqGzOffset != 0 || e.ReqPart != 0 {
-			probs = append(probs, entryProblem{e.ID, "reqGzOffset/reqGzLength/reqPart set for an entry without a request record"})
-		}
+	check("resp", e.RespOffset, e.RespLength, e.RespPart, e.RespGzOffset, e.RespGzLength)
+	if e.ReqLength > 0 {
+		check("req", e.ReqOffset, e.ReqLength, e.ReqPart, e.ReqGzOffset, e.ReqGzLength)
+	} else if e.ReqGzLength != 0 || e.ReqGzOffset != 0 || e.ReqPart != 0 {
+		probs = append(probs, entryProblem{e.ID, "reqGzOffset/reqGzLength/reqPart set for an entry without a request record"})
 	}
 	return probs
 }

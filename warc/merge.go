@@ -157,7 +157,12 @@ func Merge(oldDir, newDir, outDir string, opts MergeOptions) error {
 			}
 			rv.written(si, i, ne.ID)
 		}
-		for _, p := range s.b.Pages {
+		pages, err := s.b.AllPages()
+		if err != nil {
+			w.Abort()
+			return fmt.Errorf("merge: %w", err)
+		}
+		for _, p := range pages {
 			if err := w.AddPage(p); err != nil {
 				w.Abort()
 				return fmt.Errorf("merge: %w", err)

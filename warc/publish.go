@@ -86,6 +86,14 @@ func packStaged(bundleDir, recordingDir string, partSize int64, format int) (str
 	if partSize <= 0 {
 		return "", fmt.Errorf("pack %s: part size %d is not positive", recordingDir, partSize)
 	}
+	if format == RecordingFormat {
+		if _, err := os.Lstat(filepath.Join(bundleDir, WARCFile)); err == nil {
+			staged, err := packStagedStream(bundleDir, recordingDir, partSize)
+			if !errors.Is(err, errNotInArchiveOrder) {
+				return staged, err
+			}
+		}
+	}
 	b, err := OpenBundle(bundleDir)
 	if err != nil {
 		return "", fmt.Errorf("pack: %w", err)
@@ -145,6 +153,56 @@ func packStaged(bundleDir, recordingDir string, partSize int64, format int) (str
 		if err := writeEntriesGz(filepath.Join(tmp, RecordingEntriesFile), entries); err != nil {
 			return "", fmt.Errorf("pack: %w", err)
 		}
+	}
+	if err := atomicfile.SyncDir(tmp); err != nil {
+		return "", fmt.Errorf("pack: %w", err)
+	}
+	done = true
+	return tmp, nil
+}
+
+// packStagedStream is packStaged for a bundle directory and format 3, with packStream: the
+// entries are never all in memory. It returns errNotInArchiveOrder (and leaves nothing)
+// for a bundle packStream cannot pack.
+func packStagedStream(bundleDir, recordingDir string, partSize int64) (string, error) {
+	m, err := ReadBundleManifest(bundleDir)
+	if err != nil {
+		return "", fmt.Errorf("pack: %w", err)
+	}
+	parent := filepath.Dir(recordingDir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", fmt.Errorf("pack: %w", err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(recordingDir)+".tmp-*")
+	if err != nil {
+		return "", fmt.Errorf("pack: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", fmt.Errorf("pack: %w", err)
+	}
+	m.Format = RecordingFormat
+	if err := writeJSONFile(filepath.Join(tmp, RecordingManifestFile), m); err != nil {
+		return "", fmt.Errorf("pack: %w", err)
+	}
+	root, err := os.OpenRoot(bundleDir)
+	if err != nil {
+		return "", fmt.Errorf("pack: %w", err)
+	}
+	defer root.Close()
+	if err := copyBundleFile(root, bundleDir, PagesFile, filepath.Join(tmp, RecordingPagesFile), false); err != nil {
+		return "", fmt.Errorf("pack: %w", err)
+	}
+	if err := packStream(bundleDir, tmp, partSize); err != nil {
+		if errors.Is(err, errNotInArchiveOrder) {
+			return "", err
+		}
+		return "", fmt.Errorf("pack: %w", err)
 	}
 	if err := atomicfile.SyncDir(tmp); err != nil {
 		return "", fmt.Errorf("pack: %w", err)

@@ -159,12 +159,13 @@ type Reader struct {
 	// sha512, md5; base16, base32, base64 or base64url) and adds a warning on mismatch.
 	VerifyDigests bool
 
-	path string
-	file io.Closer
-	gz   *memberReader // nil for a plain file
-	br   *bufio.Reader // the uncompressed stream, read through pb
-	pb   *pushbackReader
-	ring *tailRing // the last bytes of a streamed block
+	path     string
+	file     io.Closer
+	fileSize int64         // the size of file (OpenReader), else 0
+	gz       *memberReader // nil for a plain file
+	br       *bufio.Reader // the uncompressed stream, read through pb
+	pb       *pushbackReader
+	ring     *tailRing // the last bytes of a streamed block
 	// resyncs counts records whose Content-Length was corrected.
 	resyncs int
 	pos     int64 // bytes consumed from the uncompressed stream
@@ -211,7 +212,23 @@ func OpenReader(path string) (*Reader, error) {
 		return nil, err
 	}
 	r.file = f
+	r.fileSize = fi.Size()
 	return r, nil
+}
+
+// progress is how far the reader is into its file: the bytes of the file read so far
+// (compressed, as read from the disk, including what the buffers read ahead) and the
+// file's size; both -1 when the reader does not read a file of its own (a WACZ member).
+func (r *Reader) progress() (read, size int64) {
+	f, ok := r.file.(*os.File)
+	if !ok || r.fileSize <= 0 {
+		return -1, -1
+	}
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return -1, -1
+	}
+	return off, r.fileSize
 }
 
 // ReadRecordAt reads the one record at off in ra, as a bundle's entries.jsonl locates it

@@ -150,7 +150,7 @@ func ExportWACZ(b *Bundle, path string) error {
 			resourceOf(WACZPagesFile, pages),
 		},
 	}
-	for _, p := range b.Pages {
+	for _, p := range b.pagesLoaded() {
 		if p.Note == "" {
 			pkg.MainPageURL, pkg.MainPageDate = p.URL, p.TS
 			break
@@ -243,7 +243,7 @@ func waczTime(b *Bundle) time.Time {
 
 // waczTitle is the first page's title, else the task id.
 func waczTitle(b *Bundle) string {
-	for _, p := range b.Pages {
+	for _, p := range b.pagesLoaded() {
 		if p.Note == "" && p.Title != "" {
 			return p.Title
 		}
@@ -267,7 +267,11 @@ func waczPages(b *Bundle) ([]byte, error) {
 		return nil, err
 	}
 	n := 0
-	for _, p := range b.Pages {
+	pages, err := b.AllPages()
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pages {
 		if p.Note != "" {
 			continue
 		}

@@ -125,11 +125,11 @@ type BundleWriter struct {
 	ef       *os.File      // indexes/entries.jsonl
 	ebw      *bufio.Writer // over ef
 	off      int64
-	entries  []Entry    // as written, but without ReqBody
-	origs    []original // per entry
-	byID     map[string]int
-	byDigest map[string]int // sha256 hex of payloads >= DedupMinSize -> entry index
-	pages    []Page
+	n        int              // entries written
+	origs    *origSpill       // per entry: what a revisit of it needs, on disk
+	byDigest map[uint64]int32 // sha256 of payloads >= DedupMinSize (its first 8 bytes) -> entry index
+	pf       *os.File         // pages/pages.jsonl
+	pbw      *bufio.Writer    // over pf
 	from, to time.Time
 	warnings []string
 	err      error
@@ -145,6 +145,8 @@ type original struct {
 	digest   string // sha256 hex
 	size     int64
 	stored   bool // a response record (not itself a revisit or unresolved)
+	// revisitOf is the index of the entry whose payload a revisit record refers to, or -1
+	revisitOf int32
 }
 
 // NewBundleWriter starts a bundle at dir. The parent directory is created if needed. An
@@ -164,8 +166,7 @@ func NewBundleWriter(dir string, m Manifest) (*BundleWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("write bundle %s: %w", dir, err)
 	}
-	w := &BundleWriter{dir: dir, tmp: tmp, m: m, byID: map[string]int{}, byDigest: map[string]int{},
-		marshal: gowarc.NewMarshaler()}
+	w := &BundleWriter{dir: dir, tmp: tmp, m: m, byDigest: map[uint64]int32{}, marshal: gowarc.NewMarshaler()}
 	for _, sub := range []string{filepath.Dir(WARCFile), filepath.Dir(EntriesFile), filepath.Dir(PagesFile)} {
 		if err := os.MkdirAll(filepath.Join(tmp, sub), 0o755); err != nil {
 			w.Abort()
@@ -184,16 +185,22 @@ func NewBundleWriter(dir string, m Manifest) (*BundleWriter, error) {
 		return nil, fmt.Errorf("write bundle %s: %w", dir, err)
 	}
 	w.ebw = bufio.NewWriterSize(w.ef, 64<<10)
+	w.pf, err = os.OpenFile(filepath.Join(tmp, PagesFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		w.Abort()
+		return nil, fmt.Errorf("write bundle %s: %w", dir, err)
+	}
+	w.pbw = bufio.NewWriterSize(w.pf, 64<<10)
+	if w.origs, err = newOrigSpill(parent); err != nil {
+		w.Abort()
+		return nil, fmt.Errorf("write bundle %s: %w", dir, err)
+	}
 	return w, nil
 }
 
 // Warnings lists header fields that could not be written (invalid names or values),
 // one line each, naming the exchange.
 func (w *BundleWriter) Warnings() []string { return w.warnings }
-
-// Entries returns the entries added so far, without their ReqBody (request bodies go to
-// indexes/entries.jsonl as each exchange is added and are not kept).
-func (w *BundleWriter) Entries() []Entry { return w.entries }
 
 // Add writes one exchange: a response record (or a revisit record, when the payload is
 // already stored or the exchange says so) followed by its request record, and returns
@@ -209,7 +216,7 @@ func (w *BundleWriter) Add(x Exchange) (Entry, error) {
 	if w.done {
 		return Entry{}, errors.New("bundle writer is closed")
 	}
-	a, err := w.checkExchange(x, fmt.Sprintf("e%06d", len(w.entries)+1))
+	a, err := w.checkExchange(x, entryID(w.n))
 	if err != nil {
 		return Entry{}, err
 	}
@@ -288,14 +295,24 @@ func (w *BundleWriter) checkExchange(x Exchange, id string) (*adding, error) {
 		return nil, fmt.Errorf("exchange %s (%s): bad method %q", id, x.URL, a.method)
 	}
 	if x.RevisitOf != "" {
-		i, ok := w.byID[x.RevisitOf]
-		if ok && !w.origs[i].stored && w.entries[i].RevisitOf != "" {
-			i = w.byID[w.entries[i].RevisitOf] // a revisit's payload is its original's
+		i, ok := entryIndex(x.RevisitOf, w.n)
+		var o original
+		if ok {
+			var err error
+			if o, err = w.origs.get(i); err != nil {
+				return nil, w.fail(err)
+			}
+			if !o.stored && o.revisitOf >= 0 {
+				i = int(o.revisitOf) // a revisit's payload is its original's
+				if o, err = w.origs.get(i); err != nil {
+					return nil, w.fail(err)
+				}
+			}
 		}
-		if !ok || !w.origs[i].stored {
+		if !ok || !o.stored {
 			return nil, fmt.Errorf("exchange %s (%s): revisit of %q, which holds no payload", id, x.URL, x.RevisitOf)
 		}
-		a.origIdx = i
+		a.origIdx, a.orig = i, &o
 	}
 	if x.Proto == "HTTP/1.0" {
 		a.proto = x.Proto
@@ -308,8 +325,7 @@ func (w *BundleWriter) checkExchange(x Exchange, id string) (*adding, error) {
 		a.body = io.NewSectionReader(x.BodyAt, 0, x.BodySize)
 	}
 	a.size = a.body.Size()
-	if a.origIdx >= 0 {
-		a.orig = &w.origs[a.origIdx]
+	if a.orig != nil {
 		a.payloadDigest, a.size = a.orig.digest, a.orig.size
 	}
 	return a, nil
@@ -383,9 +399,17 @@ func (a *adding) digestPayload(w *BundleWriter) error {
 		}
 		a.payloadDigest = hex.EncodeToString(ph.Sum(nil))
 		if a.size >= DedupMinSize {
-			if i, ok := w.byDigest[a.payloadDigest]; ok {
-				a.origIdx = i
-				a.orig = &w.origs[a.origIdx]
+			i, ok := w.byDigest[digestKey(a.payloadDigest)]
+			var o original
+			if ok {
+				if o, err = w.origs.get(int(i)); err != nil {
+					return w.fail(err)
+				}
+				// the key is 64 bits of the digest: the whole digest decides
+				ok = o.digest == a.payloadDigest
+			}
+			if ok {
+				a.origIdx, a.orig = int(i), &o
 				a.payloadDigest, a.size = a.orig.digest, a.orig.size
 				a.idHash = recordIDHash(a.id, "response", x.URL, a.date)
 				a.idHash.Write(a.head.Bytes())
@@ -514,26 +538,31 @@ func (w *BundleWriter) addEntry(a *adding, respOff, respLen, reqOff, reqLen int6
 	if len(x.ReqBody) > 0 {
 		e.ReqBody = base64.StdEncoding.EncodeToString(x.ReqBody)
 	}
-	o := original{recordID: a.respID, url: x.URL, date: a.date, digest: a.payloadDigest, size: a.size, stored: !a.revisit}
+	o := original{recordID: a.respID, url: x.URL, date: a.date, digest: a.payloadDigest, size: a.size, stored: !a.revisit, revisitOf: -1}
 	switch {
 	case a.orig != nil:
-		e.RevisitOf = w.entries[a.origIdx].ID
+		e.RevisitOf = entryID(a.origIdx)
+		o.revisitOf = int32(a.origIdx)
 	case x.Unresolved != nil:
 		e.Unresolved = true
 		e.Size = 0
 	default:
 		if a.size >= DedupMinSize {
-			w.byDigest[a.payloadDigest] = len(w.entries)
+			if _, dup := w.byDigest[digestKey(a.payloadDigest)]; !dup {
+				w.byDigest[digestKey(a.payloadDigest)] = int32(w.n)
+			}
 		}
+	}
+	if w.n >= maxTableEntries {
+		return Entry{}, w.fail(fmt.Errorf("more than %d exchanges", maxTableEntries))
 	}
 	if err := writeJSONLine(w.ebw, e); err != nil {
 		return Entry{}, w.fail(err)
 	}
-	kept := e
-	kept.ReqBody = ""
-	w.byID[a.id] = len(w.entries)
-	w.entries = append(w.entries, kept)
-	w.origs = append(w.origs, o)
+	if err := w.origs.add(o); err != nil {
+		return Entry{}, w.fail(err)
+	}
+	w.n++
 	if w.from.IsZero() || x.Date.Before(w.from) {
 		w.from = x.Date
 	}
@@ -551,7 +580,9 @@ func (w *BundleWriter) AddPage(p Page) error {
 	if p.URL == "" {
 		return errors.New("page without URL")
 	}
-	w.pages = append(w.pages, p)
+	if err := writeJSONLine(w.pbw, p); err != nil {
+		return w.fail(err)
+	}
 	return nil
 }
 
@@ -636,15 +667,17 @@ func (w *BundleWriter) finish() error {
 		return err
 	}
 	w.ef = nil
-	var pb bytes.Buffer
-	for _, p := range w.pages {
-		if err := writeJSONLine(&pb, p); err != nil {
-			return err
-		}
-	}
-	if err := writeNewFile(filepath.Join(w.tmp, PagesFile), pb.Bytes()); err != nil {
+	if err := w.pbw.Flush(); err != nil {
 		return err
 	}
+	if err := w.pf.Sync(); err != nil {
+		return err
+	}
+	if err := w.pf.Close(); err != nil {
+		return err
+	}
+	w.pf = nil
+	w.origs.close()
 	m := w.m
 	if m.CapturedFrom == "" && !w.from.IsZero() {
 		m.CapturedFrom = FormatTime(w.from)
@@ -687,6 +720,13 @@ func (w *BundleWriter) removeTmp() {
 	if w.ef != nil {
 		_ = w.ef.Close()
 		w.ef = nil
+	}
+	if w.pf != nil {
+		_ = w.pf.Close()
+		w.pf = nil
+	}
+	if w.origs != nil {
+		w.origs.close()
 	}
 	if w.tmp != "" {
 		_ = os.RemoveAll(w.tmp)

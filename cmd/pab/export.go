@@ -66,7 +66,7 @@ func newExportCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "exported %s (%s, %s) to %s (%s)\n",
-				name, words.Count(b.Len(), "exchange"), words.Count(len(b.Pages), "page"), out, humanBytes(size))
+				name, words.Count(b.Len(), "exchange"), words.Count(len(pagesOf(b)), "page"), out, humanBytes(size))
 			return nil
 		},
 	}
@@ -88,4 +88,10 @@ func openBundleTarget(g *globalFlags, arg string, errOut io.Writer) (*warc.Bundl
 		return nil, "", err
 	}
 	return b, tgt.Name, nil
+}
+
+// pagesOf is the bundle's pages (warc.Bundle.AllPages), nil when they cannot be read.
+func pagesOf(b *warc.Bundle) []warc.Page {
+	pages, _ := b.AllPages()
+	return pages
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -22,6 +23,7 @@ func newImportCmd(g *globalFlags) *cobra.Command {
 		replace   bool
 		preferNew bool
 		noCheck   bool
+		checkAll  bool
 		noWait    bool
 		title     string
 		locale    string
@@ -50,8 +52,11 @@ func newImportCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if os.Getenv("GOMEMLIMIT") == "" {
+				debug.SetMemoryLimit(importMemoryLimit)
+			}
 			_, err = importer.Run(cmd.Context(), importOptions(cmd, repo, id, importer.Options{Inputs: args, Replace: replace,
-				PreferNew: preferNew, NoCheck: noCheck, NoWait: noWait, Title: title, Locale: locale, Timezone: timezone}))
+				PreferNew: preferNew, NoCheck: noCheck, CheckAll: checkAll, NoWait: noWait, Title: title, Locale: locale, Timezone: timezone}))
 			if errors.Is(err, context.Canceled) { // Ctrl-C, at any step: 130 as for SIGINT
 				return exitError{code: 130, msg: err.Error()}
 			}
@@ -62,12 +67,19 @@ func newImportCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().BoolVar(&replace, "replace", false, "drop the task's existing recording instead of merging with it")
 	cmd.Flags().BoolVar(&preferNew, "prefer-new", false, "merge, but let the new copies of requests recorded again replace the existing ones")
 	cmd.Flags().BoolVar(&noCheck, "no-check", false, "skip the replay self-check after the import")
+	cmd.Flags().BoolVar(&checkAll, "check-all", false, "let the self-check replay every recorded page and exchange, not a sample of at most 1,000 of each")
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "fail at once, instead of waiting, when another pab is writing the task")
 	cmd.Flags().StringVar(&title, "title", "", "title for a new task.yaml (default: the first page's title); an existing task.yaml is never changed")
 	cmd.Flags().StringVar(&locale, "locale", "", "the browser language of the capture, a BCP 47 tag (en-US): written to the manifest and task.yaml's capture (default: what the recording's manifest says)")
 	cmd.Flags().StringVar(&timezone, "timezone", "", "the time zone of the capture, an IANA name (America/New_York): written to the manifest and task.yaml's capture (default: what the recording's manifest says)")
 	return cmd
 }
+
+// importMemoryLimit is the Go runtime's soft memory limit (runtime/debug.SetMemoryLimit)
+// for pab import, unless GOMEMLIMIT says otherwise: near it the collector runs more often,
+// so that the import's resident memory stays near what it holds live (docs/import.md
+// "Limits and memory"). It is not a cap: an import that holds more goes past it.
+const importMemoryLimit = 384 << 20
 
 // checkLocaleFlags checks --locale and --timezone of command cmd (when given): a BCP 47
 // tag and an IANA zone time.LoadLocation loads.

@@ -15,8 +15,10 @@ import (
 
 func main() {
 	stopProfile := startProfile()
+	stopMemProfile := startMemProfile()
 	root := newRootCmd()
 	err := root.Execute()
+	stopMemProfile()
 	stopProfile()
 	if err != nil {
 		var ee exitError
@@ -40,7 +42,7 @@ type exitError struct {
 func (e exitError) Error() string { return e.msg }
 
 // startProfile writes a CPU profile of the whole run to $PAB_CPUPROFILE when it is set (a
-// developer's knob: bench/README.md "Profiles"); the returned function stops it.
+// developer's knob: bench/README.md "Profiling"); the returned function stops it.
 func startProfile() func() {
 	path := os.Getenv("PAB_CPUPROFILE")
 	if path == "" {

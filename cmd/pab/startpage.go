@@ -19,13 +19,14 @@ const maxStartRedirects = 10
 // Heritrix crawl often starts with a redirect to another host it never fetched). When no
 // page qualifies it is the first page, and "" without pages.
 func startPage(ix *replay.Index, b *warc.Bundle) string {
-	for _, p := range b.Pages {
+	pages, _ := b.AllPages() // unreadable pages: none to start from
+	for _, p := range pages {
 		if (p.Fetched == "GET" || p.Fetched == "") && p.Note == "" && answersDocument(ix, b, p.URL) {
 			return p.URL
 		}
 	}
-	if len(b.Pages) > 0 {
-		return b.Pages[0].URL
+	if len(pages) > 0 {
+		return pages[0].URL
 	}
 	return ""
 }

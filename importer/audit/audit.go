@@ -84,14 +84,14 @@ func AuditRecording(repo *task.Repo, dir string, rulesDirs []string) ([]warc.Pro
 // bundle that does not open gives nothing (the audit has listed why); rules that do not
 // load give one problem.
 func NotFoundKeys(bundleDir, manifestPath string, rulesDirs []string) []warc.Problem {
+	if m, err := warc.ReadBundleManifest(bundleDir); err != nil || len(m.NotFound) == 0 {
+		return nil // an unreadable bundle is the audit's to report
+	}
 	b, err := warc.OpenBundle(bundleDir)
 	if err != nil {
 		return nil
 	}
 	defer b.Close()
-	if len(b.Manifest.NotFound) == 0 {
-		return nil
-	}
 	rs, err := rules.Load(rulesDirs...)
 	if err != nil {
 		return []warc.Problem{{File: manifestPath, Msg: fmt.Sprintf("not_found keys not checked: %v", err)}}

@@ -257,6 +257,12 @@ func Size(path string) int64 {
 	return n
 }
 
+// Delays are the delay before a first progress line and between two, as Start takes them by
+// default: $PAB_PROGRESS_AFTER and $PAB_PROGRESS_EVERY when set, else After and Every.
+func Delays() (after, every time.Duration) {
+	return envDuration("PAB_PROGRESS_AFTER", After), envDuration("PAB_PROGRESS_EVERY", Every)
+}
+
 // envDuration is the Go duration in the environment variable name when it parses and is
 // positive, else def.
 func envDuration(name string, def time.Duration) time.Duration {
