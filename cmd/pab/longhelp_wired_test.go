@@ -14,7 +14,7 @@ func TestLongHelpWired(t *testing.T) {
 	for path, name := range map[string]string{
 		"grade": "grade", "grade calibrate": "grade-calibrate", "run": "run", "replay": "replay",
 		"browser": "browser", "k8s render": "k8s-render", "rules check": "rules-check",
-		"export": "export", "stats": "stats", "k8s collect": "k8s-collect", "k8s status": "k8s-status",
+		"export": "export", "stats": "stats", "k8s collect": "k8s-collect", "k8s status": "k8s-status", "compare": "compare",
 	} {
 		c, _, err := root.Find(strings.Fields(path))
 		if err != nil || c.Name() != strings.Fields(path)[len(strings.Fields(path))-1] {
