@@ -206,7 +206,7 @@ func (t *localTask) Start(ctx context.Context, spec StartSpec) (*Services, error
 		}
 		svc.CDPURL, stop = b.CDP, b.Stop
 		if t.h.MCP {
-			m, err := startPlaywrightMCP(ctx, t.h.Repo.Root, b.CDP, spec.Dir, timeout)
+			m, err := startPlaywrightMCP(ctx, t.h.Repo.Root, b.CDP, spec.Dir, timeout, newStepRecorder(spec.Dir, b.CDP, ""))
 			if err != nil {
 				b.Stop()
 				stopReplay()
@@ -222,7 +222,8 @@ func (t *localTask) Start(ctx context.Context, spec StartSpec) (*Services, error
 			stopReplay()
 			return nil, browserStartError(err)
 		}
-		m, err := readyMCP(ctx, gd.URL, "", start, timeout, gd.Stop, "pab guard")
+		m, err := readyMCP(ctx, gd.URL, "", start, timeout, gd.Stop, "pab guard",
+			newStepRecorder(spec.Dir, "", "no screenshot: pab guard owns this run's browser"))
 		if err != nil {
 			stopReplay()
 			return nil, err

@@ -74,7 +74,8 @@ type mcpFront struct {
 // on a free loopback port. The requests it forwards carry upstream's host as their Host,
 // except that a server listening on 127.0.0.1 that names itself localhost (as
 // @playwright/mcp does, whose Host check accepts only that name) gets host.
-func startMCPFront(upstream, host, token string) (*mcpFront, error) {
+// With rec, every tools/call through the front is recorded as a step (steps.go).
+func startMCPFront(upstream, host, token string, rec *stepRecorder) (*mcpFront, error) {
 	u, err := url.Parse(upstream)
 	if err != nil || u.Scheme != "http" {
 		return nil, fmt.Errorf("browser MCP server address %q: want http://HOST:PORT/mcp", upstream)
@@ -92,6 +93,10 @@ func startMCPFront(upstream, host, token string) (*mcpFront, error) {
 		FlushInterval: -1, // server-sent events pass at once
 		ErrorLog:      log.New(io.Discard, "", 0),
 	}
+	var next http.Handler = rp
+	if rec != nil {
+		next = rec.wrap(rp)
+	}
 	want := []byte("Bearer " + token)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/mcp" {
@@ -103,7 +108,7 @@ func startMCPFront(upstream, host, token string) (*mcpFront, error) {
 			http.Error(w, "Authorization: Bearer $PAB_MCP_TOKEN is required", http.StatusUnauthorized)
 			return
 		}
-		rp.ServeHTTP(w, r)
+		next.ServeHTTP(w, r)
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -181,8 +186,16 @@ type runMCP struct {
 // header host, "" for upstream's own) and waits
 // (at most timeout, from start) until it is ready; stop ends the front and then the server
 // (stopServer). On error both are stopped and the error is a StartError.
-func readyMCP(ctx context.Context, upstream, host string, start time.Time, timeout time.Duration, stopServer func(), what string) (*runMCP, error) {
-	front, err := startMCPFront(upstream, host, guard.NewControlToken())
+// rec (nil: none) records the agent's tool calls through the front; it is closed by stop.
+func readyMCP(ctx context.Context, upstream, host string, start time.Time, timeout time.Duration, stopServer func(), what string, rec *stepRecorder) (*runMCP, error) {
+	if rec != nil {
+		defer func() {
+			if rec != nil {
+				rec.Close()
+			}
+		}()
+	}
+	front, err := startMCPFront(upstream, host, guard.NewControlToken(), rec)
 	if err != nil {
 		stopServer()
 		return nil, browserStartError(fmt.Errorf("%s: %v", what, err))
@@ -197,14 +210,22 @@ func readyMCP(ctx context.Context, upstream, host string, start time.Time, timeo
 		}
 		return nil, browserStartError(fmt.Errorf("%s was not ready within %s (pab run --mcp-timeout): %v", what, timeout, err))
 	}
-	return &runMCP{URL: front.URL, Token: front.Token, stop: func() { front.Close(); stopServer() }}, nil
+	r := rec
+	rec = nil // closed by stop from now on
+	return &runMCP{URL: front.URL, Token: front.Token, stop: func() {
+		front.Close()
+		if r != nil {
+			r.Close()
+		}
+		stopServer()
+	}}, nil
 }
 
 // startPlaywrightMCP starts @playwright/mcp (found as pab guard finds it, run with node)
 // serving streamable HTTP on a free loopback port, attached to the run's Chromium at cdp,
 // its files in dir/.playwright-mcp and its stderr in dir/browser-mcp.stderr, and hands it
 // over ready (readyMCP) within timeout.
-func startPlaywrightMCP(ctx context.Context, repoRoot, cdp, dir string, timeout time.Duration) (*runMCP, error) {
+func startPlaywrightMCP(ctx context.Context, repoRoot, cdp, dir string, timeout time.Duration, rec *stepRecorder) (*runMCP, error) {
 	start := time.Now()
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -241,5 +262,5 @@ func startPlaywrightMCP(ctx context.Context, repoRoot, cdp, dir string, timeout 
 		w.Stop()
 		return nil, browserStartError(fmt.Errorf("@playwright/mcp printed %q", addr))
 	}
-	return readyMCP(ctx, "http://127.0.0.1:"+u.Port()+"/mcp", u.Host, start, timeout, w.Stop, "@playwright/mcp")
+	return readyMCP(ctx, "http://127.0.0.1:"+u.Port()+"/mcp", u.Host, start, timeout, w.Stop, "@playwright/mcp", rec)
 }

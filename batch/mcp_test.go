@@ -1,8 +1,10 @@
 package batch
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -39,7 +41,7 @@ func TestReadyMCP(t *testing.T) {
 	ctx := context.Background()
 	good := mcpServer(t, "browser_navigate", "browser_snapshot")
 	stopped := false
-	m, err := readyMCP(ctx, good.URL+"/mcp", "", time.Now(), 10*time.Second, func() { stopped = true }, "fake")
+	m, err := readyMCP(ctx, good.URL+"/mcp", "", time.Now(), 10*time.Second, func() { stopped = true }, "fake", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func TestReadyMCP(t *testing.T) {
 	} {
 		stopped = false
 		t0 := time.Now()
-		_, err := readyMCP(ctx, upstream, "", t0, time.Second, func() { stopped = true }, "fake")
+		_, err := readyMCP(ctx, upstream, "", t0, time.Second, func() { stopped = true }, "fake", nil)
 		var se *StartError
 		if !errors.As(err, &se) || se.Kind != ErrorBrowserStart || !strings.Contains(err.Error(), "not ready within 1s") {
 			t.Errorf("%s: %v, want a browser_start error", name, err)
@@ -113,7 +115,7 @@ func TestStartPlaywrightMCP(t *testing.T) {
 	defer b.Stop()
 	dir := t.TempDir()
 	t.Setenv("PAB_PLAYWRIGHT_MCP", "")
-	m, err := startPlaywrightMCP(ctx, root, b.CDP, dir, 2*time.Minute)
+	m, err := startPlaywrightMCP(ctx, root, b.CDP, dir, 2*time.Minute, newStepRecorder(dir, b.CDP, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +123,7 @@ func TestStartPlaywrightMCP(t *testing.T) {
 	if err != nil || n < 10 {
 		t.Errorf("tools/list: %d tools, %v", n, err)
 	}
+	playSteps(t, ctx, m, dir)
 	m.stop()
 
 	never := filepath.Join(t.TempDir(), "never.mjs")
@@ -128,9 +131,83 @@ func TestStartPlaywrightMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PAB_PLAYWRIGHT_MCP", never)
-	_, err = startPlaywrightMCP(ctx, root, b.CDP, t.TempDir(), 2*time.Second)
+	_, err = startPlaywrightMCP(ctx, root, b.CDP, t.TempDir(), 2*time.Second, nil)
 	var se *StartError
 	if !errors.As(err, &se) || se.Kind != ErrorBrowserStart || !strings.Contains(err.Error(), "did not listen within 2s") {
 		t.Errorf("a server that never listens: %v", err)
+	}
+}
+
+// playSteps makes five tool calls through the front as an agent would (three pages of a
+// loopback site, a snapshot, a typing call with a secret on a ref that does not exist) and
+// checks steps.jsonl and the view written from it: five steps, each page's screenshot with
+// the title of its URL, the typed value nowhere.
+func playSteps(t *testing.T, ctx context.Context, m *runMCP, dir string) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, "<!doctype html><title>Page %s</title><h1>Page %s</h1><input aria-label=box>", r.URL.Path[1:], r.URL.Path[1:])
+	}))
+	defer site.Close()
+	c := mcp.NewClient(&mcp.Implementation{Name: "steps-agent", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: m.URL, HTTPClient: &http.Client{Transport: bearerTransport{m.Token}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = "typed-secret-4711"
+	calls := []struct {
+		tool string
+		args map[string]any
+	}{
+		{"browser_navigate", map[string]any{"url": site.URL + "/a"}},
+		{"browser_navigate", map[string]any{"url": site.URL + "/b"}},
+		{"browser_snapshot", map[string]any{}},
+		{"browser_navigate", map[string]any{"url": site.URL + "/c"}},
+		{"browser_type", map[string]any{"element": "box", "target": "e999", "text": secret}},
+	}
+	for _, call := range calls {
+		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: call.tool, Arguments: call.args}); err != nil {
+			t.Errorf("%s: %v", call.tool, err)
+		}
+	}
+	cs.Close()
+	m.stop() // closes steps.jsonl
+	raw, err := os.ReadFile(filepath.Join(dir, FileSteps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), secret) {
+		t.Errorf("steps.jsonl holds the typed value:\n%s", raw)
+	}
+	steps, err := ReadSteps(filepath.Join(dir, FileSteps))
+	if err != nil || len(steps) != 5 {
+		t.Fatalf("steps: %d, %v\n%s", len(steps), err, raw)
+	}
+	wantPage := []string{"a", "b", "b", "c", "c"}
+	for i, st := range steps {
+		if st.N != i+1 || st.Tool != calls[i].tool || st.Screenshot == "" {
+			t.Errorf("step %d: %+v", i+1, st)
+			continue
+		}
+		if st.URL != site.URL+"/"+wantPage[i] || st.Title != "Page "+wantPage[i] {
+			t.Errorf("step %d: page %q %q, want %s/%s titled Page %s", i+1, st.URL, st.Title, site.URL, wantPage[i], wantPage[i])
+		}
+		img, err := os.ReadFile(filepath.Join(dir, st.Screenshot))
+		if err != nil || len(img) < 1000 || len(img) > maxShotBytes || !bytes.HasPrefix(img, []byte{0xff, 0xd8}) {
+			t.Errorf("step %d: screenshot %d bytes, %v", i+1, len(img), err)
+		}
+	}
+	if !strings.Contains(string(steps[4].Args), "[masked: 17 chars]") || !steps[4].IsError {
+		t.Errorf("typing step: args %s, isError %v; want the text masked and the bad ref an error", steps[4].Args, steps[4].IsError)
+	}
+	if err := WriteView(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	view, err := os.ReadFile(filepath.Join(dir, FileView))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(view), `<section class="step`); n != 5 || strings.Contains(string(view), secret) ||
+		strings.Count(string(view), "data:image/jpeg;base64,") != 5 || len(view) > 5<<20 {
+		t.Errorf("view.html: %d steps, %d bytes, secret %v", n, len(view), strings.Contains(string(view), secret))
 	}
 }

@@ -513,6 +513,9 @@ func finishRun(ctx context.Context, t Task, dir string, in *Info, problems []str
 		if err := res.WriteFiles(dir); err != nil {
 			fail(ErrorHarness, err.Error())
 		}
+		if err := WriteView(dir, res); err != nil {
+			in.Notes = append(in.Notes, FileView+" not written: "+err.Error())
+		}
 		in.GradeStatus = res.Status
 		in.Provenance = res.Provenance
 		in.Score, in.Passed = res.Score, res.Passed

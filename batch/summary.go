@@ -71,7 +71,10 @@ type RunRow struct {
 	// its report.html relative to the batch directory, empty when there is none.
 	Dir    string `json:"dir"`
 	Report string `json:"report,omitempty"`
-	Error  string `json:"error,omitempty"`
+	// View is its view.html (the step-by-step run view) relative to the batch directory,
+	// empty when there is none.
+	View  string `json:"view,omitempty"`
+	Error string `json:"error,omitempty"`
 	// Provenance is the run's (run.json): what it was graded against and by which build;
 	// nil when the run was not graded.
 	Provenance *grade.Provenance `json:"provenance,omitempty"`
@@ -292,6 +295,9 @@ func rowOf(out string, in *Info) RunRow {
 	}
 	if _, err := os.Stat(filepath.Join(out, dir, FileReport)); err == nil {
 		r.Report = dir + "/" + FileReport
+	}
+	if _, err := os.Stat(filepath.Join(out, dir, FileView)); err == nil {
+		r.View = dir + "/" + FileView
 	}
 	return r
 }
