@@ -10,5 +10,5 @@ import "github.com/spf13/cobra"
 // types, which pab replay, pab browser and the read-only task tools do not need.
 func heavyCommands(g *globalFlags) []*cobra.Command {
 	return []*cobra.Command{newCheckCmd(g), newGradeCmd(g), newGuardCmd(g), newRunCmd(g), newK8sCmd(g),
-		newImportCmd(g), newRecordCmd(g), newRecordingCmd(g), newCompareCmd(g)}
+		newImportCmd(g), newRecordCmd(g), newRecordingCmd(g), newCompareCmd(g), newViewCmd(g)}
 }

@@ -1,0 +1,83 @@
+package batch
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestParseRPCResponse: the answer to a tools/call is found in a JSON body, a JSON batch
+// and an SSE stream (with a notification before it, CRLF lines and a multi-line data
+// field); another id's answer is not taken.
+func TestParseRPCResponse(t *testing.T) {
+	id := json.RawMessage(`7`)
+	res := `{"jsonrpc":"2.0","id":7,"result":{"isError":true,"content":[{"type":"text","text":"boom"}]}}`
+	for name, tc := range map[string]struct{ ctype, body string }{
+		"json":  {"application/json", res},
+		"batch": {"application/json", `[{"jsonrpc":"2.0","id":6,"result":{}},` + res + `]`},
+		"sse": {"text/event-stream; charset=utf-8", "event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\r\n\r\n" +
+			"id: 2\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\ndata: \"result\":{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":\"boom\"}]}}\n\n"},
+	} {
+		m := parseRPCResponse(tc.ctype, []byte(tc.body), id)
+		if m == nil || m.Result == nil || !m.Result.IsError || m.Result.Content[0].Text != "boom" {
+			t.Errorf("%s: %+v", name, m)
+		}
+	}
+	if m := parseRPCResponse("application/json", []byte(strings.Replace(res, `"id":7`, `"id":8`, 1)), id); m != nil {
+		t.Errorf("another id's answer was taken: %+v", m)
+	}
+}
+
+// TestMaskArgs: typed values are masked at any depth and collected to be cut out of what
+// a step shows; other arguments stay.
+func TestMaskArgs(t *testing.T) {
+	var args any
+	json.Unmarshal([]byte(`{"element":"Name","ref":"e3","text":"Ada Lovelace","fields":[{"name":"Email","value":"ada@example.org"}],"values":["yes"]}`), &args)
+	var secrets []string
+	b, _ := json.Marshal(maskArgs(args, &secrets))
+	s := string(b)
+	for _, sec := range []string{"Ada Lovelace", "ada@example.org", `"yes"`} {
+		if strings.Contains(s, sec) {
+			t.Errorf("masked args %s hold %s", s, sec)
+		}
+	}
+	if !strings.Contains(s, `"text":"[masked: 12 chars]"`) || !strings.Contains(s, `"element":"Name"`) || len(secrets) != 3 {
+		t.Errorf("masked args %s, secrets %d", s, len(secrets))
+	}
+	if got := scrub("https://x/?q=Ada+Lovelace and Ada Lovelace", secrets); strings.Contains(got, "Ada") {
+		t.Errorf("scrub: %s", got)
+	}
+}
+
+// FuzzParseRPCResponse: any answer body is parsed or ignored without a panic.
+func FuzzParseRPCResponse(f *testing.F) {
+	f.Add("text/event-stream", []byte("data: {\"id\":1,\"result\":{\"content\":[]}}\n\n"))
+	f.Add("application/json", []byte(`[{"id":1,"error":{"message":"x"}}]`))
+	f.Add("text/event-stream", []byte("data:\ndata"))
+	f.Fuzz(func(t *testing.T, ctype string, body []byte) {
+		parseRPCResponse(ctype, body, json.RawMessage(`1`))
+	})
+}
+
+// FuzzReadSteps: any steps.jsonl is read or refused with an error naming it, and what is
+// read renders into a view without a panic.
+func FuzzReadSteps(f *testing.F) {
+	f.Add([]byte(`{"n":1,"tool":"browser_navigate","start":"2026-01-01T00:00:00.000Z","end":"2026-01-01T00:00:01.000Z","screenshot":"../../etc/passwd"}` + "\n"))
+	f.Add([]byte("{\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, FileSteps), data, 0o644)
+		os.WriteFile(filepath.Join(dir, FileLog), []byte(`{"time":"2026-01-01T00:00:00.500Z","method":"GET","url":"https://a/","source":"miss","status":404}`+"\n"), 0o644)
+		if _, err := ReadSteps(filepath.Join(dir, FileSteps)); err != nil {
+			if !strings.Contains(err.Error(), FileSteps) {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if err := WriteView(dir, nil); err != nil {
+			t.Fatalf("WriteView: %v", err)
+		}
+	})
+}
