@@ -121,8 +121,9 @@ const (
 
 // maskedArgs are the argument names whose values are typed into a page (browser_type
 // text, browser_fill_form fields[].value, browser_select_option values, pab guard's
-// tools alike): masked wherever they occur in a call's arguments.
-var maskedArgs = map[string]bool{"text": true, "value": true, "values": true, "password": true}
+// tools alike) or quote the owner's grounding (pab guard's source_quote): masked wherever
+// they occur in a call's arguments, as pab guard's trace never writes them.
+var maskedArgs = map[string]bool{"text": true, "value": true, "values": true, "password": true, "source_quote": true}
 
 // maskArgs returns args with every maskedArgs value replaced by "[masked: N chars]" (N its
 // length in characters as JSON text), and the string values masked, to be cut out of

@@ -119,7 +119,7 @@ func WriteView(dir string, res *grade.Result) error {
 	if err := v.readLog(filepath.Join(dir, FileLog)); err != nil {
 		return err
 	}
-	v.readGuard(filepath.Join(dir, "guard.trace.jsonl"))
+	v.readGuard(filepath.Join(dir, grade.GuardTraceFile))
 	var b bytes.Buffer
 	if err := viewTmpl.Execute(&b, v); err != nil {
 		return fmt.Errorf("render %s: %v", FileView, err)
@@ -190,8 +190,7 @@ func (v *viewData) readGuard(path string) {
 	}
 	for _, line := range bytes.Split(data, []byte("\n")) {
 		var ev struct {
-			Time   string         `json:"time"`
-			TS     string         `json:"ts"`
+			At     string         `json:"at"`
 			Type   string         `json:"type"`
 			Detail map[string]any `json:"detail"`
 		}
@@ -201,10 +200,7 @@ func (v *viewData) readGuard(path string) {
 		if ev.Type != "policy.decision" && ev.Type != "browser.blocked" && ev.Type != "run.paused" && !strings.HasPrefix(ev.Type, "submit.") {
 			continue
 		}
-		ts := ev.Time
-		if ts == "" {
-			ts = ev.TS
-		}
+		ts := ev.At
 		t, err := time.Parse(time.RFC3339Nano, ts)
 		if err != nil {
 			continue

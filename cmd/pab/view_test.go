@@ -253,3 +253,86 @@ func TestRunView(t *testing.T) {
 	}
 	t.Logf("view in Chromium: requests %q", requested)
 }
+
+// TestRunViewGuard (issue 30): a pab run --guard run of apply-greenhouse-axon by the
+// scripted agent — type the email, press "Submit application" (refused in
+// fill_and_review), ready_for_review — has a view whose submit step is marked refused with
+// the guard's reason, and the typed value appears nowhere in view.html or steps.jsonl.
+func TestRunViewGuard(t *testing.T) {
+	requireBrowserStack(t)
+	agentBin := filepath.Join(t.TempDir(), "stepagent")
+	if out, err := exec.Command("go", "build", "-o", agentBin, "./testdata/stepagent").CombinedOutput(); err != nil {
+		t.Fatalf("build stepagent: %v\n%s", err, out)
+	}
+	const typed = "jane.doe@example.com"
+	t.Setenv("STEPAGENT_PLAN", strings.Join([]string{
+		`browser_navigate {"url":"https://job-boards.greenhouse.io/axon/jobs/6641960003"}`,
+		`browser_type {"target":"$ref:textbox:Email","element":"Email","text":"` + typed + `","source_quote":"Email: ` + typed + `"}`,
+		`browser_click {"target":"$ref:button:Submit application","element":"Submit application"}`,
+		`ready_for_review {"summary":"email filled"}`,
+	}, "\n"))
+	t.Setenv("STEPAGENT_ANSWER", "ready for review")
+	t.Setenv("PAB_PLAYWRIGHT_MCP", "")
+	out := filepath.Join(t.TempDir(), "batch")
+	stdout, stderr, code := runPabDir(t, repoRoot, "run", "--out", out, "--guard", filepath.Join(repoRoot, "tasks/apply-greenhouse-axon/application.yaml"),
+		"--proxy-env=false", "--timeout", "3m", "--agent", agentBin, "--judge", "cli", "--judge-cmd", exampleJudge, "apply-greenhouse-axon")
+	if code != 0 {
+		t.Fatalf("pab run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	run := filepath.Join(out, "apply-greenhouse-axon", "1")
+	steps, err := batch.ReadSteps(filepath.Join(run, batch.FileSteps))
+	if err != nil {
+		e, _ := os.ReadFile(filepath.Join(run, batch.FileStderr))
+		t.Fatalf("steps: %v\n%s", err, e)
+	}
+	var tools []string
+	for _, st := range steps {
+		tools = append(tools, st.Tool)
+		if st.Screenshot != "" || !strings.Contains(st.ShotNote, "pab guard owns") {
+			t.Errorf("guard step %d: screenshot %q note %q", st.N, st.Screenshot, st.ShotNote)
+		}
+	}
+	if strings.Join(tools, " ") != "browser_navigate browser_snapshot browser_type browser_snapshot browser_click ready_for_review" {
+		e, _ := os.ReadFile(filepath.Join(run, batch.FileStderr))
+		t.Fatalf("steps %v\n%s", tools, e)
+	}
+	for _, name := range []string{batch.FileSteps, batch.FileView} {
+		data, err := os.ReadFile(filepath.Join(run, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		low := strings.ToLower(string(data))
+		for _, form := range []string{typed, "jane.doe%40example.com", "jane.doe&#64;example.com"} {
+			if i := strings.Index(low, form); i >= 0 {
+				t.Errorf("%s holds the typed value (%s): …%s…", name, form, low[max(0, i-300):min(len(low), i+100)])
+			}
+		}
+	}
+	view, _ := os.ReadFile(filepath.Join(run, batch.FileView))
+	doc, err := html.Parse(bytes.NewReader(view))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the click step: marked refused, with a refused policy.decision row giving the reason
+	var sections []*html.Node
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "section" {
+			sections = append(sections, n)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	if len(sections) != 6 {
+		t.Fatalf("view.html has %d steps, want 6", len(sections))
+	}
+	var b bytes.Buffer
+	html.Render(&b, sections[4])
+	click := b.String()
+	if !strings.Contains(click, `<span class="mark">refused</span>`) || !strings.Contains(click, `class="refused"`) ||
+		!strings.Contains(click, "policy.decision") || !strings.Contains(click, "reason") {
+		t.Errorf("the submit step is not shown refused with its reason:\n%s", click)
+	}
+}
