@@ -57,6 +57,9 @@ type Local struct {
 	// MCPTimeout bounds the wait for a run's browser MCP server or pab guard to be ready
 	// (0: MCPReadyTimeout).
 	MCPTimeout time.Duration
+	// NoSteps turns off the recording of the browser steps (steps.jsonl, screenshots,
+	// view.html: pab run --view=false).
+	NoSteps bool
 
 	caOnce sync.Once
 	ca     *tlsca.CA
@@ -206,7 +209,7 @@ func (t *localTask) Start(ctx context.Context, spec StartSpec) (*Services, error
 		}
 		svc.CDPURL, stop = b.CDP, b.Stop
 		if t.h.MCP {
-			m, err := startPlaywrightMCP(ctx, t.h.Repo.Root, b.CDP, spec.Dir, timeout, newStepRecorder(spec.Dir, b.CDP, ""))
+			m, err := startPlaywrightMCP(ctx, t.h.Repo.Root, b.CDP, spec.Dir, timeout, t.h.steps(spec.Dir, b.CDP, ""))
 			if err != nil {
 				b.Stop()
 				stopReplay()
@@ -223,7 +226,7 @@ func (t *localTask) Start(ctx context.Context, spec StartSpec) (*Services, error
 			return nil, browserStartError(err)
 		}
 		m, err := readyMCP(ctx, gd.URL, "", start, timeout, gd.Stop, "pab guard",
-			newStepRecorder(spec.Dir, "", "no screenshot: pab guard owns this run's browser"))
+			t.h.steps(spec.Dir, "", "no screenshot: pab guard owns this run's browser"))
 		if err != nil {
 			stopReplay()
 			return nil, err
@@ -325,4 +328,12 @@ func (t *localTask) startGuard(ctx context.Context, proxy, dir string) (*guardCh
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// steps is the step recorder of a run in dir (newStepRecorder), nil with NoSteps.
+func (h *Local) steps(dir, cdp, noShot string) *stepRecorder {
+	if h.NoSteps {
+		return nil
+	}
+	return newStepRecorder(dir, cdp, noShot)
 }

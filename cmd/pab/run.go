@@ -26,7 +26,7 @@ type runFlags struct {
 	agent, out, label, guardApp, guardMCP, chrome, clock, collect string
 	jobs, repeat                                                  int
 	timeout, grace, mcpTimeout                                    time.Duration
-	resume, browser, mcp, proxyEnv, meter                         bool
+	resume, browser, mcp, proxyEnv, meter, view                   bool
 	prices                                                        string
 	jf                                                            judgeFlags
 }
@@ -59,6 +59,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	f.DurationVar(&rf.mcpTimeout, "mcp-timeout", batch.MCPReadyTimeout, "with --mcp or --guard: how long a run waits for its browser MCP server to be ready; past it the run is an error of kind browser_start and the agent is not started")
 	f.BoolVar(&rf.meter, "meter", true, "meter the agent's and the judge's model calls (a loopback pass-through handed to the agent as ANTHROPIC_BASE_URL, OPENAI_BASE_URL and CODEX_BASE_URL): run.json's usage, usage.json, summary.json's totals")
 	f.StringVar(&rf.prices, "prices", "", "price table (YAML) that turns tokens into cost (default: the one shipped in pab, internal/meter/prices.yaml)")
+	f.BoolVar(&rf.view, "view", true, "with --mcp or --guard: record each browser tool call (steps.jsonl, screenshots) and write the run's view.html; --view=false records nothing")
 	f.StringVar(&rf.guardApp, "guard", "", "start pab guard with this application file in front of each run's replay and hand its MCP endpoint over (PAB_MCP_URL)")
 	f.StringVar(&rf.guardMCP, "guard-browser-mcp", "", `with --guard: the browser MCP server guard starts instead of @playwright/mcp ("CMD ARGS", pab guard --browser-mcp --unprotected-browser: its browser is not held below the page)`)
 	f.StringVar(&rf.chrome, "chrome", "", "Chromium executable for --browser and --guard (default: chromium on PATH)")
@@ -143,7 +144,7 @@ func runBatch(cmd *cobra.Command, g *globalFlags, rf *runFlags, args []string) e
 	if rf.mcpTimeout <= 0 {
 		return fmt.Errorf("run: --mcp-timeout %s: want more than 0", rf.mcpTimeout)
 	}
-	h.MCP, h.MCPTimeout = rf.mcp, rf.mcpTimeout
+	h.MCP, h.MCPTimeout, h.NoSteps = rf.mcp, rf.mcpTimeout, !rf.view
 	tasks, err := batch.RepoTasks(repo, args)
 	if err != nil {
 		return err
