@@ -1,11 +1,16 @@
 package batch
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestParseRPCResponse: the answer to a tools/call is found in a JSON body, a JSON batch
@@ -80,4 +85,55 @@ func FuzzReadSteps(f *testing.F) {
 			t.Fatalf("WriteView: %v", err)
 		}
 	})
+}
+
+// TestStepsConcurrentCalls: tool calls sent at once through a recording front (a fake MCP
+// server, no browser) are all answered and recorded once each, numbered 1..n with windows
+// that do not overlap (the front records one call at a time), the typed values masked.
+func TestStepsConcurrentCalls(t *testing.T) {
+	srv := mcpServer(t, "browser_navigate", "browser_type")
+	dir := t.TempDir()
+	rec := newStepRecorder(dir, "", "no browser in this test")
+	front, err := startMCPFront(srv.URL+"/mcp", "", "tok", rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer front.Close()
+	ctx := context.Background()
+	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: front.URL, HTTPClient: &http.Client{Transport: bearerTransport{"tok"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "browser_type", Arguments: map[string]any{"text": "secret-value", "ref": "e1"}}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	cs.Close()
+	front.Close()
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	steps, err := ReadSteps(filepath.Join(dir, FileSteps))
+	if err != nil || len(steps) != n {
+		t.Fatalf("%d steps, %v", len(steps), err)
+	}
+	var lastEnd string
+	for i, st := range steps {
+		if st.N != i+1 || st.Tool != "browser_type" || strings.Contains(string(st.Args), "secret") || st.ShotNote != "no browser in this test" || st.RPCError != "" {
+			t.Errorf("step %d: %+v", i+1, st)
+		}
+		if st.Start < lastEnd {
+			t.Errorf("step %d starts at %s, before step %d ended at %s", i+1, st.Start, i, lastEnd)
+		}
+		lastEnd = st.End
+	}
 }

@@ -72,28 +72,44 @@ var markedSources = map[replay.Source]string{replay.SourceFuzzy: "fuzzy answer",
 // Screenshots are inlined as data: URLs, so the file opens with no network and no other
 // file.
 func WriteView(dir string, res *grade.Result) error {
-	steps, err := ReadSteps(filepath.Join(dir, FileSteps))
+	return WriteViewFiles(ViewFiles{Steps: filepath.Join(dir, FileSteps), Log: filepath.Join(dir, FileLog),
+		GuardTrace: filepath.Join(dir, grade.GuardTraceFile), Answer: filepath.Join(dir, FileAnswer),
+		Result: filepath.Join(dir, FileResult), Out: dir}, res)
+}
+
+// ViewFiles are the files a view is made from, and the directory it is written to (Out,
+// as view.html). Screenshot paths in Steps are relative to Steps' directory. Empty
+// GuardTrace, Answer or Result: none.
+type ViewFiles struct {
+	Steps, Log, GuardTrace, Answer, Result, Out string
+}
+
+// WriteViewFiles writes f.Out/view.html as WriteView does, from the files f names (pab
+// grade --out: a run graded alone). It does nothing and returns nil without f.Steps.
+func WriteViewFiles(f ViewFiles, res *grade.Result) error {
+	dir := filepath.Dir(f.Steps)
+	steps, err := ReadSteps(f.Steps)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if res == nil {
-		data, err := readBounded(filepath.Join(dir, FileResult), 16<<20)
+	if res == nil && f.Result != "" {
+		data, err := readBounded(f.Result, 16<<20)
 		if err == nil {
 			var r grade.Result
 			if err := json.Unmarshal(data, &r); err != nil {
-				return fmt.Errorf("%s: %v", filepath.Join(dir, FileResult), err)
+				return fmt.Errorf("%s: %v", f.Result, err)
 			}
 			res = &r
 		}
 	}
-	v := &viewData{Dir: dir, Result: res, Cap: fmt.Sprintf("at most %d screenshots per run, each JPEG ≤ %d KiB and ≤ %d px wide", MaxScreenshots, maxShotBytes>>10, maxShotWidth)}
+	v := &viewData{Dir: f.Out, Result: res, Cap: fmt.Sprintf("at most %d screenshots per run, each JPEG ≤ %d KiB and ≤ %d px wide", MaxScreenshots, maxShotBytes>>10, maxShotWidth)}
 	if res != nil {
 		v.Task = res.Task
 	}
-	if a, err := readBounded(filepath.Join(dir, FileAnswer), grade.MaxAnswerSize); err == nil {
+	if a, err := readBounded(f.Answer, grade.MaxAnswerSize); f.Answer != "" && err == nil {
 		v.Answer = textcut.Fit(string(a), 20000, "…")
 	}
 	for i := range steps {
@@ -116,15 +132,17 @@ func WriteView(dir string, res *grade.Result) error {
 		}
 		v.Steps = append(v.Steps, s)
 	}
-	if err := v.readLog(filepath.Join(dir, FileLog)); err != nil {
+	if err := v.readLog(f.Log); err != nil {
 		return err
 	}
-	v.readGuard(filepath.Join(dir, grade.GuardTraceFile))
+	if f.GuardTrace != "" {
+		v.readGuard(f.GuardTrace)
+	}
 	var b bytes.Buffer
 	if err := viewTmpl.Execute(&b, v); err != nil {
 		return fmt.Errorf("render %s: %v", FileView, err)
 	}
-	return atomicfile.Write(filepath.Join(dir, FileView), b.Bytes(), 0o644)
+	return atomicfile.Write(filepath.Join(f.Out, FileView), b.Bytes(), 0o644)
 }
 
 // stepOf is the index of the step whose window [start, next step's start) holds t; -1

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pab-dev/pab/batch"
 	"github.com/pab-dev/pab/grade"
 	"github.com/pab-dev/pab/internal/atomicfile"
 	"github.com/pab-dev/pab/task"
@@ -159,6 +160,16 @@ func runGrade(cmd *cobra.Command, g *globalFlags, target string, files grade.Fil
 	}
 	if err := res.WriteFiles(outDir); err != nil {
 		return fmt.Errorf("grade: %w", err)
+	}
+	// the run view, when the log's directory holds the run's browser steps (pab run)
+	runDir := filepath.Dir(files.Log)
+	trace := files.GuardTrace
+	if trace == "" {
+		trace = filepath.Join(runDir, grade.GuardTraceFile)
+	}
+	if err := batch.WriteViewFiles(batch.ViewFiles{Steps: filepath.Join(runDir, batch.FileSteps), Log: files.Log,
+		GuardTrace: trace, Answer: files.Answer, Out: outDir}, res); err != nil {
+		fmt.Fprintln(errOut, "pab grade: warning: view.html not written:", err)
 	}
 	res.Print(cmd.OutOrStdout(), outDir)
 	if res.Status == grade.StatusError {

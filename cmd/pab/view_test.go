@@ -212,6 +212,16 @@ func TestRunView(t *testing.T) {
 		t.Errorf("no step is marked for its fuzzy answer")
 	}
 
+	// pab grade --out writes the same view for the run graded alone
+	regraded := t.TempDir()
+	if o, e, c := runPab(t, "grade", "archive-org-jobs", "--log", filepath.Join(run, batch.FileLog), "--answer", filepath.Join(run, batch.FileAnswer),
+		"--out", regraded, "--judge", "cli", "--judge-cmd", filepath.Join(repoRoot, exampleJudge)); c != 0 {
+		t.Errorf("pab grade: exit %d\n%s\n%s", c, o, e)
+	} else if v2, err := os.ReadFile(filepath.Join(regraded, batch.FileView)); err != nil || strings.Count(string(v2), `<section class="step`) != 5 ||
+		strings.Count(string(v2), "data:image/jpeg;base64,") != 5 {
+		t.Errorf("pab grade --out: view.html %d bytes, %v", len(v2), err)
+	}
+
 	// pab view prints the path
 	if o, e, c := runPab(t, "view", run); c != 0 || strings.TrimSpace(o) != viewPath {
 		t.Errorf("pab view: exit %d %q %q, want %s", c, o, e, viewPath)
