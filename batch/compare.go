@@ -69,33 +69,26 @@ func provenanceOf(p *grade.Provenance) CompareProvenance {
 	return CompareProvenance{Recording: p.Recording, Grading: p.Grading, Rules: p.Rules, PabVersion: p.Pab.Version, PabCommit: p.Pab.Revision}
 }
 
-// UsageTotals sums the model usage run.json reports (its "usage" object) over the runs of a
-// row that have one. Tokens are counts; CostUSD is US dollars as the agent's meter reported
-// them.
+// UsageTotals sums the model usage run.json reports (its "usage" object, RunUsage: what
+// pab run's meter saw) over the runs of a row that have one. Tokens are counts; costs are
+// US dollars.
 type UsageTotals struct {
 	// Runs is how many of the row's runs carried a usage object.
-	Runs             int     `json:"runs"`
-	Calls            int64   `json:"calls"`
-	InputTokens      int64   `json:"input_tokens"`
-	OutputTokens     int64   `json:"output_tokens"`
-	CacheReadTokens  int64   `json:"cache_read_tokens"`
-	CacheWriteTokens int64   `json:"cache_write_tokens"`
-	CostUSD          float64 `json:"cost_usd"`
-	// JudgeCostUSD is the judge's cost (usage.judge.cost_usd), summed likewise.
-	JudgeCostUSD float64 `json:"judge_cost_usd"`
-}
-
-// runUsage is the part of run.json's usage object compare reads.
-type runUsage struct {
-	Calls            int64   `json:"calls"`
-	InputTokens      int64   `json:"input_tokens"`
-	OutputTokens     int64   `json:"output_tokens"`
-	CacheReadTokens  int64   `json:"cache_read_tokens"`
-	CacheWriteTokens int64   `json:"cache_write_tokens"`
-	CostUSD          float64 `json:"cost_usd"`
-	Judge            *struct {
-		CostUSD float64 `json:"cost_usd"`
-	} `json:"judge"`
+	Runs             int   `json:"runs"`
+	Calls            int64 `json:"calls"`
+	InputTokens      int64 `json:"input_tokens"`
+	OutputTokens     int64 `json:"output_tokens"`
+	CacheReadTokens  int64 `json:"cache_read_tokens"`
+	CacheWriteTokens int64 `json:"cache_write_tokens"`
+	// CostUSD is the agent's cost; nil when a run's cost is unknown (a call the price
+	// table has no price for: run.json cost_usd null), and then KnownCostUSD is the sum of
+	// what was priced and UnpricedCalls counts the calls that were not.
+	CostUSD       *float64 `json:"cost_usd"`
+	KnownCostUSD  float64  `json:"known_cost_usd"`
+	UnpricedCalls int      `json:"unpriced_calls"`
+	// JudgeCostUSD is the judge's cost (usage.judge.cost_usd) summed likewise; nil when a
+	// run's judge was not metered or not priced.
+	JudgeCostUSD *float64 `json:"judge_cost_usd"`
 }
 
 // CompareRow is one agent label on one task, over the runs of every batch given whose
@@ -185,12 +178,12 @@ func ReadSummary(dir string) (*Summary, error) {
 
 // runExtras are what compare reads from a run directory beside summary.json: run.json's
 // usage and the number of tool calls in steps.jsonl (-1 without one).
-func runExtras(batchDir, rel string) (*runUsage, int, error) {
+func runExtras(batchDir, rel string) (*RunUsage, int, error) {
 	if rel == "" || !filepath.IsLocal(filepath.FromSlash(rel)) {
 		return nil, -1, fmt.Errorf("%s: run directory %q is not inside the batch", filepath.Join(batchDir, FileSummary), rel)
 	}
 	dir := filepath.Join(batchDir, filepath.FromSlash(rel))
-	var u *runUsage
+	var u *RunUsage
 	data, err := readBounded(filepath.Join(dir, FileInfo), maxInfoSize)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -198,7 +191,7 @@ func runExtras(batchDir, rel string) (*runUsage, int, error) {
 		return nil, -1, err
 	default:
 		var in struct {
-			Usage *runUsage `json:"usage"`
+			Usage *RunUsage `json:"usage"`
 		}
 		if err := json.Unmarshal(data, &in); err != nil {
 			return nil, -1, fmt.Errorf("%s: not a run.json: %v", filepath.Join(dir, FileInfo), err)
@@ -320,19 +313,10 @@ func Compare(dirs []string) (*Comparison, error) {
 			}
 			if u != nil {
 				if row.Usage == nil {
-					row.Usage = &UsageTotals{}
+					zero := 0.0
+					row.Usage = &UsageTotals{CostUSD: &zero, JudgeCostUSD: &zero}
 				}
-				t := row.Usage
-				t.Runs++
-				t.Calls += u.Calls
-				t.InputTokens += u.InputTokens
-				t.OutputTokens += u.OutputTokens
-				t.CacheReadTokens += u.CacheReadTokens
-				t.CacheWriteTokens += u.CacheWriteTokens
-				t.CostUSD += u.CostUSD
-				if u.Judge != nil {
-					t.JudgeCostUSD += u.Judge.CostUSD
-				}
+				addUsage(row.Usage, u)
 			}
 		}
 	}
@@ -415,4 +399,27 @@ func median(vs []float64) *float64 {
 		return ptr(s[n/2])
 	}
 	return ptr((s[n/2-1] + s[n/2]) / 2)
+}
+
+// addUsage adds one run's usage to t.
+func addUsage(t *UsageTotals, u *RunUsage) {
+	t.Runs++
+	t.Calls += int64(u.Calls)
+	t.InputTokens += u.InputTokens
+	t.OutputTokens += u.OutputTokens
+	t.CacheReadTokens += u.CacheReadTokens
+	t.CacheWriteTokens += u.CacheWriteTokens
+	t.KnownCostUSD += u.KnownCostUSD
+	t.UnpricedCalls += u.UnpricedCalls
+	if u.CostUSD == nil {
+		t.CostUSD = nil
+	} else if t.CostUSD != nil {
+		t.CostUSD = ptr(*t.CostUSD + *u.CostUSD)
+	}
+	switch {
+	case u.Judge == nil || u.Judge.CostUSD == nil:
+		t.JudgeCostUSD = nil
+	case t.JudgeCostUSD != nil:
+		t.JudgeCostUSD = ptr(*t.JudgeCostUSD + *u.Judge.CostUSD)
+	}
 }

@@ -30,7 +30,11 @@ func compareCells(r *CompareRow) []string {
 	tokens, cost := noValue, noValue
 	if u := r.Usage; u != nil {
 		tokens = fmt.Sprintf("%s in / %s out", count(u.InputTokens), count(u.OutputTokens))
-		cost = fmt.Sprintf("$%.4f", u.CostUSD)
+		if u.CostUSD != nil {
+			cost = fmt.Sprintf("$%.4f", *u.CostUSD)
+		} else {
+			cost = fmt.Sprintf("≥ $%.4f (%d calls unpriced)", u.KnownCostUSD, u.UnpricedCalls)
+		}
 		if u.Runs != r.Runs {
 			tokens += fmt.Sprintf(" (%d of %d runs)", u.Runs, r.Runs)
 		}

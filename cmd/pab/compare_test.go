@@ -161,8 +161,29 @@ func TestCompareBatches(t *testing.T) {
 		if r.ProvenanceDiffers != flagged || (flagged && strings.Join(r.DiffersIn, ",") != "recording") {
 			t.Errorf("row %s %s: provenance_differs %v %v, want %v [recording]", r.Agent, r.Task, r.ProvenanceDiffers, r.DiffersIn, flagged)
 		}
-		if r.Usage != nil || r.MedianDurationMS == nil || r.MedianRequests == nil || *r.MedianRequests <= 0 {
-			t.Errorf("row %s %s: usage %+v, median time %v, median requests %v", r.Agent, r.Task, r.Usage, r.MedianDurationMS, r.MedianRequests)
+		// pab run meters every run (the reference agent calls no model): usage summed
+		// from the runs' run.json
+		var calls int64
+		var in, outTok int64
+		for _, d := range r.Batches {
+			for _, row := range sums[d].Runs {
+				if row.Task != r.Task || row.Provenance == nil || row.Provenance.Recording != r.Provenance.Recording {
+					continue
+				}
+				info := readInfoFile(t, filepath.Join(d, row.Dir, batch.FileInfo))
+				if info.Usage == nil {
+					t.Fatalf("%s/%s: run.json has no usage", d, row.Dir)
+				}
+				calls += int64(info.Usage.Calls)
+				in += info.Usage.InputTokens
+				outTok += info.Usage.OutputTokens
+			}
+		}
+		if r.Usage == nil || r.Usage.Runs != r.Runs || r.Usage.Calls != calls || r.Usage.InputTokens != in || r.Usage.OutputTokens != outTok {
+			t.Errorf("row %s %s: usage %+v, hand: %d calls, %d in, %d out", r.Agent, r.Task, r.Usage, calls, in, outTok)
+		}
+		if r.MedianDurationMS == nil || r.MedianRequests == nil || *r.MedianRequests <= 0 || r.MedianToolCalls != nil {
+			t.Errorf("row %s %s: median time %v, median requests %v, tool calls %v", r.Agent, r.Task, r.MedianDurationMS, r.MedianRequests, r.MedianToolCalls)
 		}
 	}
 	// the literal numbers of the design: agent-a passes its first repeat only; its
