@@ -38,9 +38,17 @@ type shot struct {
 	note       string
 }
 
-// pickPage is the page target a step acted on: the last page that is not about:blank (the
-// browser lists the most recently created first... so the first such), else any page.
-func pickPage(ts []*target.Info) *target.Info {
+// pickPage is the page target a step acted on: the page at hint (the "Page URL:" the
+// browser server's answer names) when there is one, else the first page that is not
+// about:blank in the browser's list, else any page.
+func pickPage(ts []*target.Info, hint string) *target.Info {
+	if hint != "" {
+		for _, t := range ts {
+			if t.Type == "page" && t.URL == hint {
+				return t
+			}
+		}
+	}
 	var blank *target.Info
 	for _, t := range ts {
 		if t.Type != "page" {
@@ -59,7 +67,7 @@ func pickPage(ts []*target.Info) *target.Info {
 // shoot takes a JPEG of the page's viewport (quality 60, scaled to at most maxShotWidth CSS
 // pixels wide; quality 30 and then half the scale when over maxShotBytes), with its URL
 // and title, within shotTimeout.
-func (s *cdpShooter) shoot(ctx context.Context) (*shot, error) {
+func (s *cdpShooter) shoot(ctx context.Context, hint string) (*shot, error) {
 	ctx, cancel := context.WithTimeout(ctx, shotTimeout)
 	defer cancel()
 	// the connection's own context must outlive this call; bound it by ctx here
@@ -67,7 +75,7 @@ func (s *cdpShooter) shoot(ctx context.Context) (*shot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list pages: %v", err)
 	}
-	p := pickPage(ts)
+	p := pickPage(ts, hint)
 	if p == nil {
 		return nil, errors.New("the browser has no page")
 	}

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -185,6 +186,9 @@ func scrub(s string, secrets []string) string {
 	return s
 }
 
+// pageURLLine finds the page an answer of @playwright/mcp names ("- Page URL: URL").
+var pageURLLine = regexp.MustCompile(`(?m)^\s*-?\s*Page URL:\s*(\S+)\s*$`)
+
 // rpcMessage is the part of a JSON-RPC 2.0 message the recorder reads.
 type rpcMessage struct {
 	ID     json.RawMessage `json:"id"`
@@ -345,6 +349,7 @@ func (r *stepRecorder) record(ctx context.Context, m *rpcMessage, start time.Tim
 			st.Args = b
 		}
 	}
+	var fullText string
 	if resp := parseRPCResponse(ctype, body, m.ID); resp != nil {
 		if resp.Error != nil {
 			st.RPCError = textcut.Fit(scrub(resp.Error.Message, r.secrets), maxExcerpt, "…")
@@ -357,7 +362,8 @@ func (r *stepRecorder) record(ctx context.Context, m *rpcMessage, start time.Tim
 					sb.WriteString("\n")
 				}
 			}
-			st.Excerpt = textcut.Fit(scrub(strings.TrimSpace(sb.String()), r.secrets), maxExcerpt, "…")
+			fullText = sb.String()
+			st.Excerpt = textcut.Fit(scrub(strings.TrimSpace(fullText), r.secrets), maxExcerpt, "…")
 		}
 	} else {
 		st.RPCError = "no answer to this call was found in what the server sent"
@@ -371,7 +377,11 @@ func (r *stepRecorder) record(ctx context.Context, m *rpcMessage, start time.Tim
 		if r.shooter == nil {
 			r.shooter = newCDPShooter(r.cdp)
 		}
-		shot, err := r.shooter.shoot(ctx)
+		var hint string
+		if m := pageURLLine.FindStringSubmatch(fullText); m != nil {
+			hint = m[1]
+		}
+		shot, err := r.shooter.shoot(ctx, hint)
 		if err != nil {
 			st.ShotNote = textcut.Fit("no screenshot: "+err.Error(), 300, "…")
 			break

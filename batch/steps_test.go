@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/chromedp/cdproto/target"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -135,5 +136,23 @@ func TestStepsConcurrentCalls(t *testing.T) {
 			t.Errorf("step %d starts at %s, before step %d ended at %s", i+1, st.Start, i, lastEnd)
 		}
 		lastEnd = st.End
+	}
+}
+
+// TestPickPage: the page the answer names wins over the browser's order; without it the
+// first page that is not blank, else a blank page; never a worker.
+func TestPickPage(t *testing.T) {
+	ts := []*target.Info{{TargetID: "w", Type: "service_worker", URL: "https://a/sw.js"}, {TargetID: "1", Type: "page", URL: "about:blank"},
+		{TargetID: "2", Type: "page", URL: "https://a/"}, {TargetID: "3", Type: "page", URL: "https://b/"}}
+	for hint, want := range map[string]target.ID{"https://b/": "3", "": "2", "https://gone/": "2"} {
+		if p := pickPage(ts, hint); p == nil || p.TargetID != want {
+			t.Errorf("hint %q: %v, want %s", hint, p, want)
+		}
+	}
+	if p := pickPage(ts[:2], ""); p == nil || p.TargetID != "1" {
+		t.Errorf("only blank: %v", p)
+	}
+	if m := pageURLLine.FindStringSubmatch("### Page state\n- Page URL: https://b/x?y=1\n- Page Title: B\n"); m == nil || m[1] != "https://b/x?y=1" {
+		t.Errorf("Page URL line: %q", m)
 	}
 }
