@@ -297,6 +297,12 @@ type stepRecorder struct {
 	// noShot says why there are no screenshots when cdp is "".
 	noShot string
 
+	// inflight counts the calls being recorded; closing turns recording off (Close).
+	inMu     sync.Mutex
+	inflight int
+	closing  bool
+	idle     chan struct{} // closed when closing and inflight reaches 0
+
 	mu      sync.Mutex
 	n       int
 	shots   int
@@ -326,13 +332,28 @@ func (r *stepRecorder) wrap(next http.Handler) http.Handler {
 			next.ServeHTTP(w, req)
 			return
 		}
+		if !r.enter() {
+			next.ServeHTTP(w, req)
+			return
+		}
+		defer r.leave()
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		start := time.Now()
 		tw := &teeWriter{ResponseWriter: w, max: maxStepResponse}
-		next.ServeHTTP(tw, req)
+		// httputil.ReverseProxy aborts with a panic (http.ErrAbortHandler) when the client
+		// goes before the answer's stream ends, as an MCP client may once it has read its
+		// answer: the step is recorded all the same, then the abort goes on
+		var aborted any
+		func() {
+			defer func() { aborted = recover() }()
+			next.ServeHTTP(tw, req)
+		}()
 		// the screenshot is taken even when the agent has gone (bounded by shotTimeout)
 		r.record(context.Background(), &m, start, tw.Header().Get("Content-Type"), tw.buf.Bytes())
+		if aborted != nil {
+			panic(aborted)
+		}
 	})
 }
 
@@ -424,8 +445,51 @@ func (r *stepRecorder) write(st *Step) {
 	_, r.err = r.f.Write(append(b, '\n'))
 }
 
-// Close ends the recording: the CDP connection and steps.jsonl.
+// enter starts recording a call; false once Close has begun.
+func (r *stepRecorder) enter() bool {
+	r.inMu.Lock()
+	defer r.inMu.Unlock()
+	if r.closing {
+		return false
+	}
+	r.inflight++
+	return true
+}
+
+func (r *stepRecorder) leave() {
+	r.inMu.Lock()
+	defer r.inMu.Unlock()
+	r.inflight--
+	if r.closing && r.inflight == 0 && r.idle != nil {
+		close(r.idle)
+		r.idle = nil
+	}
+}
+
+// closeWait bounds Close's wait for the calls being recorded (an answer already sent
+// whose screenshot is being taken).
+const closeWait = shotTimeout + 5*time.Second
+
+// Close ends the recording: it waits (at most closeWait) for the calls being recorded to
+// be written, then closes the CDP connection and steps.jsonl. Calls after Close pass
+// unrecorded.
 func (r *stepRecorder) Close() error {
+	r.inMu.Lock()
+	var wait chan struct{}
+	if !r.closing {
+		r.closing = true
+		if r.inflight > 0 {
+			r.idle = make(chan struct{})
+			wait = r.idle
+		}
+	}
+	r.inMu.Unlock()
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-time.After(closeWait):
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.shooter != nil {
