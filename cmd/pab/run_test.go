@@ -389,18 +389,21 @@ cp "$RIGHT_ANSWER" "$PAB_ANSWER_FILE"`
 }
 
 // TestRunGuard: with --guard each run gets a pab guard (here with the fake browser MCP
-// server) whose MCP endpoint answers an initialize request from the agent.
+// server, offering browser_navigate), handed over once it lists its tools, whose MCP
+// endpoint answers the agent's initialize request with the run's token and nothing without.
 func TestRunGuard(t *testing.T) {
 	t.Setenv("RIGHT_ANSWER", filepath.Join(repoRoot, "docs", "examples", "books-sapiens-price", "right", "answer.txt"))
 	app := writeApp(t, smokeApp)
 	fake := fakeMCPBin(t)
 	out := filepath.Join(t.TempDir(), "batch")
 	agent := `case "$PAB_MCP_URL" in http://127.0.0.1:*/mcp) ;; *) echo "no MCP URL: $PAB_MCP_URL" >&2; exit 9 ;; esac
+init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' --data "$init" "$PAB_MCP_URL")
+[ "$code" = 401 ] || { echo "without the token: $code" >&2; exit 7; }
 curl -sf -X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
-  --data '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
-  "$PAB_MCP_URL" > init.txt || exit 8
+  -H "Authorization: Bearer $PAB_MCP_TOKEN" --data "$init" "$PAB_MCP_URL" > init.txt || exit 8
 cp "$RIGHT_ANSWER" "$PAB_ANSWER_FILE"`
-	stdout, stderr, code := runPabDir(t, repoRoot, "run", "--out", out, "--guard", app, "--guard-browser-mcp", fake,
+	stdout, stderr, code := runPabDir(t, repoRoot, "run", "--out", out, "--guard", app, "--guard-browser-mcp", fake+" browser",
 		"--proxy-env=false", "--timeout", "60s", "--agent", agent, "--judge", "cli", "--judge-cmd", exampleJudge, "books-sapiens-price")
 	if code != 0 {
 		t.Fatalf("pab run: exit %d\n%s\n%s", code, stdout, stderr)

@@ -35,6 +35,13 @@ func main() {
 		func(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return text(string(r.Params.Arguments)), nil
 		})
+	if len(os.Args) > 1 && os.Args[1] == "browser" {
+		// a browser server's first tool, so that a readiness check that wants one finds it
+		s.AddTool(&mcp.Tool{Name: "browser_navigate", Description: "Navigate the browser to a URL", InputSchema: obj},
+			func(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return text("navigated"), nil
+			})
+	}
 	s.AddTool(&mcp.Tool{Name: "exit", InputSchema: obj},
 		func(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			os.Exit(3)
