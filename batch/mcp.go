@@ -156,7 +156,8 @@ func waitMCPReady(ctx context.Context, endpoint, token string) (int, error) {
 func listMCPTools(ctx context.Context, endpoint string, hc *http.Client) (int, error) {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	c := mcp.NewClient(&mcp.Implementation{Name: "pab-run-readiness", Version: "1"}, nil)
+	// guard.ReadinessClient: pab guard does not take it for the engine (its trace's engine.started)
+	c := mcp.NewClient(&mcp.Implementation{Name: guard.ReadinessClient, Version: "1"}, nil)
 	cs, err := c.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		return 0, fmt.Errorf("initialize: %v", err)

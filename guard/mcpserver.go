@@ -31,6 +31,10 @@ type EngineObserver interface {
 	EngineStarted(engine string)
 }
 
+// ReadinessClient is the client name of pab run's readiness check (batch: it connects and
+// lists the tools before the agent starts); it is not the engine, so it is not observed.
+const ReadinessClient = "pab-run-readiness"
+
 // MaxArgumentBytes bounds the JSON arguments of one tool call (and, over HTTP, one request).
 const MaxArgumentBytes = 4 << 20
 
@@ -89,7 +93,9 @@ func NewMCPServer(ctx context.Context, src ToolSource, logger *slog.Logger) (*mc
 						name = impl.Name
 					}
 				}
-				eo.EngineStarted(name)
+				if name != ReadinessClient {
+					eo.EngineStarted(name)
+				}
 			}
 			if method == "tools/call" {
 				if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil && !seen[r.Params.Name] {

@@ -646,7 +646,7 @@ func TestRunGuardToken(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "batch")
 	agent := `if env | grep -q PAB_GUARD_CONTROL_TOKEN; then echo "the agent has the control token" >&2; exit 7; fi
 cp "$RIGHT_ANSWER" "$PAB_ANSWER_FILE"`
-	stdout, stderr, code := runPabDir(t, repoRoot, "run", "--out", out, "--guard", app, "--guard-browser-mcp", fake,
+	stdout, stderr, code := runPabDir(t, repoRoot, "run", "--out", out, "--guard", app, "--guard-browser-mcp", fake+" browser",
 		"--proxy-env=false", "--timeout", "60s", "--agent", agent, "--judge", "cli", "--judge-cmd", exampleJudge, "books-sapiens-price")
 	if code != 0 {
 		t.Fatalf("pab run: exit %d\n%s\n%s", code, stdout, stderr)

@@ -649,15 +649,16 @@ func TestRunGuardEngineEvents(t *testing.T) {
 	agent := `set -e
 h='Content-Type: application/json'
 a='Accept: application/json, text/event-stream'
-curl -sf -D hdr -H "$h" -H "$a" --data '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl-agent","version":"1"}}}' "$PAB_MCP_URL" >/dev/null
+k="Authorization: Bearer $PAB_MCP_TOKEN"
+curl -sf -D hdr -H "$h" -H "$a" -H "$k" --data '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl-agent","version":"1"}}}' "$PAB_MCP_URL" >/dev/null
 sid=$(tr -d '\r' <hdr | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
 s="Mcp-Session-Id: $sid"
 p='MCP-Protocol-Version: 2025-06-18'
-curl -sf -H "$h" -H "$a" -H "$s" -H "$p" --data '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$PAB_MCP_URL" >/dev/null
-curl -sf -H "$h" -H "$a" -H "$s" -H "$p" --data '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' "$PAB_MCP_URL" >tools.txt || { echo "tools/list: $?" >&2; cat tools.txt >&2; exit 1; }
+curl -sf -H "$h" -H "$a" -H "$k" -H "$s" -H "$p" --data '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$PAB_MCP_URL" >/dev/null
+curl -sf -H "$h" -H "$a" -H "$k" -H "$s" -H "$p" --data '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' "$PAB_MCP_URL" >tools.txt || { echo "tools/list: $?" >&2; cat tools.txt >&2; exit 1; }
 grep -q '"name":"ready_for_review"' tools.txt
 cp "$RIGHT_ANSWER" "$PAB_ANSWER_FILE"`
-	stdout, stderr, code := runPabDir(t, repoRoot, "run", "--out", out, "--guard", app, "--guard-browser-mcp", fake,
+	stdout, stderr, code := runPabDir(t, repoRoot, "run", "--out", out, "--guard", app, "--guard-browser-mcp", fake+" browser",
 		"--proxy-env=false", "--timeout", "60s", "--agent", agent, "--judge", "cli", "--judge-cmd", exampleJudge, "books-sapiens-price")
 	if code != 0 {
 		t.Fatalf("pab run: exit %d\n%s\n%s", code, stdout, stderr)
@@ -670,5 +671,10 @@ cp "$RIGHT_ANSWER" "$PAB_ANSWER_FILE"`
 	r := &applyRun{trace: filepath.Join(dir, "guard.trace.jsonl")}
 	r.traced(t, 0, "source.read", "kind", "profile")
 	m := r.traced(t, 0, "engine.started", "engine", "curl-agent")
+	for _, e := range readTrace(t, r.trace) {
+		if e.Type == "engine.started" && e.Detail["engine"] != "curl-agent" {
+			t.Errorf("engine.started for %v: pab run's readiness check is not the engine", e.Detail["engine"])
+		}
+	}
 	r.traced(t, m, "engine.ended")
 }
