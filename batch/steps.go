@@ -111,8 +111,9 @@ const (
 	maxExcerpt = 2000
 	// MaxScreenshots is the most screenshots one run keeps; later steps have none (noted).
 	MaxScreenshots = 40
-	// maxShotBytes bounds one screenshot; maxShotWidth its width in CSS pixels.
-	maxShotBytes = 200 << 10
+	// maxShotBytes bounds one screenshot (so that 20 steps' screenshots, base64 in the view,
+	// stay under 4.7 MB: a 20-step view under 5 MB); maxShotWidth its width in CSS pixels.
+	maxShotBytes = 176 << 10
 	maxShotWidth = 1280
 	// shotTimeout bounds one screenshot over CDP.
 	shotTimeout = 10 * time.Second
