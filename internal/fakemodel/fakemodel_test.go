@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -142,6 +143,7 @@ func TestAnthropicNoBrowserTools(t *testing.T) {
 	text := anthropicText(t, post(t, s.URL()+"/v1/messages", map[string]any{"model": "m", "max_tokens": 10,
 		"tools":    []any{map[string]any{"name": "Bash", "input_schema": map[string]any{"type": "object"}}},
 		"messages": []any{map[string]any{"role": "user", "content": "So what does Sapiens cost?"}}}))
+	recordedAfter(t, s, 0)
 	if !strings.Contains(text, "no tool browser_navigate") || s.Answered() {
 		t.Errorf("answer %q, answered %v", text, s.Answered())
 	}
@@ -150,7 +152,7 @@ func TestAnthropicNoBrowserTools(t *testing.T) {
 	}
 	side := anthropicText(t, post(t, s.URL()+"/v1/messages", map[string]any{"model": "m", "max_tokens": 10,
 		"messages": []any{map[string]any{"role": "user", "content": "Write a title for this session"}}}))
-	if r := s.Requests(); side != "OK" || r[len(r)-1].Agent {
+	if r := recordedAfter(t, s, 1); side != "OK" || r[len(r)-1].Agent {
 		t.Errorf("side request: %q, %+v", side, r[len(r)-1])
 	}
 }
@@ -300,6 +302,7 @@ func TestChatPlan(t *testing.T) {
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("what does Sapiens cost?")}}
 	results := []string{"navigated", snapshot}
 	for i := 0; ; i++ {
+		n := len(s.Requests())
 		var msg openai.ChatCompletionMessage
 		var usage openai.CompletionUsage
 		if i%2 == 0 {
@@ -321,7 +324,7 @@ func TestChatPlan(t *testing.T) {
 			msg, usage = acc.Choices[0].Message, acc.Usage
 			params.StreamOptions = openai.ChatCompletionStreamOptionsParam{}
 		}
-		r := s.Requests()
+		r := recordedAfter(t, s, n)
 		if u := r[len(r)-1].Usage; u == nil || usage.PromptTokens != u.Input || usage.CompletionTokens != u.Output ||
 			usage.PromptTokensDetails.CachedTokens != u.CacheRead || u.Input == 0 {
 			t.Errorf("turn %d: usage %+v, recorded %+v", i, usage, u)
@@ -341,6 +344,7 @@ func TestChatPlan(t *testing.T) {
 		t.Errorf("not answered: %v", s.Failures())
 	}
 	// A stream without include_usage reports none.
+	before := len(s.Requests())
 	st := client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "gpt-x",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
 	for st.Next() {
@@ -348,7 +352,21 @@ func TestChatPlan(t *testing.T) {
 			t.Error("a chunk has usage without include_usage")
 		}
 	}
-	if r := s.Requests(); st.Err() != nil || r[len(r)-1].Usage != nil {
+	if r := recordedAfter(t, s, before); st.Err() != nil || r[len(r)-1].Usage != nil {
 		t.Errorf("no include_usage: %v, recorded %+v", st.Err(), r[len(r)-1].Usage)
 	}
+}
+
+// recordedAfter waits (up to 10 s) until the server has recorded more than n requests (it
+// records one once its answer is written, which a client may read before) and returns them.
+func recordedAfter(t *testing.T, s *Server, n int) []Request {
+	t.Helper()
+	r := s.Requests()
+	for deadline := time.Now().Add(10 * time.Second); len(r) <= n && time.Now().Before(deadline); r = s.Requests() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if len(r) <= n {
+		t.Fatalf("the server recorded %d requests, want more than %d", len(r), n)
+	}
+	return r
 }
