@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"time"
 )
 
 // hkey is a 128-bit key standing for a string (a record id, a target URI): two
@@ -123,6 +124,9 @@ func unparkRecord(sp *spool, s span) (*Record, error) {
 			return nil
 		}
 		b = b[k:]
+		if n == 0 {
+			return nil
+		}
 		fs := make(Fields, 0, n)
 		for range n {
 			fs = append(fs, Field{Name: str(), Value: str()})
@@ -132,6 +136,9 @@ func unparkRecord(sp *spool, s span) (*Record, error) {
 	rec := &Record{Version: str(), Type: str(), ID: str(), TargetURI: str()}
 	if err := rec.Date.UnmarshalBinary([]byte(str())); err != nil {
 		return nil, errParked
+	}
+	if rec.Date.IsZero() {
+		rec.Date = time.Time{}
 	}
 	rec.Offset, rec.Length, rec.Pos, rec.BlockSize = num(), num(), num(), num()
 	rec.where = str()
