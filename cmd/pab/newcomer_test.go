@@ -146,7 +146,8 @@ var anyListenLine = regexp.MustCompile(`on http://(\S+)$`)
 type background struct {
 	cmd    *exec.Cmd
 	addr   string
-	stderr *bytes.Buffer
+	stderr *syncBuffer    // written by the reader of its stderr, read by the test
+	exited chan struct{} // closed once the command has been waited for
 }
 
 // startBackground starts command with bash, its own process group, and waits (at most 2
@@ -157,7 +158,7 @@ func startBackground(t *testing.T, dir string, env []string, command string) *ba
 	cmd.Dir, cmd.Env = dir, env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pr, pw := io.Pipe()
-	b := &background{cmd: cmd, stderr: &bytes.Buffer{}}
+	b := &background{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
 	cmd.Stderr = pw
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -168,14 +169,14 @@ func startBackground(t *testing.T, dir string, env []string, command string) *ba
 		sc := bufio.NewScanner(pr)
 		said := false
 		for sc.Scan() {
-			b.stderr.WriteString(sc.Text() + "\n")
+			b.stderr.Write([]byte(sc.Text() + "\n"))
 			if m := anyListenLine.FindStringSubmatch(sc.Text()); m != nil && !said {
 				found <- m[1]
 				said = true
 			}
 		}
 	}()
-	go func() { cmd.Wait(); pw.Close() }()
+	go func() { cmd.Wait(); pw.Close(); close(b.exited) }()
 	select {
 	case b.addr = <-found:
 	case <-time.After(2 * time.Minute):
@@ -187,16 +188,9 @@ func startBackground(t *testing.T, dir string, env []string, command string) *ba
 // stop sends SIGINT (Ctrl-C) and waits for the exit; it must be 0.
 func (b *background) stop(t *testing.T) {
 	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		for b.cmd.ProcessState == nil {
-			time.Sleep(10 * time.Millisecond)
-		}
-		close(done)
-	}()
 	b.cmd.Process.Signal(os.Interrupt)
 	select {
-	case <-done:
+	case <-b.exited:
 	case <-time.After(time.Minute):
 		t.Fatal("no exit a minute after Ctrl-C")
 	}
