@@ -146,7 +146,7 @@ var anyListenLine = regexp.MustCompile(`on http://(\S+)$`)
 type background struct {
 	cmd    *exec.Cmd
 	addr   string
-	stderr *syncBuffer    // written by the reader of its stderr, read by the test
+	stderr *syncBuffer   // written by the reader of its stderr, read by the test
 	exited chan struct{} // closed once the command has been waited for
 }
 
