@@ -435,20 +435,9 @@ func OpenBundleTable(dir string, table []byte, name string) (*Bundle, error) {
 // table: the parts are opened and their sizes kept for the members' checks.
 func openTableInPlace(root *os.Root, b *Bundle) (*Bundle, error) {
 	dir := b.Dir
-	files, err := RecordingFiles(dir)
+	files, budget, err := inPlaceFiles(dir)
 	if err != nil {
 		return nil, err
-	}
-	if len(files) < 4 || !isDataFile(files[3]) {
-		return nil, fmt.Errorf("open recording %s: format %d needs %s (or its parts)", dir, RecordingFormat, RecordingDataFile)
-	}
-	limits, err := DefaultUnpackLimits()
-	if err != nil {
-		return nil, fmt.Errorf("open recording %s: %w", dir, err)
-	}
-	budget, err := newUnpackBudget(dir, files, limits)
-	if err != nil {
-		return nil, fmt.Errorf("open recording %s: %w", dir, err)
 	}
 	z := &zarchive{tab: b.tab, size: b.tab.size}
 	ok := false

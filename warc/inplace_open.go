@@ -37,6 +37,28 @@ func recordingDataFiles(dir string, whole bool, parts []int) ([]string, error) {
 	return files, nil
 }
 
+// inPlaceFiles returns the files of the format 3 recording dir (RecordingFiles: the data
+// file or its parts fourth) and the budget that bounds what its records may add up to
+// (DefaultUnpackLimits). Errors name dir and what is missing.
+func inPlaceFiles(dir string) ([]string, *unpackBudget, error) {
+	files, err := RecordingFiles(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(files) < 4 || !isDataFile(files[3]) {
+		return nil, nil, fmt.Errorf("open recording %s: format %d needs %s (or its parts)", dir, RecordingFormat, RecordingDataFile)
+	}
+	limits, err := DefaultUnpackLimits()
+	if err != nil {
+		return nil, nil, fmt.Errorf("open recording %s: %w", dir, err)
+	}
+	budget, err := newUnpackBudget(dir, files, limits)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open recording %s: %w", dir, err)
+	}
+	return files, budget, nil
+}
+
 // openInPlace opens the format 3 recording b.Dir (whose Manifest is read) for replay in
 // place: pages.jsonl, entries.jsonl.gz (inflated within MaxEntriesBytes) and the archive's
 // parts, checking every entry's member against the part sizes and the recording against
@@ -44,20 +66,9 @@ func recordingDataFiles(dir string, whole bool, parts []int) ([]string, error) {
 // nothing stays open.
 func openInPlace(root *os.Root, b *Bundle) (*Bundle, error) {
 	dir := b.Dir
-	files, err := RecordingFiles(dir)
+	files, budget, err := inPlaceFiles(dir)
 	if err != nil {
 		return nil, err
-	}
-	if len(files) < 4 || !isDataFile(files[3]) {
-		return nil, fmt.Errorf("open recording %s: format %d needs %s (or its parts)", dir, RecordingFormat, RecordingDataFile)
-	}
-	limits, err := DefaultUnpackLimits()
-	if err != nil {
-		return nil, fmt.Errorf("open recording %s: %w", dir, err)
-	}
-	budget, err := newUnpackBudget(dir, files, limits)
-	if err != nil {
-		return nil, fmt.Errorf("open recording %s: %w", dir, err)
 	}
 	z := &zarchive{}
 	ok := false

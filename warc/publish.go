@@ -100,11 +100,7 @@ func packStaged(bundleDir, recordingDir string, partSize int64, format int) (str
 	}
 	defer b.Close()
 
-	parent := filepath.Dir(recordingDir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", fmt.Errorf("pack: %w", err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(recordingDir)+".tmp-*")
+	tmp, err := stagingDir(recordingDir)
 	if err != nil {
 		return "", fmt.Errorf("pack: %w", err)
 	}
@@ -114,9 +110,6 @@ func packStaged(bundleDir, recordingDir string, partSize int64, format int) (str
 			os.RemoveAll(tmp)
 		}
 	}()
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", fmt.Errorf("pack: %w", err)
-	}
 
 	m := b.Manifest
 	m.Format = format
@@ -169,11 +162,7 @@ func packStagedStream(bundleDir, recordingDir string, partSize int64) (string, e
 	if err != nil {
 		return "", fmt.Errorf("pack: %w", err)
 	}
-	parent := filepath.Dir(recordingDir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", fmt.Errorf("pack: %w", err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(recordingDir)+".tmp-*")
+	tmp, err := stagingDir(recordingDir)
 	if err != nil {
 		return "", fmt.Errorf("pack: %w", err)
 	}
@@ -183,9 +172,6 @@ func packStagedStream(bundleDir, recordingDir string, partSize int64) (string, e
 			os.RemoveAll(tmp)
 		}
 	}()
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", fmt.Errorf("pack: %w", err)
-	}
 	m.Format = RecordingFormat
 	if err := writeJSONFile(filepath.Join(tmp, RecordingManifestFile), m); err != nil {
 		return "", fmt.Errorf("pack: %w", err)
@@ -463,4 +449,22 @@ func replaceDir(tmp, dst string) error {
 		return err
 	}
 	return os.RemoveAll(old)
+}
+
+// stagingDir makes the temporary directory (mode 0755) beside recordingDir in which a new
+// recording is staged before it is renamed into place; on error nothing is left.
+func stagingDir(recordingDir string) (string, error) {
+	parent := filepath.Dir(recordingDir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(recordingDir)+".tmp-*")
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		os.RemoveAll(tmp)
+		return "", err
+	}
+	return tmp, nil
 }
