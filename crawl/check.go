@@ -12,10 +12,10 @@ import (
 	"os"
 
 	pbrowser "github.com/pab-dev/pab/internal/browser"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/tlsca"
-	"github.com/pab-dev/pab/warc"
 )
 
 // ErrInterrupted is Browse's error when its context ended while Chromium was starting.
@@ -23,7 +23,7 @@ var ErrInterrupted = errors.New("crawl: interrupted while Chromium was starting"
 
 // ReplayOptions configure StartReplay: the replay.Options of the same names.
 type ReplayOptions struct {
-	Bundle *warc.Bundle
+	Bundle *recording.Bundle
 	Index  *replay.Index
 	Rules  *rules.Set
 	CA     *tlsca.CA
@@ -42,7 +42,7 @@ type Replay struct {
 	Tap *Tap
 
 	ca     *tlsca.CA
-	bundle *warc.Bundle
+	bundle *recording.Bundle
 	log    *os.File
 	srv    *replay.Server
 	served chan error

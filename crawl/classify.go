@@ -7,8 +7,8 @@ import (
 
 	cdplog "github.com/chromedp/cdproto/log"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
-	"github.com/pab-dev/pab/warc"
 )
 
 // hitSource reports whether a log source is an answer from the recording.
@@ -343,7 +343,7 @@ func docVerdict(doc *answered, v *visit, rec *recorded, pr *PageResult) (verdict
 	if v.download {
 		notes = append(notes, "a download, not shown")
 	}
-	var e *warc.Entry
+	var e *recording.Entry
 	if fl.Entry != "" {
 		e = rec.b.ByID(fl.Entry)
 	}
@@ -392,7 +392,7 @@ func docVerdict(doc *answered, v *visit, rec *recorded, pr *PageResult) (verdict
 }
 
 // answerOf describes replay's answer in a log line: "exact (e000012)", "fuzzy with URL (e000012)".
-func answerOf(l *replay.LogLine, b *warc.Bundle) string {
+func answerOf(l *replay.LogLine, b *recording.Bundle) string {
 	s := string(l.Source)
 	if heuristicSource(l.Source) && l.Entry != "" {
 		if e := b.ByID(l.Entry); e != nil {

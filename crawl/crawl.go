@@ -26,8 +26,8 @@ import (
 	"github.com/chromedp/chromedp/remote"
 
 	"github.com/pab-dev/pab/internal/textcut"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
-	"github.com/pab-dev/pab/warc"
 )
 
 // Defaults and bounds of a crawl.
@@ -67,7 +67,7 @@ type Options struct {
 	// through the replay (pab check starts it with pab browser's flags).
 	CDP string
 	// Bundle is the recording the replay serves.
-	Bundle *warc.Bundle
+	Bundle *recording.Bundle
 	// Tap receives the replay's log (replay.Options.Log).
 	Tap *Tap
 	// Seeds are the pages to start from; nil means Seeds(Bundle).
@@ -246,13 +246,13 @@ func (f *frontier) next() queued {
 
 // recorded is what the crawl looks up in the recording.
 type recorded struct {
-	b *warc.Bundle
+	b *recording.Bundle
 	// byURL maps a schemeless canonical URL to the entries recorded for it by GET.
-	byURL map[string][]*warc.Entry
+	byURL map[string][]*recording.Entry
 }
 
-func newRecorded(b *warc.Bundle) *recorded {
-	r := &recorded{b: b, byURL: map[string][]*warc.Entry{}}
+func newRecorded(b *recording.Bundle) *recorded {
+	r := &recorded{b: b, byURL: map[string][]*recording.Entry{}}
 	for i := range b.Len() {
 		e := b.Entry(i)
 		if e.Method != "GET" {

@@ -13,8 +13,8 @@ import (
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
-	"github.com/pab-dev/pab/warc"
 )
 
 func TestCanon(t *testing.T) {
@@ -119,16 +119,16 @@ func TestFrontier(t *testing.T) {
 func testRecording(t *testing.T) *recorded {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "b")
-	w, err := warc.NewBundleWriter(dir, warc.Manifest{TaskID: "t"})
+	w, err := recording.NewBundleWriter(dir, recording.Manifest{TaskID: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	at := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
-	for _, ex := range []warc.Exchange{
+	for _, ex := range []recording.Exchange{
 		{URL: "http://s.test/item?id=1", Body: []byte("<html>one</html>")},
 		{URL: "http://s.test/item?id=2", Body: []byte("<html>two</html>")},
 		{URL: "http://s.test/f.woff", Body: []byte("not a font"), RespHeader: http.Header{"Content-Type": {"font/woff"}}},
-		{URL: "http://s.test/app.css?v=1", Body: []byte("p{}"), RespHeader: http.Header{"Content-Type": {"text/css"}}, ResourceType: warc.ResourceStylesheet},
+		{URL: "http://s.test/app.css?v=1", Body: []byte("p{}"), RespHeader: http.Header{"Content-Type": {"text/css"}}, ResourceType: recording.ResourceStylesheet},
 	} {
 		ex.Date, ex.Status = at, 200
 		if ex.RespHeader == nil {
@@ -141,7 +141,7 @@ func testRecording(t *testing.T) *recorded {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := warc.OpenBundle(dir)
+	b, err := recording.OpenBundle(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

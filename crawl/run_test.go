@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/pab-dev/pab/internal/browser"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/tlsca"
-	"github.com/pab-dev/pab/warc"
 
 	"github.com/pab-dev/pab/internal/testtool"
 )
@@ -45,13 +45,13 @@ func startBrowser(t *testing.T, addr string, ca *tlsca.CA) string {
 func TestRun(t *testing.T) {
 	chromium(t)
 	dir := filepath.Join(t.TempDir(), "b")
-	w, err := warc.NewBundleWriter(dir, warc.Manifest{TaskID: "t"})
+	w, err := recording.NewBundleWriter(dir, recording.Manifest{TaskID: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	at := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
 	htmlH := http.Header{"Content-Type": {"text/html"}}
-	for _, ex := range []warc.Exchange{
+	for _, ex := range []recording.Exchange{
 		{URL: "https://run.test/", RespHeader: htmlH, Body: []byte(`<title>home</title><a href="/list?id=1&amp;sort=new">l</a><a href="/none">n</a><a href="/font">f</a><a href="/x1">1</a><a href="/x2">2</a>`)},
 		{URL: "https://run.test/list?id=1", RespHeader: htmlH, Body: []byte(`<title>list</title>`)},
 		{URL: "https://run.test/font", RespHeader: htmlH, Body: []byte(`<style>@font-face{font-family:F;src:url(/f.woff)}body{font-family:F}</style>text`)},
@@ -62,13 +62,13 @@ func TestRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.AddPage(warc.Page{URL: "https://run.test/", TS: warc.FormatTime(at), Fetched: "GET"}); err != nil {
+	if err := w.AddPage(recording.Page{URL: "https://run.test/", TS: recording.FormatTime(at), Fetched: "GET"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := warc.OpenBundle(dir)
+	b, err := recording.OpenBundle(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 
 	"golang.org/x/net/publicsuffix"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
-	"github.com/pab-dev/pab/warc"
 )
 
 // canon returns raw as replay writes URLs in its log (replay.CanonicalURL), or "" for
@@ -69,7 +69,7 @@ func isPageLink(u string) bool {
 // Seeds returns the pages a crawl of b starts from, canonical and without repeats: every
 // page of pages.jsonl reached by GET, in visit order; when there is none, every recorded
 // GET of a document (resource type document or Content-Type text/html), in recording order.
-func Seeds(b *warc.Bundle) []string {
+func Seeds(b *recording.Bundle) []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(raw string) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // maxSourceBody bounds the recorded response read to look for a source text, in bytes.
@@ -35,7 +35,7 @@ func (p SourceProblem) String() string {
 // looked for in the decoded payload as stored, in its visible text when it is HTML (entities
 // decoded; case, spacing and Unicode forms ignored), and in its JSON string escapes undone
 // (for values page scripts fill in). It returns one problem per failed source.
-func CheckSources(g *Grading, b *warc.Bundle) []SourceProblem {
+func CheckSources(g *Grading, b *recording.Bundle) []SourceProblem {
 	var probs []SourceProblem
 	for _, q := range g.Require {
 		if q.Evidence == nil {
@@ -45,7 +45,7 @@ func CheckSources(g *Grading, b *warc.Bundle) []SourceProblem {
 			probs = append(probs, SourceProblem{Path: g.Path, Line: q.Evidence.Line, Field: q.Field, Problem: fmt.Sprintf(format, args...)})
 		}
 		want := sameURL(q.Evidence.URL)
-		var found []*warc.Entry
+		var found []*recording.Entry
 		for i := range b.Len() {
 			e := b.Entry(i)
 			if sameURL(e.URL) == want {
@@ -93,7 +93,7 @@ func sameURL(u string) string {
 }
 
 // nearURLs suggests recorded URLs on the same host whose path starts like the source's.
-func nearURLs(b *warc.Bundle, u string) string {
+func nearURLs(b *recording.Bundle, u string) string {
 	want := sameURL(u)
 	host, _, _ := strings.Cut(want, "/")
 	var near []string
@@ -114,7 +114,7 @@ func nearURLs(b *warc.Bundle, u string) string {
 }
 
 // responseHolds reports whether the recorded response of e holds text.
-func responseHolds(b *warc.Bundle, e *warc.Entry, text string) (bool, error) {
+func responseHolds(b *recording.Bundle, e *recording.Entry, text string) (bool, error) {
 	resp, err := b.Response(e)
 	if err != nil {
 		return false, err

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/task"
-	"github.com/pab-dev/pab/warc"
 )
 
 // This file is pab grade's pipeline, apart from its flags: the judge settings, the files
@@ -186,7 +186,7 @@ func (r *Result) Print(w io.Writer, outDir string) {
 // ReportSourceCheck runs CheckSources on gr (the grading file name) against b and prints its
 // outcome: each problem on errOut, or a one-line summary of the grading on out. Problems
 // are an error counting them.
-func ReportSourceCheck(out, errOut io.Writer, gr *Grading, name string, b *warc.Bundle) error {
+func ReportSourceCheck(out, errOut io.Writer, gr *Grading, name string, b *recording.Bundle) error {
 	probs := CheckSources(gr, b)
 	n := 0
 	for _, q := range gr.Require {

@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
-	"github.com/pab-dev/pab/warc"
 )
 
 // MaxFrameSources bounds how many frame URLs FrameSources returns for one document.
@@ -104,7 +104,7 @@ const MaxFrameScan = 8 << 20
 // (entry ids) to the frames their HTML embeds (FrameSources), for grade.Input.Frames.
 // Only 2xx HTML answers are read, each once, at most MaxFrameScan bytes of it; documents
 // without frames are left out.
-func PageFrames(b *warc.Bundle, lines []replay.LogLine) map[string][]string {
+func PageFrames(b *recording.Bundle, lines []replay.LogLine) map[string][]string {
 	out := map[string][]string{}
 	done := map[string]bool{}
 	for i := range lines {

@@ -9,9 +9,9 @@ import (
 	"runtime/debug"
 
 	"github.com/pab-dev/pab/internal/pathx"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/sites"
-	"github.com/pab-dev/pab/warc"
 )
 
 // Provenance says what produced a result (seed 003: "a run can record exactly which code
@@ -21,7 +21,7 @@ import (
 // sha256 (FIPS 180-4).
 type Provenance struct {
 	// Recording identifies the recording graded against; RecordingOf says what it is a
-	// hash of: "recording" (the task's published recording files, warc.HashRecording) or
+	// hash of: "recording" (the task's published recording files, recording.HashRecording) or
 	// "bundle" (an unpacked bundle's files, task.HashBundle). Empty when it could not be
 	// hashed (Notes of the result say why).
 	Recording   string `json:"recording,omitempty"`
@@ -121,7 +121,7 @@ func RulesHash(rs *rules.Set, root string) (string, []string, error) {
 				return "", nil, fmt.Errorf("rules hash: %w", err)
 			}
 		}
-		warc.FrameBytes(h, name, data)
+		recording.FrameBytes(h, name, data)
 		names = append(names, name)
 	}
 	return hex.EncodeToString(h.Sum(nil)), names, nil

@@ -9,10 +9,10 @@ import (
 	"sync"
 
 	"github.com/pab-dev/pab/internal/pathx"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/task"
-	"github.com/pab-dev/pab/warc"
 )
 
 // FieldError is a bad value of one field of an options struct of this package or of
@@ -113,7 +113,7 @@ type Prepared struct {
 	// Titles maps recorded exchange ids to page titles (PageTitles).
 	Titles map[string]string
 	rules  *rules.Set
-	bundle *warc.Bundle
+	bundle *recording.Bundle
 }
 
 // Prepare reads the card and grading of the opened target o (a repository at repoRoot) and
@@ -159,7 +159,7 @@ func NeedsJudge(g *Grading, a *AnswerInfo) bool {
 // FrameLookup returns Input.FramesOf for b: the frames of one recorded document, as
 // PageFrames finds them, each entry looked at once (only entries of b are kept, so the
 // cache is bounded by the recording, not by the log). Safe for concurrent use.
-func FrameLookup(b *warc.Bundle) func(entry string) []string {
+func FrameLookup(b *recording.Bundle) func(entry string) []string {
 	var mu sync.Mutex
 	cache := map[string][]string{}
 	return func(entry string) []string {
@@ -179,7 +179,7 @@ func FrameLookup(b *warc.Bundle) func(entry string) []string {
 
 // RecordedHosts returns the hosts of a bundle's exchanges as Input.RecordedHosts wants
 // them: lower case, without a :443 or :80 port.
-func RecordedHosts(b *warc.Bundle) map[string]bool {
+func RecordedHosts(b *recording.Bundle) map[string]bool {
 	hosts := map[string]bool{}
 	for i := range b.Len() {
 		e := *b.Entry(i)
@@ -199,7 +199,7 @@ func recordedHost(host string) string {
 }
 
 // PageTitles maps recorded exchange ids to the titles of the pages recorded at their URLs.
-func PageTitles(b *warc.Bundle) map[string]string {
+func PageTitles(b *recording.Bundle) map[string]string {
 	byURL := map[string]string{}
 	pages, _ := b.AllPages() // unreadable pages: no titles
 	for _, p := range pages {

@@ -7,8 +7,8 @@ import (
 	"io"
 
 	"github.com/pab-dev/pab/grade"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/task"
-	"github.com/pab-dev/pab/warc"
 )
 
 // checkGradingSources checks the task's grading.yaml, when it has one, against the imported
@@ -22,7 +22,7 @@ func checkGradingSources(t *task.Task, bundleDir string, out, errOut io.Writer) 
 	if gr == nil {
 		return nil
 	}
-	b, err := warc.OpenBundle(bundleDir)
+	b, err := recording.OpenBundle(bundleDir)
 	if err != nil {
 		return err
 	}

@@ -23,9 +23,9 @@ import (
 	"github.com/pab-dev/pab/importer/audit"
 	"github.com/pab-dev/pab/internal/progress"
 	"github.com/pab-dev/pab/internal/words"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/task"
-	"github.com/pab-dev/pab/warc"
 )
 
 // Options say what Run imports into which task, and where it reports.
@@ -89,7 +89,7 @@ type run struct {
 	out, errOut     io.Writer
 	dirInput, merge bool
 	oldCount        int
-	rep             *warc.ImportReport
+	rep             *recording.ImportReport
 	res             Result
 	incoming, final string
 	staged          string
@@ -182,12 +182,12 @@ func (r *run) locked(ctx context.Context) error {
 	if err := r.o.Repo.CheckTaskDir(r.taskDir); err != nil { // as the lock holder found it
 		return fmt.Errorf("import: task %s: %w", r.o.TaskID, err)
 	}
-	if f, err := warc.RecordingFormatOf(r.recDir); err != nil {
+	if f, err := recording.RecordingFormatOf(r.recDir); err != nil {
 		return fmt.Errorf("import: existing recording: %w", err)
-	} else if f != 0 && f != warc.RecordingFormat && !r.o.Replace {
+	} else if f != 0 && f != recording.RecordingFormat && !r.o.Replace {
 		return fmt.Errorf("import: %s holds a format %d recording; run pab recording migrate %s first, or pass %s to drop it", r.recDir, f, r.o.TaskID, r.name("Replace"))
 	}
-	old, err := warc.RecordingFiles(r.recDir)
+	old, err := recording.RecordingFiles(r.recDir)
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
@@ -227,7 +227,7 @@ func (r *run) readIncoming() error {
 		r.incoming, err = auditedInput(r.o.Inputs[0], filepath.Join(r.work, "in"), r.errOut)
 		return err
 	}
-	r.rep, err = warc.ImportWARCs(r.o.Inputs, r.incoming, warc.ImportOptions{TaskID: r.o.TaskID, Context: r.ctx, Locale: r.o.Locale, Timezone: r.o.Timezone,
+	r.rep, err = recording.ImportWARCs(r.o.Inputs, r.incoming, recording.ImportOptions{TaskID: r.o.TaskID, Context: r.ctx, Locale: r.o.Locale, Timezone: r.o.Timezone,
 		Progress: r.prog.report})
 	return err
 }
@@ -248,16 +248,16 @@ func (r *run) mergeOld() error {
 	oldDir := ""
 	if r.merge {
 		oldDir = filepath.Join(r.work, "old")
-		if err := warc.Unpack(r.recDir, oldDir); err != nil {
+		if err := recording.Unpack(r.recDir, oldDir); err != nil {
 			return fmt.Errorf("import: existing recording: %w (pass %s to drop it, or run pab recording migrate)", err, r.name("Replace"))
 		}
 		var err error
-		if r.oldCount, err = warc.CountRecordingEntries(r.recDir); err != nil {
+		if r.oldCount, err = recording.CountRecordingEntries(r.recDir); err != nil {
 			return err
 		}
 	}
 	r.final = filepath.Join(r.work, "merged")
-	if err := warc.Merge(oldDir, r.incoming, r.final, warc.MergeOptions{PreferNew: r.o.PreferNew, TaskID: r.o.TaskID, Context: r.ctx,
+	if err := recording.Merge(oldDir, r.incoming, r.final, recording.MergeOptions{PreferNew: r.o.PreferNew, TaskID: r.o.TaskID, Context: r.ctx,
 		Locale: r.o.Locale, Timezone: r.o.Timezone}); err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
@@ -281,13 +281,13 @@ func (r *run) stage() error {
 		return err
 	}
 	r.prog.step("packing the recording")
-	staged, err := warc.PackStaged(r.final, r.recDir, warc.PartSize)
+	staged, err := recording.PackStaged(r.final, r.recDir, recording.PartSize)
 	if err != nil {
 		return r.failed(err)
 	}
 	r.prog.step("auditing the packed recording")
 	// An unresolved revisit was already a warning of the import; it does not stop it.
-	if probs := warc.Blocking(warc.AuditRecording(staged, filepath.Join(r.work, "audit"))); len(probs) > 0 {
+	if probs := recording.Blocking(recording.AuditRecording(staged, filepath.Join(r.work, "audit"))); len(probs) > 0 {
 		os.RemoveAll(staged)
 		for _, p := range probs {
 			fmt.Fprintln(r.errOut, strings.ReplaceAll(p.String(), staged, r.recDir+" (new)"))
@@ -301,7 +301,7 @@ func (r *run) stage() error {
 	}
 	// the audit's not_found check (pab audit): every key a host of the recording or a site
 	// name of the rules the task will replay with (sites/, its rules/, the rules inferred now)
-	if probs := audit.NotFoundKeys(r.final, filepath.Join(r.recDir, warc.RecordingManifestFile)+" (new)",
+	if probs := audit.NotFoundKeys(r.final, filepath.Join(r.recDir, recording.RecordingManifestFile)+" (new)",
 		[]string{r.o.Repo.SitesDir(), r.t.RulesDir(), filepath.Join(r.work, "inferred-rules")}); len(probs) > 0 {
 		os.RemoveAll(staged)
 		for _, p := range probs {
@@ -321,7 +321,7 @@ func (r *run) auditFailed(n int) error {
 // publish renames the staged recording into place, writes the inferred rules, the card and
 // its capture, and reports what was imported.
 func (r *run) publish() error {
-	if err := warc.Publish(r.staged, r.recDir); err != nil {
+	if err := recording.Publish(r.staged, r.recDir); err != nil {
 		return r.failed(err)
 	}
 	names, err := writeInferredRules(r.t, r.inferred, r.out)
@@ -351,7 +351,7 @@ func (r *run) publish() error {
 	if r.rep != nil {
 		fmt.Fprint(r.out, r.rep.Summary())
 	}
-	total, err := warc.CountRecordingEntries(r.recDir)
+	total, err := recording.CountRecordingEntries(r.recDir)
 	if err == nil {
 		r.res.Total = total
 	}
@@ -383,14 +383,14 @@ func (r *run) check() error {
 // every problem to errOut, and returns a bundle directory holding it (dir itself, or the
 // recording unpacked into work).
 func auditedInput(dir, work string, errOut io.Writer) (string, error) {
-	var probs []warc.Problem
+	var probs []recording.Problem
 	bundle := dir
 	switch {
 	case audit.IsRecordingDir(dir):
-		probs = warc.AuditRecording(dir, work)
+		probs = recording.AuditRecording(dir, work)
 		bundle = work
 	case audit.IsBundleDir(dir):
-		probs = warc.Audit(dir)
+		probs = recording.Audit(dir)
 	default:
 		return "", fmt.Errorf("import: %s is neither a bundle directory (manifest.json, archive/data.warc, ...) nor a published recording (manifest.json with data.warc.gz, or warc.tar.gz, ...)", dir)
 	}
@@ -399,7 +399,7 @@ func auditedInput(dir, work string, errOut io.Writer) (string, error) {
 			fmt.Fprintln(errOut, "pab import: warning:", p)
 		}
 	}
-	if probs = warc.Blocking(probs); len(probs) > 0 {
+	if probs = recording.Blocking(probs); len(probs) > 0 {
 		for _, p := range probs {
 			fmt.Fprintln(errOut, p)
 		}
@@ -413,7 +413,7 @@ func auditedInput(dir, work string, errOut io.Writer) (string, error) {
 func firstPageTitle(dir string) string {
 	title := ""
 	errFound := errors.New("found")
-	_ = warc.EachBundlePage(dir, func(p *warc.Page) error {
+	_ = recording.EachBundlePage(dir, func(p *recording.Page) error {
 		if p.Title != "" {
 			title = p.Title
 			return errFound
@@ -428,7 +428,7 @@ func firstPageTitle(dir string) string {
 // has none; a card whose capture says otherwise is left as it is, with one warning line on
 // errOut (the manifest is what replay uses).
 func writeCapture(t *task.Task, final string, errOut io.Writer) error {
-	m, err := warc.ReadBundleManifest(final)
+	m, err := recording.ReadBundleManifest(final)
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/pab-dev/pab/importer/audit"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/task"
-	"github.com/pab-dev/pab/warc"
 )
 
 // testRepo is an empty task repository (sites/ empty) with its cache and pab's CA in
@@ -35,10 +35,10 @@ func testRepo(t *testing.T) *task.Repo {
 func recordedURLs(t *testing.T, dir string) []string {
 	t.Helper()
 	bundle := filepath.Join(t.TempDir(), "b")
-	if err := warc.Unpack(dir, bundle); err != nil {
+	if err := recording.Unpack(dir, bundle); err != nil {
 		t.Fatal(err)
 	}
-	b, err := warc.OpenBundle(bundle)
+	b, err := recording.OpenBundle(bundle)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestRunRefusesBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	recDir := filepath.Join(repo.TasksDir(), "example", "recording")
-	before, err := warc.HashRecording(recDir)
+	before, err := recording.HashRecording(recDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestRunRefusesBadInput(t *testing.T) {
 	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), bad) {
 		t.Errorf("import of %s into a task: %v, want an error naming it", bad, err)
 	}
-	if after, err := warc.HashRecording(recDir); err != nil || after != before {
+	if after, err := recording.HashRecording(recDir); err != nil || after != before {
 		t.Errorf("the recording changed: %v", err)
 	}
 
@@ -268,7 +268,7 @@ func TestRunSelfCheckInterrupted(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted during the self-check") {
 		t.Fatalf("Run: %v; want the interrupted self-check\n%s%s", err, out.String(), errOut.String())
 	}
-	if files, err := warc.RecordingFiles(filepath.Join(repo.TasksDir(), "example", "recording")); err != nil || len(files) == 0 {
+	if files, err := recording.RecordingFiles(filepath.Join(repo.TasksDir(), "example", "recording")); err != nil || len(files) == 0 {
 		t.Errorf("the recording is not published: %v %v", files, err)
 	}
 }

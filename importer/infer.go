@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/pab-dev/pab/internal/readlimit"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/task"
-	"github.com/pab-dev/pab/warc"
 )
 
 // Bounds of the part of each payload handed to rule inference: HTML pages are parsed
@@ -116,10 +116,10 @@ const (
 
 // bundleSamples reads the bundle's exchanges as rule inference sees them, in recording
 // order: all of them, or an evenly spaced sample of maxInferSamples
-// (warc.OpenBundleSample); each payload cut as maxInferBody and maxInferOtherBody say,
+// (recording.OpenBundleSample); each payload cut as maxInferBody and maxInferOtherBody say,
 // within maxInferSampleBytes; unresolved revisits left out.
 func bundleSamples(dir string) ([]rules.Sample, error) {
-	b, _, err := warc.OpenBundleSample(dir, maxInferSamples)
+	b, _, err := recording.OpenBundleSample(dir, maxInferSamples)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func bundleSamples(dir string) ([]rules.Sample, error) {
 		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 		if err != nil {
-			return nil, fmt.Errorf("read %s (entry %s): %w", filepath.Join(dir, warc.WARCFile), e.ID, err)
+			return nil, fmt.Errorf("read %s (entry %s): %w", filepath.Join(dir, recording.WARCFile), e.ID, err)
 		}
 		read += int64(len(body))
 		reqBody, err := b.RequestBody(e)

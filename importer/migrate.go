@@ -9,12 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/task"
-	"github.com/pab-dev/pab/warc"
 )
 
 // Migrate rewrites the recording recDir (tasks/ID/recording) of one task of repo into the
-// current format (warc.MigrateRecording), holding the task's write lock (noWait: fail at
+// current format (recording.MigrateRecording), holding the task's write lock (noWait: fail at
 // once when another process holds it, naming the option as noWaitName says, see
 // task.Repo.LockTask; waiting is said on errOut), and says on out what it did: migrated,
 // already current, or legacy manifest fields dropped.
@@ -30,11 +30,11 @@ func Migrate(repo *task.Repo, recDir string, noWait bool, noWaitName string, out
 		return err
 	}
 	defer os.RemoveAll(work)
-	from, dropped, err := warc.MigrateRecording(recDir, filepath.Join(work, "m"))
+	from, dropped, err := recording.MigrateRecording(recDir, filepath.Join(work, "m"))
 	if err != nil {
 		return err
 	}
-	if from == warc.RecordingFormat {
+	if from == recording.RecordingFormat {
 		if len(dropped) > 0 {
 			fmt.Fprintf(out, "%s: format %d; dropped the legacy manifest field %s\n", recDir, from, strings.Join(dropped, ", "))
 			return nil
@@ -42,7 +42,7 @@ func Migrate(repo *task.Repo, recDir string, noWait bool, noWaitName string, out
 		fmt.Fprintf(out, "%s: already format %d\n", recDir, from)
 		return nil
 	}
-	fmt.Fprintf(out, "%s: migrated from format %d to format %d\n", recDir, from, warc.RecordingFormat)
+	fmt.Fprintf(out, "%s: migrated from format %d to format %d\n", recDir, from, recording.RecordingFormat)
 	return nil
 }
 

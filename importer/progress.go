@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/pab-dev/pab/internal/progress"
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // importProgress writes the progress lines of one import to w: none before quiet has passed
@@ -51,9 +51,9 @@ func (p *importProgress) step(what string) {
 
 func (p *importProgress) elapsed() string { return p.now().Sub(p.start).Round(time.Second).String() }
 
-// report is warc.ImportOptions.Progress: records and bytes read with their rate and the
+// report is recording.ImportOptions.Progress: records and bytes read with their rate and the
 // time left while the inputs are read, exchanges written while the bundle is written.
-func (p *importProgress) report(ip warc.ImportProgress) {
+func (p *importProgress) report(ip recording.ImportProgress) {
 	t := p.now()
 	if ip.Phase != p.phase {
 		p.phase, p.phaseStart = ip.Phase, t

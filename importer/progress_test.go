@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // TestProgressLines: nothing in the first 3 s (quiet), then at most one line every 5 s
@@ -16,21 +16,21 @@ func TestProgressLines(t *testing.T) {
 	t0 := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
 	now := t0
 	p := &importProgress{w: &sb, now: func() time.Time { return now }, start: t0, quiet: 3 * time.Second, every: 5 * time.Second}
-	p.report(warc.ImportProgress{Phase: "read", Records: 10, Read: 1e6, Size: 10e6})
+	p.report(recording.ImportProgress{Phase: "read", Records: 10, Read: 1e6, Size: 10e6})
 	now = t0.Add(2 * time.Second)
 	p.step("packing the recording")
-	p.report(warc.ImportProgress{Phase: "read", Records: 1000, Read: 2e6, Size: 10e6})
+	p.report(recording.ImportProgress{Phase: "read", Records: 1000, Read: 2e6, Size: 10e6})
 	if sb.Len() != 0 {
 		t.Fatalf("lines before %v: %q", p.quiet, sb.String())
 	}
 	now = t0.Add(4 * time.Second)
-	p.report(warc.ImportProgress{Phase: "read", Records: 4000, Read: 4e6, Size: 10e6})
+	p.report(recording.ImportProgress{Phase: "read", Records: 4000, Read: 4e6, Size: 10e6})
 	now = t0.Add(5 * time.Second)
-	p.report(warc.ImportProgress{Phase: "read", Records: 5000, Read: 5e6, Size: 10e6}) // within every: none
+	p.report(recording.ImportProgress{Phase: "read", Records: 5000, Read: 5e6, Size: 10e6}) // within every: none
 	now = t0.Add(10 * time.Second)
-	p.report(warc.ImportProgress{Phase: "write", Written: 0, Total: 100})
+	p.report(recording.ImportProgress{Phase: "write", Written: 0, Total: 100})
 	now = t0.Add(16 * time.Second)
-	p.report(warc.ImportProgress{Phase: "write", Written: 60, Total: 100})
+	p.report(recording.ImportProgress{Phase: "write", Written: 60, Total: 100})
 	now = t0.Add(17 * time.Second)
 	p.step("packing the recording")
 	want := []string{

@@ -14,7 +14,7 @@ import (
 
 	"github.com/pab-dev/pab/internal/words"
 	"github.com/pab-dev/pab/record"
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // FinishOptions say where FinishRecording puts what a recording session left.
@@ -51,7 +51,7 @@ func FinishRecording(ctx context.Context, o FinishOptions) error {
 	if err != nil {
 		return err
 	}
-	m := warc.Manifest{TaskID: id, Locale: o.Capture.Locale, Timezone: o.Capture.Timezone}
+	m := recording.Manifest{TaskID: id, Locale: o.Capture.Locale, Timezone: o.Capture.Timezone}
 	bundle := o.OutDir
 	if bundle == "" {
 		bundle = filepath.Join(o.WorkDir, "bundle-"+time.Now().UTC().Format("20060102T150405Z"))

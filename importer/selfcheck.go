@@ -10,11 +10,11 @@ import (
 	"net"
 
 	"github.com/pab-dev/pab/internal/progress"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/tlsca"
-	"github.com/pab-dev/pab/warc"
 )
 
 // The self-check's sample (docs/import.md "After the import"): without Options.CheckAll a
@@ -41,7 +41,7 @@ var beforeSelfCheck = func() {}
 // errOut (internal/progress).
 func selfCheck(ctx context.Context, out, errOut io.Writer, repo *task.Repo, bundleDir string, layers []ruleLayer, all bool) error {
 	beforeSelfCheck()
-	b, err := warc.OpenBundle(bundleDir)
+	b, err := recording.OpenBundle(bundleDir)
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func selfCheck(ctx context.Context, out, errOut io.Writer, repo *task.Repo, bund
 }
 
 // checkOnce serves b with rs on a free loopback port and runs replay.CheckSample against it.
-func checkOnce(ctx context.Context, b *warc.Bundle, rs *rules.Set, ca *tlsca.CA, ruleRoot string, maxPages, maxOthers int) (*replay.CheckReport, error) {
+func checkOnce(ctx context.Context, b *recording.Bundle, rs *rules.Set, ca *tlsca.CA, ruleRoot string, maxPages, maxOthers int) (*replay.CheckReport, error) {
 	srv, err := replay.New(replay.Options{Bundle: b, Rules: rs, CA: ca, RuleRoot: ruleRoot})
 	if err != nil {
 		return nil, err

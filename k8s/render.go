@@ -35,8 +35,8 @@ import (
 
 	"github.com/pab-dev/pab/internal/atomicfile"
 	"github.com/pab-dev/pab/internal/readlimit"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/task"
-	"github.com/pab-dev/pab/warc"
 )
 
 // The fixed addresses and paths inside a pod; the agent's environment names them.
@@ -404,7 +404,7 @@ func readTask(o Options, id string) (runInfo, error) {
 		return runInfo{}, fmt.Errorf("task image of %s: %s has no tag or the tag latest; task images are referenced by their content tag (deploy/build-images.sh), so a pod never runs another build's recording: give --images (with --task-image-prefix it takes the tags from there)", id, img)
 	}
 	r := runInfo{id: id, name: o.Batch + "-" + nameOf(id), prompt: card.Prompt, image: img}
-	if m, err := readManifest(filepath.Join(t.RecordingDir(), warc.ManifestFile)); err != nil {
+	if m, err := readManifest(filepath.Join(t.RecordingDir(), recording.ManifestFile)); err != nil {
 		return runInfo{}, fmt.Errorf("task %s: %w", id, err)
 	} else {
 		r.locale, r.timezone = m.Locale, m.Timezone
@@ -422,8 +422,8 @@ func readTask(o Options, id string) (runInfo, error) {
 
 // readManifest reads the locale and time zone of a published recording's manifest (at
 // most 1 MiB); a task without a recording is an error (the pod would have nothing to replay).
-func readManifest(path string) (warc.Manifest, error) {
-	var m warc.Manifest
+func readManifest(path string) (recording.Manifest, error) {
+	var m recording.Manifest
 	data, err := readlimit.File(path, maxManifest)
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, fmt.Errorf("no recording: %w", err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pab-dev/pab/internal/httpx"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -34,8 +35,8 @@ type BuildReport struct {
 }
 
 // Build writes the bundle at dir (docs/bundle-format.md) from the journal at
-// journalPath, through warc.BundleWriter: exchanges in journal order (ids e000001...),
-// revisit records for identical payloads of warc.DedupMinSize bytes or more, no Cookie
+// journalPath, through recording.BundleWriter: exchanges in journal order (ids e000001...),
+// revisit records for identical payloads of recording.DedupMinSize bytes or more, no Cookie
 // or Authorization, Set-Cookie values REDACTED; pages.jsonl from the exchanges marked
 // RR-Page; manifest.not_found from the not-found probes that answered 404 with HTML. m is
 // the manifest to write (its NotFound is replaced; an empty Locale is set to the first tag
@@ -44,7 +45,7 @@ type BuildReport struct {
 // the recorder never sees them; Build infers them from later requests that name them
 // (scriptPages) and writes them with fetched "none". The journal must be whole (see
 // Recover); nothing is written at dir on error.
-func Build(journalPath, dir string, m warc.Manifest) (*BuildReport, error) {
+func Build(journalPath, dir string, m recording.Manifest) (*BuildReport, error) {
 	rep := &BuildReport{NotFound: map[string]string{}}
 	// First pass: the not-found pages, which the manifest (written first) names, and the
 	// browser's language when none is given.
@@ -53,7 +54,7 @@ func Build(journalPath, dir string, m warc.Manifest) (*BuildReport, error) {
 	err := scanJournal(journalPath, func(x *journalExchange) error {
 		sp.learn(x)
 		if m.Locale == "" && pageLang == "" && x.resp.Get(HeaderPageNote) == "" {
-			if tag := warc.AcceptLanguageTag(x.req.HTTP.HTTPHeader().Get("Accept-Language")); tag != "" {
+			if tag := recording.AcceptLanguageTag(x.req.HTTP.HTTPHeader().Get("Accept-Language")); tag != "" {
 				if x.resp.Get(HeaderPage) != "" {
 					pageLang = tag
 				} else if anyLang == "" {
@@ -85,13 +86,13 @@ func Build(journalPath, dir string, m warc.Manifest) (*BuildReport, error) {
 		}
 	}
 	rep.Locale, rep.Timezone = m.Locale, m.Timezone
-	w, err := warc.NewBundleWriter(dir, m)
+	w, err := recording.NewBundleWriter(dir, m)
 	if err != nil {
 		return nil, err
 	}
 	err = scanJournal(journalPath, func(x *journalExchange) error {
 		q, p := x.req.HTTP, x.resp.HTTP
-		ex := warc.Exchange{
+		ex := recording.Exchange{
 			Method:       q.Method,
 			URL:          x.resp.TargetURI,
 			Date:         x.resp.Date,
@@ -112,7 +113,7 @@ func Build(journalPath, dir string, m warc.Manifest) (*BuildReport, error) {
 		if u, ok := sp.page(x); ok {
 			rep.Pages++
 			rep.ScriptPages++
-			if err := w.AddPage(warc.Page{URL: u, TS: e.TS, Fetched: "none"}); err != nil {
+			if err := w.AddPage(recording.Page{URL: u, TS: e.TS, Fetched: "none"}); err != nil {
 				return err
 			}
 		}
@@ -120,9 +121,9 @@ func Build(journalPath, dir string, m warc.Manifest) (*BuildReport, error) {
 		if fetched == "" {
 			return nil
 		}
-		page := warc.Page{URL: e.URL, TS: e.TS, Fetched: fetched, Note: x.resp.Get(HeaderPageNote)}
+		page := recording.Page{URL: e.URL, TS: e.TS, Fetched: fetched, Note: x.resp.Get(HeaderPageNote)}
 		if e.Mime == "text/html" || e.Mime == "application/xhtml+xml" {
-			page.Title = warc.HTMLTitle(p.Body)
+			page.Title = recording.HTMLTitle(p.Body)
 		}
 		if rep.Title == "" && page.Note == "" {
 			rep.Title = page.Title

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/pab-dev/pab/internal/mitm"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -85,7 +86,7 @@ func (p *pending) outbound(req *http.Request) (*http.Request, error) {
 
 func (p *pending) upstreamError(err error) {
 	p.r.upErr.Add(1)
-	p.r.log(LogLine{Time: warc.FormatTime(p.start), Event: "upstream-error", Method: p.method, URL: p.url,
+	p.r.log(LogLine{Time: recording.FormatTime(p.start), Event: "upstream-error", Method: p.method, URL: p.url,
 		Type: p.typ, Note: p.r.opts.Redact.String(err.Error())})
 	p.release()
 }
@@ -96,7 +97,7 @@ func (p *pending) done(status int, why string) {
 		why = p.skip
 	}
 	p.r.notStored.Add(1)
-	p.r.log(LogLine{Time: warc.FormatTime(p.start), Event: "not-stored", Method: p.method, URL: p.url,
+	p.r.log(LogLine{Time: recording.FormatTime(p.start), Event: "not-stored", Method: p.method, URL: p.url,
 		Status: status, Type: p.typ, Note: p.r.opts.Redact.String(why)})
 	p.release()
 }
@@ -120,7 +121,7 @@ func (p *pending) finish(raw []byte, readErr error) {
 		p.done(status, fmt.Sprintf("response body of %d bytes cannot be decoded (Content-Encoding %q): %v", len(raw), hdr.Get("Content-Encoding"), err))
 		return
 	}
-	x := &exchange{Exchange: warc.Exchange{
+	x := &exchange{Exchange: recording.Exchange{
 		Method: p.method, URL: p.url, Date: p.start, ReqBody: r.opts.Redact.Bytes(p.reqBody),
 		Status: status, Proto: p.resp.Proto, Body: r.opts.Redact.Bytes(body), OrigEncoding: enc,
 		ResourceType: p.typ,
@@ -144,7 +145,7 @@ func (p *pending) finish(raw []byte, readErr error) {
 	for _, w := range warnings { // header fields left out of the journal
 		note = strings.TrimPrefix(note+"; "+w, "; ")
 	}
-	r.log(LogLine{Time: warc.FormatTime(p.start), Event: "stored", Method: p.method, URL: p.url, Status: status,
+	r.log(LogLine{Time: recording.FormatTime(p.start), Event: "stored", Method: p.method, URL: p.url, Status: status,
 		Type: p.typ, Bytes: int64(len(x.Body)), Note: note})
 	if p.probeHeader != nil && p.note == "" {
 		r.probe(p)

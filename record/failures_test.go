@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // TestUpstreamFailures records answers that go wrong upstream: the client gets what the
@@ -121,7 +121,7 @@ func TestUpstreamFailures(t *testing.T) {
 	}
 
 	b, _, dir := g.build()
-	for _, p := range warc.Audit(dir) {
+	for _, p := range recording.Audit(dir) {
 		t.Errorf("audit: %+v", p)
 	}
 	for path, want := range map[string]string{

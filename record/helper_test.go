@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/tlsca"
-	"github.com/pab-dev/pab/warc"
 )
 
 // rig is a running in-process recorder with its CA and work directory.
@@ -81,15 +81,15 @@ func (g *rig) client() *http.Client {
 }
 
 // build stops the recorder and builds its bundle.
-func (g *rig) build() (*warc.Bundle, *BuildReport, string) {
+func (g *rig) build() (*recording.Bundle, *BuildReport, string) {
 	g.t.Helper()
 	g.stop()
 	dir := filepath.Join(g.t.TempDir(), "bundle")
-	rep, err := Build(JournalPath(g.work), dir, warc.Manifest{TaskID: "t"})
+	rep, err := Build(JournalPath(g.work), dir, recording.Manifest{TaskID: "t"})
 	if err != nil {
 		g.t.Fatal(err)
 	}
-	b, err := warc.OpenBundle(dir)
+	b, err := recording.OpenBundle(dir)
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func rawServer(t *testing.T, handle func(c net.Conn, req *http.Request)) string 
 	return ln.Addr().String()
 }
 
-func entryByURL(b *warc.Bundle, u string) *warc.Entry {
+func entryByURL(b *recording.Bundle, u string) *recording.Entry {
 	for i := range b.Entries {
 		if b.Entries[i].URL == u {
 			return &b.Entries[i]

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -40,7 +41,7 @@ const syncEvery = time.Second
 // exchange is one recorded exchange as it goes to the journal: bodies are final (decoded,
 // redacted), headers are storedRequestHeader's and storedResponseHeader's.
 type exchange struct {
-	warc.Exchange
+	recording.Exchange
 	Page     string // "GET"/"POST" for a page, else ""
 	PageNote string
 }
@@ -348,9 +349,9 @@ func checkWhole(f *os.File, rec *warc.Record) error {
 }
 
 // encode returns the exchange as two whole WARC 1.1 records (response, then request),
-// encoded by warc.EncodeExchange, the bundle writer's own encoding, with the page fields
+// encoded by recording.EncodeExchange, the bundle writer's own encoding, with the page fields
 // added to the response record. Each call takes a fresh random exchange id, so no two
-// journal records share a record id. It returns warc.EncodeExchange's warnings and errors.
+// journal records share a record id. It returns recording.EncodeExchange's warnings and errors.
 func (x *exchange) encode() ([]byte, []string, error) {
 	var extra []warc.Field
 	if x.Page != "" {
@@ -361,5 +362,5 @@ func (x *exchange) encode() ([]byte, []string, error) {
 	}
 	var id [8]byte
 	_, _ = rand.Read(id[:])
-	return warc.EncodeExchange(x.Exchange, "j"+hex.EncodeToString(id[:]), extra)
+	return recording.EncodeExchange(x.Exchange, "j"+hex.EncodeToString(id[:]), extra)
 }

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 func sampleExchange(i int) *exchange {
-	return &exchange{Exchange: warc.Exchange{
+	return &exchange{Exchange: recording.Exchange{
 		Method: "GET", URL: "https://shop.test/p" + strings.Repeat("x", i), Date: time.Date(2026, 11, 29, 10, 0, i, 0, time.UTC),
 		ReqHeader: http.Header{"Host": {"shop.test"}, "Accept": {"text/html"}},
 		Status:    200, Proto: "HTTP/1.1",
@@ -128,7 +128,7 @@ func FuzzRecover(f *testing.F) {
 		if err := scanJournal(path, func(*journalExchange) error { return nil }); err != nil {
 			t.Fatalf("recovered journal does not read whole: %v", err)
 		}
-		if _, err := Build(path, filepath.Join(dir, "b"), warc.Manifest{TaskID: "t"}); err != nil {
+		if _, err := Build(path, filepath.Join(dir, "b"), recording.Manifest{TaskID: "t"}); err != nil {
 			// bad exchanges (a status out of range, a relative URL) may be refused, but
 			// with a message, never a panic
 			if err.Error() == "" {

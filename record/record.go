@@ -28,9 +28,9 @@ import (
 
 	"github.com/pab-dev/pab/internal/mitm"
 	"github.com/pab-dev/pab/internal/pathx"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/tlsca"
-	"github.com/pab-dev/pab/warc"
 )
 
 // File names inside the recorder's work directory.
@@ -106,7 +106,7 @@ type LogLine struct {
 	// URL is the request URL after redaction.
 	URL    string `json:"url,omitempty"`
 	Status int    `json:"status,omitempty"`
-	// Type is the resource type stored as RR-Resource-Type (warc.RequestResourceType:
+	// Type is the resource type stored as RR-Resource-Type (recording.RequestResourceType:
 	// "document", "stylesheet", "script", "image", "font", "media", "fetch", "manifest",
 	// "other").
 	Type string `json:"type,omitempty"`
@@ -185,7 +185,7 @@ func New(opts Options) (*Recorder, RecoverReport, error) {
 	r.hardCtx, r.hardCancel = context.WithCancel(context.Background())
 	j.onFail = r.fail
 	if rep.Cut > 0 {
-		r.log(LogLine{Time: warc.FormatTime(time.Now()), Event: "recovered",
+		r.log(LogLine{Time: recording.FormatTime(time.Now()), Event: "recovered",
 			Note: fmt.Sprintf("journal cut at offset %d (%d bytes removed: %s); %d whole exchanges kept", rep.Size, rep.Cut, rep.Reason, rep.Exchanges)})
 	}
 	roots := opts.RootCAs
@@ -257,7 +257,7 @@ func (r *Recorder) fail(err error) {
 		return
 	}
 	stored := r.journal.stored()
-	r.log(LogLine{Time: warc.FormatTime(time.Now()), Event: "store-error",
+	r.log(LogLine{Time: recording.FormatTime(time.Now()), Event: "store-error",
 		Note: fmt.Sprintf("%v; %d exchanges stored; later requests are answered 503", err, stored)})
 	if r.opts.OnStoreError != nil {
 		r.opts.OnStoreError(err, stored)
@@ -291,7 +291,7 @@ func (r *Recorder) Serve(ln net.Listener) error {
 		return nil
 	}
 	r.mu.Unlock()
-	r.log(LogLine{Time: warc.FormatTime(time.Now()), Event: "started", Note: "listening on " + ln.Addr().String()})
+	r.log(LogLine{Time: recording.FormatTime(time.Now()), Event: "started", Note: "listening on " + ln.Addr().String()})
 	err := r.shell.Serve(ln)
 	if r.stopping.Load() {
 		return nil
@@ -345,7 +345,7 @@ func (r *Recorder) Shutdown() error {
 		close(r.stopSync)
 		<-r.syncDone
 		st := r.Stats()
-		r.log(LogLine{Time: warc.FormatTime(time.Now()), Event: "stopped",
+		r.log(LogLine{Time: recording.FormatTime(time.Now()), Event: "stopped",
 			Note: fmt.Sprintf("%d stored, %d not stored, %d upstream errors, %d refused", st.Stored, st.NotStored, st.UpstreamError, st.Refused)})
 		r.shutdownErr = r.journal.close()
 		r.logMu.Lock()
@@ -373,8 +373,8 @@ func (r *Recorder) refuse(req *http.Request, start time.Time, err error) *http.R
 	if req.URL.Host == "" {
 		u = "http://" + req.Host + req.URL.RequestURI()
 	}
-	r.log(LogLine{Time: warc.FormatTime(start), Event: "refused", Method: req.Method, URL: r.opts.Redact.String(u),
-		Type: warc.RequestResourceType(req.Header, req.URL.Path), Note: "the journal cannot be written"})
+	r.log(LogLine{Time: recording.FormatTime(start), Event: "refused", Method: req.Method, URL: r.opts.Redact.String(u),
+		Type: recording.RequestResourceType(req.Header, req.URL.Path), Note: "the journal cannot be written"})
 	if req.Body != nil {
 		// a bounded read, so that a small body does not break the connection
 		_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, 1<<20))
@@ -434,7 +434,7 @@ func (r *Recorder) handle(req *http.Request) *http.Response {
 	if req.URL.Host == "" {
 		req.URL.Host = req.Host
 	}
-	p := &pending{r: r, start: start, method: req.Method, typ: warc.RequestResourceType(req.Header, req.URL.Path),
+	p := &pending{r: r, start: start, method: req.Method, typ: recording.RequestResourceType(req.Header, req.URL.Path),
 		url: r.opts.Redact.String(req.URL.String()), host: strings.ToLower(req.URL.Host), scheme: req.URL.Scheme}
 	if isUpgrade(req) {
 		p.skip = "protocol upgrade (WebSocket) is not recorded"
@@ -524,7 +524,7 @@ func (r *Recorder) probe(doc *pending) {
 	go func() {
 		start := time.Now()
 		// stored redacted like every other exchange (the host itself may be a redacted value)
-		p := &pending{r: r, start: start, method: http.MethodGet, typ: warc.ResourceDocument, url: r.opts.Redact.String(u),
+		p := &pending{r: r, start: start, method: http.MethodGet, typ: recording.ResourceDocument, url: r.opts.Redact.String(u),
 			host: doc.host, scheme: doc.scheme, page: http.MethodGet, note: NoteNotFoundProbe, reqHdr: hdr}
 		ctx, cancel := context.WithTimeout(r.hardCtx, 2*time.Minute)
 		defer cancel()

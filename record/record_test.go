@@ -14,9 +14,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/tlsca"
-	"github.com/pab-dev/pab/warc"
 )
 
 const ssn = "123-45-6789"
@@ -151,7 +151,7 @@ func TestRecordShop(t *testing.T) {
 	}
 
 	b, rep, dir := g.build()
-	for _, p := range warc.Audit(dir) {
+	for _, p := range recording.Audit(dir) {
 		t.Errorf("audit: %+v", p)
 	}
 	if rep.Pages != 4 { // home, search, cart, probe
@@ -211,10 +211,10 @@ func TestRecordShop(t *testing.T) {
 
 	// The journal is a plain WARC: `pab import` reads the same exchanges and payloads.
 	imp := filepath.Join(t.TempDir(), "imported")
-	if _, err := warc.ImportWARCs([]string{JournalPath(g.work)}, imp, warc.ImportOptions{TaskID: "t"}); err != nil {
+	if _, err := recording.ImportWARCs([]string{JournalPath(g.work)}, imp, recording.ImportOptions{TaskID: "t"}); err != nil {
 		t.Fatal(err)
 	}
-	ib, err := warc.OpenBundle(imp)
+	ib, err := recording.OpenBundle(imp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestRecordShop(t *testing.T) {
 	}
 	// The not-found probe runs beside the browsing, so its place among the records varies:
 	// entries are matched by method and URL, not by position.
-	imported := map[string]warc.Entry{}
+	imported := map[string]recording.Entry{}
 	for _, ie := range ib.Entries {
 		imported[ie.Method+" "+ie.URL] = ie
 	}

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // Where MachineTimezone reads the zone from.
@@ -26,7 +26,7 @@ func MachineTimezone() (zone, from string) {
 		if v == "" {
 			return "UTC", "TZ"
 		}
-		if warc.CheckTimezone(v) == nil {
+		if recording.CheckTimezone(v) == nil {
 			return v, "TZ"
 		}
 	}
@@ -34,12 +34,12 @@ func MachineTimezone() (zone, from string) {
 		data, _ := io.ReadAll(io.LimitReader(f, 256))
 		f.Close()
 		line, _, _ := bytes.Cut(data, []byte("\n"))
-		if z := strings.TrimSpace(string(line)); z != "" && warc.CheckTimezone(z) == nil {
+		if z := strings.TrimSpace(string(line)); z != "" && recording.CheckTimezone(z) == nil {
 			return z, etcTimezone
 		}
 	}
 	if target, err := os.Readlink(etcLocaltime); err == nil {
-		if _, z, ok := strings.Cut(target, "zoneinfo/"); ok && warc.CheckTimezone(z) == nil {
+		if _, z, ok := strings.Cut(target, "zoneinfo/"); ok && recording.CheckTimezone(z) == nil {
 			return z, etcLocaltime
 		}
 	}

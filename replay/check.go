@@ -15,8 +15,8 @@ import (
 	"github.com/pab-dev/pab/internal/mapx"
 	"github.com/pab-dev/pab/internal/progress"
 	"github.com/pab-dev/pab/internal/words"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/tlsca"
-	"github.com/pab-dev/pab/warc"
 )
 
 // checkTimeout bounds each request of Check.
@@ -125,7 +125,7 @@ type checkRequest struct {
 // recorded exchange once in recording order (see CheckReport for what is counted). It
 // returns an error only when the proxy cannot be asked for its counts or ctx ends;
 // requests that fail are counted in the report.
-func Check(ctx context.Context, proxyAddr string, ca *tlsca.CA, b *warc.Bundle) (*CheckReport, error) {
+func Check(ctx context.Context, proxyAddr string, ca *tlsca.CA, b *recording.Bundle) (*CheckReport, error) {
 	return CheckSample(ctx, proxyAddr, ca, b, 0, 0)
 }
 
@@ -134,7 +134,7 @@ func Check(ctx context.Context, proxyAddr string, ca *tlsca.CA, b *warc.Bundle) 
 // exchanges in recording order, so that the same recording gives the same sample. A
 // recording with no more than that is sent whole, as by Check. CheckReport.Sampled says
 // how many page and other requests the whole recording would have sent.
-func CheckSample(ctx context.Context, proxyAddr string, ca *tlsca.CA, b *warc.Bundle, maxPages, maxOthers int) (*CheckReport, error) {
+func CheckSample(ctx context.Context, proxyAddr string, ca *tlsca.CA, b *recording.Bundle, maxPages, maxOthers int) (*CheckReport, error) {
 	proxyURL := &url.URL{Scheme: "http", Host: proxyAddr}
 	tr := &http.Transport{
 		Proxy:                 http.ProxyURL(proxyURL),
@@ -187,7 +187,7 @@ func CheckSample(ctx context.Context, proxyAddr string, ca *tlsca.CA, b *warc.Bu
 // checkRequests lists the requests of a check: pages, then the other exchanges; at most
 // maxPages pages and maxOthers others (0 or less: all), evenly spaced. of is set when a
 // bound cut the list.
-func checkRequests(b *warc.Bundle, maxPages, maxOthers int) (reqs []checkRequest, pages, skipped int, of *CheckTotals, err error) {
+func checkRequests(b *recording.Bundle, maxPages, maxOthers int) (reqs []checkRequest, pages, skipped int, of *CheckTotals, err error) {
 	var pageURLs []string
 	seen := map[string]bool{}
 	addPage := func(u string) {
@@ -230,7 +230,7 @@ func checkRequests(b *warc.Bundle, maxPages, maxOthers int) (reqs []checkRequest
 	// the others: every exchange not sent as a page; counted first so that the sample is
 	// spread over them all
 	others := 0
-	isOther := func(e *warc.Entry) bool {
+	isOther := func(e *recording.Entry) bool {
 		if _, err := parseTargetURL(e.URL); err != nil {
 			return false
 		}
@@ -339,7 +339,7 @@ func sendCheck(ctx context.Context, client *http.Client, cr checkRequest) (statu
 		if err != nil {
 			return 0, "", fmt.Errorf("%s %s: read body: %w", cr.method, cr.url, err)
 		}
-		title = warc.HTMLTitle(head)
+		title = recording.HTMLTitle(head)
 	}
 	if _, err = io.Copy(io.Discard, resp.Body); err != nil {
 		return 0, "", fmt.Errorf("%s %s: read body: %w", cr.method, cr.url, err)

@@ -6,7 +6,7 @@ package replay
 // each lookup reads only the records it compares: sorted (hash, position) lists for the
 // exact, fuzzy, not-found and search/promo steps, binary-searched, and each indexed entry's
 // record decoded when first asked for. The file also carries the bundle's entry table
-// (warc.EncodeEntryTable), so the bundle opens without reading entries.jsonl either.
+// (recording.EncodeEntryTable), so the bundle opens without reading entries.jsonl either.
 
 import (
 	"bytes"
@@ -23,8 +23,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/rules"
-	"github.com/pab-dev/pab/warc"
 )
 
 // Layout of a saved index file (all integers little-endian):
@@ -40,7 +40,7 @@ import (
 //	96   skips u64: bytes of the skip blob
 //	104  0 u64 ×3
 //	128  SHA-256 of bytes [0, 128)
-//	160  the entry table (warc.EncodeEntryTable), then zero bytes to a multiple of 8
+//	160  the entry table (recording.EncodeEntryTable), then zero bytes to a multiple of 8
 //	     exact, base, urls: m items each, texts: texts items; an item is 16 bytes, the
 //	       TableHash u64 of its string, a position u32 and the CRC-32C of those 12 bytes,
 //	       sorted by hash then position
@@ -49,7 +49,7 @@ import (
 //	       byte (savedStatic, savedHTTPS, savedLoc, savedLocHTTPS), then as varint-length strings the key's method, host and path,
 //	       the key string, the base, the URL key, a varint count and the parameters, and
 //	       for a redirect its Location URL and key; then the CRC-32C of the record
-//	       (warc.AppendCRC)
+//	       (recording.AppendCRC)
 //	     the skip blob: per entry left out, its entry number (varint) and why (string)
 //
 // The strings of the lists: exact the key string, base key.Base(), urls "METHOD " and the
@@ -67,8 +67,8 @@ func textListKey(ep *rules.Endpoint, base string) string {
 
 // encodeDisk renders the saved index of b (opened with its entries in memory) under key
 // from out, what NewIndex computed for each entry. The same inputs give the same bytes.
-func encodeDisk(key SavedIndexKey, b *warc.Bundle, out []built) ([]byte, error) {
-	tab, err := warc.EncodeEntryTable(b)
+func encodeDisk(key SavedIndexKey, b *recording.Bundle, out []built) ([]byte, error) {
+	tab, err := recording.EncodeEntryTable(b)
 	if err != nil {
 		return nil, err
 	}
@@ -96,11 +96,11 @@ func encodeDisk(key SavedIndexKey, b *warc.Bundle, out []built) ([]byte, error) 
 		}
 		pos := uint32(m)
 		m++
-		exact = append(exact, item{warc.TableHash(o.keyStr), pos})
-		base = append(base, item{warc.TableHash(o.base), pos})
-		urls = append(urls, item{warc.TableHash(o.urlKey), pos})
+		exact = append(exact, item{recording.TableHash(o.keyStr), pos})
+		base = append(base, item{recording.TableHash(o.base), pos})
+		urls = append(urls, item{recording.TableHash(o.urlKey), pos})
 		if o.ep != nil {
-			texts = append(texts, item{warc.TableHash(textListKey(o.ep, o.base)), pos})
+			texts = append(texts, item{recording.TableHash(textListKey(o.ep, o.base)), pos})
 		}
 		recOffs = append(recOffs, uint64(len(recs)))
 		start := len(recs)
@@ -130,7 +130,7 @@ func encodeDisk(key SavedIndexKey, b *warc.Bundle, out []built) ([]byte, error) 
 			recs = str(recs, o.loc.url)
 			recs = str(recs, o.loc.key)
 		}
-		recs = warc.AppendCRC(recs, start)
+		recs = recording.AppendCRC(recs, start)
 	}
 	recOffs = append(recOffs, uint64(len(recs)))
 	le := binary.LittleEndian
@@ -163,7 +163,7 @@ func encodeDisk(key SavedIndexKey, b *warc.Bundle, out []built) ([]byte, error) 
 			var tmp [diskItemBytes]byte
 			le.PutUint64(tmp[:], it.h)
 			le.PutUint32(tmp[8:], it.pos)
-			buf.Write(warc.AppendCRC(tmp[:12], 0))
+			buf.Write(recording.AppendCRC(tmp[:12], 0))
 		}
 	}
 	for _, o := range recOffs {
@@ -178,7 +178,7 @@ func encodeDisk(key SavedIndexKey, b *warc.Bundle, out []built) ([]byte, error) 
 func pad8(n int) int { return (8 - n%8) % 8 }
 
 // SavedIndex is a saved index file opened in place (OpenSavedIndex): its bytes mapped
-// read-only. It is handed to warc.OpenBundleTable (Table) and to NewIndex
+// read-only. It is handed to recording.OpenBundleTable (Table) and to NewIndex
 // (IndexOptions.Opened), and unmapped by Close once the index is no longer used.
 type SavedIndex struct {
 	path string
@@ -194,7 +194,7 @@ type SavedIndex struct {
 // Path is the file the saved index was read from.
 func (s *SavedIndex) Path() string { return s.path }
 
-// Table is the bundle's entry table the file carries (for warc.OpenBundleTable).
+// Table is the bundle's entry table the file carries (for recording.OpenBundleTable).
 func (s *SavedIndex) Table() []byte { return s.table }
 
 // Close unmaps the file. Nothing read from it may be used afterwards (entries and records
@@ -312,7 +312,7 @@ func (d *diskIndex) entry(ix *Index, p int) *indexed {
 		d.damaged(err)
 		// never equal to a request's key or base: looked up, it is skipped
 		ie = &indexed{pos: p, keyStr: damagedKey,
-			e: &warc.Entry{ID: fmt.Sprintf("damaged-%d", p), Method: "GET", URL: "damaged:", Status: 500, Unresolved: true}}
+			e: &recording.Entry{ID: fmt.Sprintf("damaged-%d", p), Method: "GET", URL: "damaged:", Status: 500, Unresolved: true}}
 	}
 	if d.cache[p].CompareAndSwap(nil, ie) {
 		return ie
@@ -373,7 +373,7 @@ func (d *diskIndex) record(p int) ([]byte, error) {
 	if lo > hi || hi > uint64(len(s.recs)) {
 		return nil, fmt.Errorf("position %d: record span [%d, %d) outside the records", p, lo, hi)
 	}
-	rec, ok := warc.CheckCRC(s.recs[lo:hi])
+	rec, ok := recording.CheckCRC(s.recs[lo:hi])
 	if !ok {
 		return nil, fmt.Errorf("position %d: checksum does not match: damaged", p)
 	}
@@ -404,13 +404,13 @@ func (d *diskIndex) recordStrings(p int) (base, urlKey string) {
 // run returns the positions listed under the hash of key in list (ascending), each
 // checked by same (the hash may collide).
 func (d *diskIndex) run(list []byte, key string, same func(p int) bool) []int {
-	h := warc.TableHash(key)
+	h := recording.TableHash(key)
 	le := binary.LittleEndian
 	n := len(list) / diskItemBytes
 	bad := -1
 	k := sort.Search(n, func(k int) bool {
 		item := list[k*diskItemBytes : (k+1)*diskItemBytes]
-		if _, ok := warc.CheckCRC(item); !ok {
+		if _, ok := recording.CheckCRC(item); !ok {
 			bad = k
 		}
 		return le.Uint64(item) >= h
@@ -423,7 +423,7 @@ func (d *diskIndex) run(list []byte, key string, same func(p int) bool) []int {
 	// item whose hash was damaged is one of them when the search is for its own string
 	for _, c := range [2]int{k - 1, k} {
 		if c >= 0 && c < n {
-			if _, ok := warc.CheckCRC(list[c*diskItemBytes : (c+1)*diskItemBytes]); !ok {
+			if _, ok := recording.CheckCRC(list[c*diskItemBytes : (c+1)*diskItemBytes]); !ok {
 				d.damaged(fmt.Errorf("list item %d: checksum does not match", c))
 				return nil
 			}
@@ -431,7 +431,7 @@ func (d *diskIndex) run(list []byte, key string, same func(p int) bool) []int {
 	}
 	var out []int
 	for ; k < n && le.Uint64(list[k*diskItemBytes:]) == h; k++ {
-		if _, ok := warc.CheckCRC(list[k*diskItemBytes : (k+1)*diskItemBytes]); !ok {
+		if _, ok := recording.CheckCRC(list[k*diskItemBytes : (k+1)*diskItemBytes]); !ok {
 			d.damaged(fmt.Errorf("list item %d: checksum does not match", k))
 			return nil
 		}

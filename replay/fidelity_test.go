@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // fidelity_test.go: the regressions of issue 13, "never a wrong page", each built from a
@@ -92,7 +92,7 @@ func fidExchanges(t testing.TB) []ex {
 
 func fidIndex(t testing.TB) *Index {
 	t.Helper()
-	b := writeTestBundle(t, t.TempDir(), warc.Manifest{}, fidExchanges(t))
+	b := writeTestBundle(t, t.TempDir(), recording.Manifest{}, fidExchanges(t))
 	ix, err := NewIndex(b, testRules(t, fidRules()))
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func fidIndex(t testing.TB) *Index {
 // TestFidelityProxy replays each case through the proxy over TLS (plain HTTP for http://
 // URLs) and checks the answer, its status and its log line.
 func TestFidelityProxy(t *testing.T) {
-	tp := startProxy(t, warc.Manifest{}, fidExchanges(t), fidRules())
+	tp := startProxy(t, recording.Manifest{}, fidExchanges(t), fidRules())
 	doc := map[string]string{"Sec-Fetch-Dest": "document"}
 	xhr := map[string]string{"Sec-Fetch-Dest": "empty", "Accept": "application/json"}
 	upload, uploadType := fidUpload(t, fidBoundaryB, "my cat")
@@ -171,7 +171,7 @@ func TestFidelityProxy(t *testing.T) {
 // TestFidelityRevalidate: conditional requests get 304 with no body when their validators
 // match the recorded ones (RFC 9110 section 13), logged 304 with the lookup's source.
 func TestFidelityRevalidate(t *testing.T) {
-	tp := startProxy(t, warc.Manifest{}, fidExchanges(t), fidRules())
+	tp := startProxy(t, recording.Manifest{}, fidExchanges(t), fidRules())
 	cases := []struct {
 		name, method, url string
 		hdr               map[string]string

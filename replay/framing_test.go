@@ -1,7 +1,7 @@
 package replay
 
 // framing_test.go: issue 13, "never broken bytes". WARC files built byte by byte here are
-// imported with warc.ImportWARCs (and merged with warc.Merge) and served through the real
+// imported with recording.ImportWARCs (and merged with recording.Merge) and served through the real
 // proxy over TLS; each answer must carry exactly the payload the site sent, with the
 // Content-Encoding that describes it (docs/bundle-format.md, rules F1 to F5).
 
@@ -17,7 +17,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // framingRecord is one WARC record of a hand-built file: its type, target, date, extra
@@ -53,19 +53,19 @@ func writeFramingWARC(t *testing.T, name string, recs []framingRecord) string {
 	return p
 }
 
-func importFraming(t *testing.T, paths ...string) (string, *warc.ImportReport) {
+func importFraming(t *testing.T, paths ...string) (string, *recording.ImportReport) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "b")
-	rep, err := warc.ImportWARCs(paths, dir, warc.ImportOptions{TaskID: "framing"})
+	rep, err := recording.ImportWARCs(paths, dir, recording.ImportOptions{TaskID: "framing"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return dir, rep
 }
 
-func openFraming(t *testing.T, dir string) *warc.Bundle {
+func openFraming(t *testing.T, dir string) *recording.Bundle {
 	t.Helper()
-	b, err := warc.OpenBundle(dir)
+	b, err := recording.OpenBundle(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,14 +108,14 @@ func TestFramingServedExact(t *testing.T) {
 	if rep.DecodeFailures != 1 || rep.Truncated != 1 {
 		t.Errorf("report: %d decode failures, %d truncated; want 1 and 1", rep.DecodeFailures, rep.Truncated)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, warc.WARCFile))
+	data, err := os.ReadFile(filepath.Join(dir, recording.WARCFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := bytes.Count(data, []byte("WARC-Truncated: unspecified\r\n")); n != 1 {
 		t.Errorf("data.warc has %d WARC-Truncated fields, want 1 (the chunked body)", n)
 	}
-	if probs := warc.Audit(dir); len(probs) != 0 {
+	if probs := recording.Audit(dir); len(probs) != 0 {
 		t.Errorf("audit: %v", probs)
 	}
 	tp := startProxyBundle(t, openFraming(t, dir), nil)
@@ -163,15 +163,15 @@ func TestRevisitResolvedAcrossImports(t *testing.T) {
 	if rep.RevisitsUnresolved != 2 {
 		t.Fatalf("second import alone: %d unresolved, want 2", rep.RevisitsUnresolved)
 	}
-	probs := warc.Audit(newDir)
-	if len(probs) != 2 || !probs[0].Unresolved || len(warc.Blocking(probs)) != 0 {
+	probs := recording.Audit(newDir)
+	if len(probs) != 2 || !probs[0].Unresolved || len(recording.Blocking(probs)) != 0 {
 		t.Errorf("audit of the revisits alone: %v; want two unresolved-revisit problems", probs)
 	}
 	merged := filepath.Join(t.TempDir(), "merged")
-	if err := warc.Merge(oldDir, newDir, merged, warc.MergeOptions{TaskID: "framing"}); err != nil {
+	if err := recording.Merge(oldDir, newDir, merged, recording.MergeOptions{TaskID: "framing"}); err != nil {
 		t.Fatal(err)
 	}
-	if probs := warc.Audit(merged); len(probs) != 0 {
+	if probs := recording.Audit(merged); len(probs) != 0 {
 		t.Errorf("audit of the merged recording: %v", probs)
 	}
 	b := openFraming(t, merged)

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // maxCachedHeads bounds the response heads a Server keeps parsed (a few hundred bytes
@@ -31,7 +31,7 @@ type responseHead struct {
 // body returns a reader of the payload with its own position.
 func (h *responseHead) body() io.Reader {
 	if h.ra != nil {
-		return warc.StreamSection(h.ra, h.off, h.size)
+		return recording.StreamSection(h.ra, h.off, h.size)
 	}
 	return h.reader
 }
@@ -40,7 +40,7 @@ func (h *responseHead) body() io.Reader {
 // the small ones (smallBody); safe for concurrent use.
 type headCache struct {
 	mu sync.RWMutex
-	m  map[*warc.Entry]*responseHead
+	m  map[*recording.Entry]*responseHead
 
 	bodyMu    sync.RWMutex
 	bodies    map[*responseHead][]byte
@@ -75,9 +75,9 @@ func (c *headCache) smallBody(h *responseHead) []byte {
 	return data
 }
 
-// get returns e's response head from the cache, or reads it from b (warc.Bundle.Response)
+// get returns e's response head from the cache, or reads it from b (recording.Bundle.Response)
 // and keeps it. Errors are not kept: the next request tries again.
-func (c *headCache) get(b *warc.Bundle, e *warc.Entry) (*responseHead, error) {
+func (c *headCache) get(b *recording.Bundle, e *recording.Entry) (*responseHead, error) {
 	c.mu.RLock()
 	h := c.m[e]
 	c.mu.RUnlock()
@@ -101,7 +101,7 @@ func (c *headCache) get(b *warc.Bundle, e *warc.Entry) (*responseHead, error) {
 	h.ra, h.off, _ = sr.Outer()
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= maxCachedHeads {
-		c.m = make(map[*warc.Entry]*responseHead)
+		c.m = make(map[*recording.Entry]*responseHead)
 	}
 	c.m[e] = h
 	c.mu.Unlock()

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/rules"
-	"github.com/pab-dev/pab/warc"
 )
 
 // ex is one exchange of a test bundle.
@@ -37,7 +37,7 @@ type ex struct {
 // unresolved one), indexes/entries.jsonl, pages/pages.jsonl (every document exchange) and
 // manifest.json. It is written by hand, independent of the warc package's writer, so that
 // these tests pin the bundle format itself.
-func writeTestBundle(t testing.TB, dir string, m warc.Manifest, exs []ex) *warc.Bundle {
+func writeTestBundle(t testing.TB, dir string, m recording.Manifest, exs []ex) *recording.Bundle {
 	t.Helper()
 	for _, d := range []string{"archive", "indexes", "pages"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
@@ -67,7 +67,7 @@ func writeTestBundle(t testing.TB, dir string, m warc.Manifest, exs []ex) *warc.
 		data.Write(block.Bytes())
 		data.WriteString("\r\n\r\n")
 		sum := sha256.Sum256(x.body)
-		e := warc.Entry{
+		e := recording.Entry{
 			ID: fmt.Sprintf("e%06d", i+1), TS: ts, Method: x.method, URL: x.url, Status: x.status,
 			Digest: hex.EncodeToString(sum[:]), Size: int64(len(x.body)),
 			RespOffset: off, RespLength: int64(data.Len()) - off,
@@ -87,7 +87,7 @@ func writeTestBundle(t testing.TB, dir string, m warc.Manifest, exs []ex) *warc.
 		line, _ := json.Marshal(e)
 		entries.Write(append(line, '\n'))
 		if x.resType == "document" && x.method == "GET" {
-			pl, _ := json.Marshal(warc.Page{URL: x.url, TS: ts, Fetched: "GET"})
+			pl, _ := json.Marshal(recording.Page{URL: x.url, TS: ts, Fetched: "GET"})
 			pages.Write(append(pl, '\n'))
 		}
 	}
@@ -97,13 +97,13 @@ func writeTestBundle(t testing.TB, dir string, m warc.Manifest, exs []ex) *warc.
 	}
 	mj, _ := json.Marshal(m)
 	for name, content := range map[string][]byte{
-		warc.WARCFile: data.Bytes(), warc.EntriesFile: entries.Bytes(), warc.PagesFile: pages.Bytes(), warc.ManifestFile: mj,
+		recording.WARCFile: data.Bytes(), recording.EntriesFile: entries.Bytes(), recording.PagesFile: pages.Bytes(), recording.ManifestFile: mj,
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	b, err := warc.OpenBundle(dir)
+	b, err := recording.OpenBundle(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,6 +203,6 @@ func siteExchanges() []ex {
 }
 
 // siteManifest names the site's own 404 page.
-func siteManifest() warc.Manifest {
-	return warc.Manifest{TaskID: "test", NotFound: map[string]string{"site.test": "https://site.test/no-such-page-probe"}}
+func siteManifest() recording.Manifest {
+	return recording.Manifest{TaskID: "test", NotFound: map[string]string{"site.test": "https://site.test/no-such-page-probe"}}
 }

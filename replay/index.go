@@ -11,8 +11,8 @@ import (
 	"sync"
 
 	"github.com/pab-dev/pab/internal/pathx"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/rules"
-	"github.com/pab-dev/pab/warc"
 )
 
 // Index answers "which recorded exchange serves this request". It is computed from the
@@ -48,7 +48,7 @@ import (
 // else the recorded GET. URLs that an "exclude" rule matches are never indexed, so they
 // always miss.
 type Index struct {
-	b    *warc.Bundle
+	b    *recording.Bundle
 	rs   *rules.Set
 	root string // rule file paths are shown relative to it (IndexOptions.RuleRoot)
 
@@ -131,7 +131,7 @@ type IndexOptions struct {
 	SavedKey SavedIndexKey
 	// Opened, when set, is the saved index already opened (OpenSavedIndex, under the key of
 	// the bundle's files and the rules) that the bundle was opened from
-	// (warc.OpenBundleTable with its Table): NewIndex then reads every lookup from it in
+	// (recording.OpenBundleTable with its Table): NewIndex then reads every lookup from it in
 	// place and computes nothing; SavedIndex and SavedKey are not used. It must stay open
 	// while the index is used.
 	Opened *SavedIndex
@@ -140,7 +140,7 @@ type IndexOptions struct {
 // indexed is one entry with its key, computed at start.
 type indexed struct {
 	pos    int // position in entries (recording order)
-	e      *warc.Entry
+	e      *recording.Entry
 	key    rules.Key // its Method, Host and Path (the parameters and body are in params and keyStr)
 	keyStr string
 	params []string // "name\x00value" of key.Params, plus the body as one pseudo-pair, sorted
@@ -166,7 +166,7 @@ type Result struct {
 	// SourceMiss.
 	Source Source
 	// Entry is the recorded exchange that answers (exact, search, promo, fuzzy), else nil.
-	Entry *warc.Entry
+	Entry *recording.Entry
 	// Key is the request's normalized key under the rules in effect.
 	Key rules.Key
 	// Note says why an answer is unusual ("excluded by rules", "skipped e000008: redirect
@@ -188,7 +188,7 @@ type Result struct {
 // request body cannot be decoded, or that an exclude rule matches are left out (Skipped
 // lists them). The index holds b: the bundle must stay open while the index is used. At
 // most one IndexOptions is used.
-func NewIndex(b *warc.Bundle, rs *rules.Set, opts ...IndexOptions) (*Index, error) {
+func NewIndex(b *recording.Bundle, rs *rules.Set, opts ...IndexOptions) (*Index, error) {
 	if b == nil || rs == nil {
 		return nil, fmt.Errorf("new index: bundle and rules are required")
 	}
@@ -393,7 +393,7 @@ type built struct {
 }
 
 // build computes e's key and buckets into o. statics caches staticMime per Content-Type.
-func (ix *Index) build(e *warc.Entry, o *built, statics map[string]bool) {
+func (ix *Index) build(e *recording.Entry, o *built, statics map[string]bool) {
 	u, err := parseTargetURL(e.URL)
 	if err != nil {
 		o.skip = err.Error()
@@ -433,7 +433,7 @@ const maxLocation = 8 << 10
 // redirectOf reads where a recorded 3xx answer to a GET or HEAD sends the client (its
 // Location field resolved against the recorded URL u, RFC 9110 section 10.2.2), or nil for
 // other answers, a missing or unreadable Location, or one that is not http(s).
-func (ix *Index) redirectOf(e *warc.Entry, u *url.URL, method string) *redirectLoc {
+func (ix *Index) redirectOf(e *recording.Entry, u *url.URL, method string) *redirectLoc {
 	if e.Status < 300 || e.Status > 399 || e.Unresolved || (method != "GET" && method != "HEAD") {
 		return nil
 	}
@@ -479,7 +479,7 @@ func (ix *Index) Skipped() map[string]string {
 }
 
 // Bundle is the bundle the index was built from.
-func (ix *Index) Bundle() *warc.Bundle { return ix.b }
+func (ix *Index) Bundle() *recording.Bundle { return ix.b }
 
 // Rules is the rule set the index was built with.
 func (ix *Index) Rules() *rules.Set { return ix.rs }
@@ -596,7 +596,7 @@ func (ix *Index) xhrRule(host string) string {
 
 // entryForURL returns the first recorded GET of rawURL (normalized), or nil. It is used for
 // a site's own 404 page (manifest not_found).
-func (ix *Index) entryForURL(rawURL string) *warc.Entry {
+func (ix *Index) entryForURL(rawURL string) *recording.Entry {
 	u, err := parseTargetURL(rawURL)
 	if err != nil {
 		return nil

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/rules"
-	"github.com/pab-dev/pab/warc"
 )
 
 func testIndex(t testing.TB) *Index {
@@ -92,7 +92,7 @@ func TestIndexSkipped(t *testing.T) {
 
 // TestFuzzyEndpointKnobs checks that an endpoint's fuzzy and fuzzy_min fields are honoured.
 func TestFuzzyEndpointKnobs(t *testing.T) {
-	b := writeTestBundle(t, t.TempDir(), warc.Manifest{}, siteExchanges())
+	b := writeTestBundle(t, t.TempDir(), recording.Manifest{}, siteExchanges())
 	files := map[string]string{
 		"_default.yaml": defaultTestRules["_default.yaml"],
 		"site.yaml": `
@@ -165,7 +165,7 @@ func bigIndex(b *testing.B, n int) *Index {
 		exs[i] = ex{method: "GET", url: fmt.Sprintf("https://big.test/p%d/item?id=%d&sort=asc&page=%d", i/100, i, i%7),
 			status: 200, header: []string{"Content-Type: text/plain"}, body: []byte("x")}
 	}
-	bd := writeTestBundle(b, b.TempDir(), warc.Manifest{}, exs)
+	bd := writeTestBundle(b, b.TempDir(), recording.Manifest{}, exs)
 	rs, err := rules.Default()
 	if err != nil {
 		b.Fatal(err)
@@ -205,7 +205,7 @@ func BenchmarkNewIndex(b *testing.B) {
 		exs[i] = ex{method: "GET", url: fmt.Sprintf("https://big.test/p%d/item?id=%d", i/100, i),
 			status: 200, header: []string{"Content-Type: text/plain"}, body: []byte("x")}
 	}
-	bd := writeTestBundle(b, b.TempDir(), warc.Manifest{}, exs)
+	bd := writeTestBundle(b, b.TempDir(), recording.Manifest{}, exs)
 	rs, _ := rules.Default()
 	b.ResetTimer()
 	for b.Loop() {

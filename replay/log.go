@@ -135,7 +135,7 @@ type LogHeader struct {
 	// Options.Recording).
 	Recording string `json:"recording"`
 	// RecordingOf says what Recording is a hash of: "recording" (the task's published
-	// recording files, warc.HashRecording) or "bundle" (an unpacked bundle's files).
+	// recording files, recording.HashRecording) or "bundle" (an unpacked bundle's files).
 	RecordingOf string `json:"recording_of,omitempty"`
 }
 

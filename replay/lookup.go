@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/rules"
-	"github.com/pab-dev/pab/warc"
 )
 
 // commonParams counts the name=value pairs two sorted lists share (as multisets).
@@ -314,7 +314,7 @@ func StaticType(t string) bool {
 }
 
 // staticMime reports a recorded Content-Type (without parameters) of a static file.
-func staticMime(mt string) bool { return StaticType(TypeOf(warc.ResourceTypeFromAccept(mt))) }
+func staticMime(mt string) bool { return StaticType(TypeOf(recording.ResourceTypeFromAccept(mt))) }
 
 // defaultFuzzyMin is fuzzy_min when the endpoint sets none and the file is not static.
 const defaultFuzzyMin = 0.5
@@ -345,7 +345,7 @@ func (ix *Index) fuzzyStep(l *lookup) bool {
 		l.step(StepFuzzy, OutcomeOff, "%s", why)
 		return false
 	}
-	reqStatic := StaticType(TypeOf(warc.ResourceTypeFromPath(l.req.URL.Path)))
+	reqStatic := StaticType(TypeOf(recording.ResourceTypeFromPath(l.req.URL.Path)))
 	minFor := func(ie *indexed) float64 {
 		switch {
 		case ep != nil && ep.FuzzyMin != nil:

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/rules"
-	"github.com/pab-dev/pab/warc"
 )
 
 // Benchmarks of issue 9 (bench/README.md): lookups at 100,000 entries and the work of
@@ -150,7 +150,7 @@ func BenchmarkHandler(b *testing.B) {
 		exs[i] = ex{method: "GET", url: fmt.Sprintf("https://shop.test/p/%d.html", i), status: 200,
 			header: []string{"Content-Type: text/html", "Cache-Control: max-age=60"}, body: make([]byte, 8<<10)}
 	}
-	bd := writeTestBundle(b, b.TempDir(), warc.Manifest{}, exs)
+	bd := writeTestBundle(b, b.TempDir(), recording.Manifest{}, exs)
 	rs, err := rules.Default()
 	if err != nil {
 		b.Fatal(err)

@@ -6,8 +6,8 @@ import (
 	"net/url"
 	"slices"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/rules"
-	"github.com/pab-dev/pab/warc"
 )
 
 // NotFoundURL returns the URL that manifest not_found (nf) names for a document missed on
@@ -50,7 +50,7 @@ func NotFoundURL(nf map[string]string, rs *rules.Set, host string) (u string, ok
 // entries and rules rs: a key that is neither a host of a recorded URL (with or without
 // its port, compared as rules.HostKey) nor the name of a site of rs is never used by
 // replay, and gives one message naming it. The messages are sorted by key.
-func NotFoundKeyProblems(nf map[string]string, entries []warc.Entry, rs *rules.Set) []string {
+func NotFoundKeyProblems(nf map[string]string, entries []recording.Entry, rs *rules.Set) []string {
 	if len(nf) == 0 {
 		return nil
 	}

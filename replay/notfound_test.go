@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // seedNotFoundRules are the sites of the seed's not_found example (issue 21): keys may be
@@ -17,7 +17,7 @@ var seedNotFoundRules = map[string]string{
 // TestNotFoundSiteKey replays the seed's manifest, whose not_found is keyed by the site
 // name "amazon": a missed document on a host of the site gets the recorded 404 page.
 func TestNotFoundSiteKey(t *testing.T) {
-	m := warc.Manifest{TaskID: "amazon-airpods", NotFound: map[string]string{"amazon": "https://www.amazon.com/rr-not-found-mgxy1k2a"}}
+	m := recording.Manifest{TaskID: "amazon-airpods", NotFound: map[string]string{"amazon": "https://www.amazon.com/rr-not-found-mgxy1k2a"}}
 	exs := []ex{
 		{method: "GET", url: "https://www.amazon.com/", status: 200, resType: "document",
 			header: []string{"Content-Type: text/html"}, body: []byte("home")},
@@ -75,7 +75,7 @@ func TestNotFoundURL(t *testing.T) {
 
 func TestNotFoundKeyProblems(t *testing.T) {
 	rs := testRules(t, seedNotFoundRules)
-	entries := []warc.Entry{{URL: "https://www.amazon.com/"}, {URL: "http://localhost:8080/x"}, {URL: "https://xn--bcher-kva.example/"}}
+	entries := []recording.Entry{{URL: "https://www.amazon.com/"}, {URL: "http://localhost:8080/x"}, {URL: "https://xn--bcher-kva.example/"}}
 	nf := map[string]string{
 		"amazon":         "https://www.amazon.com/404", // the seed's example: a site name
 		"books":          "https://books.toscrape.com/404",

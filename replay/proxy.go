@@ -19,9 +19,9 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/pab-dev/pab/internal/mitm"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/tlsca"
-	"github.com/pab-dev/pab/warc"
 )
 
 // DefaultListen is the proxy's default address.
@@ -69,7 +69,7 @@ const DefaultShutdownWait = 10 * time.Second
 // Options configure a Server.
 type Options struct {
 	// Bundle is the recording to serve (required).
-	Bundle *warc.Bundle
+	Bundle *recording.Bundle
 	// Rules are the site rules in effect; required unless Index is given.
 	Rules *rules.Set
 	// Index is the lookup index; when nil, New builds it from Bundle and Rules.
@@ -125,7 +125,7 @@ type Options struct {
 	// repeatable per page URL.
 	DeterministicRandom bool
 	// Recording, when set, is the lowercase hex sha256 identifying the recording served
-	// (the task's warc.HashRecording, or a hash of the bundle's files), and RecordingOf says
+	// (the task's recording.HashRecording, or a hash of the bundle's files), and RecordingOf says
 	// which ("recording" or "bundle"): the log then starts with one LogHeader line naming
 	// it, so that pab grade can tell a log written against another recording.
 	Recording, RecordingOf string
@@ -152,7 +152,7 @@ type Options struct {
 // read whole, rewritten by Clock.Inject, and their Content-Length is the rewritten size.
 // HEAD answers carry no body; neither do 204 and 304 answers.
 type Server struct {
-	b    *warc.Bundle
+	b    *recording.Bundle
 	ix   *Index
 	ca   *tlsca.CA
 	opts Options
@@ -266,7 +266,7 @@ type answer struct {
 	source   Source
 	typ      string
 	key      string
-	entry    *warc.Entry
+	entry    *recording.Entry
 	record   string
 	note     string
 	rule     string        // LogLine.Rule
@@ -338,7 +338,7 @@ func (s *Server) answerFor(r *http.Request) *answer {
 		var err error
 		a, err = s.recordedAnswer(res.Entry, r)
 		if err != nil {
-			if errors.Is(err, warc.ErrUnresolvedRevisit) {
+			if errors.Is(err, recording.ErrUnresolvedRevisit) {
 				note = noteUnresolved
 			} else {
 				note = "cannot read the recording: " + err.Error()
@@ -393,7 +393,7 @@ func joinNote(a, b string) string {
 // replayed header fields, where the payload lies in data.warc) comes from s.heads, so a
 // response served again is not parsed again; the payload is always streamed from the
 // WARC by offset.
-func (s *Server) recordedAnswer(e *warc.Entry, r *http.Request) (*answer, error) {
+func (s *Server) recordedAnswer(e *recording.Entry, r *http.Request) (*answer, error) {
 	h, err := s.heads.get(s.b, e)
 	if err != nil {
 		return nil, err

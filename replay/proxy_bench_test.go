@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/pab-dev/pab/internal/mitm"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/rules"
-	"github.com/pab-dev/pab/warc"
 )
 
 // BenchmarkProxyHTTPS measures whole requests through a real proxy on loopback: HTTPS
@@ -37,7 +37,7 @@ func BenchmarkProxyHTTPS(b *testing.B) {
 			header: []string{"Content-Type: application/javascript", "Cache-Control: max-age=60", "Date: Mon, 30 Nov 2026 10:00:00 GMT"}, body: body}
 		bodies["/p/"+fmt.Sprint(i)+".js"] = body
 	}
-	bd := writeTestBundle(b, b.TempDir(), warc.Manifest{}, exs)
+	bd := writeTestBundle(b, b.TempDir(), recording.Manifest{}, exs)
 	rs, err := rules.Default()
 	if err != nil {
 		b.Fatal(err)

@@ -24,8 +24,8 @@ import (
 
 	"golang.org/x/net/http2"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/tlsca"
-	"github.com/pab-dev/pab/warc"
 )
 
 // testProxy is a running Server on a loopback port with a client that trusts its CA.
@@ -33,7 +33,7 @@ type testProxy struct {
 	s      *Server
 	addr   string
 	ca     *tlsca.CA
-	b      *warc.Bundle
+	b      *recording.Bundle
 	log    *bytes.Buffer
 	client *http.Client
 	tr     *http.Transport
@@ -72,13 +72,13 @@ func sharedCA(t testing.TB) *tlsca.CA {
 	return testCA
 }
 
-func startProxy(t testing.TB, m warc.Manifest, exs []ex, ruleFiles map[string]string) *testProxy {
+func startProxy(t testing.TB, m recording.Manifest, exs []ex, ruleFiles map[string]string) *testProxy {
 	t.Helper()
 	b := writeTestBundle(t, t.TempDir(), m, exs)
 	return startProxyBundle(t, b, ruleFiles)
 }
 
-func startProxyBundle(t testing.TB, b *warc.Bundle, ruleFiles map[string]string, tweak ...func(*Options)) *testProxy {
+func startProxyBundle(t testing.TB, b *recording.Bundle, ruleFiles map[string]string, tweak ...func(*Options)) *testProxy {
 	t.Helper()
 	tp := &testProxy{ca: sharedCA(t), b: b, log: &bytes.Buffer{}, done: make(chan error, 1)}
 	opts := Options{Bundle: b, Rules: testRules(t, ruleFiles), CA: tp.ca, Log: tp.log}
@@ -664,7 +664,7 @@ func TestListenPortInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	b := writeTestBundle(t, t.TempDir(), warc.Manifest{}, siteExchanges())
+	b := writeTestBundle(t, t.TempDir(), recording.Manifest{}, siteExchanges())
 	s, err := New(Options{Bundle: b, Rules: testRules(t, defaultTestRules), CA: sharedCA(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -683,7 +683,7 @@ func TestListenPortInUse(t *testing.T) {
 
 // TestListenAndServeContext serves until the context ends and flushes the log.
 func TestListenAndServeContext(t *testing.T) {
-	b := writeTestBundle(t, t.TempDir(), warc.Manifest{}, siteExchanges())
+	b := writeTestBundle(t, t.TempDir(), recording.Manifest{}, siteExchanges())
 	var logBuf bytes.Buffer
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := ln.Addr().String()
@@ -756,7 +756,7 @@ func TestNewErrors(t *testing.T) {
 	if _, err := New(Options{}); err == nil {
 		t.Error("no bundle accepted")
 	}
-	b := writeTestBundle(t, t.TempDir(), warc.Manifest{}, siteExchanges())
+	b := writeTestBundle(t, t.TempDir(), recording.Manifest{}, siteExchanges())
 	if _, err := New(Options{Bundle: b}); err == nil {
 		t.Error("no CA accepted")
 	}

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/rules"
-	"github.com/pab-dev/pab/warc"
 )
 
 // TestReplayRealCaptures imports real public captures (testdata/sites, see
@@ -29,10 +29,10 @@ func TestReplayRealCaptures(t *testing.T) {
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "bundle")
-			if _, err := warc.ImportWARCs([]string{filepath.Join("..", "testdata", "sites", c.file)}, dir, warc.ImportOptions{TaskID: "real"}); err != nil {
+			if _, err := recording.ImportWARCs([]string{filepath.Join("..", "testdata", "sites", c.file)}, dir, recording.ImportOptions{TaskID: "real"}); err != nil {
 				t.Fatal(err)
 			}
-			b, err := warc.OpenBundle(dir)
+			b, err := recording.OpenBundle(dir)
 			if err != nil {
 				t.Fatal(err)
 			}

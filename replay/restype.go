@@ -3,7 +3,7 @@ package replay
 import (
 	"net/http"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // Request types, as written in the log's "type" field and counted by /stats: the
@@ -21,7 +21,7 @@ const (
 )
 
 // RequestType classifies a request by what the client will do with the answer:
-// warc.RequestResourceType (Sec-Fetch-Dest, else X-Requested-With, else Accept, else the
+// recording.RequestResourceType (Sec-Fetch-Dest, else X-Requested-With, else Accept, else the
 // URL path's extension) under its log name. The result is one of the Type* constants other
 // than TypeTracker, which only the block rules decide.
 func RequestType(r *http.Request) string {
@@ -29,7 +29,7 @@ func RequestType(r *http.Request) string {
 	if r.URL != nil {
 		p = r.URL.Path
 	}
-	return TypeOf(warc.RequestResourceType(r.Header, p))
+	return TypeOf(recording.RequestResourceType(r.Header, p))
 }
 
 // TypeOf is the log name of a resource type (warc.Resource*, or the "style" and "api" that
@@ -37,11 +37,11 @@ func RequestType(r *http.Request) string {
 // with no log name of its own (manifest, ping, ...) is TypeOther.
 func TypeOf(resourceType string) string {
 	switch resourceType {
-	case warc.ResourceDocument, warc.ResourceImage, warc.ResourceFont, warc.ResourceScript, warc.ResourceMedia:
+	case recording.ResourceDocument, recording.ResourceImage, recording.ResourceFont, recording.ResourceScript, recording.ResourceMedia:
 		return resourceType
-	case warc.ResourceStylesheet, TypeStyle:
+	case recording.ResourceStylesheet, TypeStyle:
 		return TypeStyle
-	case warc.ResourceFetch, "xhr", "eventsource", TypeAPI:
+	case recording.ResourceFetch, "xhr", "eventsource", TypeAPI:
 		return TypeAPI
 	}
 	return TypeOther

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// FuzzRequestTypeUnchanged: RequestType, now made of warc.RequestResourceType, gives every
+// FuzzRequestTypeUnchanged: RequestType, now made of recording.RequestResourceType, gives every
 // request the type the replay classification of pab before it (oldRequestType, kept here as
 // it was at commit 5d984c7) gave: the log's type and the miss answers did not change.
 func FuzzRequestTypeUnchanged(f *testing.F) {

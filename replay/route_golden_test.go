@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/rules"
-	"github.com/pab-dev/pab/warc"
 )
 
 // updateRouteGolden rewrites testdata/route_keys.golden from the code under test. It was
@@ -88,7 +88,7 @@ func routeGolden(t *testing.T) []byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := warc.OpenBundle(rec)
+		b, err := recording.OpenBundle(rec)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // e2eTaskRules is the task's hand-written tasks/t1/rules/shop.yaml: it adds an endpoint
@@ -22,14 +22,14 @@ endpoints:
     keep_params: [pageNumber]
 `
 
-// writeShopBundle records shopExchanges (and a reviews page) with warc.NewBundleWriter,
+// writeShopBundle records shopExchanges (and a reviews page) with recording.NewBundleWriter,
 // the writer pab import uses.
-func writeShopBundle(t testing.TB) *warc.Bundle {
+func writeShopBundle(t testing.TB) *recording.Bundle {
 	t.Helper()
 	exs := append(shopExchanges(), ex{method: "GET", url: "https://www.shop.test/product-reviews/B0AIRPODS/ref=cm_cr_dp_d_show_all_btm?pageNumber=1",
 		status: 200, resType: "document", header: []string{"Content-Type: text/html"}, body: []byte("reviews of AirPods Pro")})
 	dir := filepath.Join(t.TempDir(), "bundle")
-	w, err := warc.NewBundleWriter(dir, warc.Manifest{TaskID: "t1"})
+	w, err := recording.NewBundleWriter(dir, recording.Manifest{TaskID: "t1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func writeShopBundle(t testing.TB) *warc.Bundle {
 			n, v, _ := strings.Cut(h, ":")
 			respH.Add(n, strings.TrimSpace(v))
 		}
-		if _, err := w.Add(warc.Exchange{Method: x.method, URL: x.url, Date: start.Add(time.Duration(i) * time.Second),
+		if _, err := w.Add(recording.Exchange{Method: x.method, URL: x.url, Date: start.Add(time.Duration(i) * time.Second),
 			ReqHeader: reqH, ReqBody: x.reqBody, Status: x.status, RespHeader: respH, Body: x.body, ResourceType: x.resType}); err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func writeShopBundle(t testing.TB) *warc.Bundle {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := warc.OpenBundle(dir)
+	b, err := recording.OpenBundle(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

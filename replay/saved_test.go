@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/rules"
-	"github.com/pab-dev/pab/warc"
 )
 
 // savedCase is a recording and its rules for the saved index tests: the site recording
@@ -21,7 +21,7 @@ import (
 // fidelity recording (redirects).
 type savedCase struct {
 	name string
-	b    *warc.Bundle
+	b    *recording.Bundle
 	rs   *rules.Set
 	root string
 }
@@ -31,14 +31,14 @@ func savedCases(t *testing.T) []savedCase {
 	root, shopRS := shopRepo(t, nil)
 	return []savedCase{
 		{"site", writeTestBundle(t, t.TempDir(), siteManifest(), siteExchanges()), testRules(t, defaultTestRules), ""},
-		{"shop", writeTestBundle(t, t.TempDir(), warc.Manifest{}, shopExchanges()), shopRS, root},
-		{"fidelity", writeTestBundle(t, t.TempDir(), warc.Manifest{}, fidExchanges(t)), testRules(t, fidRules()), ""},
+		{"shop", writeTestBundle(t, t.TempDir(), recording.Manifest{}, shopExchanges()), shopRS, root},
+		{"fidelity", writeTestBundle(t, t.TempDir(), recording.Manifest{}, fidExchanges(t)), testRules(t, fidRules()), ""},
 	}
 }
 
 // probes are requests for every recorded entry (its own, with a changed query, as HEAD,
 // under another path) plus a few never recorded.
-func probes(t testing.TB, b *warc.Bundle) []rules.Request {
+func probes(t testing.TB, b *recording.Bundle) []rules.Request {
 	t.Helper()
 	var out []rules.Request
 	for i := range b.Entries {
@@ -242,7 +242,7 @@ func TestSavedIndexSameDecisions(t *testing.T) {
 	}
 }
 
-func entryID(e *warc.Entry) string {
+func entryID(e *recording.Entry) string {
 	if e == nil {
 		return "-"
 	}
@@ -303,7 +303,7 @@ func FuzzSavedIndex(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if tb, err := warc.OpenBundleTable(b.Dir, s.Table(), "fuzzed"); err == nil {
+		if tb, err := recording.OpenBundleTable(b.Dir, s.Table(), "fuzzed"); err == nil {
 			for i := range tb.Len() {
 				tb.Entry(i)
 			}

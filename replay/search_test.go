@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/rules"
-	"github.com/pab-dev/pab/warc"
 )
 
 // shopDefault is the _default.yaml of the shop tests: carts answered with their last copy
@@ -143,7 +143,7 @@ func lineOf(t testing.TB, content, s string) int {
 func shopIndex(t testing.TB) *Index {
 	t.Helper()
 	root, rs := shopRepo(t, nil)
-	b := writeTestBundle(t, t.TempDir(), warc.Manifest{}, shopExchanges())
+	b := writeTestBundle(t, t.TempDir(), recording.Manifest{}, shopExchanges())
 	ix, err := NewIndex(b, rs, IndexOptions{RuleRoot: root})
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +249,7 @@ func TestLookupSteps(t *testing.T) {
 // TestRuleChangeTakesEffect: keys and candidates come from the rules at start, so a task
 // rule file changes the answers of the same recording.
 func TestRuleChangeTakesEffect(t *testing.T) {
-	b := writeTestBundle(t, t.TempDir(), warc.Manifest{}, shopExchanges())
+	b := writeTestBundle(t, t.TempDir(), recording.Manifest{}, shopExchanges())
 	r := req("GET", "https://www.shop.test/s?k=airpods+max", "", "")
 	_, rs := shopRepo(t, nil)
 	ix, err := NewIndex(b, rs)
@@ -285,7 +285,7 @@ endpoints:
 // TestSimilarityZero: similarity 0 makes every recorded search of the endpoint a candidate;
 // the tie-breakers (other parameters, then recording order) decide.
 func TestSimilarityZero(t *testing.T) {
-	b := writeTestBundle(t, t.TempDir(), warc.Manifest{}, shopExchanges())
+	b := writeTestBundle(t, t.TempDir(), recording.Manifest{}, shopExchanges())
 	_, rs := shopRepo(t, map[string]string{"shop.yaml": `hosts: ["www.shop.test"]
 endpoints:
   - name: search
@@ -320,7 +320,7 @@ func TestSearchTies(t *testing.T) {
 		{method: "GET", url: "https://shop.test/cart/s?q=red+shoes+sale", status: 200, body: []byte("3")},
 		{method: "GET", url: "https://shop.test/cart/s?q=sale+red+shoes", status: 200, body: []byte("4")},
 	}
-	b := writeTestBundle(t, t.TempDir(), warc.Manifest{}, exs)
+	b := writeTestBundle(t, t.TempDir(), recording.Manifest{}, exs)
 	rs := testRules(t, map[string]string{"_default.yaml": `latest: ["*/cart/**"]`, "shop.yaml": `hosts: [shop.test]
 endpoints:
   - {name: s, match: "GET /s", kind: search, text_param: q}
@@ -437,7 +437,7 @@ func bigSearchIndex(b *testing.B, n int) *Index {
 		}
 		exs[i] = ex{method: "GET", url: u, status: 200, header: []string{"Content-Type: text/plain"}, body: []byte("x")}
 	}
-	bd := writeTestBundle(b, b.TempDir(), warc.Manifest{}, exs)
+	bd := writeTestBundle(b, b.TempDir(), recording.Manifest{}, exs)
 	rs := testRules(b, map[string]string{"big.yaml": `hosts: [big.test]
 endpoints:
   - {name: search, match: "GET /s", keep_params: [q, page], kind: search, text_param: q}

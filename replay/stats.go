@@ -8,7 +8,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 
 	"github.com/pab-dev/pab/internal/mapx"
 	"github.com/pab-dev/pab/internal/textcut"
@@ -78,7 +78,7 @@ type Stats struct {
 	FirstUnreadable string `json:"first_unreadable,omitempty"`
 	// Spares are recorded exchanges no request used, in recording order; filled by
 	// Summarizer.Stats when it was given an index (or by the caller with Spares).
-	Spares []warc.Entry `json:"spares,omitempty"`
+	Spares []recording.Entry `json:"spares,omitempty"`
 }
 
 // KeyCount is one missed key: how often it was asked for, and the first URL that asked.
@@ -246,14 +246,14 @@ func textID(s string) string {
 
 // Spares returns the recorded exchanges of idx (excluded URLs left out) that no log line
 // names in its "entry" field, in recording order.
-func Spares(idx *Index, lines []LogLine) []warc.Entry {
+func Spares(idx *Index, lines []LogLine) []recording.Entry {
 	used := make(map[string]bool, len(lines))
 	for _, l := range lines {
 		if l.Entry != "" {
 			used[l.Entry] = true
 		}
 	}
-	var out []warc.Entry
+	var out []recording.Entry
 	for p := range idx.Len() {
 		if ie := idx.entry(p); !used[ie.e.ID] {
 			out = append(out, *ie.e)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/warc"
 )
@@ -17,10 +18,10 @@ import (
 func loadSamples(t *testing.T, warcPath string) []rules.Sample {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "bundle")
-	if _, err := warc.ImportWARCs([]string{warcPath}, dir, warc.ImportOptions{TaskID: "t"}); err != nil {
+	if _, err := recording.ImportWARCs([]string{warcPath}, dir, recording.ImportOptions{TaskID: "t"}); err != nil {
 		t.Fatal(err)
 	}
-	b, err := warc.OpenBundle(dir)
+	b, err := recording.OpenBundle(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@
 # PAB_TEST_APT_TOOLS are the Debian packages scripts/test.sh installs when their command is
 # missing (CMD:PACKAGE): chromium for the browser tests; Xvfb, the display of the headed
 # tests of pab guard (cmd/pab/guard_owner_test.go); node and npm for warcio.js
-# (warc/warcio_test.go), @playwright/mcp and the agent CLIs; mount(8) for the full-disk
+# (recording/warcio_test.go), @playwright/mcp and the agent CLIs; mount(8) for the full-disk
 # tests' tmpfs (batch/run_test.go TestRunDiskFull; CI runs as root, so they never skip).
 PAB_TEST_APT_TOOLS=(chromium:chromium Xvfb:xvfb node:nodejs npm:npm mount:mount)
 

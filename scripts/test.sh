@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 apt_install_missing "${PAB_TEST_APT_TOOLS[@]}"
 
 # warcio.js (npm package warcio, pinned in tools/warcio/package-lock.json) reads pab's
-# exported WARC files in warc/warcio_test.go; that test fails in CI without it.
+# exported WARC files in recording/warcio_test.go; that test fails in CI without it.
 npm ci --prefix tools/warcio --no-audit --no-fund --silent
 # @playwright/mcp (pinned in tools/playwright-mcp/package-lock.json) is the browser MCP server
 # that `pab guard` starts by default; cmd/pab/guard_test.go drives it with Debian's chromium.

@@ -9,7 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pab-dev/pab/internal/atomicfile"
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // SetCapture records c (a recording's locale and time zone, from its manifest) in the
@@ -24,16 +24,16 @@ import (
 // A card whose capture section already gives those values is left alone. A card whose
 // capture section gives other values, or lacks one of c's, is left alone too: the returned
 // warning says what differs (the manifest is what replay uses). Values are checked with
-// warc.CheckLocale and warc.CheckTimezone first; a card that is not one YAML mapping is an
+// recording.CheckLocale and recording.CheckTimezone first; a card that is not one YAML mapping is an
 // error naming the file.
 func SetCapture(path string, c Capture) (warning string, err error) {
 	if c.Locale != "" {
-		if err := warc.CheckLocale(c.Locale); err != nil {
+		if err := recording.CheckLocale(c.Locale); err != nil {
 			return "", fmt.Errorf("%s: capture.locale: %w", path, err)
 		}
 	}
 	if c.Timezone != "" {
-		if err := warc.CheckTimezone(c.Timezone); err != nil {
+		if err := recording.CheckTimezone(c.Timezone); err != nil {
 			return "", fmt.Errorf("%s: capture.timezone: %w", path, err)
 		}
 	}

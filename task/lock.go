@@ -17,7 +17,7 @@ import (
 	"github.com/pab-dev/pab/internal/atomicfile"
 	"github.com/pab-dev/pab/internal/filelock"
 	"github.com/pab-dev/pab/internal/pathx"
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // lockDirName is the directory, beside the task directories (tasks/.locks), that holds their
@@ -44,7 +44,7 @@ func taskOwnerPath(taskDir string) string {
 // says ("": NoWait; pab passes "--no-wait"); otherwise one line goes to errOut and
 // LockTask waits.
 // Holding the lock, it cleans up after an interrupted earlier writer of the task: the
-// recording's temporary and moved-aside directories (warc.RecoverRecording, which also puts
+// recording's temporary and moved-aside directories (recording.RecoverRecording, which also puts
 // a moved-aside recording back when the recording is missing) and the task's work
 // directories in the cache (WorkRoot), one line on errOut per thing done. The returned
 // function releases the lock.
@@ -99,10 +99,10 @@ func (r *Repo) LockTask(taskDir, what, noWaitName string, noWait bool, errOut io
 }
 
 // recoverInterrupted repairs what an interrupted writer of the task in taskDir left: the
-// recording (warc.RecoverRecording) and the work directories under root, one line on errOut
+// recording (recording.RecoverRecording) and the work directories under root, one line on errOut
 // per thing done.
 func recoverInterrupted(taskDir, root, what string, errOut io.Writer) error {
-	notes, err := warc.RecoverRecording(filepath.Join(taskDir, "recording"))
+	notes, err := recording.RecoverRecording(filepath.Join(taskDir, "recording"))
 	for _, n := range notes {
 		fmt.Fprintf(errOut, "%s: %s\n", what, n)
 	}

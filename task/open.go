@@ -8,16 +8,16 @@ import (
 	"slices"
 
 	"github.com/pab-dev/pab/internal/pathx"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
-	"github.com/pab-dev/pab/warc"
 )
 
 // Opened is a replay target opened for serving: its bundle, the rules in effect and the
 // lookup index built from them. The caller calls Close.
 type Opened struct {
 	Target *Target
-	Bundle *warc.Bundle
+	Bundle *recording.Bundle
 	Rules  *rules.Set
 	Index  *replay.Index
 }
@@ -75,7 +75,7 @@ func Open(arg string, repo *Repo, notes io.Writer) (*Opened, error) {
 
 // openSaved opens tgt from its saved index in place, when there is one of the current key
 // (savedindex.go): the bundle from the entry table the file carries
-// (warc.OpenBundleTable), the index from its lookup lists, so that nothing is read per
+// (recording.OpenBundleTable), the index from its lookup lists, so that nothing is read per
 // entry. It returns nil when there is none, or it cannot be used (the caller then opens
 // the bundle and computes the index, which rewrites the file).
 func openSaved(tgt *Target, repo *Repo) *Opened {
@@ -95,7 +95,7 @@ func openSaved(tgt *Target, repo *Repo) *Opened {
 	if err != nil {
 		return nil
 	}
-	b, err := warc.OpenBundleTable(tgt.BundleDir, s.Table(), opts.SavedIndex)
+	b, err := recording.OpenBundleTable(tgt.BundleDir, s.Table(), opts.SavedIndex)
 	if err != nil {
 		s.Close()
 		return nil
@@ -119,18 +119,18 @@ func openSaved(tgt *Target, repo *Repo) *Opened {
 // target's warnings are not written). An unpacked copy in repo's cache that cannot be
 // opened (cut short by a crash or a full disk, edited by hand) is removed and made again,
 // with one line on notes saying so. The caller closes the bundle.
-func OpenBundle(arg string, repo *Repo, notes io.Writer) (*Target, *warc.Bundle, error) {
+func OpenBundle(arg string, repo *Repo, notes io.Writer) (*Target, *recording.Bundle, error) {
 	return openBundle(arg, repo, notes, false, nil)
 }
 
 // openBundle is OpenBundle, writing the target's warnings when warnings is set and calling
 // before (when not nil) with the bundle directory just before each time it is opened.
-func openBundle(arg string, repo *Repo, notes io.Writer, warnings bool, before func(dir string)) (*Target, *warc.Bundle, error) {
-	open := func(dir string) (*warc.Bundle, error) {
+func openBundle(arg string, repo *Repo, notes io.Writer, warnings bool, before func(dir string)) (*Target, *recording.Bundle, error) {
+	open := func(dir string) (*recording.Bundle, error) {
 		if before != nil {
 			before(dir)
 		}
-		return warc.OpenBundle(dir)
+		return recording.OpenBundle(dir)
 	}
 	tgt, err := Resolve(arg, repo)
 	if err != nil {
@@ -160,7 +160,7 @@ func openBundle(arg string, repo *Repo, notes io.Writer, warnings bool, before f
 // ("Europe/London") a browser gets for the replay of a recording: the manifest's locale and
 // timezone, else those of the task card's capture section (card may be nil); "" where
 // neither says.
-func Locale(m warc.Manifest, card *Card) (locale, timezone string) {
+func Locale(m recording.Manifest, card *Card) (locale, timezone string) {
 	locale, timezone = m.Locale, m.Timezone
 	if card != nil && card.Capture != nil {
 		locale = cmp.Or(locale, card.Capture.Locale)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/pab-dev/pab/internal/pathx"
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // TestOpen: a task opens with its rules and an index over its bundle; an unpacked copy in
@@ -34,7 +34,7 @@ func TestOpen(t *testing.T) {
 	}
 
 	// damage the unpacked copy: its index no longer matches its WARC
-	if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(warc.EntriesFile)), []byte("{not json\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(recording.EntriesFile)), []byte("{not json\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	o, err = Open("books", repo, &notes)
@@ -60,15 +60,15 @@ func TestOpen(t *testing.T) {
 func TestLocale(t *testing.T) {
 	card := &Card{Capture: &Capture{Locale: "de-DE", Timezone: "Europe/Berlin"}}
 	for _, c := range []struct {
-		m          warc.Manifest
+		m          recording.Manifest
 		card       *Card
 		locale, tz string
 	}{
-		{warc.Manifest{Locale: "en-GB", Timezone: "Europe/London"}, card, "en-GB", "Europe/London"},
-		{warc.Manifest{Locale: "en-GB"}, card, "en-GB", "Europe/Berlin"},
-		{warc.Manifest{}, card, "de-DE", "Europe/Berlin"},
-		{warc.Manifest{Timezone: "UTC"}, nil, "", "UTC"},
-		{warc.Manifest{}, &Card{}, "", ""},
+		{recording.Manifest{Locale: "en-GB", Timezone: "Europe/London"}, card, "en-GB", "Europe/London"},
+		{recording.Manifest{Locale: "en-GB"}, card, "en-GB", "Europe/Berlin"},
+		{recording.Manifest{}, card, "de-DE", "Europe/Berlin"},
+		{recording.Manifest{Timezone: "UTC"}, nil, "", "UTC"},
+		{recording.Manifest{}, &Card{}, "", ""},
 	} {
 		if l, z := Locale(c.m, c.card); l != c.locale || z != c.tz {
 			t.Errorf("Locale(%+v, %+v) = %q %q, want %q %q", c.m, c.card, l, z, c.locale, c.tz)

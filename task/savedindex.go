@@ -11,9 +11,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
-	"github.com/pab-dev/pab/warc"
 )
 
 // The saved index of a bundle (replay.IndexOptions.SavedIndex) lives in the cache at
@@ -58,16 +58,16 @@ func indexInputs(dir string) (files []stampFile, ok bool) {
 }
 
 // recordingFilesOf lists the files the bundle at abs serves from: a format 3 recording's
-// files when they are there to be read in place (warc.OpenBundle's choice), else an
+// files when they are there to be read in place (recording.OpenBundle's choice), else an
 // unpacked bundle's manifest, entries and WARC.
 func recordingFilesOf(abs string) []string {
-	files, err := warc.RecordingFiles(abs)
-	if err == nil && len(files) > 0 && warc.InPlaceArchive(files[len(files)-1]) {
-		if _, err := os.Stat(filepath.Join(abs, warc.WARCFile)); errors.Is(err, fs.ErrNotExist) {
+	files, err := recording.RecordingFiles(abs)
+	if err == nil && len(files) > 0 && recording.InPlaceArchive(files[len(files)-1]) {
+		if _, err := os.Stat(filepath.Join(abs, recording.WARCFile)); errors.Is(err, fs.ErrNotExist) {
 			return files
 		}
 	}
-	return []string{filepath.Join(abs, warc.ManifestFile), filepath.Join(abs, warc.EntriesFile), filepath.Join(abs, warc.WARCFile)}
+	return []string{filepath.Join(abs, recording.ManifestFile), filepath.Join(abs, recording.EntriesFile), filepath.Join(abs, recording.WARCFile)}
 }
 
 // savedIndexOptions returns the IndexOptions of the saved index of bundleDir (opened

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/pab-dev/pab/internal/testtool"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/rules"
-	"github.com/pab-dev/pab/warc"
 )
 
 // openState opens target "books" of repo and returns what its index did with the saved
@@ -236,7 +236,7 @@ func TestSavedIndexPagesOnDemand(t *testing.T) {
 			}
 			defer o2.Close()
 			var pf string
-			for _, name := range []string{warc.PagesFile, warc.RecordingPagesFile} {
+			for _, name := range []string{recording.PagesFile, recording.RecordingPagesFile} {
 				if _, err := os.Stat(filepath.Join(o2.Bundle.Dir, name)); err == nil {
 					pf = filepath.Join(o2.Bundle.Dir, name)
 				}

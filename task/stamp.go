@@ -12,10 +12,10 @@ import (
 
 	"github.com/pab-dev/pab/internal/atomicfile"
 	"github.com/pab-dev/pab/internal/readlimit"
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
-// A hash stamp lets a start skip warc.HashRecording (reading the whole packed recording)
+// A hash stamp lets a start skip recording.HashRecording (reading the whole packed recording)
 // when the recording has not changed since it was last hashed. It lives in the cache, at
 // <cache>/stamps/<first 32 hex digits of the sha256 of the recording directory's absolute
 // path>.json, and records the directory, each recording file's base name, size,
@@ -53,8 +53,8 @@ type hashStamp struct {
 	Hash      string      `json:"hash"`
 }
 
-// recordingHash returns warc.HashRecording(rec) for the recording files files (as listed
-// by warc.RecordingFiles), taken from the stamp in cacheDir when it matches the files and
+// recordingHash returns recording.HashRecording(rec) for the recording files files (as listed
+// by recording.RecordingFiles), taken from the stamp in cacheDir when it matches the files and
 // computed (and stamped) otherwise. A failure to read or write the stamp is never an
 // error: it only costs a hash.
 func recordingHash(cacheDir, rec string, files []string) (string, error) {
@@ -70,7 +70,7 @@ func recordingHash(cacheDir, rec string, files []string) (string, error) {
 			return st.Hash, nil
 		}
 	}
-	hash, err := warc.HashRecording(rec)
+	hash, err := recording.HashRecording(rec)
 	if err != nil {
 		return "", err
 	}

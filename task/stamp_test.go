@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // stampPath returns the one stamp file in the repository's cache.
@@ -26,11 +26,11 @@ func TestRecordingHashStamp(t *testing.T) {
 	t.Cleanup(func() { stampRacyAge = orig })
 	repo, tk := newRepo(t)
 	rec := tk.RecordingDir()
-	files, err := warc.RecordingFiles(rec)
+	files, err := recording.RecordingFiles(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	real, err := warc.HashRecording(rec)
+	real, err := recording.HashRecording(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestRecordingHashStamp(t *testing.T) {
 	if err := os.Rename(tmp, warcPart); err != nil {
 		t.Fatal(err)
 	}
-	changed, err := warc.HashRecording(rec)
+	changed, err := recording.HashRecording(rec)
 	if err != nil || changed == real {
 		t.Fatalf("changed recording hashes to %s (%v)", changed, err)
 	}
@@ -140,7 +140,7 @@ func TestRecordingHashStamp(t *testing.T) {
 // not stamped.
 func TestRecordingHashRacy(t *testing.T) {
 	repo, tk := newRepo(t) // just written: racy under the default age
-	files, _ := warc.RecordingFiles(tk.RecordingDir())
+	files, _ := recording.RecordingFiles(tk.RecordingDir())
 	if _, err := recordingHash(repo.CacheDir(), tk.RecordingDir(), files); err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestBundleDirUsesStamp(t *testing.T) {
 	// Republish with one more page (a new pages.jsonl renamed into place): a new hash, a
 	// new copy.
 	rec := tk.RecordingDir()
-	pages := filepath.Join(rec, warc.RecordingPagesFile)
+	pages := filepath.Join(rec, recording.RecordingPagesFile)
 	pf, err := os.ReadFile(pages)
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func TestBundleDirUsesStamp(t *testing.T) {
 	if err := os.Rename(pages+".new", pages); err != nil {
 		t.Fatal(err)
 	}
-	if h, _ := warc.HashRecording(rec); strings.HasPrefix(filepath.Base(dir), "books-"+h[:16]) {
+	if h, _ := recording.HashRecording(rec); strings.HasPrefix(filepath.Base(dir), "books-"+h[:16]) {
 		t.Fatalf("the republished recording hashes as before (%s): the test changed nothing", h)
 	}
 	moved, err := tk.BundleDir()

@@ -14,7 +14,7 @@ import (
 
 	"github.com/pab-dev/pab/internal/atomicfile"
 	"github.com/pab-dev/pab/internal/pathx"
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // Target is what replay serves: a bundle directory and the rule directories to layer, in
@@ -22,7 +22,7 @@ import (
 type Target struct {
 	// Name is the task id, or the base name of the bundle directory or WARC file.
 	Name string
-	// BundleDir is what warc.OpenBundle opens: an unpacked bundle (manifest.json,
+	// BundleDir is what recording.OpenBundle opens: an unpacked bundle (manifest.json,
 	// archive/data.warc, indexes/, pages/), or a format 3 recording read in place.
 	BundleDir string
 	// RulesDirs are rule directories, lowest priority first; they may not exist.
@@ -35,8 +35,8 @@ type Target struct {
 
 // Hooks for tests: they count and slow down the builds of cache entries.
 var (
-	unpack      = warc.Unpack
-	importWARCs = warc.ImportWARCs
+	unpack      = recording.Unpack
+	importWARCs = recording.ImportWARCs
 )
 
 // staleTempAge is how old a leftover temporary directory in the bundle cache must be
@@ -51,7 +51,7 @@ const staleTempAge = 24 * time.Hour
 //     Task.BundleDir); its rules are the sites/ of its own repository when it sits in a
 //     tasks/ directory next to a sites/ directory, else repo's sites/, then its rules/;
 //   - a WARC file or a WACZ package (a path ending in .warc, .warc.gz or .wacz): imported
-//     with warc.ImportWARCs
+//     with recording.ImportWARCs
 //     into <cache>/bundles/warc-<first 16 hex digits of the file's sha256>, once per file
 //     content, with repo's sites/ as rules;
 //   - else a task id of repo.
@@ -66,7 +66,7 @@ func Resolve(arg string, repo *Repo) (*Target, error) {
 	if filepath.Base(abs) == recordingName && pathx.IsRegularFile(filepath.Join(filepath.Dir(abs), CardFile)) {
 		abs = filepath.Dir(abs) // a task's published recording: replay the task
 	}
-	if pathx.IsRegularFile(filepath.Join(abs, warc.ManifestFile)) {
+	if pathx.IsRegularFile(filepath.Join(abs, recording.ManifestFile)) {
 		t := &Target{Name: filepath.Base(abs), BundleDir: abs}
 		if pathx.IsDir(filepath.Join(abs, rulesName)) {
 			t.RulesDirs = []string{filepath.Join(abs, rulesName)}
@@ -143,11 +143,11 @@ func (t *Task) Target() (*Target, error) {
 	return &Target{Name: t.ID, BundleDir: dir, RulesDirs: []string{t.Repo.SitesDir(), t.RulesDir()}, Task: t, Warnings: card.Warnings}, nil
 }
 
-// BundleDir returns the directory warc.OpenBundle opens to replay the task. A recording of
+// BundleDir returns the directory recording.OpenBundle opens to replay the task. A recording of
 // the current format (3) is read in place: BundleDir is the recording directory itself,
 // nothing is hashed or unpacked, and unpacked copies of the task left in the cache by
 // earlier formats are removed. A format 2 recording is unpacked into the cache,
-// <cache>/bundles/<id>-<first 16 hex digits of warc.HashRecording>. The hash is taken
+// <cache>/bundles/<id>-<first 16 hex digits of recording.HashRecording>. The hash is taken
 // from a stamp in <cache>/stamps when the recording files' names, sizes, times, devices and
 // inodes are those stamped (see recordingHash); otherwise the recording is hashed and
 // stamped. The recording is unpacked only when that directory does not exist yet: into a temporary directory beside it
@@ -156,18 +156,18 @@ func (t *Task) Target() (*Target, error) {
 // same task (<id>-<other hash>) and temporary directories older than a day are removed.
 func (t *Task) BundleDir() (string, error) {
 	rec := t.RecordingDir()
-	files, err := warc.RecordingFiles(rec)
+	files, err := recording.RecordingFiles(rec)
 	if err != nil {
 		return "", fmt.Errorf("task %s: %w", t.ID, err)
 	}
 	if len(files) == 0 {
-		if f, ferr := warc.RecordingFormatOf(rec); ferr == nil && f != 0 && f != warc.RecordingFormat {
-			return "", fmt.Errorf("task %s has a format %d recording (%s); this pab reads format %d: run pab recording migrate %s", t.ID, f, rec, warc.RecordingFormat, t.ID)
+		if f, ferr := recording.RecordingFormatOf(rec); ferr == nil && f != 0 && f != recording.RecordingFormat {
+			return "", fmt.Errorf("task %s has a format %d recording (%s); this pab reads format %d: run pab recording migrate %s", t.ID, f, rec, recording.RecordingFormat, t.ID)
 		}
 		return "", fmt.Errorf("task %s has no recording (%s)", t.ID, rec)
 	}
 	bundles := filepath.Join(t.Repo.CacheDir(), "bundles")
-	if warc.InPlaceArchive(files[len(files)-1]) {
+	if recording.InPlaceArchive(files[len(files)-1]) {
 		removeOlderCopies(bundles, t.ID, "")
 		return rec, nil
 	}
@@ -188,20 +188,20 @@ func (t *Task) BundleDir() (string, error) {
 
 // What a recording hash (Target.RecordingHash) is a hash of.
 const (
-	// HashOfRecording: warc.HashRecording over the task's published recording files
-	// (tasks/<id>/recording, in the order warc.RecordingFiles lists them).
+	// HashOfRecording: recording.HashRecording over the task's published recording files
+	// (tasks/<id>/recording, in the order recording.RecordingFiles lists them).
 	HashOfRecording = "recording"
 	// HashOfBundle: HashBundle over an unpacked bundle's four files.
 	HashOfBundle = "bundle"
 )
 
 // RecordingHash returns the lowercase hex sha256 identifying the recording the task's
-// replay serves: warc.HashRecording of its recording directory, taken from the cache's
+// replay serves: recording.HashRecording of its recording directory, taken from the cache's
 // stamp when the files are those stamped (as BundleDir does), so that a hash known already
 // costs no read of the recording.
 func (t *Task) RecordingHash() (string, error) {
 	rec := t.RecordingDir()
-	files, err := warc.RecordingFiles(rec)
+	files, err := recording.RecordingFiles(rec)
 	if err != nil {
 		return "", fmt.Errorf("task %s: %w", t.ID, err)
 	}
@@ -227,12 +227,12 @@ func (t *Target) RecordingHash() (hash, of string, err error) {
 // HashBundle returns the lowercase hex sha256 of an unpacked bundle's content: for each of
 // manifest.json, pages/pages.jsonl, indexes/entries.jsonl and archive/data.warc in that
 // order, its path relative to the bundle (slash-separated), a NUL byte, its length as 8
-// bytes big-endian, and its bytes (the framing of warc.HashRecording). Other files of the
+// bytes big-endian, and its bytes (the framing of recording.HashRecording). Other files of the
 // directory (rules/) are not part of it. A missing file is an error.
 func HashBundle(dir string) (string, error) {
 	h := sha256.New()
-	for _, name := range []string{warc.ManifestFile, warc.PagesFile, warc.EntriesFile, warc.WARCFile} {
-		if err := warc.HashFramed(h, filepath.Join(dir, filepath.FromSlash(name)), name); err != nil {
+	for _, name := range []string{recording.ManifestFile, recording.PagesFile, recording.EntriesFile, recording.WARCFile} {
+		if err := recording.HashFramed(h, filepath.Join(dir, filepath.FromSlash(name)), name); err != nil {
 			return "", fmt.Errorf("bundle %s: %w", dir, err)
 		}
 	}
@@ -247,7 +247,7 @@ func (r *Repo) importWARC(path string) (string, error) {
 	}
 	bundles := filepath.Join(r.CacheDir(), "bundles")
 	dest, _, err := buildCached(bundles, "warc-"+hash[:16], func(out string) error {
-		_, err := importWARCs([]string{path}, out, warc.ImportOptions{})
+		_, err := importWARCs([]string{path}, out, recording.ImportOptions{})
 		return err
 	})
 	return dest, err
@@ -259,7 +259,7 @@ func (r *Repo) importWARC(path string) (string, error) {
 // place. built reports whether this call's copy was installed.
 func buildCached(dir, name string, build func(out string) error) (dest string, built bool, err error) {
 	dest = filepath.Join(dir, name)
-	if pathx.IsRegularFile(filepath.Join(dest, warc.ManifestFile)) {
+	if pathx.IsRegularFile(filepath.Join(dest, recording.ManifestFile)) {
 		return dest, false, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -275,7 +275,7 @@ func buildCached(dir, name string, build func(out string) error) (dest string, b
 		return "", false, err
 	}
 	if err := os.Rename(out, dest); err != nil {
-		if pathx.IsRegularFile(filepath.Join(dest, warc.ManifestFile)) {
+		if pathx.IsRegularFile(filepath.Join(dest, recording.ManifestFile)) {
 			return dest, false, nil // another process was faster
 		}
 		return "", false, fmt.Errorf("cache: %w", err)

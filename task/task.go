@@ -20,7 +20,7 @@ import (
 	"github.com/pab-dev/pab/internal/atomicfile"
 	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/internal/readlimit"
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // Names inside a task directory.
@@ -205,7 +205,7 @@ type Capture struct {
 // CardPath is <task>/task.yaml.
 func (t *Task) CardPath() string { return filepath.Join(t.Dir, CardFile) }
 
-// RecordingDir is <task>/recording, the published recording (warc.RecordingFormat).
+// RecordingDir is <task>/recording, the published recording (recording.RecordingFormat).
 func (t *Task) RecordingDir() string { return filepath.Join(t.Dir, recordingName) }
 
 // RulesDir is <task>/rules, the task's own site rules.
@@ -242,7 +242,7 @@ func readCardFile(path string) ([]byte, error) {
 // unknown field within edit distance 1 or 2 of a known one (at most half the known name's
 // length, so "promt" but not "os") is taken for a typo and refused with `did you mean
 // "prompt"?`. capture.locale must be a BCP 47 tag and capture.timezone a zone
-// time.LoadLocation loads (warc.CheckLocale, warc.CheckTimezone). The returned card's ID is
+// time.LoadLocation loads (recording.CheckLocale, recording.CheckTimezone). The returned card's ID is
 // always set. Errors name the file and, for YAML errors, the line.
 func (t *Task) Card() (*Card, error) {
 	path := t.CardPath()
@@ -268,12 +268,12 @@ func (t *Task) Card() (*Card, error) {
 	}
 	if cp := c.Capture; cp != nil {
 		if cp.Locale != "" {
-			if err := warc.CheckLocale(cp.Locale); err != nil {
+			if err := recording.CheckLocale(cp.Locale); err != nil {
 				return nil, fmt.Errorf("read %s: capture.locale: %w", path, err)
 			}
 		}
 		if cp.Timezone != "" {
-			if err := warc.CheckTimezone(cp.Timezone); err != nil {
+			if err := recording.CheckTimezone(cp.Timezone); err != nil {
 				return nil, fmt.Errorf("read %s: capture.timezone: %w", path, err)
 			}
 		}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // corpusWARC is a real capture (books.toscrape.com, node-warc's test file; see
@@ -36,7 +36,7 @@ func corpusBundle(t *testing.T) string {
 			return
 		}
 		packedOnce.dir = filepath.Join(dir, "bundle")
-		_, packedOnce.err = warc.ImportWARCs([]string{corpusWARC}, packedOnce.dir, warc.ImportOptions{TaskID: "books"})
+		_, packedOnce.err = recording.ImportWARCs([]string{corpusWARC}, packedOnce.dir, recording.ImportOptions{TaskID: "books"})
 	})
 	if packedOnce.err != nil {
 		t.Fatal(packedOnce.err)
@@ -56,7 +56,7 @@ func TestMain(m *testing.M) {
 // corpus capture, in format 2 (unpacked into the cache by BundleDir).
 func newRepo(t *testing.T) (*Repo, *Task) {
 	t.Helper()
-	return newRepoFormat(t, warc.RecordingFormat2)
+	return newRepoFormat(t, recording.RecordingFormat2)
 }
 
 // newRepoFormat is newRepo with the recording in the given format (2 or 3).
@@ -72,9 +72,9 @@ func newRepoFormat(t *testing.T, format int) (*Repo, *Task) {
 	if err := WriteCardIfMissing(taskDir, "books", "Books"); err != nil {
 		t.Fatal(err)
 	}
-	pack := warc.Pack
-	if format == warc.RecordingFormat2 {
-		pack = func(b, r string) error { return warc.PackFormat2(b, r, warc.PartSize) }
+	pack := recording.Pack
+	if format == recording.RecordingFormat2 {
+		pack = func(b, r string) error { return recording.PackFormat2(b, r, recording.PartSize) }
 	}
 	if err := pack(corpusBundle(t), filepath.Join(taskDir, "recording")); err != nil {
 		t.Fatal(err)
@@ -324,11 +324,11 @@ func TestBundleDirUnpacksOncePerContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hash, _ := warc.HashRecording(tk.RecordingDir())
+	hash, _ := recording.HashRecording(tk.RecordingDir())
 	if want := filepath.Join(repo.Root, ".cache", "bundles", "books-"+hash[:16]); dir != want {
 		t.Errorf("bundle dir %s, want %s", dir, want)
 	}
-	b, err := warc.OpenBundle(dir)
+	b, err := recording.OpenBundle(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func TestBundleDirUnpacksOncePerContent(t *testing.T) {
 	os.Chtimes(stale, old, old)
 
 	// a changed recording is unpacked again and replaces the older copy
-	pages := filepath.Join(tk.RecordingDir(), warc.RecordingPagesFile)
+	pages := filepath.Join(tk.RecordingDir(), recording.RecordingPagesFile)
 	f, _ := os.OpenFile(pages, os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(`{"url":"http://books.toscrape.com/extra","ts":"2018-11-11T22:56:36.000Z","fetched":"GET"}` + "\n")
 	f.Close()
@@ -398,7 +398,7 @@ func TestBundleDirConcurrent(t *testing.T) {
 			t.Errorf("caller %d: %s, %v", i, dirs[i], errs[i])
 		}
 	}
-	b, err := warc.OpenBundle(dirs[0])
+	b, err := recording.OpenBundle(dirs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +415,7 @@ func TestBundleDirConcurrent(t *testing.T) {
 
 func TestBundleDirErrorsLeaveNoCacheEntry(t *testing.T) {
 	repo, tk := newRepo(t)
-	manifest := filepath.Join(tk.RecordingDir(), warc.RecordingManifestFile)
+	manifest := filepath.Join(tk.RecordingDir(), recording.RecordingManifestFile)
 	os.WriteFile(manifest, []byte(`{"task_id":"books","format":1}`), 0o644)
 	_, err := tk.BundleDir()
 	if err == nil || !strings.Contains(err.Error(), "has format 1; this pab reads format 3 (and 2)") {
@@ -488,7 +488,7 @@ func TestResolve(t *testing.T) {
 	// a WARC file, imported once per content
 	var imports atomic.Int32
 	origImport := importWARCs
-	importWARCs = func(p []string, d string, o warc.ImportOptions) (*warc.ImportReport, error) {
+	importWARCs = func(p []string, d string, o recording.ImportOptions) (*recording.ImportReport, error) {
 		imports.Add(1)
 		return origImport(p, d, o)
 	}
@@ -500,7 +500,7 @@ func TestResolve(t *testing.T) {
 	if !strings.HasPrefix(filepath.Base(tg.BundleDir), "warc-") || tg.Name != "books.toscrape.warc" || !slices.Equal(tg.RulesDirs, []string{repo.SitesDir()}) {
 		t.Errorf("warc target %+v", tg)
 	}
-	if b, err := warc.OpenBundle(tg.BundleDir); err != nil {
+	if b, err := recording.OpenBundle(tg.BundleDir); err != nil {
 		t.Error(err)
 	} else {
 		b.Close()
@@ -555,7 +555,7 @@ func FuzzCard(f *testing.F) {
 // recording directory, nothing is hashed, stamped or unpacked, and copies of the task that
 // earlier formats unpacked into the cache are removed.
 func TestBundleDirFormat3InPlace(t *testing.T) {
-	repo, tk := newRepoFormat(t, warc.RecordingFormat)
+	repo, tk := newRepoFormat(t, recording.RecordingFormat)
 	n := countUnpacks(t)
 	bundles := filepath.Join(repo.CacheDir(), "bundles")
 	old := filepath.Join(bundles, "books-0123456789abcdef")
@@ -576,7 +576,7 @@ func TestBundleDirFormat3InPlace(t *testing.T) {
 	if des, _ := os.ReadDir(filepath.Join(repo.CacheDir(), "stamps")); len(des) != 0 {
 		t.Errorf("a stamp was written")
 	}
-	b, err := warc.OpenBundle(dir)
+	b, err := recording.OpenBundle(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -592,8 +592,8 @@ func TestBundleDirFormat3InPlace(t *testing.T) {
 		t.Errorf("Resolve: %+v, %v", tg, err)
 	}
 	// a format the manifest does not fit is refused when the recording is opened
-	os.WriteFile(filepath.Join(dir, warc.RecordingManifestFile), []byte(`{"task_id":"books","format":4}`), 0o644)
-	if _, err := warc.OpenBundle(dir); err == nil || !strings.Contains(err.Error(), "format 4") {
+	os.WriteFile(filepath.Join(dir, recording.RecordingManifestFile), []byte(`{"task_id":"books","format":4}`), 0o644)
+	if _, err := recording.OpenBundle(dir); err == nil || !strings.Contains(err.Error(), "format 4") {
 		t.Errorf("format 4: %v", err)
 	}
 }

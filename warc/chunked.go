@@ -20,13 +20,13 @@ const (
 	ckFailed            // not chunked: the rest is ignored
 )
 
-// chunkDecoder removes chunked transfer coding (RFC 9112 section 7.1) from a stream written
+// ChunkDecoder removes chunked transfer coding (RFC 9112 section 7.1) from a stream written
 // to it in pieces of any size, with the rules of Dechunk: the de-chunked data goes to w as it
 // is found, and ok, once the stream has been written whole, says whether all of it parsed as
 // chunks (Dechunk's ok). From the first byte that does not fit, the rest is ignored and ok
 // is false; the caller then discards what went to w. Write fails only when w fails. Memory
 // is constant whatever the size of the stream.
-type chunkDecoder struct {
+type ChunkDecoder struct {
 	w      io.Writer
 	state  int
 	chunks int    // complete chunks of data seen
@@ -42,10 +42,10 @@ type chunkDecoder struct {
 	err     error // from w
 }
 
-func newChunkDecoder(w io.Writer) *chunkDecoder { return &chunkDecoder{w: w} }
+func NewChunkDecoder(w io.Writer) *ChunkDecoder { return &ChunkDecoder{w: w} }
 
 // Write consumes p; it returns len(p) unless w fails.
-func (c *chunkDecoder) Write(p []byte) (int, error) {
+func (c *ChunkDecoder) Write(p []byte) (int, error) {
 	if c.err != nil {
 		return 0, c.err
 	}
@@ -75,7 +75,7 @@ func (c *chunkDecoder) Write(p []byte) (int, error) {
 }
 
 // step feeds one byte outside chunk data.
-func (c *chunkDecoder) step(b byte) {
+func (c *ChunkDecoder) step(b byte) {
 	switch c.state {
 	case ckSizeStart:
 		if v, ok := hexValue(b); ok {
@@ -149,7 +149,7 @@ func (c *chunkDecoder) step(b byte) {
 }
 
 // afterDigits handles a byte after a size line's digits (or the blanks after them).
-func (c *chunkDecoder) afterDigits(b byte) {
+func (c *ChunkDecoder) afterDigits(b byte) {
 	switch b {
 	case ' ', '\t':
 		c.state = ckSizeBlank
@@ -164,7 +164,7 @@ func (c *chunkDecoder) afterDigits(b byte) {
 	}
 }
 
-func (c *chunkDecoder) sizeLineEnd() {
+func (c *ChunkDecoder) sizeLineEnd() {
 	c.sized = true
 	if c.size == 0 {
 		c.state, c.lineLen, c.lastCR, c.colon = ckTrailer, 0, false, -1
@@ -173,8 +173,8 @@ func (c *chunkDecoder) sizeLineEnd() {
 	c.state, c.left = ckData, c.size
 }
 
-// ok reports, once the whole stream was written, whether it parsed as chunks.
-func (c *chunkDecoder) ok() bool {
+// OK reports, once the whole stream was written, whether it parsed as chunks.
+func (c *ChunkDecoder) OK() bool {
 	if c.err != nil {
 		return false
 	}
@@ -189,11 +189,11 @@ func (c *chunkDecoder) ok() bool {
 	return false
 }
 
-// truncated reports, once the whole stream was written, whether it is chunked data cut
+// Truncated reports, once the whole stream was written, whether it is chunked data cut
 // short: at least one chunk-size line was read, nothing failed to parse, and the stream
 // ended before the last chunk (size 0), for example inside a chunk's data. What went to w
 // is then every data byte the stream holds (bundle-format.md, rule F3).
-func (c *chunkDecoder) truncated() bool {
+func (c *ChunkDecoder) Truncated() bool {
 	if c.err != nil || !c.sized {
 		return false
 	}

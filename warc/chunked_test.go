@@ -8,7 +8,7 @@ import (
 // dechunkStream runs data through a chunkDecoder in pieces of the given sizes (cycled).
 func dechunkStream(data []byte, pieces []byte) ([]byte, bool) {
 	var out bytes.Buffer
-	c := newChunkDecoder(&out)
+	c := NewChunkDecoder(&out)
 	for i := 0; len(data) > 0; i++ {
 		n := len(data)
 		if len(pieces) > 0 {
@@ -20,7 +20,7 @@ func dechunkStream(data []byte, pieces []byte) ([]byte, bool) {
 		}
 		data = data[n:]
 	}
-	return out.Bytes(), c.ok()
+	return out.Bytes(), c.OK()
 }
 
 func TestChunkDecoderMatchesDechunk(t *testing.T) {

@@ -51,15 +51,15 @@ func DecodePayload(header http.Header, body []byte) (decoded []byte, origEncodin
 
 // DecodePayloadLimit is DecodePayload with a bound, in bytes, on the decoded size.
 func DecodePayloadLimit(header http.Header, body []byte, limit int64) (decoded []byte, origEncoding string, err error) {
-	if hasToken(header.Values("Transfer-Encoding"), "chunked") {
+	if HasToken(header.Values("Transfer-Encoding"), "chunked") {
 		var buf bytes.Buffer
-		dc := newChunkDecoder(&buf)
+		dc := NewChunkDecoder(&buf)
 		_, _ = dc.Write(body) // a bytes.Buffer does not fail
-		if dc.ok() || dc.truncated() {
+		if dc.OK() || dc.Truncated() {
 			body = buf.Bytes()
 		}
 	}
-	codings := contentCodings(header)
+	codings := ContentCodings(header)
 	if len(codings) == 0 {
 		return body, "", nil
 	}
@@ -71,7 +71,7 @@ func DecodePayloadLimit(header http.Header, body []byte, limit int64) (decoded [
 	for i := len(codings) - 1; i >= 0; i-- {
 		src := out
 		var buf bytes.Buffer
-		err := decodeOneTo(codings[i], func() io.Reader { return bytes.NewReader(src) }, &buf, buf.Reset, limit, memoryZstdWindow(limit))
+		err := DecodeOneTo(codings[i], func() io.Reader { return bytes.NewReader(src) }, &buf, buf.Reset, limit, memoryZstdWindow(limit))
 		if err != nil {
 			return body, "", fmt.Errorf("content-encoding %s: %w", codings[i], err)
 		}
@@ -86,9 +86,9 @@ func DecodePayloadLimit(header http.Header, body []byte, limit int64) (decoded [
 // memoryZstdWindow is the largest zstd window DecodePayloadLimit accepts for a limit.
 func memoryZstdWindow(limit int64) uint64 { return min(uint64(limit)+1, 1<<30) }
 
-// contentCodings lists the Content-Encoding codings of header in the order they were
+// ContentCodings lists the Content-Encoding codings of header in the order they were
 // applied, lower case, "identity" left out.
-func contentCodings(header http.Header) []string {
+func ContentCodings(header http.Header) []string {
 	var codings []string
 	for _, v := range header.Values("Content-Encoding") {
 		for c := range strings.SplitSeq(v, ",") {
@@ -101,7 +101,7 @@ func contentCodings(header http.Header) []string {
 	return codings
 }
 
-func hasToken(values []string, token string) bool {
+func HasToken(values []string, token string) bool {
 	for _, v := range values {
 		for t := range strings.SplitSeq(v, ",") {
 			if strings.EqualFold(strings.TrimSpace(t), token) {
@@ -112,12 +112,12 @@ func hasToken(values []string, token string) bool {
 	return false
 }
 
-// sinkError is a failure of the writer a decoder writes to (a full disk), as opposed to a
+// SinkError is a failure of the writer a decoder writes to (a full disk), as opposed to a
 // failure of the coded data: it stops an import instead of keeping the body as recorded.
-type sinkError struct{ err error }
+type SinkError struct{ Err error }
 
-func (e *sinkError) Error() string { return e.err.Error() }
-func (e *sinkError) Unwrap() error { return e.err }
+func (e *SinkError) Error() string { return e.Err.Error() }
+func (e *SinkError) Unwrap() error { return e.Err }
 
 // sinkWriter remembers the first error of w, so a copy can tell a writer failure from a
 // reader failure.
@@ -134,12 +134,12 @@ func (s *sinkWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// decodeOneTo removes one content coding from the bytes open returns (a fresh reader on
+// DecodeOneTo removes one content coding from the bytes open returns (a fresh reader on
 // each call: a deflate body is read a second time as raw deflate when it is not zlib),
 // writing at most limit decoded bytes to dst; reset discards what was written to dst so
 // far. zstd frames with a window above maxWindow bytes are refused. An error of dst comes
 // back as a *sinkError; any other error means the data does not decode.
-func decodeOneTo(coding string, open func() io.Reader, dst io.Writer, reset func(), limit int64, maxWindow uint64) error {
+func DecodeOneTo(coding string, open func() io.Reader, dst io.Writer, reset func(), limit int64, maxWindow uint64) error {
 	switch coding {
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(open())
@@ -156,7 +156,7 @@ func decodeOneTo(coding string, open func() io.Reader, dst io.Writer, reset func
 		// RFC 9110 says zlib; some servers send raw deflate.
 		if zr, err := zlib.NewReader(open()); err == nil {
 			_, err := copyLimit(dst, zr, limit)
-			var se *sinkError
+			var se *SinkError
 			if err == nil || errors.Is(err, ErrDecodedTooLarge) || errors.As(err, &se) {
 				return err
 			}
@@ -190,7 +190,7 @@ func copyLimit(dst io.Writer, r io.Reader, limit int64) (int64, error) {
 	sw := &sinkWriter{w: dst}
 	n, err := io.Copy(sw, io.LimitReader(r, limit+1))
 	if sw.err != nil {
-		return n, &sinkError{sw.err}
+		return n, &SinkError{sw.err}
 	}
 	if err != nil {
 		return n, err
@@ -203,7 +203,7 @@ func copyLimit(dst io.Writer, r io.Reader, limit int64) (int64, error) {
 
 // Dechunk removes chunked transfer coding (RFC 9112 section 7.1): hex chunk sizes with
 // optional extensions, CRLF or bare LF line ends, the last chunk and trailer fields.
-// ok is false, and b should be taken as already de-chunked, unless the whole body parses
+// OK is false, and b should be taken as already de-chunked, unless the whole body parses
 // as chunks: the data may end right after a complete chunk (a capture cut before the last
 // chunk), and only blank bytes may follow the trailer section.
 func Dechunk(b []byte) (out []byte, ok bool) {

@@ -8,50 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/andybalholm/brotli"
-	"github.com/klauspost/compress/flate"
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zlib"
-	"github.com/klauspost/compress/zstd"
+	"github.com/pab-dev/pab/internal/warctest"
 )
-
-func encodeWith(t testing.TB, coding string, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	var w interface {
-		Write([]byte) (int, error)
-		Close() error
-	}
-	switch coding {
-	case "gzip":
-		w = gzip.NewWriter(&buf)
-	case "zlib":
-		w = zlib.NewWriter(&buf)
-	case "raw-deflate":
-		fw, err := flate.NewWriter(&buf, flate.DefaultCompression)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w = fw
-	case "br":
-		w = brotli.NewWriter(&buf)
-	case "zstd":
-		zw, err := zstd.NewWriter(&buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w = zw
-	default:
-		t.Fatalf("coding %s", coding)
-	}
-	if _, err := w.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 func hdr(kv ...string) http.Header {
 	h := http.Header{}
@@ -68,13 +26,13 @@ func TestDecodePayloadCodings(t *testing.T) {
 		body     []byte
 		wantOrig string
 	}{
-		{"gzip", encodeWith(t, "gzip", payload), "gzip"},
-		{"x-gzip", encodeWith(t, "gzip", payload), "x-gzip"},
-		{"deflate", encodeWith(t, "zlib", payload), "deflate"},
-		{"deflate", encodeWith(t, "raw-deflate", payload), "deflate"},
-		{"br", encodeWith(t, "br", payload), "br"},
-		{"zstd", encodeWith(t, "zstd", payload), "zstd"},
-		{"Gzip, BR", encodeWith(t, "br", encodeWith(t, "gzip", payload)), "gzip, br"},
+		{"gzip", warctest.Encode(t, "gzip", payload), "gzip"},
+		{"x-gzip", warctest.Encode(t, "gzip", payload), "x-gzip"},
+		{"deflate", warctest.Encode(t, "zlib", payload), "deflate"},
+		{"deflate", warctest.Encode(t, "raw-deflate", payload), "deflate"},
+		{"br", warctest.Encode(t, "br", payload), "br"},
+		{"zstd", warctest.Encode(t, "zstd", payload), "zstd"},
+		{"Gzip, BR", warctest.Encode(t, "br", warctest.Encode(t, "gzip", payload)), "gzip, br"},
 		{"identity", payload, ""},
 	}
 	for _, c := range cases {
@@ -87,7 +45,7 @@ func TestDecodePayloadCodings(t *testing.T) {
 
 func TestDecodePayloadFailuresKeepRaw(t *testing.T) {
 	payload := bytes.Repeat([]byte("a"), 10000)
-	gz := encodeWith(t, "gzip", payload)
+	gz := warctest.Encode(t, "gzip", payload)
 	cases := []struct {
 		name   string
 		header http.Header
@@ -98,8 +56,8 @@ func TestDecodePayloadFailuresKeepRaw(t *testing.T) {
 		{"not gzip", hdr("Content-Encoding", "gzip"), []byte("plain text"), nil},
 		{"unknown coding", hdr("Content-Encoding", "compress"), []byte("x"), ErrUnsupportedEncoding},
 		{"bomb", hdr("Content-Encoding", "gzip"), gz, ErrDecodedTooLarge},
-		{"bomb br", hdr("Content-Encoding", "br"), encodeWith(t, "br", payload), ErrDecodedTooLarge},
-		{"bomb zstd", hdr("Content-Encoding", "zstd"), encodeWith(t, "zstd", payload), ErrDecodedTooLarge},
+		{"bomb br", hdr("Content-Encoding", "br"), warctest.Encode(t, "br", payload), ErrDecodedTooLarge},
+		{"bomb zstd", hdr("Content-Encoding", "zstd"), warctest.Encode(t, "zstd", payload), ErrDecodedTooLarge},
 	}
 	for _, c := range cases {
 		got, orig, err := DecodePayloadLimit(c.header, c.body, 5000)
@@ -125,7 +83,7 @@ func TestDecodePayloadChunked(t *testing.T) {
 		t.Errorf("not chunked: %q %v", got, err)
 	}
 	// Chunked and gzip.
-	gz := encodeWith(t, "gzip", []byte("hello"))
+	gz := warctest.Encode(t, "gzip", []byte("hello"))
 	body := append([]byte("5\r\n"), gz[:5]...)
 	body = append(body, "\r\n"...)
 	body = append(body, fmt.Sprintf("%X", len(gz)-5)...)

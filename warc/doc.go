@@ -1,13 +1,17 @@
-// Package warc reads and writes WARC files (ISO 28500, WARC 1.0 and 1.1) on top of
-// github.com/nlnwa/gowarc, and pab's recording bundle built from them
-// (docs/bundle-format.md): a bundle directory (manifest.json, archive/data.warc,
-// indexes/entries.jsonl, pages/pages.jsonl) and the published, packed recording of a task
-// (recording/: warc.tar.gz, entries.jsonl.gz, manifest.json, pages.jsonl).
+// Package warc reads and writes the WARC file format (ISO 28500; WARC 1.0 and 1.1) on top
+// of github.com/nlnwa/gowarc, for any program that handles web archives: records read one
+// by one from plain or gzip files (Reader, Record; WARC 1.1 section 4), their header
+// fields and heads (ReadHead, ParseWARCHead), the HTTP messages in their blocks
+// (ParseHTTP), block and payload digests (Digest; WARC 1.1 section 5.8/5.9), payload
+// decoding (DecodePayload: chunked transfer coding, RFC 9112 section 7.1, and content
+// codings), and one record written back (EncodeRecord).
 //
-// It imports WARC and WACZ files from other tools, tolerating the damage real captures
-// carry (wrong Content-Length, CR CR LF lines, cut chunked bodies; see warc/resync.go and
-// the payload framing rules F1–F5), merges, audits, packs and unpacks recordings within
-// size limits, exports standard WARC and WACZ 1.1.1, and opens a bundle for replay, where
-// a response is read by offset without loading the archive. Everything read from outside
-// is treated as hostile: sizes are bounded and errors name the file and offset.
+// It tolerates the damage real captures carry: a wrong Content-Length (resync.go:
+// resynchronising on the next "WARC/" line), CR CR LF line ends, cut gzip members, cut or
+// malformed chunked bodies (the payload framing rules F1–F5 of docs/bundle-format.md).
+// Everything read is treated as hostile: sizes are bounded (MaxWARCHeaderBytes,
+// MaxHTTPHeaderBytes, DefaultMaxBlockSize) and errors name the file and offset.
+//
+// pab's recording of a task (the bundle, its published layout, import, merge, audit,
+// export) is package recording, built on this one; warc imports nothing of pab's.
 package warc

@@ -8,34 +8,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/pab-dev/pab/internal/warctest"
 )
-
-// fuzzSeeds are the small corpus files, plain and gzip, good and bad.
-var fuzzSeeds = []string{
-	"warc/example.warc", "warc/example.warc.gz", "warc/example-bad-non-chunked.warc.gz",
-	"warc/example-wrong-chunks.warc.gz", "warc/example-trunc.warc", "warc/example-bad-length.warc",
-	"warc/example-digest.warc", "warc/example-url-agnostic-revisit.warc.gz", "warc/gzip_extra_sl.warc.gz",
-	"warc/redirect.warc", "warc/post-test.warc.gz", "warc/transfer_compression_brotli.warc",
-	"warc/example-iana.org-chunked.warc",
-}
-
-func addFileSeeds(f *testing.F) {
-	for _, name := range fuzzSeeds {
-		b, err := os.ReadFile("../testdata/" + name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Add([]byte("WARC/1.1\r\nContent-Length: 99999999999\r\n\r\n"))
-	f.Add([]byte("WARC/1.0\r\nWARC-Type: response\r\nContent-Length: 5\r\n\r\nHTTP/\r\n\r\n"))
-	f.Add([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff})
-}
 
 // FuzzReader reads arbitrary bytes as a WARC file: it must return records or an error,
 // never panic or loop, and every plain record's offset must point at "WARC/".
 func FuzzReader(f *testing.F) {
-	addFileSeeds(f)
+	warctest.AddFileSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p := filepath.Join(t.TempDir(), "f.warc")
 		if err := os.WriteFile(p, data, 0o644); err != nil {
@@ -69,29 +49,13 @@ func FuzzReader(f *testing.F) {
 	})
 }
 
-// FuzzImport imports arbitrary bytes: an error or a bundle, never a panic.
-func FuzzImport(f *testing.F) {
-	addFileSeeds(f)
-	f.Fuzz(func(t *testing.T, data []byte) {
-		tmp := t.TempDir()
-		p := filepath.Join(tmp, "f.warc")
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		_, err := ImportWARCs([]string{p}, filepath.Join(tmp, "out"), ImportOptions{MaxBytes: 8 << 20})
-		if _, serr := os.Stat(filepath.Join(tmp, "out")); err != nil && serr == nil {
-			t.Fatalf("failed import (%v) left its output", err)
-		}
-	})
-}
-
 // FuzzDecodePayload decodes arbitrary bodies under each coding: decoded output stays
 // within the bound, and a failure returns the body it was given (de-chunked at most).
 func FuzzDecodePayload(f *testing.F) {
-	f.Add("gzip", true, encodeWith(f, "gzip", []byte("hello hello hello")))
-	f.Add("br", false, encodeWith(f, "br", []byte("hello")))
-	f.Add("zstd", false, encodeWith(f, "zstd", []byte("hello")))
-	f.Add("deflate", false, encodeWith(f, "raw-deflate", []byte("hello")))
+	f.Add("gzip", true, warctest.Encode(f, "gzip", []byte("hello hello hello")))
+	f.Add("br", false, warctest.Encode(f, "br", []byte("hello")))
+	f.Add("zstd", false, warctest.Encode(f, "zstd", []byte("hello")))
+	f.Add("deflate", false, warctest.Encode(f, "raw-deflate", []byte("hello")))
 	f.Add("deflate", true, []byte("5\r\nhello\r\n0\r\n\r\n"))
 	f.Add("", true, []byte("abc\r\n"))
 	f.Add("gzip, br", false, []byte{})

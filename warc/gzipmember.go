@@ -80,7 +80,7 @@ func (m *memberReader) Read(p []byte) (int, error) {
 					return 0, m.err
 				}
 				if len(bytes.TrimLeft(rest, "\x00\r\n\t ")) > 0 {
-					m.err = &gzipError{off: start, err: fmt.Errorf("%d bytes after the gzip member ending here are not gzip data (%q)", len(rest), clipText(rest[:min(len(rest), 16)]))}
+					m.err = &gzipError{off: start, err: fmt.Errorf("%d bytes after the gzip member ending here are not gzip data (%q)", len(rest), ClipText(rest[:min(len(rest), 16)]))}
 					return 0, m.err
 				}
 				m.trailing, m.trailingOff = int64(len(rest)), start

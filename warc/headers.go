@@ -14,3 +14,11 @@ const (
 	// when the stored payload was decoded from it.
 	HeaderOriginalContentEncoding = "RR-Original-Content-Encoding"
 )
+
+// Size bounds of the heads inside a record; every WARC read is treated as hostile.
+const (
+	// MaxWARCHeaderBytes bounds the WARC header of one record (WARC 1.1 section 4).
+	MaxWARCHeaderBytes = 64 << 10
+	// MaxHTTPHeaderBytes bounds the HTTP status line and header fields inside a record block.
+	MaxHTTPHeaderBytes = 1 << 20
+)

@@ -72,8 +72,8 @@ func ParseHTTP(block []byte, request bool) (*HTTPMessage, []string, error) {
 	first, _ := nextLine()
 	parts := strings.Fields(string(first))
 	if request {
-		if len(parts) < 2 || !isHTTPToken(parts[0]) {
-			return nil, nil, fmt.Errorf("bad request line %q", clipText(first))
+		if len(parts) < 2 || !IsHTTPToken(parts[0]) {
+			return nil, nil, fmt.Errorf("bad request line %q", ClipText(first))
 		}
 		m.Method = parts[0]
 		m.Proto = "HTTP/1.0"
@@ -85,11 +85,11 @@ func ParseHTTP(block []byte, request bool) (*HTTPMessage, []string, error) {
 		m.RequestURI = strings.Join(target, "%20")
 	} else {
 		if len(parts) < 2 || !strings.HasPrefix(parts[0], "HTTP/") {
-			return nil, nil, fmt.Errorf("bad status line %q", clipText(first))
+			return nil, nil, fmt.Errorf("bad status line %q", ClipText(first))
 		}
 		code, err := strconv.Atoi(parts[1])
 		if err != nil || len(parts[1]) != 3 || code < 100 {
-			return nil, nil, fmt.Errorf("bad status code in %q", clipText(first))
+			return nil, nil, fmt.Errorf("bad status code in %q", ClipText(first))
 		}
 		m.Proto, m.StatusCode = parts[0], code
 		m.Reason = strings.Join(parts[2:], " ")
@@ -113,7 +113,7 @@ func ParseHTTP(block []byte, request bool) (*HTTPMessage, []string, error) {
 			name = strings.TrimSpace(string(line[:i]))
 		}
 		if name == "" {
-			warns = append(warns, fmt.Sprintf("HTTP header line %q skipped", clipText(line)))
+			warns = append(warns, fmt.Sprintf("HTTP header line %q skipped", ClipText(line)))
 			continue
 		}
 		m.Header = append(m.Header, Field{Name: name, Value: strings.TrimSpace(string(line[i+1:]))})
@@ -125,10 +125,10 @@ func ParseHTTP(block []byte, request bool) (*HTTPMessage, []string, error) {
 	return m, warns, nil
 }
 
-// clipText is b for an error message: at most 80 bytes, cut on a character boundary.
-func clipText(b []byte) string { return textcut.Cut(string(b), 80, "...") }
+// ClipText is b for an error message: at most 80 bytes, cut on a character boundary.
+func ClipText(b []byte) string { return textcut.Cut(string(b), 80, "...") }
 
-func isHTTPToken(s string) bool {
+func IsHTTPToken(s string) bool {
 	if s == "" {
 		return false
 	}

@@ -125,9 +125,9 @@ type Record struct {
 	Warnings []string
 
 	where string
-	// body is where the HTTP body lies in the reader's spool (streamed reading, see
+	// Body is where the HTTP Body lies in the reader's spool (streamed reading, see
 	// Reader.spool); Block is then nil and HTTP.Body empty.
-	body span
+	Body Span
 }
 
 // Get returns the first value of a WARC header field (case-insensitive), or "".
@@ -136,6 +136,10 @@ func (r *Record) Get(name string) string { return r.Header.Get(name) }
 // Where describes the record's place for messages: "offset 1197", or for a record
 // inside a shared gzip member "offset 0 (uncompressed 2012)".
 func (r *Record) Where() string { return r.where }
+
+// SetWhere sets what Where returns: a record rebuilt from a parked copy (the import's
+// Spool) keeps the place it was read from.
+func (r *Record) SetWhere(where string) { r.where = where }
 
 // Warning is a file-level finding of a Reader (not tied to one record's content).
 type Warning struct {
@@ -160,7 +164,7 @@ type Reader struct {
 	VerifyDigests bool
 
 	path     string
-	file     io.Closer
+	File     io.Closer
 	fileSize int64         // the size of file (OpenReader), else 0
 	gz       *memberReader // nil for a plain file
 	br       *bufio.Reader // the uncompressed stream, read through pb
@@ -177,11 +181,11 @@ type Reader struct {
 	once          map[string]int // warning kind -> index in warns
 	onceCount     map[string]int
 
-	// spool, when set (by an import), makes Next stream the block of every response,
+	// Spool, when set (by an import), makes Next stream the block of every response,
 	// request and revisit record into it (only the HTTP head stays in memory, at most
 	// MaxHTTPHeaderBytes) and read the block of every other record through without keeping
 	// it. Digests are checked on the way.
-	spool *spool
+	Spool *Spool
 	blk   *bufio.Reader // reads one block in streamed reading
 
 	um   gowarc.Unmarshaler
@@ -206,21 +210,21 @@ func OpenReader(path string) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	r, err := newReader(path, f, 0, fi.Size())
+	r, err := NewReader(path, f, 0, fi.Size())
 	if err != nil {
 		_ = f.Close()
 		return nil, err
 	}
-	r.file = f
+	r.File = f
 	r.fileSize = fi.Size()
 	return r, nil
 }
 
-// progress is how far the reader is into its file: the bytes of the file read so far
+// Progress is how far the reader is into its file: the bytes of the file read so far
 // (compressed, as read from the disk, including what the buffers read ahead) and the
 // file's size; both -1 when the reader does not read a file of its own (a WACZ member).
-func (r *Reader) progress() (read, size int64) {
-	f, ok := r.file.(*os.File)
+func (r *Reader) Progress() (read, size int64) {
+	f, ok := r.File.(*os.File)
 	if !ok || r.fileSize <= 0 {
 		return -1, -1
 	}
@@ -234,7 +238,7 @@ func (r *Reader) progress() (read, size int64) {
 // ReadRecordAt reads the one record at off in ra, as a bundle's entries.jsonl locates it
 // (Entry.RespOffset/RespLength): length bounds the bytes read. name is used in errors.
 func ReadRecordAt(ra io.ReaderAt, name string, off, length int64) (*Record, error) {
-	r, err := newReader(name, io.NewSectionReader(ra, off, length), off, length)
+	r, err := NewReader(name, io.NewSectionReader(ra, off, length), off, length)
 	if err != nil {
 		return nil, err
 	}
@@ -245,8 +249,8 @@ func ReadRecordAt(ra io.ReaderAt, name string, off, length int64) (*Record, erro
 	return rec, err
 }
 
-// newReader reads size bytes of src, which start at file offset base.
-func newReader(name string, src io.Reader, base, size int64) (*Reader, error) {
+// NewReader reads size bytes of src, which start at file offset base.
+func NewReader(name string, src io.Reader, base, size int64) (*Reader, error) {
 	r := &Reader{
 		MaxBlockSize:  DefaultMaxBlockSize,
 		VerifyDigests: true,
@@ -277,9 +281,9 @@ func newReader(name string, src io.Reader, base, size int64) (*Reader, error) {
 
 // Close releases the file.
 func (r *Reader) Close() error {
-	if r.file != nil {
-		err := r.file.Close()
-		r.file = nil
+	if r.File != nil {
+		err := r.File.Close()
+		r.File = nil
 		return err
 	}
 	return nil
@@ -522,7 +526,7 @@ func (r *Reader) readBlock(rec *Record, cl int64, httpType bool) (*streamedBlock
 			ErrTruncated, cl, r.size-r.pos)
 	}
 	var streamed *streamedBlock
-	if r.spool != nil {
+	if r.Spool != nil {
 		// Streamed: nothing of the block stays in memory but the HTTP head.
 		if cl > r.MaxBlockSize && httpType {
 			return nil, fmt.Errorf("%w: %s block of %d bytes is over the %d byte limit", ErrTooLarge, rec.Type, cl, r.MaxBlockSize)
@@ -626,7 +630,7 @@ func (r *Reader) locate(rec *Record, start int64) {
 // streamed one), and checks the record's digests when VerifyDigests.
 func (r *Reader) readHTTP(rec *Record, streamed *streamedBlock, httpType bool) {
 	if streamed != nil {
-		rec.HTTP, rec.body = streamed.msg, streamed.body
+		rec.HTTP, rec.Body = streamed.msg, streamed.body
 		rec.Warnings = append(rec.Warnings, streamed.warnings...)
 	}
 	if httpType && rec.Block != nil {

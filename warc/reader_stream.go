@@ -17,7 +17,7 @@ import (
 // streamedBlock is what streamBlock learned of one block.
 type streamedBlock struct {
 	msg      *HTTPMessage // nil when the block is not an HTTP message
-	body     span         // the HTTP body in the spool
+	body     Span         // the HTTP body in the spool
 	warnings []string
 	head     []byte // the HTTP head read, when the block was taken as HTTP
 	spooled  bool   // the body went to the spool
@@ -56,7 +56,7 @@ func (r *Reader) restream(rec *Record, sb *streamedBlock, cl int64, fix *resyncR
 	var src io.Reader
 	switch {
 	case sb.spooled:
-		src = io.MultiReader(bytes.NewReader(sb.head), r.spool.section(sb.body), bytes.NewReader(fix.stray))
+		src = io.MultiReader(bytes.NewReader(sb.head), r.Spool.Section(sb.body), bytes.NewReader(fix.stray))
 	case int64(len(sb.tail)) == cl:
 		src = io.MultiReader(bytes.NewReader(sb.tail), bytes.NewReader(fix.stray))
 	default:
@@ -114,7 +114,7 @@ func (r *Reader) streamFrom(rec *Record, from io.Reader, cl int64, httpType bool
 		(cl > 0 || rec.Type != "revisit")
 	var sinks []io.Writer
 	spooled := false
-	mark := r.spool.mark()
+	mark := r.Spool.Mark()
 	if isHTTP {
 		head, tooLarge, err := readHTTPHead(br, MaxHTTPHeaderBytes)
 		sb.head = head
@@ -131,7 +131,7 @@ func (r *Reader) streamFrom(rec *Record, from io.Reader, cl int64, httpType bool
 			msg.Body = nil
 			sb.msg = msg
 			sb.warnings = append(sb.warnings, warns...)
-			sinks = append(sinks, r.spool)
+			sinks = append(sinks, r.Spool)
 			spooled, sb.spooled = true, true
 		}
 	}
@@ -140,14 +140,14 @@ func (r *Reader) streamFrom(rec *Record, from io.Reader, cl int64, httpType bool
 	// HTTP by type; it is unknown for a response or request whose block is not HTTP.
 	var payloadSum, dechunkedSum hash.Hash
 	var payloadDigest Digest
-	var dechunk *chunkDecoder
+	var dechunk *ChunkDecoder
 	if v := rec.Header.Get("WARC-Payload-Digest"); r.VerifyDigests && v != "" && rec.Type != "revisit" && (sb.msg != nil || !httpType) {
 		d, err := ParseDigest(v)
 		if err != nil {
 			payloadWarns = append(payloadWarns, fmt.Sprintf("unreadable WARC-Payload-Digest %q: %v", v, err))
 		} else {
 			payloadDigest, payloadSum, dechunkedSum = d, d.Hash(), d.Hash()
-			dechunk = newChunkDecoder(dechunkedSum)
+			dechunk = NewChunkDecoder(dechunkedSum)
 			sinks = append(sinks, payloadSum, dechunk)
 		}
 	}
@@ -158,27 +158,27 @@ func (r *Reader) streamFrom(rec *Record, from io.Reader, cl int64, httpType bool
 	_, err := io.Copy(dst, br)
 	if err != nil {
 		if spooled {
-			r.spool.truncate(mark)
+			r.Spool.Truncate(mark)
 		}
-		if errors.Is(err, errSpoolFull) {
-			return nil, cr.n, fmt.Errorf("the HTTP records read so far hold more than %d bytes", r.spool.limit)
+		if errors.Is(err, ErrSpoolFull) {
+			return nil, cr.n, fmt.Errorf("the HTTP records read so far hold more than %d bytes", r.Spool.Limit)
 		}
 		return nil, cr.n, blockReadErr(err, cl, cr.n)
 	}
 	if cr.n < cl {
 		if spooled {
-			r.spool.truncate(mark)
+			r.Spool.Truncate(mark)
 		}
 		return nil, cr.n, blockReadErr(io.ErrUnexpectedEOF, cl, cr.n)
 	}
 	if spooled {
-		sb.body = r.spool.since(mark)
+		sb.body = r.Spool.Since(mark)
 	}
 	if blockSum != nil && !bytes.Equal(blockSum.Sum(nil), blockDigest.Sum) {
 		blockWarns = append(blockWarns, fmt.Sprintf("WARC-Block-Digest %s does not match the block", rec.Header.Get("WARC-Block-Digest")))
 	}
 	if payloadSum != nil && !bytes.Equal(payloadSum.Sum(nil), payloadDigest.Sum) &&
-		(!dechunk.ok() || !bytes.Equal(dechunkedSum.Sum(nil), payloadDigest.Sum)) {
+		(!dechunk.OK() || !bytes.Equal(dechunkedSum.Sum(nil), payloadDigest.Sum)) {
 		// Some writers digest the de-chunked entity, others the bytes as stored.
 		payloadWarns = append(payloadWarns, fmt.Sprintf("WARC-Payload-Digest %s does not match the payload", rec.Header.Get("WARC-Payload-Digest")))
 	}

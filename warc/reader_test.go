@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pab-dev/pab/internal/warctest"
 )
 
 // readAll reads every record of path; it fails the test on an error.
@@ -30,24 +32,6 @@ func readAll(t testing.TB, path string) ([]*Record, *Reader) {
 			t.Fatalf("%s: record %d: %v", path, len(recs), err)
 		}
 		recs = append(recs, rec)
-	}
-}
-
-// readErr reads path to its end and returns the error that stopped it (nil at io.EOF).
-func readErr(path string) (int, error) {
-	r, err := OpenReader(path)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = r.Close() }()
-	for n := 0; ; n++ {
-		_, err := r.Next()
-		if err == io.EOF {
-			return n, nil
-		}
-		if err != nil {
-			return n, err
-		}
 	}
 }
 
@@ -347,7 +331,7 @@ func TestReaderTruncated(t *testing.T) {
 		if err := os.WriteFile(p, data[:cut], 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := readErr(p)
+		_, err := warctest.ReadAll(OpenReader(p))
 		if !errors.Is(err, ErrTruncated) {
 			t.Errorf("cut at %d: %v", cut, err)
 		}
@@ -362,7 +346,7 @@ func TestReaderTruncated(t *testing.T) {
 		if err := os.WriteFile(p, gz[:cut], 0o644); err != nil {
 			t.Fatal(err)
 		}
-		n, err := readErr(p)
+		n, err := warctest.ReadAll(OpenReader(p))
 		if err == nil || n != 0 {
 			t.Errorf("cut at %d: %d records, err %v", cut, n, err)
 		}
@@ -389,17 +373,17 @@ func TestReaderJunk(t *testing.T) {
 	second := recs[1].Offset
 
 	// Not a WARC at all.
-	_, err = readErr(write("junk.warc", []byte("<html>not a warc</html>")))
+	_, err = warctest.ReadAll(OpenReader(write("junk.warc", []byte("<html>not a warc</html>"))))
 	if !errors.Is(err, ErrNotWARC) || !strings.Contains(err.Error(), "at offset 0: not a WARC record: the file does not start with a WARC record") {
 		t.Errorf("junk: %v", err)
 	}
 	// An empty file.
-	if _, err := readErr(write("empty.warc", nil)); !errors.Is(err, ErrNotWARC) {
+	if _, err := warctest.ReadAll(OpenReader(write("empty.warc", nil))); !errors.Is(err, ErrNotWARC) {
 		t.Errorf("empty: %v", err)
 	}
 	// Junk between records, after a correct end marker.
 	b := append(append(append([]byte{}, data[:second]...), "garbage"...), data[second:]...)
-	n, err := readErr(write("mid.warc", b))
+	n, err := warctest.ReadAll(OpenReader(write("mid.warc", b)))
 	if n != 1 || !errors.Is(err, ErrNotWARC) || !strings.Contains(err.Error(), "expected the next record") {
 		t.Errorf("junk between records: %d %v", n, err)
 	}
@@ -416,7 +400,7 @@ func TestReaderJunk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = readErr(write("tail.warc.gz", append(append([]byte{}, gz...), "trailing junk"...)))
+	_, err = warctest.ReadAll(OpenReader(write("tail.warc.gz", append(append([]byte{}, gz...), "trailing junk"...))))
 	if err == nil || !strings.Contains(err.Error(), "at offset 3816: gzip member: 13 bytes after the gzip member ending here are not gzip data") {
 		t.Errorf("gzip tail: %v", err)
 	}

@@ -214,7 +214,7 @@ func (e *endHasher) matchesShort(d Digest, k int) bool {
 }
 
 // endRecord reads the end marker after a block of cl bytes that ends at r.pos (WARC 1.1
-// section 5.1, CRLF CRLF). tail is the last bytes of the block as read (at most
+// Section 5.1, CRLF CRLF). tail is the last bytes of the block as read (at most
 // ResyncWindow; nil when they were not kept). A short, long or LF-only run of newlines
 // followed by the end of the file, of the gzip member or by the next record is accepted
 // with a warning (warcio does the same). Any other byte after the block means
@@ -277,7 +277,7 @@ func (r *Reader) endRecord(rec *Record, start, cl int64, tail []byte, shortOK fu
 	}
 	refuse := func(extra string) error {
 		return fmt.Errorf("%w: Content-Length %d, but the block is followed by %q, not CRLF CRLF (at %s)%s",
-			ErrContentLength, cl, clipText(ahead[:min(len(ahead), 5+min(n, 8))]), where, extra)
+			ErrContentLength, cl, ClipText(ahead[:min(len(ahead), 5+min(n, 8))]), where, extra)
 	}
 	if r.Strict {
 		return nil, refuse("")

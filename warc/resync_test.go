@@ -2,18 +2,15 @@ package warc
 
 import (
 	"bytes"
-	"crypto/sha1"
-	"encoding/base32"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/pab-dev/pab/internal/warctest"
 )
 
 // readRecs reads every record of path, in memory or streamed (bodies spooled as an import
@@ -27,13 +24,13 @@ func readRecs(t testing.TB, path string, strict, streamed bool) ([]*Record, []Wa
 	}
 	defer func() { _ = r.Close() }()
 	r.Strict = strict
-	var sp *spool
+	var sp *Spool
 	if streamed {
-		if sp, err = newSpool(t.TempDir(), 1<<30); err != nil {
+		if sp, err = NewSpool(t.TempDir(), 1<<30); err != nil {
 			t.Fatal(err)
 		}
-		defer sp.close()
-		r.spool = sp
+		defer sp.Close()
+		r.Spool = sp
 	}
 	var recs []*Record
 	for {
@@ -45,7 +42,7 @@ func readRecs(t testing.TB, path string, strict, streamed bool) ([]*Record, []Wa
 			return recs, r.Warnings(), err
 		}
 		if streamed && rec.HTTP != nil {
-			b, err := sp.readPrefix(rec.body, 1<<30)
+			b, err := sp.ReadPrefix(rec.Body, 1<<30)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,38 +50,6 @@ func readRecs(t testing.TB, path string, strict, streamed bool) ([]*Record, []Wa
 		}
 		recs = append(recs, rec)
 	}
-}
-
-func writeTemp(t testing.TB, name string, data []byte) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func sha1b32(b []byte) string {
-	s := sha1.Sum(b)
-	return "sha1:" + base32.StdEncoding.EncodeToString(s[:])
-}
-
-// testRecord builds one record whose Content-Length is the block's length plus clDelta,
-// with a correct block digest, lines ended by eol.
-func testRecord(typ, uri, block string, clDelta int, eol string) string {
-	h := []string{"WARC/1.0", "WARC-Type: " + typ, "WARC-Record-ID: <urn:uuid:" + fmt.Sprintf("%08x", len(block)+len(uri)) + "-0000-0000-0000-000000000000>",
-		"WARC-Date: 2020-01-02T03:04:05Z", "WARC-Target-URI: " + uri, "Content-Type: application/http; msgtype=" + typ,
-		"WARC-Block-Digest: " + sha1b32([]byte(block)),
-		fmt.Sprintf("Content-Length: %d", len(block)+clDelta)}
-	return strings.Join(h, eol) + eol + eol + block + eol + eol
-}
-
-func testResponse(body string) string {
-	return fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-}
-
-func testRequest(path string) string {
-	return "GET " + path + " HTTP/1.1\r\nHost: example.com\r\n\r\n"
 }
 
 // bothPaths reads path both ways and checks that they agree on records and lengths.
@@ -198,8 +163,8 @@ func TestResyncCorpus(t *testing.T) {
 
 func TestResyncBuilt(t *testing.T) {
 	body := strings.Repeat("<p>hello</p>\n", 40)
-	good := testRecord("request", "http://example.com/a", testRequest("/a"), 0, "\r\n")
-	next := testRecord("request", "http://example.com/b", testRequest("/b"), 0, "\r\n")
+	good := warctest.Record("request", "http://example.com/a", warctest.Request("/a"), 0, "\r\n")
+	next := warctest.Record("request", "http://example.com/b", warctest.Request("/b"), 0, "\r\n")
 	for _, c := range []struct {
 		name    string
 		delta   int
@@ -210,13 +175,13 @@ func TestResyncBuilt(t *testing.T) {
 		{"too short by 3", -3, "is 3 bytes short of the record"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			resp := testResponse(body)
-			data := good + testRecord("response", "http://example.com/a", resp, c.delta, "\r\n") + next
+			resp := warctest.Response(body)
+			data := good + warctest.Record("response", "http://example.com/a", resp, c.delta, "\r\n") + next
 			if c.delta > 0 {
 				// The next record must be long enough to be eaten into.
-				data += testRecord("request", "http://example.com/c", testRequest("/c"), 0, "\r\n")
+				data += warctest.Record("request", "http://example.com/c", warctest.Request("/c"), 0, "\r\n")
 			}
-			recs, warns := bothPaths(t, writeTemp(t, "built.warc", []byte(data)))
+			recs, warns := bothPaths(t, warctest.WriteTemp(t, "built.warc", []byte(data)))
 			want := 3
 			if c.delta > 0 {
 				want = 4
@@ -234,21 +199,21 @@ func TestResyncBuilt(t *testing.T) {
 			if !hasFileWarning(warns, fmt.Sprintf("offset %d", len(good)), c.warning) || len(recs[1].Warnings) == 0 {
 				t.Errorf("warnings %v / %v", warns, recs[1].Warnings)
 			}
-			if _, _, err := readRecs(t, writeTemp(t, "s.warc", []byte(data)), true, false); !errors.Is(err, ErrContentLength) {
+			if _, _, err := readRecs(t, warctest.WriteTemp(t, "s.warc", []byte(data)), true, false); !errors.Is(err, ErrContentLength) {
 				t.Errorf("strict: %v", err)
 			}
 		})
 	}
 	t.Run("gzip member per record", func(t *testing.T) {
 		var buf bytes.Buffer
-		resp := testResponse(body)
+		resp := warctest.Response(body)
 		// The response's Content-Length is 7 bytes too long: its gzip member says where it ends.
-		for _, rec := range []string{good, testRecord("response", "http://example.com/a", resp, 7, "\r\n"), next} {
+		for _, rec := range []string{good, warctest.Record("response", "http://example.com/a", resp, 7, "\r\n"), next} {
 			zw := gzip.NewWriter(&buf)
 			_, _ = zw.Write([]byte(rec))
 			_ = zw.Close()
 		}
-		recs, warns := bothPaths(t, writeTemp(t, "built.warc.gz", buf.Bytes()))
+		recs, warns := bothPaths(t, warctest.WriteTemp(t, "built.warc.gz", buf.Bytes()))
 		if len(recs) != 3 || recs[1].BlockSize != int64(len(resp)) || recs[1].Offset < 0 {
 			t.Fatalf("%d records; response %+v", len(recs), recs[1])
 		}
@@ -258,10 +223,10 @@ func TestResyncBuilt(t *testing.T) {
 		noDigestWarnings(t, recs)
 	})
 	t.Run("CR CR LF", func(t *testing.T) {
-		resp := strings.ReplaceAll(testResponse(body), "\r\n", "\r\r\n")
-		data := testRecord("request", "http://example.com/a", strings.ReplaceAll(testRequest("/a"), "\r\n", "\r\r\n"), 0, "\r\r\n") +
-			testRecord("response", "http://example.com/a", resp, 0, "\r\r\n")
-		recs, warns := bothPaths(t, writeTemp(t, "crcrlf.warc", []byte(data)))
+		resp := strings.ReplaceAll(warctest.Response(body), "\r\n", "\r\r\n")
+		data := warctest.Record("request", "http://example.com/a", strings.ReplaceAll(warctest.Request("/a"), "\r\n", "\r\r\n"), 0, "\r\r\n") +
+			warctest.Record("response", "http://example.com/a", resp, 0, "\r\r\n")
+		recs, warns := bothPaths(t, warctest.WriteTemp(t, "crcrlf.warc", []byte(data)))
 		if len(recs) != 2 || recs[1].HTTP == nil || recs[1].HTTP.StatusCode != 200 || recs[1].HTTP.Header.Get("Content-Type") != "text/html" {
 			t.Fatalf("records %d", len(recs))
 		}
@@ -274,9 +239,9 @@ func TestResyncBuilt(t *testing.T) {
 	})
 	t.Run("beyond the window", func(t *testing.T) {
 		junk := strings.Repeat("junk line, no record start here\n", 3000) // 96000 bytes
-		data := good + testRecord("response", "http://example.com/a", testResponse(body), 0, "\r\n")
+		data := good + warctest.Record("response", "http://example.com/a", warctest.Response(body), 0, "\r\n")
 		data = data[:len(data)-4] + "x" + junk + "\r\n\r\n" + next
-		recs, warns := bothPaths(t, writeTemp(t, "far.warc", []byte(data)))
+		recs, warns := bothPaths(t, warctest.WriteTemp(t, "far.warc", []byte(data)))
 		if len(recs) != 3 || recs[2].TargetURI != "http://example.com/b" {
 			t.Fatalf("%d records", len(recs))
 		}
@@ -285,9 +250,9 @@ func TestResyncBuilt(t *testing.T) {
 		}
 	})
 	t.Run("unrecoverable", func(t *testing.T) {
-		data := good + testRecord("response", "http://example.com/a", testResponse(body), -20, "\r\n") + strings.Repeat("garbage without a record start\n", 3000)
+		data := good + warctest.Record("response", "http://example.com/a", warctest.Response(body), -20, "\r\n") + strings.Repeat("garbage without a record start\n", 3000)
 		for _, streamed := range []bool{false, true} {
-			_, _, err := readRecs(t, writeTemp(t, "bad.warc", []byte(data)), false, streamed)
+			_, _, err := readRecs(t, warctest.WriteTemp(t, "bad.warc", []byte(data)), false, streamed)
 			if !errors.Is(err, ErrContentLength) || !strings.Contains(err.Error(), fmt.Sprintf("at offset %d:", len(good))) || !strings.Contains(err.Error(), "no record starts in the") {
 				t.Errorf("streamed %v: %v", streamed, err)
 			}
@@ -310,8 +275,8 @@ func TestParseWARCDateOffsets(t *testing.T) {
 		}
 	}
 	// A record dated with an offset gets its date.
-	data := strings.Replace(testRecord("request", "http://example.com/a", testRequest("/a"), 0, "\r\n"), "2020-01-02T03:04:05Z", "2020-01-02T03:04:05-0800", 1)
-	recs, _ := bothPaths(t, writeTemp(t, "date.warc", []byte(data)))
+	data := strings.Replace(warctest.Record("request", "http://example.com/a", warctest.Request("/a"), 0, "\r\n"), "2020-01-02T03:04:05Z", "2020-01-02T03:04:05-0800", 1)
+	recs, _ := bothPaths(t, warctest.WriteTemp(t, "date.warc", []byte(data)))
 	if len(recs) != 1 || !recs[0].Date.Equal(time.Date(2020, 1, 2, 11, 4, 5, 0, time.UTC)) || len(recs[0].Warnings) != 0 {
 		t.Errorf("date %v, warnings %v", recs[0].Date, recs[0].Warnings)
 	}
@@ -321,46 +286,5 @@ func TestParseHTTPCRCRLF(t *testing.T) {
 	m, warns, err := ParseHTTP([]byte("HTTP/1.1 404 Not Found\r\r\nServer: x\r\r\n\r\r\nbody"), false)
 	if err != nil || m.Reason != "Not Found" || m.Header.Get("Server") != "x" || string(m.Body) != "body" || len(warns) != 0 {
 		t.Errorf("%+v %v %v", m, warns, err)
-	}
-}
-
-// TestResyncImport imports a file with a wrong Content-Length end to end, and audits it
-// as a WARC file with and without strict.
-func TestResyncImport(t *testing.T) {
-	body := strings.Repeat("<p>hello</p>\n", 40)
-	resp := testResponse(body)
-	data := testRecord("request", "http://example.com/a", testRequest("/a"), 0, "\r\n") +
-		testRecord("response", "http://example.com/a", resp, -3, "\r\n") +
-		testRecord("request", "http://example.com/b", testRequest("/b"), 25, "\r\n") +
-		testRecord("response", "http://example.com/b", testResponse("<p>b</p>"), 0, "\r\n")
-	p := writeTemp(t, "resynced.warc", []byte(data))
-	dir := filepath.Join(t.TempDir(), "bundle")
-	rep, err := ImportWARCs([]string{p}, dir, ImportOptions{TaskID: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Exchanges != 2 {
-		t.Errorf("%d exchanges", rep.Exchanges)
-	}
-	distinct := map[string]bool{}
-	for _, w := range rep.Warnings {
-		if strings.Contains(w, "resynchronised") {
-			distinct[w] = true // the import lists the record warning and the file warning
-		}
-	}
-	if len(distinct) != 2 {
-		t.Errorf("warnings %q", rep.Warnings)
-	}
-	es := checkBundleRoundTrip(t, dir)
-	checkBody(t, dir, es, bodyCheck{url: "http://example.com/a", method: "GET", prefix: "<p>hello</p>", size: int64(len(body)), status: 200})
-	if probs := Audit(dir); len(probs) != 0 {
-		t.Errorf("bundle audit: %v", probs)
-	}
-	probs, warns := AuditWARCFile(p, false)
-	if len(probs) != 0 || len(warns) != 2 {
-		t.Errorf("audit: %v; warnings %v", probs, warns)
-	}
-	if probs, _ := AuditWARCFile(p, true); len(probs) != 1 || !strings.Contains(probs[0].String(), "offset "+fmt.Sprint(len(testRecord("request", "http://example.com/a", testRequest("/a"), 0, "\r\n")))) {
-		t.Errorf("strict audit: %v", probs)
 	}
 }

@@ -16,18 +16,18 @@ func TestParseWARCHead(t *testing.T) {
 		"WARC-Type: request",
 		"Content-Length:  42 ",
 	}
-	h, err := parseWARCHead(lines)
+	h, err := ParseWARCHead(lines)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := h.fields.Get("WARC-Target-URI"); got != "https://shop.test/a ?b=1" {
+	if got := h.Fields.Get("WARC-Target-URI"); got != "https://shop.test/a ?b=1" {
 		t.Errorf("folded field = %q", got)
 	}
-	if got := h.fields.Get("warc-type"); got != "response" {
+	if got := h.Fields.Get("warc-type"); got != "response" {
 		t.Errorf("repeated field: first is %q, want response", got)
 	}
-	if h.contentLength != 42 {
-		t.Errorf("Content-Length = %d", h.contentLength)
+	if h.ContentLength != 42 {
+		t.Errorf("Content-Length = %d", h.ContentLength)
 	}
 	for _, tc := range []struct {
 		lines []string
@@ -39,7 +39,7 @@ func TestParseWARCHead(t *testing.T) {
 		{[]string{"WARC/1.1", "Content-Length: -3"}, `bad Content-Length "-3"`},
 		{nil, "no WARC version line"},
 	} {
-		if _, err := parseWARCHead(tc.lines); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := ParseWARCHead(tc.lines); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err %v, want %q", tc.lines, err, tc.want)
 		}
 	}
@@ -48,7 +48,7 @@ func TestParseWARCHead(t *testing.T) {
 func TestReadHeadStopsAtTheEmptyLine(t *testing.T) {
 	in := "WARC/1.1\r\nContent-Length: 4\r\n\r\nbody"
 	br := bufio.NewReader(strings.NewReader(in))
-	lines, n, err := readHead(br, 1024, false)
+	lines, n, err := ReadHead(br, 1024, false)
 	if err != nil || len(lines) != 2 || n != int64(len(in)-4) {
 		t.Fatalf("lines %q, n %d, err %v", lines, n, err)
 	}
@@ -68,12 +68,12 @@ func TestReadHeadStopsAtTheEmptyLine(t *testing.T) {
 		{"", 1024, true, "empty header"},
 		{"WARC/1.1\r\n" + strings.Repeat("A", 100) + "\r\n\r\n", 64, false, "header longer than 64 bytes"},
 	} {
-		_, _, err := readHead(bufio.NewReaderSize(strings.NewReader(tc.in), 16), tc.max, tc.eofEnds)
+		_, _, err := ReadHead(bufio.NewReaderSize(strings.NewReader(tc.in), 16), tc.max, tc.eofEnds)
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%q: err %v, want %q", tc.in, err, tc.want)
 		}
 	}
-	if lines, _, err := readHead(bufio.NewReader(strings.NewReader("HTTP/1.1 304 Not Modified\r\nA: b\r\n")), 1024, true); err != nil || len(lines) != 2 {
+	if lines, _, err := ReadHead(bufio.NewReader(strings.NewReader("HTTP/1.1 304 Not Modified\r\nA: b\r\n")), 1024, true); err != nil || len(lines) != 2 {
 		t.Errorf("a head ended by the end of its block: %q, %v", lines, err)
 	}
 }
@@ -90,7 +90,7 @@ func FuzzWARCHead(f *testing.F) {
 			max = 4096
 		}
 		br := bufio.NewReaderSize(strings.NewReader(string(data)), 16)
-		lines, n, err := readHead(br, max, len(data)%2 == 0)
+		lines, n, err := ReadHead(br, max, len(data)%2 == 0)
 		if err != nil {
 			return
 		}
@@ -106,17 +106,8 @@ func FuzzWARCHead(f *testing.F) {
 				t.Fatalf("line %q", l)
 			}
 		}
-		if h, err := parseWARCHead(lines); err == nil && h.contentLength < 0 {
-			t.Fatalf("Content-Length %d", h.contentLength)
+		if h, err := ParseWARCHead(lines); err == nil && h.ContentLength < 0 {
+			t.Fatalf("Content-Length %d", h.ContentLength)
 		}
 	})
-}
-
-// TestAuditScanEmptyLineWhereARecordStarts: a blank line where the next record should
-// start is named as a missing version line, as before the scan shared readHead.
-func TestAuditScanEmptyLineWhereARecordStarts(t *testing.T) {
-	_, _, err := scanRecord(bufio.NewReader(strings.NewReader("\r\nWARC/1.1\r\n")), 0, "data.warc")
-	if err == nil || !strings.Contains(err.Error(), "no WARC version line where a record should start") {
-		t.Errorf("err = %v", err)
-	}
 }

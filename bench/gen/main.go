@@ -1,6 +1,6 @@
 // Command gen writes a large synthetic recording for pab's benchmarks (bench/README.md):
 // a task repository holding one task whose recording is a real bundle written with
-// warc.BundleWriter and published with warc.Pack, plus the files the peers (whistle,
+// recording.BundleWriter and published with recording.Pack, plus the files the peers (whistle,
 // mitmproxy) and the load generator need to serve and check the same exchanges.
 //
 //	gen -out DIR -n 20000 -size 75MB [-cycle 500] [-page 60] [-seed 1]
@@ -45,7 +45,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // TaskID is the id of the generated task.
@@ -254,7 +254,7 @@ func generate(out string, n int, target int64, cycleN, pageN int, seed uint64) e
 		return err
 	}
 	bundleDir := filepath.Join(out, "bundle")
-	w, err := warc.NewBundleWriter(bundleDir, warc.Manifest{TaskID: TaskID, Locale: "en-US", Timezone: "UTC"})
+	w, err := recording.NewBundleWriter(bundleDir, recording.Manifest{TaskID: TaskID, Locale: "en-US", Timezone: "UTC"})
 	if err != nil {
 		return err
 	}
@@ -290,7 +290,7 @@ func generate(out string, n int, target int64, cycleN, pageN int, seed uint64) e
 		if k.name == "image" {
 			prev = body
 		}
-		x := warc.Exchange{
+		x := recording.Exchange{
 			Method: "GET", URL: rawURL, Date: start.Add(time.Duration(i) * 50 * time.Millisecond),
 			ReqHeader: http.Header{"User-Agent": {"pab-bench/1"}, "Accept": {"*/*"}},
 			Status:    200, Proto: "HTTP/1.1",
@@ -303,7 +303,7 @@ func generate(out string, n int, target int64, cycleN, pageN int, seed uint64) e
 			return err
 		}
 		if k.name == "html" && cyclable {
-			if err := w.AddPage(warc.Page{URL: rawURL, TS: warc.FormatTime(x.Date), Fetched: "GET"}); err != nil {
+			if err := w.AddPage(recording.Page{URL: rawURL, TS: recording.FormatTime(x.Date), Fetched: "GET"}); err != nil {
 				w.Abort()
 				return err
 			}
@@ -328,10 +328,10 @@ func generate(out string, n int, target int64, cycleN, pageN int, seed uint64) e
 	if err := w.Close(); err != nil {
 		return err
 	}
-	if err := warc.Pack(bundleDir, filepath.Join(taskDir, "recording")); err != nil {
+	if err := recording.Pack(bundleDir, filepath.Join(taskDir, "recording")); err != nil {
 		return err
 	}
-	fi, err := os.Stat(filepath.Join(bundleDir, warc.WARCFile))
+	fi, err := os.Stat(filepath.Join(bundleDir, recording.WARCFile))
 	if err != nil {
 		return err
 	}

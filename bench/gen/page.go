@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // PageURL is the page-load page of the recording (bench/pageload).
@@ -22,7 +22,7 @@ const PageURL = "https://www.bench.test/pl/index.html"
 // writePage records the page-load page and its n subresources (same host: scripts, style
 // sheets, PNG images) into w, and writes them to out/page (page.tsv, files/), the page
 // first. It draws from its own random stream so the rest of the recording does not change.
-func writePage(out string, w *warc.BundleWriter, n int, seed uint64, date time.Time) error {
+func writePage(out string, w *recording.BundleWriter, n int, seed uint64, date time.Time) error {
 	dir := filepath.Join(out, "page")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -66,7 +66,7 @@ func writePage(out string, w *warc.BundleWriter, n int, seed uint64, date time.T
 		"</head><body><h1>Page load</h1>\n<p>" + string(g.textBody("", "", 3000)) + "</p>\n" + body.String() + "</body></html>\n")
 	all := append([]res{{PageURL, "text/html; charset=utf-8", "document", html}}, subs...)
 	for i, r := range all {
-		x := warc.Exchange{
+		x := recording.Exchange{
 			Method: "GET", URL: r.url, Date: date.Add(time.Duration(i) * 10 * time.Millisecond),
 			ReqHeader: http.Header{"User-Agent": {"pab-bench/1"}, "Accept": {"*/*"}},
 			Status:    200, Proto: "HTTP/1.1",
@@ -81,7 +81,7 @@ func writePage(out string, w *warc.BundleWriter, n int, seed uint64, date time.T
 			return err
 		}
 	}
-	return w.AddPage(warc.Page{URL: PageURL, TS: warc.FormatTime(date), Fetched: "GET", Title: "Page load"})
+	return w.AddPage(recording.Page{URL: PageURL, TS: recording.FormatTime(date), Fetched: "GET", Title: "Page load"})
 }
 
 // noisePNG is a real PNG image of random pixels, about size bytes (noise does not compress).

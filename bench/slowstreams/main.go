@@ -36,10 +36,10 @@ import (
 	"github.com/pab-dev/pab/internal/mitm"
 	"github.com/pab-dev/pab/internal/mitm/mitmtest"
 	"github.com/pab-dev/pab/record"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/tlsca"
-	"github.com/pab-dev/pab/warc"
 )
 
 const host = "site.bench"
@@ -76,7 +76,7 @@ func serveChild(mode, dir, upstream string) error {
 	var stop func()
 	switch mode {
 	case "replay":
-		b, err := warc.OpenBundle(filepath.Join(dir, "bundle"))
+		b, err := recording.OpenBundle(filepath.Join(dir, "bundle"))
 		if err != nil {
 			return err
 		}
@@ -329,12 +329,12 @@ func drive(conns, streams int, out string) error {
 
 // writeBundle writes the recording replay serves: the page, the stylesheet.
 func writeBundle(dir string, css []byte) error {
-	w, err := warc.NewBundleWriter(dir, warc.Manifest{TaskID: "slowstreams", Locale: "en-US", Timezone: "UTC"})
+	w, err := recording.NewBundleWriter(dir, recording.Manifest{TaskID: "slowstreams", Locale: "en-US", Timezone: "UTC"})
 	if err != nil {
 		return err
 	}
 	date := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	for _, x := range []warc.Exchange{
+	for _, x := range []recording.Exchange{
 		{Method: "GET", URL: "https://" + host + "/", Date: date, Status: 200, Proto: "HTTP/1.1", ResourceType: "document",
 			ReqHeader: http.Header{"Accept": {"text/html"}}, RespHeader: http.Header{"Content-Type": {"text/html"}},
 			Body: []byte("<title>page</title>page")},

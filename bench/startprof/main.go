@@ -18,9 +18,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
-	"github.com/pab-dev/pab/warc"
 )
 
 func main() {
@@ -29,7 +29,7 @@ func main() {
 	prof := flag.String("cpuprofile", "", "write a CPU profile here")
 	n := flag.Int("n", 5, "runs")
 	saved := flag.String("saved", "", "a saved index file: also time the index read from it (written first when it does not hold this index)")
-	recording := flag.String("recording", "", "a task's published recording directory: also time warc.HashRecording, which pab does on every start to find the unpacked copy")
+	recDir := flag.String("recording", "", "a task's published recording directory: also time recording.HashRecording, which pab does on every start to find the unpacked copy")
 	flag.Parse()
 	if *bundle == "" {
 		fmt.Fprintln(os.Stderr, "startprof: -bundle is required")
@@ -51,7 +51,7 @@ func main() {
 	best := [3]time.Duration{1 << 62, 1 << 62, 1 << 62}
 	for i := 0; i < *n; i++ {
 		t0 := time.Now()
-		b, err := warc.OpenBundle(*bundle)
+		b, err := recording.OpenBundle(*bundle)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -78,11 +78,11 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	if *recording != "" {
+	if *recDir != "" {
 		bestHash := time.Duration(1 << 62)
 		for i := 0; i < *n; i++ {
 			t0 := time.Now()
-			if _, err := warc.HashRecording(*recording); err != nil {
+			if _, err := recording.HashRecording(*recDir); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)
 			}
@@ -96,7 +96,7 @@ func main() {
 // after one that writes it when it does not hold this index. The key is a fixed one: the
 // startprof binary, the bundle and the rules do not change between its runs.
 func timeSaved(bundle string, dirs []string, path string, n int) error {
-	b, err := warc.OpenBundle(bundle)
+	b, err := recording.OpenBundle(bundle)
 	if err != nil {
 		return err
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/pab-dev/pab/importer/audit"
 	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/internal/progress"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/task"
-	"github.com/pab-dev/pab/warc"
 )
 
 func newAuditCmd(g *globalFlags) *cobra.Command {
@@ -24,13 +24,13 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			arg := args[0]
-			var probs, warns []warc.Problem
+			var probs, warns []recording.Problem
 			target := arg
 			var err error
 			// a line on stderr every few seconds once it takes longer than 2 s
 			meter := progress.Start(cmd.ErrOrStderr(), "pab audit: auditing "+arg, progress.Totals{Bytes: progress.Size(arg)}, 0, 0)
 			if pathx.IsRegularFile(arg) {
-				probs, warns = warc.AuditWARCFile(arg, strict)
+				probs, warns = recording.AuditWARCFile(arg, strict)
 			} else {
 				var repo *task.Repo
 				if repo, err = g.findRepo(); err != nil {

@@ -20,8 +20,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/tlsca"
-	"github.com/pab-dev/pab/warc"
 )
 
 var (
@@ -52,7 +52,7 @@ func TestBrowserCommand(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(taskDir, "task.yaml"), card, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	manifest := filepath.Join(taskDir, "recording", warc.RecordingManifestFile)
+	manifest := filepath.Join(taskDir, "recording", recording.RecordingManifestFile)
 	mdata, err := os.ReadFile(manifest)
 	if err != nil {
 		t.Fatal(err)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/pab-dev/pab/internal/browser"
 	"github.com/pab-dev/pab/internal/browser/cdpalloc"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/task"
-	"github.com/pab-dev/pab/warc"
 )
 
 // TestRecordCaptureThroughBrowser (issue 21, seed 003): headless Chromium whose language
@@ -52,10 +52,10 @@ func TestRecordCaptureThroughBrowser(t *testing.T) {
 	}
 	taskDir := filepath.Join(repo, "tasks", "capture-demo")
 	bundle := filepath.Join(t.TempDir(), "b")
-	if err := warc.Unpack(filepath.Join(taskDir, "recording"), bundle); err != nil {
+	if err := recording.Unpack(filepath.Join(taskDir, "recording"), bundle); err != nil {
 		t.Fatal(err)
 	}
-	b, err := warc.OpenBundle(bundle)
+	b, err := recording.OpenBundle(bundle)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // TestTasksCardUnknownField: a task.yaml with a field pab does not know (the seed's
@@ -70,7 +70,7 @@ func TestAuditNotFoundKeys(t *testing.T) {
 	manifest := filepath.Join(root, "tasks", "books-sapiens-price", "recording", "manifest.json")
 	write := func(notFound string) {
 		t.Helper()
-		m := `{"task_id": "books-sapiens-price", "captured_from": "2018-11-11T22:56:36.000Z", "captured_to": "2018-11-11T22:56:36.000Z", "not_found": ` + notFound + `, "format": ` + strconv.Itoa(warc.RecordingFormat) + `}` + "\n"
+		m := `{"task_id": "books-sapiens-price", "captured_from": "2018-11-11T22:56:36.000Z", "captured_to": "2018-11-11T22:56:36.000Z", "not_found": ` + notFound + `, "format": ` + strconv.Itoa(recording.RecordingFormat) + `}` + "\n"
 		if err := os.WriteFile(manifest, []byte(m), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -92,10 +92,10 @@ func TestAuditNotFoundKeys(t *testing.T) {
 // rules/ directory, as pab replay layers them.
 func TestAuditNotFoundKeysBundle(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bundle")
-	if err := warc.Unpack(filepath.Join(repoRoot, "tasks", "books-sapiens-price", "recording"), dir); err != nil {
+	if err := recording.Unpack(filepath.Join(repoRoot, "tasks", "books-sapiens-price", "recording"), dir); err != nil {
 		t.Fatal(err)
 	}
-	mpath := filepath.Join(dir, warc.ManifestFile)
+	mpath := filepath.Join(dir, recording.ManifestFile)
 	data, err := os.ReadFile(mpath)
 	if err != nil {
 		t.Fatal(err)

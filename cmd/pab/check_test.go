@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/pab-dev/pab/crawl"
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // writeCrawlBundle writes a bundle whose only recorded page, http://crawl.test/, links to a
@@ -28,7 +28,7 @@ import (
 func writeCrawlBundle(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "crawl-bundle")
-	w, err := warc.NewBundleWriter(dir, warc.Manifest{TaskID: "crawl-test"})
+	w, err := recording.NewBundleWriter(dir, recording.Manifest{TaskID: "crawl-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func writeCrawlBundle(t *testing.T) string {
 		if h == nil {
 			h = http.Header{"Content-Type": {"text/html; charset=utf-8"}}
 		}
-		if _, err := w.Add(warc.Exchange{URL: u, Date: at, Status: status, RespHeader: h, Body: body, ResourceType: typ}); err != nil {
+		if _, err := w.Add(recording.Exchange{URL: u, Date: at, Status: status, RespHeader: h, Body: body, ResourceType: typ}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -59,7 +59,7 @@ func writeCrawlBundle(t *testing.T) string {
 	add("http://crawl.test/script", 200, nil, html("script", `<script src="/s.js?v=2"></script>`), "document")
 	add("http://crawl.test/s.js?v=1", 200, http.Header{"Content-Type": {"application/javascript"}},
 		[]byte(`throw new Error("not the script the page asked for");`), "script")
-	if err := w.AddPage(warc.Page{URL: "http://crawl.test/", TS: warc.FormatTime(at), Fetched: "GET", Title: "home"}); err != nil {
+	if err := w.AddPage(recording.Page{URL: "http://crawl.test/", TS: recording.FormatTime(at), Fetched: "GET", Title: "home"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {

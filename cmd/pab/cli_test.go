@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/task"
-	"github.com/pab-dev/pab/warc"
 )
 
 // runPab runs pab and returns stdout, stderr and the exit code.
@@ -64,10 +64,10 @@ func TestReplayRepairsDamagedCache(t *testing.T) {
 	}
 	rec := filepath.Join(root, "tasks", "books-sapiens-price", "recording")
 	bundle := filepath.Join(t.TempDir(), "bundle")
-	if err := warc.Unpack(rec, bundle); err != nil {
+	if err := recording.Unpack(rec, bundle); err != nil {
 		t.Fatal(err)
 	}
-	if err := warc.PackFormat2(bundle, rec, warc.PartSize); err != nil {
+	if err := recording.PackFormat2(bundle, rec, recording.PartSize); err != nil {
 		t.Fatal(err)
 	}
 	cache := filepath.Join(t.TempDir(), "cache") // of this repository alone
@@ -76,7 +76,7 @@ func TestReplayRepairsDamagedCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(filepath.Join(tgt.BundleDir, warc.WARCFile), 1000); err != nil {
+	if err := os.Truncate(filepath.Join(tgt.BundleDir, recording.WARCFile), 1000); err != nil {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer

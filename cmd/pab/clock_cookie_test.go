@@ -16,7 +16,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // writeCookieBundle writes a bundle recorded at clockCapturedFrom with two pages that set
@@ -27,7 +27,7 @@ import (
 func writeCookieBundle(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "cookie-bundle")
-	w, err := warc.NewBundleWriter(dir, warc.Manifest{TaskID: "cookie-test"})
+	w, err := recording.NewBundleWriter(dir, recording.Manifest{TaskID: "cookie-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,11 +47,11 @@ window.stored = cookieStore.set({name: "s", value: "1", expires: Date.now() + 36
 	}
 	for _, p := range pages {
 		h := http.Header{"Content-Type": {"text/html; charset=utf-8"}}
-		if _, err := w.Add(warc.Exchange{URL: p.url, Date: clockCapturedFrom, Status: 200, RespHeader: h,
+		if _, err := w.Add(recording.Exchange{URL: p.url, Date: clockCapturedFrom, Status: 200, RespHeader: h,
 			Body: []byte(p.body), ResourceType: "document"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.AddPage(warc.Page{URL: p.url, TS: warc.FormatTime(clockCapturedFrom), Fetched: "GET"}); err != nil {
+		if err := w.AddPage(recording.Page{URL: p.url, TS: recording.FormatTime(clockCapturedFrom), Fetched: "GET"}); err != nil {
 			t.Fatal(err)
 		}
 	}

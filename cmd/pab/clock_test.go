@@ -13,7 +13,7 @@ import (
 
 	"github.com/pab-dev/pab/internal/browser"
 	"github.com/pab-dev/pab/internal/browser/cdpalloc"
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // clockCapturedFrom is the recording time of the bundle the clock tests replay.
@@ -25,7 +25,7 @@ var clockCapturedFrom = time.Date(2018, 11, 11, 22, 56, 36, 0, time.UTC)
 func writeClockBundle(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "clock-bundle")
-	w, err := warc.NewBundleWriter(dir, warc.Manifest{TaskID: "clock-test"})
+	w, err := recording.NewBundleWriter(dir, recording.Manifest{TaskID: "clock-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,11 +41,11 @@ func writeClockBundle(t *testing.T) string {
 		if p.csp != "" {
 			h.Set("Content-Security-Policy", p.csp)
 		}
-		if _, err := w.Add(warc.Exchange{URL: p.url, Date: clockCapturedFrom, Status: 200, RespHeader: h,
+		if _, err := w.Add(recording.Exchange{URL: p.url, Date: clockCapturedFrom, Status: 200, RespHeader: h,
 			Body: []byte(p.body), ResourceType: "document"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.AddPage(warc.Page{URL: p.url, TS: warc.FormatTime(clockCapturedFrom), Fetched: "GET"}); err != nil {
+		if err := w.AddPage(recording.Page{URL: p.url, TS: recording.FormatTime(clockCapturedFrom), Fetched: "GET"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -26,9 +26,9 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/task"
-	"github.com/pab-dev/pab/warc"
 
 	"github.com/pab-dev/pab/internal/testtool"
 )
@@ -171,7 +171,7 @@ func (p *replayProc) readLog(t *testing.T) []replay.LogLine {
 }
 
 // openTaskBundle opens the unpacked bundle of a demo task (the same one pab replay serves).
-func openTaskBundle(t *testing.T, id string) *warc.Bundle {
+func openTaskBundle(t *testing.T, id string) *recording.Bundle {
 	t.Helper()
 	t.Setenv("PAB_CACHE", cacheDir)
 	repo := &task.Repo{Root: repoRoot}
@@ -179,7 +179,7 @@ func openTaskBundle(t *testing.T, id string) *warc.Bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := warc.OpenBundle(tgt.BundleDir)
+	b, err := recording.OpenBundle(tgt.BundleDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pab-dev/pab/internal/words"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/task"
-	"github.com/pab-dev/pab/warc"
 )
 
 func newExportCmd(g *globalFlags) *cobra.Command {
@@ -54,9 +54,9 @@ func newExportCmd(g *globalFlags) *cobra.Command {
 			}
 			defer b.Close()
 			if warcPath != "" {
-				err = warc.ExportWARCFile(b, out)
+				err = recording.ExportWARCFile(b, out)
 			} else {
-				err = warc.ExportWACZ(b, out)
+				err = recording.ExportWACZ(b, out)
 			}
 			if err != nil {
 				return err
@@ -78,7 +78,7 @@ func newExportCmd(g *globalFlags) *cobra.Command {
 
 // openBundleTarget resolves arg as 'pab replay' does and opens its bundle, without rules
 // (task.OpenBundle, notes on errOut). It returns the bundle and the target's name.
-func openBundleTarget(g *globalFlags, arg string, errOut io.Writer) (*warc.Bundle, string, error) {
+func openBundleTarget(g *globalFlags, arg string, errOut io.Writer) (*recording.Bundle, string, error) {
 	repo, err := g.findRepo()
 	if err != nil {
 		return nil, "", err
@@ -90,8 +90,8 @@ func openBundleTarget(g *globalFlags, arg string, errOut io.Writer) (*warc.Bundl
 	return b, tgt.Name, nil
 }
 
-// pagesOf is the bundle's pages (warc.Bundle.AllPages), nil when they cannot be read.
-func pagesOf(b *warc.Bundle) []warc.Page {
+// pagesOf is the bundle's pages (recording.Bundle.AllPages), nil when they cannot be read.
+func pagesOf(b *recording.Bundle) []recording.Page {
 	pages, _ := b.AllPages()
 	return pages
 }

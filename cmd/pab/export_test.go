@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // TestExportWACZImportReplay: a task exported as WACZ verifies against its
@@ -20,7 +20,7 @@ func TestExportWACZImportReplay(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "30 exchanges") {
 		t.Fatalf("export: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	if _, err := warc.VerifyWACZ(wacz); err != nil {
+	if _, err := recording.VerifyWACZ(wacz); err != nil {
 		t.Fatal(err)
 	}
 

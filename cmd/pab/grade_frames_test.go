@@ -11,7 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // TestGradePlainHTTPFrames: Chromium opens a plain-HTTP page with an iframe (no
@@ -20,7 +20,7 @@ import (
 func TestGradePlainHTTPFrames(t *testing.T) {
 	chromiumPath(t)
 	dir := filepath.Join(t.TempDir(), "frames-bundle")
-	w, err := warc.NewBundleWriter(dir, warc.Manifest{TaskID: "frames-test"})
+	w, err := recording.NewBundleWriter(dir, recording.Manifest{TaskID: "frames-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestGradePlainHTTPFrames(t *testing.T) {
 		{"http://frames.test/frame", `<html><head><title>frame</title></head><body>in the frame</body></html>`},
 		{"http://frames.test/next", `<html><head><title>next</title></head><body>next</body></html>`},
 	} {
-		if _, err := w.Add(warc.Exchange{URL: p.url, Date: at, Status: 200, RespHeader: http.Header{"Content-Type": {"text/html"}},
+		if _, err := w.Add(recording.Exchange{URL: p.url, Date: at, Status: 200, RespHeader: http.Header{"Content-Type": {"text/html"}},
 			Body: []byte(p.body), ResourceType: "document"}); err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // helpFiles holds the long help texts of the commands, one help/<command>.txt each
@@ -15,8 +15,8 @@ import (
 var helpFiles embed.FS
 
 // formatWord in a help text stands for the current recording format's number
-// (warc.RecordingFormat), so that no help text can name a stale one; formatWord2 for the
-// older format 2 (warc.RecordingFormat2).
+// (recording.RecordingFormat), so that no help text can name a stale one; formatWord2 for the
+// older format 2 (recording.RecordingFormat2).
 const (
 	formatWord  = "{{format}}"
 	formatWord2 = "{{format2}}"
@@ -24,8 +24,8 @@ const (
 
 // withFormat replaces formatWord and formatWord2 in s by their numbers.
 func withFormat(s string) string {
-	s = strings.ReplaceAll(s, formatWord, strconv.Itoa(warc.RecordingFormat))
-	return strings.ReplaceAll(s, formatWord2, strconv.Itoa(warc.RecordingFormat2))
+	s = strings.ReplaceAll(s, formatWord, strconv.Itoa(recording.RecordingFormat))
+	return strings.ReplaceAll(s, formatWord2, strconv.Itoa(recording.RecordingFormat2))
 }
 
 // longHelp is the text of help/<name>.txt without its final newline, the format words

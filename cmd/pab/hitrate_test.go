@@ -24,10 +24,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/tlsca"
-	"github.com/pab-dev/pab/warc"
 )
 
 // shopProducts are the products of shopSite: id, slug and name.
@@ -295,10 +295,10 @@ func TestHitRateTable(t *testing.T) {
 
 	taskDir := filepath.Join(repo, "tasks", "shop-hits")
 	bundleDir := filepath.Join(t.TempDir(), "bundle")
-	if err := warc.Unpack(filepath.Join(taskDir, "recording"), bundleDir); err != nil {
+	if err := recording.Unpack(filepath.Join(taskDir, "recording"), bundleDir); err != nil {
 		t.Fatal(err)
 	}
-	b, err := warc.OpenBundle(bundleDir)
+	b, err := recording.OpenBundle(bundleDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +430,7 @@ func TestHitRateTable(t *testing.T) {
 
 // answerMarker returns the page marker of e's recorded response ("product:40123"), or
 // "beacon" for a 204 of the beacon path.
-func answerMarker(t *testing.T, b *warc.Bundle, e *warc.Entry) string {
+func answerMarker(t *testing.T, b *recording.Bundle, e *recording.Entry) string {
 	t.Helper()
 	if e.Status == http.StatusNoContent && strings.HasSuffix(e.URL, "/collect") {
 		return "beacon"

@@ -29,8 +29,8 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
-	"github.com/pab-dev/pab/warc"
 )
 
 const (
@@ -85,13 +85,13 @@ func h2PNG(t *testing.T, w int) []byte {
 func writeH2Bundle(t *testing.T) (string, []h2Want) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "h2-bundle")
-	w, err := warc.NewBundleWriter(dir, warc.Manifest{TaskID: "h2-test"})
+	w, err := recording.NewBundleWriter(dir, recording.Manifest{TaskID: "h2-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	at := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
 	var want []h2Want
-	addX := func(x warc.Exchange, ctype, dest, typ string) {
+	addX := func(x recording.Exchange, ctype, dest, typ string) {
 		t.Helper()
 		x.Date = at
 		if x.Status == 0 {
@@ -115,7 +115,7 @@ func writeH2Bundle(t *testing.T) (string, []h2Want) {
 	}
 	add := func(u, ctype string, body []byte, restype, dest, typ string) {
 		t.Helper()
-		addX(warc.Exchange{URL: u, Body: body, ResourceType: restype}, ctype, dest, typ)
+		addX(recording.Exchange{URL: u, Body: body, ResourceType: restype}, ctype, dest, typ)
 	}
 
 	var head, body strings.Builder
@@ -142,7 +142,7 @@ func writeH2Bundle(t *testing.T) (string, []h2Want) {
 	head.WriteString(`<script src="` + h2Static + `/js/big.js"></script>` + "\n")
 	add(h2Static+"/js/big.js", "application/javascript", big, "script", "script", "script")
 	head.WriteString(`<script src="/js/moved.js"></script>` + "\n")
-	addX(warc.Exchange{URL: h2Site + "/js/moved.js", Status: 301, RespHeader: http.Header{"Location": {h2Static + "/js/target.js"}},
+	addX(recording.Exchange{URL: h2Site + "/js/moved.js", Status: 301, RespHeader: http.Header{"Location": {h2Static + "/js/target.js"}},
 		ResourceType: "script"}, "text/html", "script", "script")
 	add(h2Static+"/js/target.js", "application/javascript", []byte("window.movedRan = true;\n"), "script", "script", "script")
 	for i := range h2Images {
@@ -165,7 +165,7 @@ window.posted = fetch("/api/post", {method: "POST", headers: {"Content-Type": "a
 		[]byte(`<!doctype html><html><head><title>frame</title></head><body><p id="in">framed</p></body></html>`),
 		"document", "iframe", "document")
 	add(h2Site+"/api/data.json", "application/json", []byte(`{"n": 42}`), "fetch", "empty", "api")
-	addX(warc.Exchange{Method: "POST", URL: h2Site + "/api/post", ReqHeader: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}},
+	addX(recording.Exchange{Method: "POST", URL: h2Site + "/api/post", ReqHeader: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}},
 		ReqBody: []byte("q=h2&page=1"), Body: []byte("posted q=h2"), ResourceType: "fetch"}, "text/plain", "empty", "api")
 	add(h2Site+"/", "text/html; charset=utf-8", []byte(head.String()+"</head><body>\n"+body.String()+"</body></html>\n"),
 		"document", "document", "document")
@@ -173,7 +173,7 @@ window.posted = fetch("/api/post", {method: "POST", headers: {"Content-Type": "a
 		[]byte(`<!doctype html><html><head><title>second</title><link rel="icon" href="data:,"></head><body>second</body></html>`),
 		"document", "document", "document")
 	for _, p := range []string{h2Site + "/", h2Site + "/second.html"} {
-		if err := w.AddPage(warc.Page{URL: p, TS: warc.FormatTime(at), Fetched: "GET"}); err != nil {
+		if err := w.AddPage(recording.Page{URL: p, TS: recording.FormatTime(at), Fetched: "GET"}); err != nil {
 			t.Fatal(err)
 		}
 	}

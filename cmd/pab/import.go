@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pab-dev/pab/importer"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/task"
-	"github.com/pab-dev/pab/warc"
 )
 
 func newImportCmd(g *globalFlags) *cobra.Command {
@@ -85,12 +85,12 @@ const importMemoryLimit = 384 << 20
 // tag and an IANA zone time.LoadLocation loads.
 func checkLocaleFlags(cmd, locale, timezone string) error {
 	if locale != "" {
-		if err := warc.CheckLocale(locale); err != nil {
+		if err := recording.CheckLocale(locale); err != nil {
 			return fmt.Errorf("%s: --locale: %w", cmd, err)
 		}
 	}
 	if timezone != "" {
-		if err := warc.CheckTimezone(timezone); err != nil {
+		if err := recording.CheckTimezone(timezone); err != nil {
 			return fmt.Errorf("%s: --timezone: %w", cmd, err)
 		}
 	}

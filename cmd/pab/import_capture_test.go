@@ -8,19 +8,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/task"
-	"github.com/pab-dev/pab/warc"
 )
 
 // importedCapture returns the locale and zone of the task's recording manifest and of its
 // task.yaml capture.
-func importedCapture(t *testing.T, root, id string) (warc.Manifest, *task.Capture) {
+func importedCapture(t *testing.T, root, id string) (recording.Manifest, *task.Capture) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "b")
-	if err := warc.Unpack(filepath.Join(root, "tasks", id, "recording"), dir); err != nil {
+	if err := recording.Unpack(filepath.Join(root, "tasks", id, "recording"), dir); err != nil {
 		t.Fatal(err)
 	}
-	b, err := warc.OpenBundle(dir)
+	b, err := recording.OpenBundle(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestImportChecksNotFoundKeys(t *testing.T) {
 // setManifest sets one field of the manifest.json of the bundle in dir.
 func setManifest(t *testing.T, dir, field string, v any) {
 	t.Helper()
-	path := filepath.Join(dir, warc.ManifestFile)
+	path := filepath.Join(dir, recording.ManifestFile)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

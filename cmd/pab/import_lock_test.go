@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/pab-dev/pab/internal/filelock"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/warc"
 )
@@ -49,10 +50,10 @@ func writeShopWARC(t *testing.T, path string, k, n int, t0 time.Time) {
 func recordedURLs(t *testing.T, root, id string) []string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "b")
-	if err := warc.Unpack(filepath.Join(root, "tasks", id, "recording"), dir); err != nil {
+	if err := recording.Unpack(filepath.Join(root, "tasks", id, "recording"), dir); err != nil {
 		t.Fatal(err)
 	}
-	b, err := warc.OpenBundle(dir)
+	b, err := recording.OpenBundle(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +237,7 @@ func TestImportRefusedBeforePublishing(t *testing.T) {
 		t.Fatalf("first import: %s", stderr)
 	}
 	rec := filepath.Join(root, "tasks", "shop", "recording")
-	before, err := warc.HashRecording(rec)
+	before, err := recording.HashRecording(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +261,7 @@ func TestImportRefusedBeforePublishing(t *testing.T) {
 			t.Errorf("import into %s: exit %d, stdout %q\nstderr %q\nwant   %q", id, code, stdout, msg, want)
 		}
 	}
-	if after, err := warc.HashRecording(rec); err != nil || after != before {
+	if after, err := recording.HashRecording(rec); err != nil || after != before {
 		t.Errorf("the recording changed: %v", err)
 	}
 	if out, stderr, code := runIn(t, root, "audit", "shop"); code != 0 {
@@ -320,12 +321,12 @@ func TestUnpackBombRefused(t *testing.T) {
 	root := newTestRepo(t)
 	const size = 100 << 20
 	bundle := filepath.Join(t.TempDir(), "bundle")
-	w, err := warc.NewBundleWriter(bundle, warc.Manifest{TaskID: "bomb"})
+	w, err := recording.NewBundleWriter(bundle, recording.Manifest{TaskID: "bomb"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	zeros := make([]byte, size)
-	if _, err := w.Add(warc.Exchange{URL: "https://bomb.test/", Date: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC), Status: 200,
+	if _, err := w.Add(recording.Exchange{URL: "https://bomb.test/", Date: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC), Status: 200,
 		RespHeader: http.Header{"Content-Type": {"text/plain"}}, Body: zeros}); err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +334,7 @@ func TestUnpackBombRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := filepath.Join(root, "tasks", "bomb", "recording")
-	if err := warc.Pack(bundle, rec); err != nil {
+	if err := recording.Pack(bundle, rec); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(root, "tasks", "bomb", "task.yaml"), []byte("title: Bomb\n"), 0o644)

@@ -19,11 +19,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/tlsca"
-	"github.com/pab-dev/pab/warc"
 )
 
 // newTestRepo makes a task repository holding a copy of this repository's sites/.
@@ -73,20 +73,20 @@ func runIn(t *testing.T, root string, args ...string) (string, string, int) {
 func shopBundle(t *testing.T, t0 time.Time, pairs ...string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "bundle")
-	w, err := warc.NewBundleWriter(dir, warc.Manifest{TaskID: "shop"})
+	w, err := recording.NewBundleWriter(dir, recording.Manifest{TaskID: "shop"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < len(pairs); i += 2 {
 		d := t0.Add(time.Duration(i) * time.Second)
-		_, err := w.Add(warc.Exchange{URL: "https://shop.test" + pairs[i], Date: d, Status: 200,
+		_, err := w.Add(recording.Exchange{URL: "https://shop.test" + pairs[i], Date: d, Status: 200,
 			ReqHeader:  http.Header{"Accept": {"text/html"}, "Xookie": {"planted"}},
 			RespHeader: http.Header{"Content-Type": {"text/html"}},
 			Body:       []byte("<html><head><title>" + pairs[i+1] + "</title></head><body>" + pairs[i+1] + "</body></html>"), ResourceType: "document"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.AddPage(warc.Page{URL: "https://shop.test" + pairs[i], TS: warc.FormatTime(d), Fetched: "GET", Title: pairs[i+1]})
+		w.AddPage(recording.Page{URL: "https://shop.test" + pairs[i], TS: recording.FormatTime(d), Fetched: "GET", Title: pairs[i+1]})
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func replayTitles(t *testing.T, root, id string, paths ...string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := warc.OpenBundle(tgt.BundleDir)
+	b, err := recording.OpenBundle(tgt.BundleDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func replayTitles(t *testing.T, root, id string, paths ...string) []string {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		titles = append(titles, warc.HTMLTitle(body))
+		titles = append(titles, recording.HTMLTitle(body))
 	}
 	return titles
 }
@@ -189,7 +189,7 @@ func TestImportMergesRecordings(t *testing.T) {
 	if _, stderr, code := runIn(t, root, "import", "--task", "shop", "--replace", first); code != 0 {
 		t.Fatalf("--replace: %s", stderr)
 	}
-	if n, err := warc.CountRecordingEntries(filepath.Join(root, "tasks", "shop", "recording")); n != 2 || err != nil {
+	if n, err := recording.CountRecordingEntries(filepath.Join(root, "tasks", "shop", "recording")); n != 2 || err != nil {
 		t.Errorf("after --replace: %d entries, %v", n, err)
 	}
 	if _, stderr, code := runIn(t, root, "import", "--task", "shop", "--replace", "--prefer-new", first); code != 1 || !strings.Contains(stderr, "exclude each other") {
@@ -215,10 +215,10 @@ func TestImportRefusesBadBundles(t *testing.T) {
 	root := newTestRepo(t)
 	t1 := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
 	bad := shopBundle(t, t1, "/a", "a", "/b", "b")
-	path := filepath.Join(bad, warc.WARCFile)
+	path := filepath.Join(bad, recording.WARCFile)
 	data, _ := os.ReadFile(path)
 	os.WriteFile(path, bytes.ReplaceAll(data, []byte("Xookie:"), []byte("Cookie:")), 0o644)
-	os.WriteFile(filepath.Join(bad, warc.ManifestFile), []byte(`{"task_id":"shop","recorded_by":"me"}`), 0o644)
+	os.WriteFile(filepath.Join(bad, recording.ManifestFile), []byte(`{"task_id":"shop","recorded_by":"me"}`), 0o644)
 
 	stdout, stderr, code := runIn(t, root, "import", "--task", "shop", bad)
 	if code != 1 || stdout != "" {
@@ -245,19 +245,19 @@ func TestImportRefusesBadBundles(t *testing.T) {
 
 	// a recording whose tar holds a link, another path or a second file
 	good := shopBundle(t, t1, "/a", "a")
-	warcData, _ := os.ReadFile(filepath.Join(good, warc.WARCFile))
+	warcData, _ := os.ReadFile(filepath.Join(good, recording.WARCFile))
 	for _, tc := range []struct {
 		name    string
 		entries []tar.Header
 		want    string
 	}{
-		{"link", []tar.Header{{Typeflag: tar.TypeSymlink, Name: warc.WARCFile, Linkname: "/etc/passwd"}}, "symlink"},
+		{"link", []tar.Header{{Typeflag: tar.TypeSymlink, Name: recording.WARCFile, Linkname: "/etc/passwd"}}, "symlink"},
 		{"outside", []tar.Header{{Typeflag: tar.TypeReg, Name: "../data.warc", Size: int64(len(warcData))}}, "path outside archive/"},
-		{"second file", []tar.Header{{Typeflag: tar.TypeReg, Name: warc.WARCFile, Size: int64(len(warcData))}, {Typeflag: tar.TypeReg, Name: "archive/x.warc", Size: int64(len(warcData))}}, "second entry"},
+		{"second file", []tar.Header{{Typeflag: tar.TypeReg, Name: recording.WARCFile, Size: int64(len(warcData))}, {Typeflag: tar.TypeReg, Name: "archive/x.warc", Size: int64(len(warcData))}}, "second entry"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := filepath.Join(t.TempDir(), "recording")
-			if err := warc.PackFormat2(good, rec, warc.PartSize); err != nil { // a format 2 tar
+			if err := recording.PackFormat2(good, rec, recording.PartSize); err != nil { // a format 2 tar
 				t.Fatal(err)
 			}
 			var buf bytes.Buffer
@@ -272,7 +272,7 @@ func TestImportRefusesBadBundles(t *testing.T) {
 			}
 			tw.Close()
 			zw.Close()
-			os.WriteFile(filepath.Join(rec, warc.RecordingWARCFile), buf.Bytes(), 0o644)
+			os.WriteFile(filepath.Join(rec, recording.RecordingWARCFile), buf.Bytes(), 0o644)
 			_, stderr, code := runIn(t, root, "import", "--task", "shop", rec)
 			if code != 1 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "nothing was imported") {
 				t.Errorf("exit %d, stderr:\n%s", code, stderr)
@@ -298,10 +298,10 @@ func TestRecordingMigrateCommand(t *testing.T) {
 	zw := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(zw)
 	// seed 003's bundles also held a CDXJ index and a datapackage.json: both are skipped
-	for _, name := range []string{warc.ManifestFile, warc.WARCFile, "indexes/index.cdxj", warc.EntriesFile, warc.PagesFile, "datapackage.json"} {
+	for _, name := range []string{recording.ManifestFile, recording.WARCFile, "indexes/index.cdxj", recording.EntriesFile, recording.PagesFile, "datapackage.json"} {
 		data, _ := os.ReadFile(filepath.Join(b, name))
 		switch name {
-		case warc.ManifestFile:
+		case recording.ManifestFile:
 			data = []byte(`{"task_id":"old","start_url":"https://shop.test/a","captured_from":"2026-05-01T09:00:00.000Z"}`)
 		case "indexes/index.cdxj":
 			data = []byte("test,shop)/a 20260501090000 {\"url\":\"https://shop.test/a\"}\n")
@@ -313,7 +313,7 @@ func TestRecordingMigrateCommand(t *testing.T) {
 	}
 	tw.Close()
 	zw.Close()
-	os.WriteFile(filepath.Join(rec, warc.Format1File), buf.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(rec, recording.Format1File), buf.Bytes(), 0o644)
 
 	out, stderr, code := runIn(t, root, "audit", "old")
 	if code != 1 || !strings.Contains(out, "format 1 recording") {
@@ -324,7 +324,7 @@ func TestRecordingMigrateCommand(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "format 1 recording; run pab recording migrate old first") {
 		t.Errorf("import over a format 1 recording: exit %d\n%s", code, stderr)
 	}
-	if _, err := os.Stat(filepath.Join(rec, warc.Format1File)); err != nil {
+	if _, err := os.Stat(filepath.Join(rec, recording.Format1File)); err != nil {
 		t.Fatalf("the format 1 recording is gone: %v", err)
 	}
 	if _, stderr, code := runIn(t, root, "replay", "old", "--check"); code != 1 || !strings.Contains(stderr, "run pab recording migrate old") {
@@ -361,10 +361,10 @@ func TestRecordingMigrateLegacyManifest(t *testing.T) {
 	os.MkdirAll(taskDir, 0o755)
 	os.WriteFile(filepath.Join(taskDir, "task.yaml"), []byte("title: Shop\n"), 0o644)
 	rec := filepath.Join(taskDir, "recording")
-	if err := warc.Pack(b, rec); err != nil {
+	if err := recording.Pack(b, rec); err != nil {
 		t.Fatal(err)
 	}
-	mpath := filepath.Join(rec, warc.RecordingManifestFile)
+	mpath := filepath.Join(rec, recording.RecordingManifestFile)
 	m, _ := os.ReadFile(mpath)
 	legacy := bytes.Replace(m, []byte("{\n"), []byte("{\n  \"start_url\": \"https://shop.test/a\",\n"), 1)
 	if bytes.Equal(legacy, m) {
@@ -372,7 +372,7 @@ func TestRecordingMigrateLegacyManifest(t *testing.T) {
 	}
 	os.WriteFile(mpath, legacy, 0o644)
 	others := map[string][]byte{}
-	for _, name := range []string{warc.RecordingPagesFile, warc.RecordingEntriesFile, warc.RecordingWARCFile} {
+	for _, name := range []string{recording.RecordingPagesFile, recording.RecordingEntriesFile, recording.RecordingWARCFile} {
 		others[name], _ = os.ReadFile(filepath.Join(rec, name))
 	}
 

@@ -24,7 +24,7 @@ import (
 
 	"github.com/pab-dev/pab/internal/browser"
 	"github.com/pab-dev/pab/internal/testtool"
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // freshClone copies the files git tracks (as they are in the working tree) into a new
@@ -298,7 +298,7 @@ func TestNewcomerREADME(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(tmp, "run", "report.html")); err != nil {
 		t.Errorf("the grading example wrote no report: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(clone, "tasks", "my-task", "recording", warc.RecordingManifestFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(clone, "tasks", "my-task", "recording", recording.RecordingManifestFile)); err != nil {
 		t.Errorf("the import example made no recording: %v", err)
 	}
 	if ran < 10 {
@@ -346,7 +346,7 @@ func TestFirstHourLines(t *testing.T) {
 	if des, _ := os.ReadDir(bare); len(des) != 0 {
 		t.Errorf("the replay wrote into the current directory: %v", des)
 	}
-	if m, _ := filepath.Glob(filepath.Join(cache, "pab", "bundles", "warc-*", warc.ManifestFile)); len(m) != 1 {
+	if m, _ := filepath.Glob(filepath.Join(cache, "pab", "bundles", "warc-*", recording.ManifestFile)); len(m) != 1 {
 		t.Errorf("no unpacked copy in the per-user cache %s: %v", filepath.Join(cache, "pab"), m)
 	}
 
@@ -382,14 +382,14 @@ func TestFirstHourLines(t *testing.T) {
 var formatMention = regexp.MustCompile(`\bformat (\d+)\b`)
 
 // TestHelpNamesFormat: pab --help, pab import --help and the README name the current
-// recording format (warc.RecordingFormat); no help text of any command and no line of the
+// recording format (recording.RecordingFormat); no help text of any command and no line of the
 // README names another number, except where it says the format is older or earlier; the
 // help files carry no number but format 1's (help.go puts them in from warc's constants),
 // so they cannot go stale. The
 // Chromium lines of the README and of pab record/ca --help are internal/browser's one
 // command line.
 func TestHelpNamesFormat(t *testing.T) {
-	cur := strconv.Itoa(warc.RecordingFormat)
+	cur := strconv.Itoa(recording.RecordingFormat)
 	root := newRootCmd()
 	helps := map[string]string{}
 	var walk func(c *cobra.Command)

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/pab-dev/pab/grade"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
-	"github.com/pab-dev/pab/warc"
 )
 
 // TestGradeProvenance grades the committed books-sapiens-price example run (issue 21):
@@ -42,7 +42,7 @@ func TestGradeProvenance(t *testing.T) {
 	if p == nil {
 		t.Fatalf("result.json has no provenance:\n%s", first)
 	}
-	recHash, err := warc.HashRecording(filepath.Join(repoRoot, "tasks/books-sapiens-price/recording"))
+	recHash, err := recording.HashRecording(filepath.Join(repoRoot, "tasks/books-sapiens-price/recording"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestReplayLogNamesRecording(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recHash, _ := warc.HashRecording(filepath.Join(repoRoot, "tasks/books-sapiens-price/recording"))
+	recHash, _ := recording.HashRecording(filepath.Join(repoRoot, "tasks/books-sapiens-price/recording"))
 	first, _, _ := bytes.Cut(data, []byte("\n"))
 	var h replay.LogHeader
 	if err := json.Unmarshal(first, &h); err != nil || h.Event != replay.LogHeaderEvent || h.Recording != recHash || h.RecordingOf != "recording" {

@@ -30,6 +30,7 @@ import (
 
 	"github.com/pab-dev/pab/internal/browser"
 	"github.com/pab-dev/pab/internal/browser/cdpalloc"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/tlsca"
 	"github.com/pab-dev/pab/warc"
 )
@@ -255,7 +256,7 @@ func TestRecordKill9(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pab record --finish: %v\n%s", err, res)
 	}
-	b, err := warc.OpenBundle(out)
+	b, err := recording.OpenBundle(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +339,7 @@ func TestChromiumRecordThenReplay(t *testing.T) {
 		}
 	}
 	recDir := filepath.Join(repo, "tasks", "shop-rec", "recording")
-	if _, err := os.Stat(filepath.Join(recDir, warc.ManifestFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(recDir, recording.ManifestFile)); err != nil {
 		t.Fatalf("no recording written: %v\n%s", err, p.stderr)
 	}
 	if _, err := os.Stat(filepath.Join(repo, "tasks", "shop-rec", "task.yaml")); err != nil {
@@ -381,15 +382,15 @@ func TestChromiumRecordThenReplay(t *testing.T) {
 	if misses > 0 {
 		t.Errorf("%d shop.test requests missed in replay", misses)
 	}
-	for _, p := range warc.AuditRecording(recDir, filepath.Join(t.TempDir(), "audit")) {
+	for _, p := range recording.AuditRecording(recDir, filepath.Join(t.TempDir(), "audit")) {
 		t.Errorf("audit: %+v", p)
 	}
 	// the bundle inside the task holds no cookie and no redacted value
 	tmp := t.TempDir()
-	if err := warc.Unpack(recDir, tmp); err != nil {
+	if err := recording.Unpack(recDir, tmp); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(tmp, warc.WARCFile))
+	data, err := os.ReadFile(filepath.Join(tmp, recording.WARCFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +399,7 @@ func TestChromiumRecordThenReplay(t *testing.T) {
 			t.Errorf("recording holds %q", leak)
 		}
 	}
-	b, err := warc.OpenBundle(tmp)
+	b, err := recording.OpenBundle(tmp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,10 +434,10 @@ func TestRecordTaskTwice(t *testing.T) {
 	if !strings.Contains(visit().stderr.String(), "nothing was recorded") {
 		t.Error("an empty recording was not reported")
 	}
-	if _, err := os.Stat(filepath.Join(recDir, warc.ManifestFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(recDir, recording.ManifestFile)); err != nil {
 		t.Fatalf("first recording not in the task: %v", err)
 	}
-	first, err := warc.CountRecordingEntries(recDir)
+	first, err := recording.CountRecordingEntries(recDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,10 +446,10 @@ func TestRecordTaskTwice(t *testing.T) {
 		t.Fatalf("second recording was not merged:\n%s\n%s", p.stdout, p.stderr)
 	}
 	merged := filepath.Join(t.TempDir(), "bundle")
-	if err := warc.Unpack(recDir, merged); err != nil {
+	if err := recording.Unpack(recDir, merged); err != nil {
 		t.Fatal(err)
 	}
-	b, err := warc.OpenBundle(merged)
+	b, err := recording.OpenBundle(merged)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +461,7 @@ func TestRecordTaskTwice(t *testing.T) {
 	if len(b.Entries) != first+1 || !urls["https://shop.test/search?q=lamp"] || !urls["https://shop.test/news"] {
 		t.Errorf("merged recording: %d entries (first had %d), urls %v", len(b.Entries), first, urls)
 	}
-	if probs := warc.Audit(merged); len(probs) != 0 {
+	if probs := recording.Audit(merged); len(probs) != 0 {
 		t.Errorf("merged recording fails the audit: %v", probs)
 	}
 }

@@ -14,17 +14,17 @@ import (
 
 	"github.com/pab-dev/pab/internal/exposed"
 	"github.com/pab-dev/pab/internal/words"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/task"
 	"github.com/pab-dev/pab/tlsca"
-	"github.com/pab-dev/pab/warc"
 )
 
 // session is an opened replay target: the bundle, its rules and its index.
 type session struct {
 	target *task.Target
-	bundle *warc.Bundle
+	bundle *recording.Bundle
 	rules  *rules.Set
 	index  *replay.Index
 	repo   *task.Repo

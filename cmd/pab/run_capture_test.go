@@ -12,7 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
 
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 // TestRunBrowserCapture (issue 21): pab run --browser starts each run's Chromium in the
@@ -26,7 +26,7 @@ func TestRunBrowserCapture(t *testing.T) {
 	copyTree(t, filepath.Join(repoRoot, "sites"), filepath.Join(repo, "sites"))
 	taskDir := filepath.Join(repo, "tasks", "lil-former-projects")
 	copyTree(t, filepath.Join(repoRoot, "tasks", "lil-former-projects"), taskDir)
-	manifest := filepath.Join(taskDir, "recording", warc.RecordingManifestFile)
+	manifest := filepath.Join(taskDir, "recording", recording.RecordingManifestFile)
 	mdata, _ := os.ReadFile(manifest)
 	if !bytes.Contains(mdata, []byte(`"locale": "en-US"`)) {
 		t.Fatalf("the demo task's manifest changed: %s", mdata)

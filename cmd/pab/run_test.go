@@ -17,7 +17,7 @@ import (
 
 	"github.com/pab-dev/pab/batch"
 	"github.com/pab-dev/pab/internal/proctest"
-	"github.com/pab-dev/pab/warc"
+	"github.com/pab-dev/pab/recording"
 )
 
 var demoTasks = []string{"books-sapiens-price", "archive-org-jobs", "lil-former-projects"}
@@ -167,7 +167,7 @@ func TestRunEndToEnd(t *testing.T) {
 		// Provenance (issue 21): result.json, run.json and the summary's row name the same
 		// recording, grading file, rules and build; the replay log's header names the
 		// recording, so grading did not warn.
-		recHash, _ := warc.HashRecording(filepath.Join(repoRoot, "tasks", r.Task, "recording"))
+		recHash, _ := recording.HashRecording(filepath.Join(repoRoot, "tasks", r.Task, "recording"))
 		p := res.Provenance
 		if p == nil || p.Recording != recHash || p.Grading == "" || p.Rules == "" || len(p.RuleFiles) == 0 || p.Pab.Version == "" {
 			t.Errorf("%s: result provenance %+v, want recording %s", r.Dir, p, recHash)

@@ -4,9 +4,9 @@ import (
 	"mime"
 	"net/url"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
-	"github.com/pab-dev/pab/warc"
 )
 
 // maxStartRedirects bounds the recorded redirects startPage follows from one page.
@@ -18,7 +18,7 @@ const maxStartRedirects = 10
 // or address the recording lacks, is missing, or answers 4xx or 5xx is passed over (a
 // Heritrix crawl often starts with a redirect to another host it never fetched). When no
 // page qualifies it is the first page, and "" without pages.
-func startPage(ix *replay.Index, b *warc.Bundle) string {
+func startPage(ix *replay.Index, b *recording.Bundle) string {
 	pages, _ := b.AllPages() // unreadable pages: none to start from
 	for _, p := range pages {
 		if (p.Fetched == "GET" || p.Fetched == "") && p.Note == "" && answersDocument(ix, b, p.URL) {
@@ -33,7 +33,7 @@ func startPage(ix *replay.Index, b *warc.Bundle) string {
 
 // answersDocument reports whether replay answers GET raw exactly with a 2xx HTML document,
 // following the recorded redirects.
-func answersDocument(ix *replay.Index, b *warc.Bundle, raw string) bool {
+func answersDocument(ix *replay.Index, b *recording.Bundle, raw string) bool {
 	u, err := url.Parse(raw)
 	for range maxStartRedirects + 1 {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

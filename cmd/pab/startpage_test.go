@@ -15,9 +15,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
 
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
-	"github.com/pab-dev/pab/warc"
 )
 
 // writeHeritrixBundle writes a bundle shaped like a Heritrix crawl whose pages.jsonl starts
@@ -26,13 +26,13 @@ import (
 func writeHeritrixBundle(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "heritrix-bundle")
-	w, err := warc.NewBundleWriter(dir, warc.Manifest{TaskID: "heritrix-test"})
+	w, err := recording.NewBundleWriter(dir, recording.Manifest{TaskID: "heritrix-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	at := time.Date(2008, 4, 30, 20, 48, 25, 0, time.UTC)
 	html := http.Header{"Content-Type": {"text/html"}}
-	for _, ex := range []warc.Exchange{
+	for _, ex := range []recording.Exchange{
 		{URL: "http://heritrix.test/", Status: 302, RespHeader: http.Header{"Location": {"http://elsewhere.test/"}}},
 		{URL: "http://heritrix.test/gone", Status: 404, RespHeader: html, Body: []byte("<html><title>gone</title></html>")},
 		{URL: "http://heritrix.test/logo.png", Status: 200, RespHeader: http.Header{"Content-Type": {"image/png"}}, Body: []byte("\x89PNG")},
@@ -46,7 +46,7 @@ func writeHeritrixBundle(t *testing.T) string {
 	}
 	for _, u := range []string{"http://heritrix.test/", "http://heritrix.test/unrecorded", "http://heritrix.test/gone",
 		"http://heritrix.test/logo.png", "http://heritrix.test/start", "http://heritrix.test/home"} {
-		if err := w.AddPage(warc.Page{URL: u, TS: warc.FormatTime(at), Fetched: "GET"}); err != nil {
+		if err := w.AddPage(recording.Page{URL: u, TS: recording.FormatTime(at), Fetched: "GET"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -59,7 +59,7 @@ func writeHeritrixBundle(t *testing.T) string {
 // TestStartPage: the first page that replay answers with a 2xx HTML document, after recorded
 // redirects; the first page when none does; "" without pages.
 func TestStartPage(t *testing.T) {
-	b, err := warc.OpenBundle(writeHeritrixBundle(t))
+	b, err := recording.OpenBundle(writeHeritrixBundle(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pab-dev/pab/internal/words"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/task"
-	"github.com/pab-dev/pab/warc"
 )
 
 func newTasksCmd(g *globalFlags) *cobra.Command {
@@ -61,7 +61,7 @@ no pab command reads or writes through such a link.`,
 					fmt.Fprintln(cmd.ErrOrStderr(), w)
 				}
 				exchanges, size := "-", "-"
-				if files, err := warc.RecordingFiles(t.RecordingDir()); err == nil && len(files) > 0 {
+				if files, err := recording.RecordingFiles(t.RecordingDir()); err == nil && len(files) > 0 {
 					var n int64
 					for _, f := range files {
 						if st, err := statSize(f); err == nil {
@@ -69,7 +69,7 @@ no pab command reads or writes through such a link.`,
 						}
 					}
 					size = humanBytes(n)
-					if c, err := warc.CountRecordingEntries(t.RecordingDir()); err == nil {
+					if c, err := recording.CountRecordingEntries(t.RecordingDir()); err == nil {
 						exchanges = fmt.Sprint(c)
 					} else {
 						exchanges = "unreadable"

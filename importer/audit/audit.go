@@ -1,5 +1,5 @@
 // Package audit is pab audit's work on a task, a published recording or a bundle
-// directory: warc's audit (warc.Audit, warc.AuditRecording) plus the check of the
+// directory: warc's audit (recording.Audit, recording.AuditRecording) plus the check of the
 // manifest's not_found keys against the rules a replay would layer (NotFoundKeys), which
 // the import pipeline (package importer) runs on every new recording too. It imports
 // neither grade nor record, so the lite build's pab audit stays small. See
@@ -12,20 +12,20 @@ import (
 	"path/filepath"
 
 	"github.com/pab-dev/pab/internal/pathx"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 	"github.com/pab-dev/pab/task"
-	"github.com/pab-dev/pab/warc"
 )
 
 // Audit audits arg, a published recording directory, a bundle directory, a task directory
 // or a task id of repo (tried in that order), as pab audit does: the recording's problems
-// (warc.Audit, warc.AuditRecording) and its manifest's not_found keys checked against the
+// (recording.Audit, recording.AuditRecording) and its manifest's not_found keys checked against the
 // rules a replay would layer (NotFoundKeys). target is what was audited (a task's recording
 // directory for a task). An arg that is none of these, or a task without a recording, is
 // an error naming it, and so is a task directory with a link leading outside the repository
 // (task.Repo.CheckArg).
-func Audit(repo *task.Repo, arg string) (target string, probs []warc.Problem, err error) {
+func Audit(repo *task.Repo, arg string) (target string, probs []recording.Problem, err error) {
 	target = arg
 	if err := repo.CheckArg(arg); err != nil { // a link out of the repository is not read
 		return target, nil, fmt.Errorf("audit: %w", err)
@@ -38,12 +38,12 @@ func Audit(repo *task.Repo, arg string) (target string, probs []warc.Problem, er
 		}
 		probs, err = AuditRecording(repo, arg, rulesDirs)
 	case IsBundleDir(arg):
-		probs = warc.Audit(arg)
+		probs = recording.Audit(arg)
 		var rulesDirs []string
 		if pathx.IsDir(filepath.Join(arg, "rules")) {
 			rulesDirs = []string{filepath.Join(arg, "rules")} // as pab replay layers a bundle's rules
 		}
-		probs = append(probs, NotFoundKeys(arg, filepath.Join(arg, warc.ManifestFile), rulesDirs)...)
+		probs = append(probs, NotFoundKeys(arg, filepath.Join(arg, recording.ManifestFile), rulesDirs)...)
 	case pathx.IsRegularFile(filepath.Join(arg, task.CardFile)):
 		target = filepath.Join(arg, "recording")
 		probs, err = AuditRecording(repo, target, TaskRulesDirs(repo, arg))
@@ -61,7 +61,7 @@ func Audit(repo *task.Repo, arg string) (target string, probs []warc.Problem, er
 // AuditRecording audits the published recording in dir, unpacking it into a temporary
 // directory of repo's cache, and checks its manifest's not_found keys against rulesDirs
 // (see NotFoundKeys). A dir without a recording is an error naming it.
-func AuditRecording(repo *task.Repo, dir string, rulesDirs []string) ([]warc.Problem, error) {
+func AuditRecording(repo *task.Repo, dir string, rulesDirs []string) ([]recording.Problem, error) {
 	if !IsRecordingDir(dir) {
 		return nil, fmt.Errorf("audit: %s holds no recording", dir)
 	}
@@ -74,8 +74,8 @@ func AuditRecording(repo *task.Repo, dir string, rulesDirs []string) ([]warc.Pro
 	}
 	defer os.RemoveAll(work)
 	bundle := filepath.Join(work, "bundle")
-	probs := warc.AuditRecording(dir, bundle)
-	return append(probs, NotFoundKeys(bundle, filepath.Join(dir, warc.RecordingManifestFile), rulesDirs)...), nil
+	probs := recording.AuditRecording(dir, bundle)
+	return append(probs, NotFoundKeys(bundle, filepath.Join(dir, recording.RecordingManifestFile), rulesDirs)...), nil
 }
 
 // NotFoundKeys opens the bundle in bundleDir and lists, as problems of manifestPath, the
@@ -83,22 +83,22 @@ func AuditRecording(repo *task.Repo, dir string, rulesDirs []string) ([]warc.Pro
 // the rules in rulesDirs (replay.NotFoundKeyProblems): replay never serves their pages. A
 // bundle that does not open gives nothing (the audit has listed why); rules that do not
 // load give one problem.
-func NotFoundKeys(bundleDir, manifestPath string, rulesDirs []string) []warc.Problem {
-	if m, err := warc.ReadBundleManifest(bundleDir); err != nil || len(m.NotFound) == 0 {
+func NotFoundKeys(bundleDir, manifestPath string, rulesDirs []string) []recording.Problem {
+	if m, err := recording.ReadBundleManifest(bundleDir); err != nil || len(m.NotFound) == 0 {
 		return nil // an unreadable bundle is the audit's to report
 	}
-	b, err := warc.OpenBundle(bundleDir)
+	b, err := recording.OpenBundle(bundleDir)
 	if err != nil {
 		return nil
 	}
 	defer b.Close()
 	rs, err := rules.Load(rulesDirs...)
 	if err != nil {
-		return []warc.Problem{{File: manifestPath, Msg: fmt.Sprintf("not_found keys not checked: %v", err)}}
+		return []recording.Problem{{File: manifestPath, Msg: fmt.Sprintf("not_found keys not checked: %v", err)}}
 	}
-	var probs []warc.Problem
+	var probs []recording.Problem
 	for _, msg := range replay.NotFoundKeyProblems(b.Manifest.NotFound, b.AllEntries(), rs) {
-		probs = append(probs, warc.Problem{File: manifestPath, Msg: msg})
+		probs = append(probs, recording.Problem{File: manifestPath, Msg: msg})
 	}
 	return probs
 }
@@ -122,7 +122,7 @@ func TaskRulesDirs(repo *task.Repo, taskDir string) []string {
 // (format 3), warc.tar.gz (format 2) or bundle.tar.gz (format 1), whole or in parts, or an
 // entries.jsonl.
 func IsRecordingDir(dir string) bool {
-	for _, name := range []string{warc.RecordingDataFile, warc.RecordingDataPart(0), warc.RecordingWARCFile, warc.RecordingWARCFile + ".000", warc.RecordingEntriesFile, warc.Format1File, warc.Format1File + ".000"} {
+	for _, name := range []string{recording.RecordingDataFile, recording.RecordingDataPart(0), recording.RecordingWARCFile, recording.RecordingWARCFile + ".000", recording.RecordingEntriesFile, recording.Format1File, recording.Format1File + ".000"} {
 		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
 			return true
 		}
@@ -132,4 +132,6 @@ func IsRecordingDir(dir string) bool {
 
 // IsBundleDir reports whether dir holds a bundle: a regular file manifest.json (links
 // followed).
-func IsBundleDir(dir string) bool { return pathx.IsRegularFile(filepath.Join(dir, warc.ManifestFile)) }
+func IsBundleDir(dir string) bool {
+	return pathx.IsRegularFile(filepath.Join(dir, recording.ManifestFile))
+}

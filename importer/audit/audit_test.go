@@ -9,8 +9,8 @@ import (
 
 	"github.com/pab-dev/pab/importer"
 	"github.com/pab-dev/pab/importer/audit"
+	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/task"
-	"github.com/pab-dev/pab/warc"
 )
 
 // TestAudit: a task imported from warcio's example.warc.gz passes the audit, by id, by
@@ -36,7 +36,7 @@ func TestAudit(t *testing.T) {
 			t.Errorf("audit %s: target %s, problems %v, %v", arg, target, probs, err)
 		}
 	}
-	data := filepath.Join(recDir, warc.RecordingDataFile)
+	data := filepath.Join(recDir, recording.RecordingDataFile)
 	fi, err := os.Stat(data)
 	if err != nil {
 		t.Fatal(err)
