@@ -275,6 +275,38 @@ func (t *entryTable) entry(i int) (*Entry, error) {
 	return t.cache[i].Load(), nil
 }
 
+// CheckEntryTable reads a whole entry table (docs/bundle-format.md "The entry table"), as
+// pab audit does for the one a saved index carries: its header and sections, every entry's
+// record (checksum, fields, spans inside the records) and the id list (each item names an
+// entry below the count whose id has the item's hash, sorted by hash). The members are
+// checked against the parts' sizes when the table is opened with its recording
+// (OpenBundleTable). The error names the entry or the list item.
+func CheckEntryTable(table []byte) error {
+	t, err := parseEntryTable(table)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < t.n; i++ {
+		if _, err := t.entry(i); err != nil {
+			return err
+		}
+	}
+	le := binary.LittleEndian
+	var prev uint64
+	for k := 0; k < t.n; k++ {
+		h, i := le.Uint64(t.ids[k*tabIDBytes:]), int(le.Uint32(t.ids[k*tabIDBytes+8:]))
+		if i >= t.n {
+			return fmt.Errorf("entry table: id list item %d names entry %d of %d", k, i, t.n)
+		}
+		e, _ := t.entry(i)
+		if TableHash(e.ID) != h || h < prev {
+			return fmt.Errorf("entry table: id list item %d does not list entry %d's id in order", k, i)
+		}
+		prev = h
+	}
+	return nil
+}
+
 // byID returns the number of the entry whose id is id, or -1.
 func (t *entryTable) byID(id string) int {
 	h := TableHash(id)

@@ -201,6 +201,11 @@ func (s *SavedIndex) Table() []byte { return s.table }
 // decoded from it are copies and stay valid; the index and bundle that read it do not).
 func (s *SavedIndex) Close() error { return s.m.close() }
 
+// ErrSavedIndexStale is wrapped by OpenSavedIndex's error for a whole file that is not of
+// the version or key asked for: not damaged, computed from other inputs (it is replaced
+// when the index is computed again).
+var ErrSavedIndexStale = errors.New("saved index of other inputs")
+
 // OpenSavedIndex maps the saved index file path and checks its header: magic, version,
 // key (it must be key), the header's SHA-256, and that the sections' sizes fill the file
 // exactly. Nothing else is read: the cost does not depend on the number of entries. Each
@@ -228,13 +233,13 @@ func parseDisk(data []byte, key SavedIndexKey) (*SavedIndex, error) {
 	}
 	le := binary.LittleEndian
 	if v := le.Uint32(data[16:]); v != SavedIndexVersion {
-		return nil, fmt.Errorf("version %d, want %d", v, SavedIndexVersion)
+		return nil, fmt.Errorf("%w: version %d, want %d", ErrSavedIndexStale, v, SavedIndexVersion)
 	}
 	if sum := sha256.Sum256(data[:128]); !bytes.Equal(sum[:], data[128:160]) {
 		return nil, errors.New("header checksum does not match: damaged")
 	}
 	if !bytes.Equal(data[24:56], key[:]) {
-		return nil, errors.New("computed from another recording, rules or pab")
+		return nil, fmt.Errorf("%w: computed from another recording, rules or pab", ErrSavedIndexStale)
 	}
 	var f [9]uint64
 	for i := range f {
@@ -322,24 +327,34 @@ func (d *diskIndex) entry(ix *Index, p int) *indexed {
 
 // decode reads position p's record and its bundle entry.
 func (d *diskIndex) decode(ix *Index, p int) (*indexed, error) {
-	rec, err := d.record(p)
+	ei, ie, err := d.s.decodeRecord(p, ix.b.Len())
 	if err != nil {
 		return nil, err
+	}
+	if ie.e, err = ix.b.EntryErr(ei); err != nil {
+		return nil, err
+	}
+	return ie, nil
+}
+
+// decodeRecord reads position p's record (its checksum checked) into an indexed entry
+// without its bundle entry, and returns the number of that entry, below n (the bundle's
+// entries).
+func (s *SavedIndex) decodeRecord(p, n int) (int, *indexed, error) {
+	rec, err := s.record(p)
+	if err != nil {
+		return 0, nil, err
 	}
 	r := &savedReader{s: string(rec)}
 	ei := r.uv()
-	if r.err != nil || ei >= uint64(ix.b.Len()) {
-		return nil, fmt.Errorf("position %d: entry %d of %d", p, ei, ix.b.Len())
-	}
-	e, err := ix.b.EntryErr(int(ei))
-	if err != nil {
-		return nil, err
+	if r.err != nil || ei >= uint64(n) {
+		return 0, nil, fmt.Errorf("position %d: entry %d of %d", p, ei, n)
 	}
 	fl := r.byte1()
 	if fl&^(savedStatic|savedHTTPS|savedLoc|savedLocHTTPS) != 0 || (fl&savedLocHTTPS != 0 && fl&savedLoc == 0) {
-		return nil, fmt.Errorf("position %d: bad flags %#x", p, fl)
+		return 0, nil, fmt.Errorf("position %d: bad flags %#x", p, fl)
 	}
-	ie := &indexed{pos: p, e: e, static: fl&savedStatic != 0, https: fl&savedHTTPS != 0}
+	ie := &indexed{pos: p, static: fl&savedStatic != 0, https: fl&savedHTTPS != 0}
 	ie.key.Method, ie.key.Host, ie.key.Path = r.str(), r.str(), r.str()
 	ie.keyStr = r.str()
 	_, _ = r.str(), r.str() // base and URL key: compared through baseOf and urlOf
@@ -360,14 +375,72 @@ func (d *diskIndex) decode(ix *Index, p int) (*indexed, error) {
 		r.fail("empty key")
 	}
 	if r.err != nil {
-		return nil, fmt.Errorf("position %d: %w", p, r.err)
+		return 0, nil, fmt.Errorf("position %d: %w", p, r.err)
 	}
-	return ie, nil
+	return int(ei), ie, nil
+}
+
+// Verify reads the whole file, as pab audit does: the entry table
+// (recording.CheckEntryTable) and the padding after it, every item of the four lookup lists
+// (its checksum, a position below the indexed count, the list's order by hash then
+// position), every record (its checksum and its fields, an entry number below the
+// entries') and the skip blob. Opening a saved index checks only its header, and lookups
+// check what they read; Verify finds damage anywhere, whether a lookup would reach it or
+// not. The error names the section and the item, record or byte.
+func (s *SavedIndex) Verify() error {
+	if err := recording.CheckEntryTable(s.table); err != nil {
+		return err
+	}
+	for _, b := range s.data[diskHeadBytes+len(s.table) : diskHeadBytes+len(s.table)+pad8(len(s.table))] {
+		if b != 0 {
+			return errors.New("the padding after the entry table is not 0")
+		}
+	}
+	le := binary.LittleEndian
+	for _, l := range []struct {
+		name string
+		b    []byte
+	}{{"exact", s.exact}, {"base", s.base}, {"urls", s.urls}, {"texts", s.texts}} {
+		var prevH uint64
+		prevP := -1
+		for k := 0; k < len(l.b)/diskItemBytes; k++ {
+			item := l.b[k*diskItemBytes : (k+1)*diskItemBytes]
+			if _, ok := recording.CheckCRC(item); !ok {
+				return fmt.Errorf("%s list, item %d: checksum does not match: damaged", l.name, k)
+			}
+			h, p := le.Uint64(item), int(le.Uint32(item[8:]))
+			if p >= s.m2 {
+				return fmt.Errorf("%s list, item %d: position %d of %d", l.name, k, p, s.m2)
+			}
+			if k > 0 && (h < prevH || (h == prevH && p <= prevP)) {
+				return fmt.Errorf("%s list, item %d: out of order", l.name, k)
+			}
+			prevH, prevP = h, p
+		}
+	}
+	for p := 0; p < s.m2; p++ {
+		if _, _, err := s.decodeRecord(p, s.n); err != nil {
+			return fmt.Errorf("records: %w", err)
+		}
+	}
+	r := &savedReader{s: string(s.skips)}
+	for r.err == nil && r.pos < len(r.s) {
+		if i := r.uv(); r.err == nil && i >= uint64(s.n) {
+			r.fail("entry %d of %d", i, s.n)
+		}
+		r.str()
+	}
+	if r.err != nil {
+		return fmt.Errorf("skip list: %w", r.err)
+	}
+	return nil
 }
 
 // record returns position p's record without its checksum, checked.
-func (d *diskIndex) record(p int) ([]byte, error) {
-	s := d.s
+func (d *diskIndex) record(p int) ([]byte, error) { return d.s.record(p) }
+
+// record returns position p's record without its checksum, checked.
+func (s *SavedIndex) record(p int) ([]byte, error) {
 	le := binary.LittleEndian
 	lo, hi := le.Uint64(s.recOffs[8*p:]), le.Uint64(s.recOffs[8*(p+1):])
 	if lo > hi || hi > uint64(len(s.recs)) {

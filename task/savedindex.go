@@ -116,3 +116,62 @@ func savedIndexKey(abs string, before []stampFile, rs *rules.Set, now time.Time)
 	h.Sum(key[:0])
 	return key, true
 }
+
+// CheckSavedIndex reads the whole saved index of tgt's bundle in repo's cache, as pab audit
+// does: the header (replay.OpenSavedIndex), every list item and record
+// (replay.SavedIndex.Verify) and every entry of the entry table it carries. It returns the
+// file's path, "" when there is no saved index of the current key (none was written yet,
+// the recording's files changed within the last seconds, or the file is of other inputs and
+// is replaced on the next start), and the damage found, nil when there is none. A damaged
+// file is removed, so the next start computes the index again.
+func CheckSavedIndex(tgt *Target, repo *Repo) (string, error) {
+	before, ok := indexInputs(tgt.BundleDir)
+	if !ok {
+		return "", nil
+	}
+	rs, err := rules.Load(tgt.RulesDirs...)
+	if err != nil {
+		return "", nil // the rules are audited apart; with no rules there is no key
+	}
+	opts, ok := savedIndexOptions(repo.CacheDir(), tgt.BundleDir, before, rs)
+	if !ok {
+		return "", nil
+	}
+	fi, err := os.Stat(opts.SavedIndex)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	s, err := replay.OpenSavedIndex(opts.SavedIndex, opts.SavedKey)
+	if errors.Is(err, replay.ErrSavedIndexStale) {
+		return "", nil
+	}
+	if err == nil {
+		err = s.Verify()
+		if err == nil {
+			err = checkTable(tgt.BundleDir, s)
+		}
+		s.Close()
+	}
+	if err != nil {
+		if now, serr := os.Stat(opts.SavedIndex); serr == nil && fi != nil && os.SameFile(fi, now) {
+			os.Remove(opts.SavedIndex)
+		}
+		return opts.SavedIndex, err
+	}
+	return opts.SavedIndex, nil
+}
+
+// checkTable decodes every entry of the entry table s carries.
+func checkTable(bundleDir string, s *replay.SavedIndex) error {
+	b, err := recording.OpenBundleTable(bundleDir, s.Table(), s.Path())
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	for i := 0; i < b.Len(); i++ {
+		if _, err := b.EntryErr(i); err != nil {
+			return fmt.Errorf("entry table: %w", err)
+		}
+	}
+	return nil
+}

@@ -55,7 +55,25 @@ func Audit(repo *task.Repo, arg string) (target string, probs []recording.Proble
 		target = t.RecordingDir()
 		probs, err = AuditRecording(repo, target, []string{repo.SitesDir(), t.RulesDir()})
 	}
+	if err == nil {
+		probs = append(probs, savedIndexProblems(repo, arg)...)
+	}
 	return target, probs, err
+}
+
+// savedIndexProblems reads the saved index of arg's replay target in repo's cache whole
+// (task.CheckSavedIndex), when there is one of the current key: a damaged one is a problem
+// (and is removed, so the next start computes it again).
+func savedIndexProblems(repo *task.Repo, arg string) []recording.Problem {
+	tgt, err := task.Resolve(arg, repo)
+	if err != nil {
+		return nil // what cannot be resolved has no saved index; the audit above said why
+	}
+	path, err := task.CheckSavedIndex(tgt, repo)
+	if err != nil {
+		return []recording.Problem{{File: path, Msg: fmt.Sprintf("the saved index is damaged (%v); it was removed, and the next start computes it again", err)}}
+	}
+	return nil
 }
 
 // AuditRecording audits the published recording in dir, unpacking it into a temporary
