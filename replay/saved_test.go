@@ -303,6 +303,8 @@ func FuzzSavedIndex(f *testing.F) {
 		if err != nil {
 			return
 		}
+		s.Verify()                           //nolint:errcheck // hostile bytes: an error or nil, never a panic
+		recording.CheckEntryTable(s.Table()) //nolint:errcheck
 		if tb, err := recording.OpenBundleTable(b.Dir, s.Table(), "fuzzed"); err == nil {
 			for i := range tb.Len() {
 				tb.Entry(i)
