@@ -77,7 +77,7 @@ type Index struct {
 
 // resultKey identifies a bodiless request for the memo of lookup results: the lookup is
 // a pure function of the method, the normalized URL and the content type.
-type resultKey struct{ method, url, contentType string }
+type resultKey struct{ method, url, contentType, typ string }
 
 // maxResults bounds the memo of lookup results; when full it starts again empty.
 const maxResults = 1 << 14
@@ -97,7 +97,7 @@ func (ix *Index) lookupServed(r rules.Request, url string) Result {
 		res, _ := ix.lookupNormalized(r, false)
 		return res
 	}
-	k := resultKey{r.Method, url, r.ContentType}
+	k := resultKey{r.Method, url, r.ContentType, r.Type}
 	ix.resultMu.RLock()
 	res, ok := ix.results[k]
 	ix.resultMu.RUnlock()

@@ -214,3 +214,58 @@ func BenchmarkNewIndex(b *testing.B) {
 		}
 	}
 }
+
+// TestFuzzyDocumentUnknownParam checks the matching policy for pages: a document request
+// carrying a parameter that no recording of its path has (a listing's page=2 asked of a
+// path recorded without page) is a miss, not another recording by fuzzy; the same request
+// of another type, a static file, and an endpoint that sets fuzzy_min keep the fuzzy answer.
+func TestFuzzyDocumentUnknownParam(t *testing.T) {
+	ix := testIndex(t)
+	doc := func(raw string) rules.Request {
+		r := req("GET", raw, "", "")
+		r.Type = TypeDocument
+		return r
+	}
+	other := req("GET", "https://site.test/search?q=boots&page=2&sort=new", "", "")
+	other.Type = TypeAPI
+	for _, c := range []struct {
+		name   string
+		r      rules.Request
+		source Source
+	}{
+		{"document, sort recorded nowhere", doc("https://site.test/search?q=boots&page=2&sort=new"), SourceMiss},
+		{"document, session recorded nowhere", doc("https://site.test/page?id=7&session=abc"), SourceMiss},
+		{"type unknown", req("GET", "https://site.test/search?q=boots&page=2&sort=new", "", ""), SourceFuzzy},
+		{"fetch", other, SourceFuzzy},
+		{"document asking a static file", doc("https://site.test/style.css?v=2"), SourceFuzzy},
+		{"document, its own key", doc("https://site.test/search?q=boots&page=2"), SourceExact},
+	} {
+		if got := ix.Lookup(c.r).Source; got != c.source {
+			t.Errorf("%s: %s %s, want %s", c.name, c.r.URL, got, c.source)
+		}
+	}
+	ex := ix.Explain(doc("https://site.test/search?q=boots&page=2&sort=new"))
+	found := false
+	for _, r := range ex.Refused {
+		if strings.Contains(r.Reason, "sort, a parameter no recording of") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("explanation does not name the unknown parameter: %+v", ex.Refused)
+	}
+
+	// an endpoint that sets fuzzy_min is its author's opt-in
+	b := writeTestBundle(t, t.TempDir(), warc.Manifest{}, siteExchanges())
+	files := map[string]string{
+		"_default.yaml": defaultTestRules["_default.yaml"],
+		"site.yaml":     "hosts: [\"site.test\"]\nendpoints:\n  - name: search\n    match: \"GET /search\"\n    fuzzy_min: 0.5\n",
+	}
+	ix2, err := NewIndex(b, testRules(t, files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ix2.Lookup(doc("https://site.test/search?q=boots&page=2&sort=new")); got.Source != SourceFuzzy || got.Entry.ID != "e000005" {
+		t.Errorf("opted-in endpoint: %s, want fuzzy e000005", got.Source)
+	}
+}

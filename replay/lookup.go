@@ -358,18 +358,32 @@ func (ix *Index) fuzzyStep(l *lookup) bool {
 	// An endpoint that sets fuzzy or fuzzy_min is its author's decision that other
 	// parameters may answer: the lenient rule.
 	optIn := ep != nil && (ep.FuzzyMin != nil || (ep.Fuzzy != nil && *ep.Fuzzy))
+	// A page may not be answered with a recording that lacks a parameter no recording of
+	// its path has (a listing's page=2 answered with page 1), unless the endpoint opts in.
+	strictDoc := l.req.Type == TypeDocument && !optIn && !reqStatic
 	seen, nearest, nearScore, nearWant, refused := false, -1, -1, 0, 0
 	for _, k := range l.keys {
 		ks := k.String()
 		want := paramStrings(k)
 		cands := ix.baseOf(k.Base())
 		same := ix.samePayload(cands)
+		unknown := ""
+		if strictDoc && len(want) > 0 {
+			unknown = ix.unknownParam(want, cands)
+		}
 		best, bestScore := -1, -1
 		for _, p := range cands {
 			seen = true
 			ie := ix.entry(p)
 			if ie.keyStr == ks {
 				continue // a recording of the request's own key that the exact step refused
+			}
+			if unknown != "" && !ie.static {
+				refused++
+				if l.explain {
+					l.refuse(StepFuzzy, ie, fmt.Sprintf("a document request with %s, a parameter no recording of %s has (fuzzy or fuzzy_min on the endpoint allows it)", showText(unknown), k.Base()))
+				}
+				continue
 			}
 			if !(optIn || same || reqStatic || ie.static) && !paramsAgree(want, ie.params) {
 				refused++
@@ -429,6 +443,26 @@ func (ix *Index) fuzzyStep(l *lookup) bool {
 			ie.e.ID, nearScore, nearWant, minFor(ie), more)
 	}
 	return false
+}
+
+// unknownParam returns the first parameter name of want (sorted paramStrings) that no
+// recording at positions carries, or "" when each is carried by at least one.
+func (ix *Index) unknownParam(want []string, positions []int) string {
+	known := map[string]bool{}
+	for _, p := range positions {
+		for _, s := range ix.entry(p).params {
+			known[pairName(s)] = true
+		}
+	}
+	for _, s := range want {
+		if strings.HasPrefix(s, bodyPair) {
+			continue
+		}
+		if n := pairName(s); !known[n] {
+			return n
+		}
+	}
+	return ""
 }
 
 // fuzzyWhy is what fuzzyStep found for its explanation of a hit: whether the request is for

@@ -326,7 +326,7 @@ func (s *Server) answerFor(r *http.Request) *answer {
 		a.typ, a.note = typ, "request body not kept: "+err.Error()+"; answered 413"
 		return a
 	}
-	res := s.ix.lookupServed(rules.Request{Method: r.Method, URL: u, Body: body, ContentType: r.Header.Get("Content-Type")}, urlStr)
+	res := s.ix.lookupServed(rules.Request{Method: r.Method, URL: u, Body: body, ContentType: r.Header.Get("Content-Type"), Type: typ}, urlStr)
 	body = nil
 	done()
 	var a *answer

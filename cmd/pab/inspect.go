@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
 )
 
@@ -19,6 +20,7 @@ func newInspectCmd(g *globalFlags) *cobra.Command {
 		body        string
 		contentType string
 		asJSON      bool
+		reqType     string
 	)
 	cmd := &cobra.Command{
 		Use:   "inspect TARGET URL",
@@ -43,12 +45,17 @@ the recorded exchange it hits, or the nearest recorded candidates when it misses
 			if !httpguts.ValidHeaderFieldName(method) { // a method is an HTTP token
 				return fmt.Errorf("inspect: --method %q is not an HTTP method", method)
 			}
+			switch reqType {
+			case "", replay.TypeDocument, replay.TypeImage, replay.TypeFont, replay.TypeStyle, replay.TypeScript, replay.TypeAPI, replay.TypeMedia, replay.TypeOther:
+			default:
+				return fmt.Errorf("inspect: --type %q is not a request type (document, image, font, style, script, api, media, other)", reqType)
+			}
 			s, err := openSession(g, args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			req := rules.Request{Method: strings.ToUpper(method), URL: u, Body: []byte(body), ContentType: contentType}
+			req := rules.Request{Method: strings.ToUpper(method), URL: u, Body: []byte(body), ContentType: contentType, Type: reqType}
 			ex := s.index.Explain(req)
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -64,5 +71,6 @@ the recorded exchange it hits, or the nearest recorded candidates when it misses
 	cmd.Flags().StringVar(&body, "body", "", "request body")
 	cmd.Flags().StringVar(&contentType, "content-type", "", "request Content-Type (how the body is normalized: JSON, form, or other)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the explanation as JSON")
+	cmd.Flags().StringVar(&reqType, "type", "", "the request's type as replay's log names it (document for a page a browser opens, image, script, api, ...); the fuzzy step is stricter for documents")
 	return cmd
 }
