@@ -107,6 +107,6 @@ func (r *Replay) Browse(ctx context.Context, exe string, setup pbrowser.Options,
 		return nil, err
 	}
 	defer b.Stop()
-	o.CDP, o.Bundle, o.Tap = b.CDP, r.bundle, r.Tap
+	o.CDP, o.Bundle, o.Tap, o.Clock = b.CDP, r.bundle, r.Tap, r.srv.Clock()
 	return Run(ctx, o)
 }

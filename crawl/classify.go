@@ -74,6 +74,7 @@ func classify(v *visit, q queued, rec *recorded) PageResult {
 	c.match()
 	c.document()
 	c.resources()
+	c.bodies()
 	c.console()
 	c.exceptions()
 	return c.summary()
@@ -98,12 +99,11 @@ type classification struct {
 
 // match pairs every request of the visit, hop by hop, with replay's log lines.
 func (c *classification) match() {
-	ix := newLogIndex(c.v.lines)
+	if !c.v.matched {
+		c.v.matchLines()
+	}
 	for _, r := range c.v.order {
-		a := &answered{r: r}
-		for _, h := range r.hops {
-			a.lines = append(a.lines, ix.take(h.method, h.url))
-		}
+		a := &answered{r: r, lines: r.lines}
 		c.all = append(c.all, a)
 		c.byURL[r.last().url] = a
 		c.pr.Requests += len(r.hops)
@@ -196,6 +196,45 @@ func (c *classification) resources() {
 		case fl == nil && rec.has(u):
 			c.addBroken(Problem{URL: u, Type: string(r.typ), Reason: why + "; it never reached replay, and the recording has it"})
 		}
+	}
+}
+
+// bodies reads the comparisons of what the browser received with the recording (body.go):
+// a page whose own body differs, or that the browser got cut short, is broken; a resource
+// whose body differs is a broken resource.
+func (c *classification) bodies() {
+	pr := &c.pr
+	for _, a := range c.all {
+		b := a.r.body
+		if b == nil {
+			continue
+		}
+		switch b.state {
+		case bodyUnverified:
+			pr.BodiesUnverified++
+			continue
+		case bodySame:
+			pr.BodiesCompared++
+			continue
+		}
+		pr.BodiesCompared++
+		pr.BodiesDiffer++
+		if a == c.doc {
+			if pr.Verdict != VerdictRedirectLoop {
+				pr.Verdict = VerdictBroken
+			}
+			c.wrongDoc = true
+			c.notes = append(c.notes, "the page's body is not the recorded one: "+b.reason)
+			continue
+		}
+		c.addBroken(Problem{URL: a.r.last().url, Type: string(a.r.typ), Reason: "body not the recorded one: " + b.reason + "; replay answered it " + answerOf(a.final(), c.rec.b)})
+	}
+	if d := c.doc; d != nil && d.r.failed && !d.r.canceled && d.r.errText != "net::ERR_ABORTED" && d.final() != nil && hitSource(d.final().Source) {
+		if pr.Verdict != VerdictRedirectLoop {
+			pr.Verdict = VerdictBroken
+		}
+		c.wrongDoc = true
+		c.notes = append(c.notes, "the browser did not get the whole page: "+shorten(d.r.errText, 120))
 	}
 }
 

@@ -80,6 +80,10 @@ type Options struct {
 	// Progress, when set, is called after each page with the number of pages done and
 	// still queued.
 	Progress func(done, queued int, p PageResult)
+	// Clock is the page clock the replay puts into HTML documents (replay.Server.Clock),
+	// nil when it is off: the bodies the browser receives are compared with the recorded
+	// payloads as replay serves them, the clock's script included.
+	Clock *replay.Clock
 }
 
 // queued is a page waiting to be opened.
@@ -111,6 +115,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		seeds = Seeds(o.Bundle)
 	}
 	rec := newRecorded(o.Bundle)
+	rec.clock = o.Clock
 
 	allocCtx, cancelAlloc := remote.NewAllocator(ctx, o.CDP, remote.NoModifyURL)
 	defer cancelAlloc()
@@ -163,7 +168,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return rep, err
 		}
 		q := fr.next()
-		v, links := open(tab, &cur, mainFrame, q.url, o.PageTimeout, o.Tap)
+		v, links := open(tab, &cur, mainFrame, q.url, o.PageTimeout, o.Tap, rec)
 		pr := classify(v, q, rec)
 		pr.Links = len(links)
 		for _, u := range []string{pr.FinalURL, pr.WentOn} {
@@ -249,10 +254,14 @@ type recorded struct {
 	b *recording.Bundle
 	// byURL maps a schemeless canonical URL to the entries recorded for it by GET.
 	byURL map[string][]*recording.Entry
+	// clock is the replay's page clock (nil: off); exp caches, by entry id, what a browser
+	// should receive (body.go).
+	clock *replay.Clock
+	exp   map[string]*expected
 }
 
 func newRecorded(b *recording.Bundle) *recorded {
-	r := &recorded{b: b, byURL: map[string][]*recording.Entry{}}
+	r := &recorded{b: b, byURL: map[string][]*recording.Entry{}, exp: map[string]*expected{}}
 	for i := range b.Len() {
 		e := b.Entry(i)
 		if e.Method != "GET" {
@@ -289,6 +298,11 @@ type request struct {
 	errText  string
 	blocked  string
 	cors     string
+	// set by open once the visit is over: replay's log line of each hop (nil where it
+	// logged none), and the comparison of the body the browser received with the
+	// recording (nil when not compared: a miss, a redirect, a failed request)
+	lines []*replay.LogLine
+	body  *bodyCheck
 }
 
 // last is the request's last hop.
@@ -315,6 +329,7 @@ type visit struct {
 	navErr    string // Page.navigate's error text, or the visit's timeout
 	download  bool
 	timedOut  bool
+	matched   bool // matchLines ran
 }
 
 func newVisit(u string, mainFrame cdp.FrameID) *visit {
@@ -438,8 +453,9 @@ const linksJS = `(() => { const out = []; for (const a of document.querySelector
 
 // open opens u in the tab, waits until it settles (at most timeout), and returns what the
 // browser reported, with the page's same-site links (canonical, without repeats, pages only)
-// in document order. The visit's replay log lines are read later, in classify's caller.
-func open(tab context.Context, cur *atomic.Pointer[visit], mainFrame cdp.FrameID, u string, timeout time.Duration, tap *Tap) (*visit, []string) {
+// in document order. Then it waits for the visit's replay log lines, pairs them with the
+// requests, and compares the bodies the browser received with the recording (body.go).
+func open(tab context.Context, cur *atomic.Pointer[visit], mainFrame cdp.FrameID, u string, timeout time.Duration, tap *Tap, rec *recorded) (*visit, []string) {
 	ctx, cancel := context.WithTimeout(tab, timeout)
 	defer cancel()
 	// leave the last page first, so that nothing it still does is counted for this one
@@ -498,7 +514,23 @@ wait:
 	}
 	cur.Store(nil)
 	v.waitLog(tab, tap)
+	v.matchLines()
+	if !v.timedOut {
+		v.checkBodies(tab, rec)
+	}
 	return v, links
+}
+
+// matchLines pairs every request of the visit, hop by hop, with replay's log lines.
+func (v *visit) matchLines() {
+	v.matched = true
+	ix := newLogIndex(v.lines)
+	for _, r := range v.order {
+		r.lines = make([]*replay.LogLine, len(r.hops))
+		for i, h := range r.hops {
+			r.lines[i] = ix.take(h.method, h.url)
+		}
+	}
 }
 
 // waitLog waits (at most logWait) until the tap holds a log line for every answered hop of

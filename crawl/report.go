@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/pab-dev/pab/internal/words"
+	"github.com/pab-dev/pab/replay"
 )
 
 // Verdicts: what a crawl says about one page (PageResult.Verdict).
@@ -77,10 +78,26 @@ type PageResult struct {
 	// FirstScriptError is the first one.
 	ScriptErrors     int    `json:"script_errors,omitempty"`
 	FirstScriptError string `json:"first_script_error,omitempty"`
+	// BodiesCompared counts the page's requests (the document too) answered from the
+	// recording whose body, as the browser received it, was compared with the recorded
+	// payload; BodiesDiffer those that were not the recorded one (each is in Broken, or
+	// breaks the page); BodiesUnverified those not compared (over MaxCompareBody, or
+	// Chromium kept no body).
+	BodiesCompared   int `json:"bodies_compared,omitempty"`
+	BodiesDiffer     int `json:"bodies_differ,omitempty"`
+	BodiesUnverified int `json:"bodies_unverified,omitempty"`
 	// Links is how many same-site page links the page has (before --links bounds them).
 	Links int `json:"links"`
 	// WentOn is where the page navigated by itself (script or meta refresh), if it did.
 	WentOn string `json:"went_on,omitempty"`
+}
+
+// FinalURLOrURL is where the document's redirects ended: FinalURL, else URL.
+func (p *PageResult) FinalURLOrURL() string {
+	if p.FinalURL != "" {
+		return p.FinalURL
+	}
+	return p.URL
 }
 
 // Problem is one resource the browser rejected.
@@ -114,6 +131,13 @@ type Report struct {
 	// NotVisited counts the pages found (recorded or linked) but not opened because the
 	// crawl reached its page limit.
 	NotVisited int `json:"not_visited"`
+	// OtherURL counts the pages whose document was answered by fuzzy, search or promo with
+	// the recording of another URL (PageResult.Served), lenient static files included.
+	OtherURL int `json:"other_url"`
+	// BodiesCompared, BodiesDiffer and BodiesUnverified are the pages' sums.
+	BodiesCompared   int `json:"bodies_compared"`
+	BodiesDiffer     int `json:"bodies_differ"`
+	BodiesUnverified int `json:"bodies_unverified"`
 	// MaxPages and MaxLinks are the bounds the crawl ran with.
 	MaxPages int `json:"max_pages"`
 	MaxLinks int `json:"max_links"`
@@ -122,12 +146,18 @@ type Report struct {
 // count fills Totals and Wrong from Pages.
 func (r *Report) count() {
 	r.Totals = map[string]int{}
-	r.Wrong = 0
+	r.Wrong, r.OtherURL, r.BodiesCompared, r.BodiesDiffer, r.BodiesUnverified = 0, 0, 0, 0, 0
 	for _, p := range r.Pages {
 		r.Totals[p.Verdict]++
 		if p.Wrong {
 			r.Wrong++
 		}
+		if heuristicSource(replay.Source(p.Source)) && p.Served != "" && schemeless(canonLog(p.Served)) != schemeless(canonLog(p.FinalURLOrURL())) {
+			r.OtherURL++
+		}
+		r.BodiesCompared += p.BodiesCompared
+		r.BodiesDiffer += p.BodiesDiffer
+		r.BodiesUnverified += p.BodiesUnverified
 	}
 }
 
@@ -160,6 +190,10 @@ func (r *Report) Summary() string {
 		s += ": " + strings.Join(parts, ", ")
 	}
 	s += fmt.Sprintf("; %d wrong-looking (marked !)", r.Wrong)
+	if r.OtherURL > 0 {
+		s += fmt.Sprintf("; %d answered with another recorded URL (fuzzy, search or promo: the URL served is in the detail)", r.OtherURL)
+	}
+	s += fmt.Sprintf("; bodies: %d compared with the recording, %d not the recorded one, %d not compared", r.BodiesCompared, r.BodiesDiffer, r.BodiesUnverified)
 	if r.NotVisited > 0 {
 		s += fmt.Sprintf("; %d more pages found but not opened (--pages %d)", r.NotVisited, r.MaxPages)
 	}

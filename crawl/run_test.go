@@ -4,7 +4,10 @@ package crawl
 // -race sees the crawl's goroutines (the CDP listener and the visit) at work.
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -39,10 +42,11 @@ func startBrowser(t *testing.T, addr string, ca *tlsca.CA) string {
 	return p.CDP
 }
 
-// TestRun crawls a small recording: the recorded page, a page linked from it with one
-// query parameter more than was recorded (fuzzy), one never recorded (miss) and one whose recorded font
-// is no font (broken), within the bounds given.
-func TestRun(t *testing.T) {
+// crawlRecording writes exchanges (dated at, status 200 unless set) as a bundle with one
+// recorded page, the first exchange's URL, serves it with the page clock on a loopback
+// port, and crawls it with real headless Chromium within the bounds given.
+func crawlRecording(t *testing.T, exchanges []recording.Exchange, maxPages, maxLinks int) (*Report, []string) {
+	t.Helper()
 	chromium(t)
 	dir := filepath.Join(t.TempDir(), "b")
 	w, err := recording.NewBundleWriter(dir, recording.Manifest{TaskID: "t"})
@@ -50,19 +54,16 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
-	htmlH := http.Header{"Content-Type": {"text/html"}}
-	for _, ex := range []recording.Exchange{
-		{URL: "https://run.test/", RespHeader: htmlH, Body: []byte(`<title>home</title><a href="/list?id=1&amp;sort=new">l</a><a href="/none">n</a><a href="/font">f</a><a href="/x1">1</a><a href="/x2">2</a>`)},
-		{URL: "https://run.test/list?id=1", RespHeader: htmlH, Body: []byte(`<title>list</title>`)},
-		{URL: "https://run.test/font", RespHeader: htmlH, Body: []byte(`<style>@font-face{font-family:F;src:url(/f.woff)}body{font-family:F}</style>text`)},
-		{URL: "https://run.test/f.woff", RespHeader: http.Header{"Content-Type": {"font/woff"}}, Body: []byte("no font")},
-	} {
-		ex.Date, ex.Status = at, 200
+	for _, ex := range exchanges {
+		ex.Date = at
+		if ex.Status == 0 {
+			ex.Status = 200
+		}
 		if _, err := w.Add(ex); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := w.AddPage(recording.Page{URL: "https://run.test/", TS: recording.FormatTime(at), Fetched: "GET"}); err != nil {
+	if err := w.AddPage(recording.Page{URL: exchanges[0].URL, TS: recording.FormatTime(at), Fetched: "GET"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
@@ -72,7 +73,7 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	t.Cleanup(func() { b.Close() })
 	rs, err := rules.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -92,30 +93,103 @@ func TestRun(t *testing.T) {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	defer func() {
+	t.Cleanup(func() {
 		srv.Close()
 		<-served
-	}()
+	})
 	ws := startBrowser(t, ln.Addr().String(), ca)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var progress []string
-	rep, err := Run(ctx, Options{CDP: ws, Bundle: b, Tap: tap, MaxPages: 4, MaxLinks: 3, PageTimeout: 20 * time.Second,
-		Progress: func(done, queued int, p PageResult) { progress = append(progress, p.Verdict) }})
+	rep, err := Run(ctx, Options{CDP: ws, Bundle: b, Tap: tap, MaxPages: maxPages, MaxLinks: maxLinks, PageTimeout: 20 * time.Second,
+		Clock: srv.Clock(), Progress: func(done, queued int, p PageResult) { progress = append(progress, p.Verdict) }})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rep, progress
+}
+
+// pageVerdicts lists the report's pages as "URL verdict".
+func pageVerdicts(rep *Report) []string {
 	var got []string
 	for _, p := range rep.Pages {
 		got = append(got, p.URL+" "+p.Verdict)
 	}
-	want := []string{"https://run.test/ ok", "https://run.test/list?id=1&sort=new fuzzy", "https://run.test/none miss", "https://run.test/font broken"}
-	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+	return got
+}
+
+// TestRun crawls a small recording: the recorded page, a page linked from it with one
+// query parameter more than was recorded (for a page, a miss: no recording of its path
+// has that parameter), one whose extra parameter another recording of the path has
+// (fuzzy), one never recorded (miss) and one whose recorded font is no font (broken),
+// within the bounds given.
+func TestRun(t *testing.T) {
+	htmlH := http.Header{"Content-Type": {"text/html"}}
+	rep, progress := crawlRecording(t, []recording.Exchange{
+		{URL: "https://run.test/", RespHeader: htmlH, Body: []byte(`<title>home</title><a href="/list?id=1&amp;sort=new">l</a><a href="/list?id=1&amp;page=3">p</a><a href="/none">n</a><a href="/font">f</a><a href="/x1">1</a><a href="/x2">2</a>`)},
+		{URL: "https://run.test/list?id=1", RespHeader: htmlH, Body: []byte(`<title>list</title>`)},
+		{URL: "https://run.test/list?id=2&page=2", RespHeader: htmlH, Body: []byte(`<title>list 2</title>`)},
+		{URL: "https://run.test/font", RespHeader: htmlH, Body: []byte(`<style>@font-face{font-family:F;src:url(/f.woff)}body{font-family:F}</style>text`)},
+		{URL: "https://run.test/f.woff", RespHeader: http.Header{"Content-Type": {"font/woff"}}, Body: []byte("no font")},
+	}, 5, 4)
+	want := []string{"https://run.test/ ok", "https://run.test/list?id=1&sort=new miss", "https://run.test/list?id=1&page=3 fuzzy", "https://run.test/none miss", "https://run.test/font broken"}
+	if got := pageVerdicts(rep); strings.Join(got, ", ") != strings.Join(want, ", ") {
 		t.Errorf("pages %q, want %q", got, want)
 	}
-	// --links 3 left /x1 and /x2 out; nothing is queued beyond them
-	if rep.NotVisited != 0 || rep.Wrong != 2 || len(progress) != 4 || rep.Pages[0].Links != 5 {
-		t.Errorf("not visited %d, wrong %d, progress %v, links %d", rep.NotVisited, rep.Wrong, progress, rep.Pages[0].Links)
+	// --links 4 left /x1 and /x2 out; nothing is queued beyond them
+	if rep.NotVisited != 0 || rep.Wrong != 2 || len(progress) != 5 || rep.Pages[0].Links != 6 || rep.OtherURL != 1 {
+		t.Errorf("not visited %d, wrong %d, progress %v, links %d, other URL %d", rep.NotVisited, rep.Wrong, progress, rep.Pages[0].Links, rep.OtherURL)
+	}
+	if p := rep.Pages[2]; p.Served != "https://run.test/list?id=1" {
+		t.Errorf("fuzzy page served %q, want the recorded URL https://run.test/list?id=1", p.Served)
+	}
+}
+
+// TestRunBodies crawls pages whose recorded payloads a browser would not show as recorded:
+// raw chunked framing stored as the body of a page and of a script, a page the recording
+// marks WARC-Truncated, and gzip bytes stored as text without their Content-Encoding; each
+// is broken. A windows-1252 page (decoded by Chromium before it hands the body over) and
+// the clock's script in every page compare as the same body.
+func TestRunBodies(t *testing.T) {
+	htmlH := http.Header{"Content-Type": {"text/html"}}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte("<title>zipped</title>" + strings.Repeat("z", 100)))
+	zw.Close()
+	framed := "<title>framed</title><p>hello</p>"
+	rep, _ := crawlRecording(t, []recording.Exchange{
+		{URL: "https://bodies.test/", RespHeader: htmlH, Body: []byte(`<title>home</title><script src="/ok.js"></script><a href="/framed">1</a><a href="/cut">2</a><a href="/zipped">3</a><a href="/latin">4</a><a href="/script">5</a>`)},
+		{URL: "https://bodies.test/ok.js", RespHeader: http.Header{"Content-Type": {"text/javascript"}}, Body: []byte(`var ok = 1;`)},
+		{URL: "https://bodies.test/framed", RespHeader: htmlH, Body: []byte(fmt.Sprintf("%x;ext=1\n%s\r\n0\r\nX-Trailer: t\r\n\r\n", len(framed), framed))},
+		{URL: "https://bodies.test/cut", RespHeader: htmlH, Body: []byte(`<title>cut</title><p>the first half`), Truncated: "length"},
+		{URL: "https://bodies.test/zipped", RespHeader: htmlH, Body: gz.Bytes()},
+		{URL: "https://bodies.test/latin", RespHeader: http.Header{"Content-Type": {"text/html; charset=windows-1252"}}, Body: []byte("<title>caf\xe9</title><p>na\xefve \x93quoted\x94</p>")},
+		{URL: "https://bodies.test/script", RespHeader: htmlH, Body: []byte(`<title>s</title><script src="/framed.js"></script>`)},
+		{URL: "https://bodies.test/framed.js", RespHeader: http.Header{"Content-Type": {"text/javascript"}}, Body: []byte("b\r\nvar x = 1;\r\n0\r\n\r\n")},
+	}, 6, 10)
+	want := []string{"https://bodies.test/ ok", "https://bodies.test/framed broken", "https://bodies.test/cut broken",
+		"https://bodies.test/zipped broken", "https://bodies.test/latin ok", "https://bodies.test/script broken"}
+	if got := pageVerdicts(rep); strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("pages %q, want %q", got, want)
+	}
+	for _, c := range []struct {
+		page int
+		want string
+	}{
+		{1, "chunked framing"}, {2, "WARC-Truncated: length"}, {3, "gzip data stored without its Content-Encoding"},
+		{5, "framed.js: body not the recorded one"},
+	} {
+		if c.page < len(rep.Pages) && !strings.Contains(rep.Pages[c.page].Detail, c.want) {
+			t.Errorf("%s: detail %q, want it to say %q", rep.Pages[c.page].URL, rep.Pages[c.page].Detail, c.want)
+		}
+	}
+	// home: the page and ok.js; the latin page; the others one page each, the script
+	// page two
+	for _, p := range rep.Pages {
+		t.Logf("%s %s: %s", p.URL, p.Verdict, p.Detail)
+	}
+	if rep.BodiesCompared != 8 || rep.BodiesDiffer != 4 || rep.Wrong != 4 {
+		t.Errorf("bodies compared %d, differ %d, unverified %d; wrong %d: want 8, 4, 4 wrong", rep.BodiesCompared, rep.BodiesDiffer, rep.BodiesUnverified, rep.Wrong)
 	}
 }

@@ -79,6 +79,10 @@ type Response struct {
 	// RecordID is the WARC-Record-ID of the response record, or of the revisit record when
 	// the entry is a revisit.
 	RecordID string
+	// Truncated is the record's WARC-Truncated value (WARC 1.1 section 5.13: "length",
+	// "time", "disconnect", "unspecified"): the stored payload is shorter than the one the
+	// site sent. "" when the payload is whole.
+	Truncated string
 }
 
 // OpenBundle opens the bundle directory dir: it reads manifest.json, indexes/entries.jsonl
@@ -256,6 +260,7 @@ func (b *Bundle) response(e *Entry, wantType string) (*Response, error) {
 		return nil, fmt.Errorf("read %s (entry %s): %w", b.place(rec.blockOff), e.ID, err)
 	}
 	r.RecordID = rec.id
+	r.Truncated = rec.fields.Get("WARC-Truncated")
 	r.Size = rec.blockLen - headLen
 	r.Body = io.NewSectionReader(b.warc, rec.blockOff+headLen, r.Size)
 	if wantType == "response" && r.Size != e.Size {

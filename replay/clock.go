@@ -91,6 +91,11 @@ func (c *Clock) Script() string { return c.script }
 // Hash returns the CSP hash source of the script, "'sha256-BASE64'" (CSP3 section 2.3.1).
 func (c *Clock) Hash() string { return c.hash }
 
+// WantsClock reports whether replay puts the page clock into a recorded answer of this
+// status and recorded header fields (see wantsClock), when its payload is at most
+// MaxClockDocument bytes: pab check --crawl computes from it what a browser should receive.
+func WantsClock(status int, h http.Header) bool { return wantsClock(status, h) }
+
 // wantsClock reports whether a recorded answer gets the clock: a response of any status
 // that carries a body (not 1xx, 204, 205 or 304), so the site's own 404 and error pages
 // too, served as text/html, whose stored payload carries no Content-Encoding.

@@ -256,7 +256,7 @@ func TestFuzzyDocumentUnknownParam(t *testing.T) {
 	}
 
 	// an endpoint that sets fuzzy_min is its author's opt-in
-	b := writeTestBundle(t, t.TempDir(), warc.Manifest{}, siteExchanges())
+	b := writeTestBundle(t, t.TempDir(), recording.Manifest{}, siteExchanges())
 	files := map[string]string{
 		"_default.yaml": defaultTestRules["_default.yaml"],
 		"site.yaml":     "hosts: [\"site.test\"]\nendpoints:\n  - name: search\n    match: \"GET /search\"\n    fuzzy_min: 0.5\n",

@@ -249,6 +249,9 @@ func New(opts Options) (*Server, error) {
 // Index is the server's lookup index.
 func (s *Server) Index() *Index { return s.ix }
 
+// Clock returns the page clock replay injects into HTML documents, nil when it is off.
+func (s *Server) Clock() *Clock { return s.clock }
+
 // Counts returns the request counts so far (what http://rr.control/stats serves).
 func (s *Server) Counts() Counts { return s.counts.snapshot() }
 
