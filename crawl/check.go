@@ -110,3 +110,18 @@ func (r *Replay) Browse(ctx context.Context, exe string, setup pbrowser.Options,
 	o.CDP, o.Bundle, o.Tap, o.Clock = b.CDP, r.bundle, r.Tap, r.srv.Clock()
 	return Run(ctx, o)
 }
+
+// BrowseTyped is Browse for typed URLs: Typed instead of Run.
+func (r *Replay) BrowseTyped(ctx context.Context, exe string, setup pbrowser.Options, o Options, urls []TypedURL) (*TypedReport, error) {
+	setup.Proxy, setup.SPKI = r.Addr, r.ca.SPKIHash()
+	b, err := pbrowser.Start(ctx, exe, setup, "", "")
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ErrInterrupted
+		}
+		return nil, err
+	}
+	defer b.Stop()
+	o.CDP, o.Bundle, o.Tap, o.Clock = b.CDP, r.bundle, r.Tap, r.srv.Clock()
+	return Typed(ctx, o, urls)
+}

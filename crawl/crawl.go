@@ -117,41 +117,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rec := newRecorded(o.Bundle)
 	rec.clock = o.Clock
 
-	allocCtx, cancelAlloc := remote.NewAllocator(ctx, o.CDP, remote.NoModifyURL)
-	defer cancelAlloc()
-	tab, cancelTab := chromedp.NewContext(allocCtx)
-	defer cancelTab()
-	if err := chromedp.Do(tab); err != nil {
-		return nil, fmt.Errorf("crawl: open a tab: %w", err)
+	tb, err := startTab(ctx, o)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := chromedp.CallBrowser(tab, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorDeny}); err != nil {
-		return nil, fmt.Errorf("crawl: refuse downloads: %w", err)
-	}
-	if _, err := chromedp.Call(tab, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true}); err != nil {
-		return nil, fmt.Errorf("crawl: turn the cache off: %w", err)
-	}
-	var cur atomic.Pointer[visit]
-	var dialogs sync.WaitGroup
-	defer dialogs.Wait()
-	if err := chromedp.Listen(tab, func(ev any) {
-		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
-			// alert, confirm, prompt and beforeunload would stop the page: accept them
-			// (from another goroutine: a listener must not send commands)
-			dialogs.Go(func() {
-				dctx, cancel := context.WithTimeout(tab, 5*time.Second)
-				defer cancel()
-				chromedp.Call(dctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
-			})
-			return
-		}
-		if v := cur.Load(); v != nil {
-			v.event(ev)
-		}
-	}); err != nil {
-		return nil, fmt.Errorf("crawl: listen to the tab: %w", err)
-	}
-	mainFrame := cdp.FrameID(chromedp.FromContext(tab).Target.TargetID)
-
+	defer tb.close()
 	rep := &Report{Pages: []PageResult{}, Seeds: len(seeds), MaxPages: o.MaxPages, MaxLinks: max(o.MaxLinks, 0)}
 	seen := map[string]bool{}
 	var fr frontier
@@ -168,7 +138,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return rep, err
 		}
 		q := fr.next()
-		v, links := open(tab, &cur, mainFrame, q.url, o.PageTimeout, o.Tap, rec)
+		v, links := open(tb.ctx, &tb.cur, tb.mainFrame, q.url, o.PageTimeout, o.Tap, rec)
 		pr := classify(v, q, rec)
 		pr.Links = len(links)
 		for _, u := range []string{pr.FinalURL, pr.WentOn} {
@@ -196,6 +166,61 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.NotVisited = fr.len()
 	rep.count()
 	return rep, nil
+}
+
+// tab is the one browser tab a crawl opens its pages in.
+type tab struct {
+	ctx       context.Context
+	cur       atomic.Pointer[visit] // the visit the tab's events go to
+	mainFrame cdp.FrameID
+	dialogs   sync.WaitGroup
+	cancel    func()
+}
+
+// startTab opens a tab in the browser at o.CDP, with downloads refused, the HTTP cache off
+// and JavaScript dialogs accepted, its events going to the current visit.
+func startTab(ctx context.Context, o Options) (*tab, error) {
+	allocCtx, cancelAlloc := remote.NewAllocator(ctx, o.CDP, remote.NoModifyURL)
+	tabCtx, cancelTab := chromedp.NewContext(allocCtx)
+	tb := &tab{ctx: tabCtx, cancel: func() { cancelTab(); cancelAlloc() }}
+	fail := func(err error) (*tab, error) {
+		tb.close()
+		return nil, err
+	}
+	if err := chromedp.Do(tabCtx); err != nil {
+		return fail(fmt.Errorf("crawl: open a tab: %w", err))
+	}
+	if _, err := chromedp.CallBrowser(tabCtx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorDeny}); err != nil {
+		return fail(fmt.Errorf("crawl: refuse downloads: %w", err))
+	}
+	if _, err := chromedp.Call(tabCtx, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true}); err != nil {
+		return fail(fmt.Errorf("crawl: turn the cache off: %w", err))
+	}
+	if err := chromedp.Listen(tabCtx, func(ev any) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			// alert, confirm, prompt and beforeunload would stop the page: accept them
+			// (from another goroutine: a listener must not send commands)
+			tb.dialogs.Go(func() {
+				dctx, cancel := context.WithTimeout(tabCtx, 5*time.Second)
+				defer cancel()
+				chromedp.Call(dctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+			})
+			return
+		}
+		if v := tb.cur.Load(); v != nil {
+			v.event(ev)
+		}
+	}); err != nil {
+		return fail(fmt.Errorf("crawl: listen to the tab: %w", err))
+	}
+	tb.mainFrame = cdp.FrameID(chromedp.FromContext(tabCtx).Target.TargetID)
+	return tb, nil
+}
+
+// close waits for the dialogs being answered and closes the tab.
+func (tb *tab) close() {
+	tb.dialogs.Wait()
+	tb.cancel()
 }
 
 // frontier is the crawl's queue, breadth first: every page of one depth before any of the

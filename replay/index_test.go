@@ -217,8 +217,9 @@ func BenchmarkNewIndex(b *testing.B) {
 
 // TestFuzzyDocumentUnknownParam checks the matching policy for pages: a document request
 // carrying a parameter that no recording of its path has (a listing's page=2 asked of a
-// path recorded without page) is a miss, not another recording by fuzzy; the same request
-// of another type, a static file, and an endpoint that sets fuzzy_min keep the fuzzy answer.
+// path recorded without page), or that the recording lacks, is a miss, not another
+// recording by fuzzy; the same request of another type, a static file, and an endpoint
+// that sets fuzzy_min keep the fuzzy answer.
 func TestFuzzyDocumentUnknownParam(t *testing.T) {
 	ix := testIndex(t)
 	doc := func(raw string) rules.Request {
@@ -244,15 +245,32 @@ func TestFuzzyDocumentUnknownParam(t *testing.T) {
 			t.Errorf("%s: %s %s, want %s", c.name, c.r.URL, got, c.source)
 		}
 	}
-	ex := ix.Explain(doc("https://site.test/search?q=boots&page=2&sort=new"))
+	exp := ix.Explain(doc("https://site.test/search?q=boots&page=2&sort=new"))
 	found := false
-	for _, r := range ex.Refused {
+	for _, r := range exp.Refused {
 		if strings.Contains(r.Reason, "sort, a parameter no recording of") {
 			found = true
 		}
 	}
 	if !found {
-		t.Errorf("explanation does not name the unknown parameter: %+v", ex.Refused)
+		t.Errorf("explanation does not name the unknown parameter: %+v", exp.Refused)
+	}
+
+	// a parameter another recording of the path has: the recording that lacks it is
+	// refused too (a poster's posts in one forum are not the poster's posts)
+	exs := append(siteExchanges(),
+		ex{method: "GET", url: "https://site.test/f?forum=a", status: 200, resType: "document", header: []string{"Content-Type: text/html"}, body: []byte("forum a")},
+		ex{method: "GET", url: "https://site.test/f?poster=x", status: 200, resType: "document", header: []string{"Content-Type: text/html"}, body: []byte("poster x")})
+	ix3, err := NewIndex(writeTestBundle(t, t.TempDir(), recording.Manifest{}, exs), testRules(t, defaultTestRules))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ix3.Lookup(req("GET", "https://site.test/f?forum=a&poster=y", "", "")); got.Source != SourceFuzzy {
+		t.Errorf("type unknown: %s, want fuzzy with forum=a", got.Source)
+	}
+	ex3 := ix3.Explain(doc("https://site.test/f?forum=a&poster=y"))
+	if ex3.Source != SourceMiss || len(ex3.Refused) != 2 || !strings.Contains(ex3.Refused[0].Reason+ex3.Refused[1].Reason, "with poster, which this recording lacks") {
+		t.Errorf("document f?forum=a&poster=y: %s, refused %+v; want a miss, forum=a refused for lacking poster", ex3.Source, ex3.Refused)
 	}
 
 	// an endpoint that sets fuzzy_min is its author's opt-in

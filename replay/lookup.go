@@ -358,8 +358,8 @@ func (ix *Index) fuzzyStep(l *lookup) bool {
 	// An endpoint that sets fuzzy or fuzzy_min is its author's decision that other
 	// parameters may answer: the lenient rule.
 	optIn := ep != nil && (ep.FuzzyMin != nil || (ep.Fuzzy != nil && *ep.Fuzzy))
-	// A page may not be answered with a recording that lacks a parameter no recording of
-	// its path has (a listing's page=2 answered with page 1), unless the endpoint opts in.
+	// A page may not be answered with a recording that lacks a parameter it carries (a
+	// listing's page=2 answered with page 1), unless the endpoint opts in.
 	strictDoc := l.req.Type == TypeDocument && !optIn && !reqStatic
 	seen, nearest, nearScore, nearWant, refused := false, -1, -1, 0, 0
 	for _, k := range l.keys {
@@ -367,10 +367,7 @@ func (ix *Index) fuzzyStep(l *lookup) bool {
 		want := paramStrings(k)
 		cands := ix.baseOf(k.Base())
 		same := ix.samePayload(cands)
-		unknown := ""
-		if strictDoc && len(want) > 0 {
-			unknown = ix.unknownParam(want, cands)
-		}
+		var known map[string]bool // the parameter names of cands, for the refusals' reasons
 		best, bestScore := -1, -1
 		for _, p := range cands {
 			seen = true
@@ -378,12 +375,21 @@ func (ix *Index) fuzzyStep(l *lookup) bool {
 			if ie.keyStr == ks {
 				continue // a recording of the request's own key that the exact step refused
 			}
-			if unknown != "" && !ie.static {
-				refused++
-				if l.explain {
-					l.refuse(StepFuzzy, ie, fmt.Sprintf("a document request with %s, a parameter no recording of %s has (fuzzy or fuzzy_min on the endpoint allows it)", showText(unknown), k.Base()))
+			if strictDoc && !ie.static {
+				if lack := lackingParam(want, ie.params); lack != "" {
+					refused++
+					if l.explain {
+						if known == nil {
+							known = ix.paramNames(cands)
+						}
+						why := fmt.Sprintf("a page request with %s, which this recording lacks", showText(lack))
+						if !known[lack] {
+							why = fmt.Sprintf("a page request with %s, a parameter no recording of %s has", showText(lack), k.Base())
+						}
+						l.refuse(StepFuzzy, ie, why+" (fuzzy or fuzzy_min on the endpoint allows it)")
+					}
+					continue
 				}
-				continue
 			}
 			if !(optIn || same || reqStatic || ie.static) && !paramsAgree(want, ie.params) {
 				refused++
@@ -445,24 +451,34 @@ func (ix *Index) fuzzyStep(l *lookup) bool {
 	return false
 }
 
-// unknownParam returns the first parameter name of want (sorted paramStrings) that no
-// recording at positions carries, or "" when each is carried by at least one.
-func (ix *Index) unknownParam(want []string, positions []int) string {
+// lackingParam returns the first parameter name of want that have lacks (both sorted
+// paramStrings; the body pseudo-pair is not a parameter), or "" when have has every one.
+func lackingParam(want, have []string) string {
+	j := 0
+	for _, s := range want {
+		if strings.HasPrefix(s, bodyPair) {
+			continue
+		}
+		n := pairName(s)
+		for j < len(have) && pairName(have[j]) < n {
+			j++
+		}
+		if j == len(have) || pairName(have[j]) != n {
+			return n
+		}
+	}
+	return ""
+}
+
+// paramNames returns the parameter names the recordings at positions carry.
+func (ix *Index) paramNames(positions []int) map[string]bool {
 	known := map[string]bool{}
 	for _, p := range positions {
 		for _, s := range ix.entry(p).params {
 			known[pairName(s)] = true
 		}
 	}
-	for _, s := range want {
-		if strings.HasPrefix(s, bodyPair) {
-			continue
-		}
-		if n := pairName(s); !known[n] {
-			return n
-		}
-	}
-	return ""
+	return known
 }
 
 // fuzzyWhy is what fuzzyStep found for its explanation of a hit: whether the request is for

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pab-dev/pab/crawl"
 	"github.com/pab-dev/pab/internal/browser"
+	"github.com/pab-dev/pab/internal/readlimit"
 	"github.com/pab-dev/pab/internal/words"
 )
 
@@ -30,6 +31,7 @@ func newCheckCmd(g *globalFlags) *cobra.Command {
 		logPath string
 		clock   string
 		detRand bool
+		typed   string
 	)
 	cmd := &cobra.Command{
 		Use:   "check TARGET [--crawl]",
@@ -38,11 +40,25 @@ func newCheckCmd(g *globalFlags) *cobra.Command {
 		Example: `  pab check books-sapiens-price --crawl
   pab check archive-org-jobs --crawl --pages 50 --json > crawl.json
   pab check crawl.warc.gz --crawl --links 0     # only the recorded pages
+  pab check archive-org-jobs --crawl --typed tasks/archive-org-jobs/typed-urls.yaml
   pab check lil-former-projects                 # the Go client check, as pab replay --check`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkCrawlFlags(cmd, doCrawl, pages, links, timeout); err != nil {
 				return err
+			}
+			if typed != "" && !doCrawl {
+				return fmt.Errorf("check: --typed needs --crawl")
+			}
+			var typedURLs []crawl.TypedURL
+			if typed != "" {
+				data, err := readlimit.Regular(typed, crawl.MaxTypedFile)
+				if err != nil {
+					return fmt.Errorf("check: --typed: %w", err)
+				}
+				if typedURLs, err = crawl.ParseTyped(typed, data); err != nil {
+					return fmt.Errorf("check: --typed: %w", err)
+				}
 			}
 			clockOn, err := clockSetting(clock, cmd.Flags().Changed("clock"), os.Getenv("RR_CLOCK"))
 			if err != nil {
@@ -86,6 +102,32 @@ func newCheckCmd(g *globalFlags) *cobra.Command {
 			if setup.Locale, setup.Timezone, err = recordingLocale(s); err != nil {
 				return err
 			}
+			if typedURLs != nil {
+				if err := crawl.CheckTyped(typed, typedURLs, s.bundle); err != nil {
+					return fmt.Errorf("check: --typed: %w", err)
+				}
+				trep, err := rp.BrowseTyped(ctx, exe, setup, crawl.Options{PageTimeout: timeout,
+					Progress: func(done, queued int, p crawl.PageResult) {
+						fmt.Fprintf(errOut, "pab check: %d/%d %s %s\n", done, done+queued, p.Verdict, p.URL)
+					}}, typedURLs)
+				switch {
+				case errors.Is(err, crawl.ErrInterrupted):
+					return exitError{code: 130, msg: "interrupted"}
+				case err != nil && trep != nil && errors.Is(err, ctx.Err()):
+					trep.Print(stdout)
+					return exitError{code: 130, msg: "interrupted"}
+				case err != nil:
+					return err
+				case jsonOut:
+					err = writeJSON(stdout, crawl.TypedTargetReport{Target: s.target.Name, File: typed, TypedReport: trep})
+				default:
+					trep.Print(stdout)
+				}
+				if err == nil && trep.Totals[crawl.TypedWrong] > 0 {
+					return exitError{code: 1, msg: fmt.Sprintf("check: %d of %d typed URLs got another page's answer", trep.Totals[crawl.TypedWrong], len(trep.URLs))}
+				}
+				return err
+			}
 			maxLinks := links
 			if maxLinks == 0 {
 				maxLinks = -1 // crawl.Options: follow no link
@@ -121,6 +163,7 @@ func newCheckCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&chrome, "chrome", "", "with --crawl: the Chromium executable (default: chromium on PATH)")
 	cmd.Flags().StringVar(&logPath, "log", "", "write replay's log (one JSON line per request) to this file")
 	cmd.Flags().StringVar(&clock, "clock", "on", "page clock on or off, as for pab replay (env RR_CLOCK=off)")
+	cmd.Flags().StringVar(&typed, "typed", "", "with --crawl: open the typed URLs of this file instead of crawling, and count right/wrong/near/miss/lost against the live site's answers it lists (docs/replay.md \"Typed URLs\")")
 	cmd.Flags().BoolVar(&detRand, "deterministic-random", false, "also make Math.random and crypto.getRandomValues repeatable per page")
 	return cmd
 }
