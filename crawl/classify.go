@@ -95,6 +95,8 @@ type classification struct {
 	wrongDoc bool
 	// broken holds the URLs of pr.Broken (and of those past maxProblems).
 	broken map[string]bool
+	// firstUnverified names the first body not compared, and why.
+	firstUnverified string
 }
 
 // match pairs every request of the visit, hop by hop, with replay's log lines.
@@ -212,6 +214,9 @@ func (c *classification) bodies() {
 		switch b.state {
 		case bodyUnverified:
 			pr.BodiesUnverified++
+			if c.firstUnverified == "" {
+				c.firstUnverified = a.r.last().url + ": " + b.reason
+			}
 			continue
 		case bodySame:
 			pr.BodiesCompared++
@@ -332,6 +337,9 @@ func (c *classification) summary() PageResult {
 	}
 	if pr.Heuristic > 0 {
 		notes = append(notes, fmt.Sprintf("%d requests answered by fuzzy, search or promo", pr.Heuristic))
+	}
+	if pr.BodiesUnverified > 0 {
+		notes = append(notes, fmt.Sprintf("%d bodies not compared with the recording (first: %s)", pr.BodiesUnverified, shorten(c.firstUnverified, 200)))
 	}
 	if pr.ScriptErrors > 0 {
 		notes = append(notes, fmt.Sprintf("%d script errors (first: %s)", pr.ScriptErrors, pr.FirstScriptError))
