@@ -22,14 +22,25 @@ import (
 const MaxClockDocument = 32 << 20
 
 // Clock is the page clock: a small script put at the top of every replayed HTML document
-// that shifts Date to the recording's time (manifest captured_from) and lets it run on from
-// there. Date.now(), new Date() and Date() give captured_from plus the time since the page
-// started; new Date(x) with arguments, Date.parse, Date.UTC and Date.prototype are
-// unchanged; performance.now and performance.timeOrigin are left alone. Cookie expiry dates
-// a page writes (document.cookie, cookieStore.set) are moved back by the same offset, so a
-// cookie lives as long as it did on the recorded day (see cookieShift). With
-// deterministic random, Math.random and crypto.getRandomValues also give the same numbers
-// on every load of a page (a mulberry32 generator seeded from the page URL).
+// that shifts the page's wall clock to the recording's time (manifest captured_from) and
+// lets it run on from there at its real speed (docs/replay.md "The page clock", per API):
+//
+//   - Date.now(), new Date() and Date() give captured_from plus the time since the script
+//     ran; new Date(x) with arguments, Date.parse, Date.UTC and Date.prototype are unchanged.
+//   - performance.timeOrigin (High Resolution Time, W3C hr-time-3 section 5: the epoch ms
+//     at which the page's time began), performance.toJSON().timeOrigin and the epoch
+//     times of performance.timing (Navigation Timing Level 1; 0 stays 0) are moved by the
+//     same offset, so timeOrigin + performance.now() is Date.now(). performance.now()
+//     itself, event time stamps and timers (setTimeout, setInterval,
+//     requestAnimationFrame) are relative and left alone: they run at the real speed.
+//   - Cookie expiry dates a page writes (document.cookie, cookieStore.set) are moved back
+//     by the same offset, so a cookie lives as long as it did on the recorded day (see
+//     cookieShift).
+//
+// With deterministic random, Math.random, crypto.getRandomValues and crypto.randomUUID
+// also give the same values on every load of a page (one mulberry32 generator seeded from
+// the page URL; a UUID is 16 of its bytes with the version 4 and variant bits of RFC 9562
+// section 5.4).
 //
 // The script text depends only on the recording's time and the random option, so its
 // sha256 (the CSP hash source, CSP3 section 2.3.1) is the same for every page.
@@ -50,6 +61,7 @@ func NewClock(capturedFrom time.Time, deterministicRandom bool) *Clock {
 		`P.prototype=D.prototype;P.now=function now(){return D.now()+off;};P.parse=D.parse;P.UTC=D.UTC;` +
 		`Object.defineProperty(D.prototype,"constructor",{value:P,writable:true,configurable:true});` +
 		`window.Date=P;`)
+	sb.WriteString(perfShift)
 	sb.WriteString(cookieShift)
 	if deterministicRandom {
 		sb.WriteString(`var h=2166136261,u=String(location.href);` +
@@ -60,12 +72,33 @@ func NewClock(capturedFrom time.Time, deterministicRandom bool) *Clock {
 			`if(window.crypto&&crypto.getRandomValues){var g=crypto.getRandomValues;` +
 			`crypto.getRandomValues=function getRandomValues(v){g.call(crypto,v);` +
 			`var b=new Uint8Array(v.buffer,v.byteOffset,v.byteLength);` +
-			`for(var j=0;j<b.length;j++){b[j]=(r()*256)|0;}return v;};}`)
+			`for(var j=0;j<b.length;j++){b[j]=(r()*256)|0;}return v;};}` +
+			`if(window.crypto&&crypto.randomUUID){crypto.randomUUID=function randomUUID(){` +
+			`var s="";for(var j=0;j<16;j++){var x=(r()*256)|0;if(j===6){x=(x&15)|64;}else if(j===8){x=(x&63)|128;}` +
+			`s+=(x+256).toString(16).slice(1);if(j===3||j===5||j===7||j===9){s+="-";}}return s;};}`)
 	}
 	sb.WriteString("})();")
 	sum := sha256.Sum256([]byte(sb.String()))
 	return &Clock{script: sb.String(), hash: "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"}
 }
+
+// perfShift is the part of the clock script that moves the High Resolution Time origin and
+// the Navigation Timing Level 1 epoch times by the clock's offset (off, captured_from minus
+// the real time when the script ran; D is the real Date): performance.timeOrigin's getter,
+// the timeOrigin of performance.toJSON(), and every non-zero time of performance.timing
+// (and of its toJSON). performance.now() is relative to timeOrigin and is kept.
+const perfShift = `if(window.Performance){var Pp=Performance.prototype,` +
+	`tod=Object.getOwnPropertyDescriptor(Pp,"timeOrigin");` +
+	`if(tod&&tod.get&&tod.configurable){Object.defineProperty(Pp,"timeOrigin",{get:function timeOrigin(){return tod.get.call(this)+off;},` +
+	`enumerable:tod.enumerable,configurable:true});}` +
+	`var pj=Pp.toJSON;if(typeof pj==="function"){Pp.toJSON=function toJSON(){var o=pj.call(this);` +
+	`if(o&&typeof o.timeOrigin==="number"){o.timeOrigin+=off;}return o;};}}` +
+	`if(window.PerformanceTiming){var Tp=PerformanceTiming.prototype;` +
+	`Object.getOwnPropertyNames(Tp).forEach(function(n){var td=Object.getOwnPropertyDescriptor(Tp,n);` +
+	`if(td&&td.get&&td.configurable){Object.defineProperty(Tp,n,{get:function(){var t=td.get.call(this);return t?t+off:t;},` +
+	`enumerable:td.enumerable,configurable:true});}});` +
+	`var tj=Tp.toJSON;if(typeof tj==="function"){Tp.toJSON=function toJSON(){var o=tj.call(this);` +
+	`for(var k in o){if(typeof o[k]==="number"&&o[k]){o[k]+=off;}}return o;};}}`
 
 // cookieShift is the part of the clock script that keeps cookies alive as long as on the
 // recorded day. A page that sets a cookie to expire a year after its (shifted) today would

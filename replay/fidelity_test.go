@@ -123,7 +123,7 @@ func TestFidelityProxy(t *testing.T) {
 		{"an API call with another page is a miss", "GET", "https://fid.test/api/items?page=2", xhr, nil, 404, "{}", SourceMiss, ""},
 		{"one payload for every parameter: served", "GET", "https://fid.test/same", doc, nil, 200, "one payload", SourceFuzzy, "e000004"},
 		{"drop_params: exact whatever sid", "GET", "https://fid.test/page?sid=zzz&id=7", doc, nil, 200, "page 7", SourceExact, "e000006"},
-		{"drop_params: and an extra parameter is fuzzy", "GET", "https://fid.test/page?id=7&sid=q&ref=x", doc, nil, 200, "page 7", SourceFuzzy, "e000006"},
+		{"drop_params: and an extra parameter is fuzzy (fetch)", "GET", "https://fid.test/page?id=7&sid=q&ref=x", xhr, nil, 200, "page 7", SourceFuzzy, "e000006"},
 		{"a static file stays lenient", "GET", "https://fid.test/static/app.css?v=42", map[string]string{"Sec-Fetch-Dest": "style"}, nil, 200, "body{}", SourceFuzzy, "e000007"},
 		{"a static file without its version", "GET", "https://fid.test/static/app.css", map[string]string{"Sec-Fetch-Dest": "style"}, nil, 200, "body{}", SourceFuzzy, "e000007"},
 		{"https: the https capture, not the redirect to itself", "GET", "https://fid.test/", doc, nil, 200, "home over https", SourceExact, "e000009"},
@@ -138,6 +138,7 @@ func TestFidelityProxy(t *testing.T) {
 		{"path recorded raw UTF-8, asked percent-encoded", "GET", "https://fid.test/stra%C3%9Fe", doc, nil, 200, "street", SourceExact, "e000019"},
 		{"multipart with a fresh boundary", "POST", "https://fid.test/upload", map[string]string{"Content-Type": uploadType, "Sec-Fetch-Dest": "empty"}, upload, 200, `{"uploaded":true}`, SourceExact, "e000020"},
 		{"multipart with other content", "POST", "https://fid.test/upload", map[string]string{"Content-Type": otherType, "Sec-Fetch-Dest": "empty"}, otherUpload, 404, "", SourceMiss, ""},
+		{"a page with a parameter no recording has is a miss", "GET", "https://fid.test/page?id=7&sid=q&ref=x", doc, nil, 404, "", SourceMiss, ""},
 	}
 	for _, c := range cases {
 		r := tp.do(t, c.method, c.url, c.hdr, c.body)

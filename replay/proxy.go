@@ -329,7 +329,13 @@ func (s *Server) answerFor(r *http.Request) *answer {
 		a.typ, a.note = typ, "request body not kept: "+err.Error()+"; answered 413"
 		return a
 	}
-	res := s.ix.lookupServed(rules.Request{Method: r.Method, URL: u, Body: body, ContentType: r.Header.Get("Content-Type"), Type: typ}, urlStr)
+	// The matching policy's stricter rule for pages (policy.go) is for a browser's pages:
+	// a request that says so in Sec-Fetch-Dest, not one guessed a page from its Accept.
+	lookupType := typ
+	if typ == TypeDocument && r.Header.Get("Sec-Fetch-Dest") == "" {
+		lookupType = ""
+	}
+	res := s.ix.lookupServed(rules.Request{Method: r.Method, URL: u, Body: body, ContentType: r.Header.Get("Content-Type"), Type: lookupType}, urlStr)
 	body = nil
 	done()
 	var a *answer

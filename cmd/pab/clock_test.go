@@ -6,9 +6,11 @@ import (
 	"context"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/pab-dev/pab/internal/browser"
@@ -35,6 +37,8 @@ func writeClockBundle(t *testing.T) string {
 		{"http://clock.test/", "", "<!doctype html><html><head><title>clock</title></head><body>clock</body></html>"},
 		{"http://clock.test/csp", "script-src 'self'",
 			"<!doctype html><html><head><title>csp</title><script>window.inlineRan = true;</script></head><body>csp</body></html>"},
+		// a secure context: crypto.randomUUID exists only there
+		{"https://clock.test/secure", "", "<!doctype html><html><head><title>secure</title></head><body>secure</body></html>"},
 	}
 	for _, p := range pages {
 		h := http.Header{"Content-Type": {"text/html; charset=utf-8"}}
@@ -167,18 +171,20 @@ func TestPageClockStrictCSP(t *testing.T) {
 	}
 }
 
-// TestPageClockDeterministicRandom: with --deterministic-random, Math.random and
-// crypto.getRandomValues give the same numbers on two loads of a page; without, they differ.
+// TestPageClockDeterministicRandom: with --deterministic-random, Math.random,
+// crypto.getRandomValues and crypto.randomUUID give the same values on two loads of a page
+// (a UUID of version 4 and variant 10, RFC 9562 section 5.4); without, they differ.
 func TestPageClockDeterministicRandom(t *testing.T) {
 	chromiumPath(t)
 	bundle := writeClockBundle(t)
-	const js = `JSON.stringify([Math.random(), Math.random(), Array.from(crypto.getRandomValues(new Uint8Array(8)))])`
+	const js = `JSON.stringify([Math.random(), Math.random(), Array.from(crypto.getRandomValues(new Uint8Array(8))), crypto.randomUUID(), crypto.randomUUID()])`
+	uuid := regexp.MustCompile(`"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}","[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"\]$`)
 	draws := func(t *testing.T, extra ...string) [2]string {
 		p := startReplay(t, bundle, extra...)
-		ctx := clockChrome(t, p.addr)
+		ctx := replayChrome(t, p.addr)
 		var out [2]string
 		for i := range out {
-			if _, err := chromedp.RunResponse(ctx, chromedp.Navigate("http://clock.test/")); err != nil {
+			if _, err := chromedp.RunResponse(ctx, chromedp.Navigate("https://clock.test/secure")); err != nil {
 				t.Fatalf("navigate: %v", err)
 			}
 			s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
@@ -189,13 +195,68 @@ func TestPageClockDeterministicRandom(t *testing.T) {
 		}
 		return out
 	}
-	if d := draws(t, "--deterministic-random"); d[0] != d[1] {
-		t.Errorf("--deterministic-random: two loads drew %s and %s", d[0], d[1])
+	if d := draws(t, "--deterministic-random"); d[0] != d[1] || !uuid.MatchString(d[0]) {
+		t.Errorf("--deterministic-random: two loads drew %s and %s (want the same, ending in two version 4 UUIDs)", d[0], d[1])
 	}
 	if d := draws(t); d[0] == d[1] {
 		t.Errorf("without --deterministic-random two loads drew the same %s", d[0])
 	}
 }
+
+// TestPageClockPerformance: with the clock on, performance.timeOrigin (and its toJSON,
+// and performance.timing's epoch times) are on the recorded day, timeOrigin +
+// performance.now() is Date.now(), and timers and performance.now() run at the real speed:
+// a 400 ms timeout takes about 400 ms by Date.now() and by performance.now().
+func TestPageClockPerformance(t *testing.T) {
+	chromiumPath(t)
+	p := startReplay(t, writeClockBundle(t))
+	ctx := replayChrome(t, p.addr)
+	if _, err := chromedp.RunResponse(ctx, chromedp.Navigate("https://clock.test/secure")); err != nil {
+		t.Fatalf("navigate: %v", err)
+	}
+	type perf struct {
+		Origin   float64 `json:"origin"`
+		Now      float64 `json:"now"`
+		Date     float64 `json:"date"`
+		JSON     float64 `json:"json"`
+		NavStart float64 `json:"navStart"`
+		NavJSON  float64 `json:"navJSON"`
+		LoadEnd  float64 `json:"loadEnd"`
+		TimerD   float64 `json:"timerD"`
+		TimerP   float64 `json:"timerP"`
+	}
+	const js = `new Promise(res => { const o = {origin: performance.timeOrigin, now: performance.now(), date: Date.now(),
+		json: performance.toJSON().timeOrigin, navStart: performance.timing.navigationStart,
+		navJSON: performance.timing.toJSON().navigationStart, loadEnd: performance.timing.loadEventEnd};
+		const d0 = Date.now(), p0 = performance.now();
+		setTimeout(() => { o.timerD = Date.now() - d0; o.timerP = performance.now() - p0; res(o); }, 400); })`
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[perf](js, func(p *runtime.EvaluateParams) { p.AwaitPromise = ptrTo(true) }))
+	if err != nil {
+		t.Fatalf("evaluate: %v", err)
+	}
+	captured := float64(clockCapturedFrom.UnixMilli())
+	if d := got.Origin - captured; d < -60000 || d > 60000 {
+		t.Errorf("performance.timeOrigin = %s, want the recorded day %s", time.UnixMilli(int64(got.Origin)).UTC().Format(time.RFC3339), clockCapturedFrom.Format(time.RFC3339))
+	}
+	if d := got.Origin + got.Now - got.Date; d < -50 || d > 50 {
+		t.Errorf("timeOrigin + performance.now() = %.0f, Date.now() = %.0f: %.0f ms apart", got.Origin+got.Now, got.Date, d)
+	}
+	if got.JSON != got.Origin {
+		t.Errorf("performance.toJSON().timeOrigin = %.0f, performance.timeOrigin = %.0f", got.JSON, got.Origin)
+	}
+	if d := got.NavStart - got.Origin; got.NavStart != got.NavJSON || d < -1000 || d > 1000 {
+		t.Errorf("performance.timing.navigationStart = %.0f (toJSON %.0f), want about timeOrigin %.0f", got.NavStart, got.NavJSON, got.Origin)
+	}
+	if got.LoadEnd != 0 && (got.LoadEnd < got.NavStart || got.LoadEnd-got.NavStart > 60000) {
+		t.Errorf("performance.timing.loadEventEnd = %.0f, navigationStart %.0f", got.LoadEnd, got.NavStart)
+	}
+	// timers unchanged in speed: wide bounds for a loaded machine, the two clocks agreeing
+	if got.TimerD < 390 || got.TimerD > 5000 || got.TimerP < 390 || got.TimerP > 5000 || got.TimerD-got.TimerP > 20 || got.TimerP-got.TimerD > 20 {
+		t.Errorf("a 400 ms timeout took %.0f ms by Date.now() and %.1f ms by performance.now()", got.TimerD, got.TimerP)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 func TestClockSetting(t *testing.T) {
 	cases := []struct {
