@@ -2,9 +2,11 @@
 // it drives Chromium over the Chrome DevTools Protocol through a running replay, opens
 // every recorded page and then the same-site links it finds, breadth first, and tells for
 // each page whether the browser got what was recorded: the document's answer as replay's
-// log names it, compared with the recording, and the resources the browser rejected.
-// StartReplay serves a bundle on a loopback port for pab check, and Replay.Browse starts
-// Chromium over it and crawls (check.go).
+// log names it, compared with the recording, the resources the browser rejected, and the
+// body of every answer from the recording as the browser received it, compared with the
+// recorded payload (body.go). Typed runs a list of typed URLs against the live site's
+// answers a file gives (typed.go). StartReplay serves a bundle on a loopback port for pab
+// check, and Replay.Browse and Replay.BrowseTyped start Chromium over it (check.go).
 package crawl
 
 import (

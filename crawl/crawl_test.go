@@ -211,3 +211,48 @@ func TestClassify(t *testing.T) {
 		t.Errorf("refused font: %+v", pr)
 	}
 }
+
+// TestParseTyped: a typed-URL file is read whole, and each kind of bad input is an error
+// naming the file and line.
+func TestParseTyped(t *testing.T) {
+	good := "urls:\n  - url: http://a.test/x?page=2\n    expect: miss\n    near: [\"http://a.test/x\"]\n    note: n\n  - url: https://a.test/\n    expect: \"404\"\n  - url: http://a.test/y?ref=1\n    expect: http://a.test/y\n"
+	got, err := ParseTyped("f.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].Expect != ExpectMiss || len(got[0].Near) != 1 || got[1].Expect != Expect404 || got[2].Expect != "http://a.test/y" || got[2].Line != 8 {
+		t.Errorf("parsed %+v", got)
+	}
+	for _, c := range []struct{ in, want string }{
+		{"", "f.yaml: empty file"},
+		{"urls: []\n", "f.yaml:1: urls: the list is empty"},
+		{"urls:\n  - url: a.test/x\n    expect: miss\n", "f.yaml:2: url: \"a.test/x\" is not an absolute"},
+		{"urls:\n  - url: http://a.test/\n    expect: maybe\n", "f.yaml:3: expect: \"maybe\""},
+		{"urls:\n  - url: http://a.test/\n", "f.yaml:2: urls entry http://a.test/: no expect"},
+		{"urls:\n  - url: http://a.test/\n    expect: miss\n    extra: 1\n", "f.yaml:4: urls entry: unknown field \"extra\""},
+		{"urls:\n  - url: http://a.test/\n    expect: miss\n    near: x\n", "f.yaml:4: near: want a list"},
+		{"other: 1\n", "f.yaml:1: typed-URL file: unknown field \"other\""},
+	} {
+		if _, err := ParseTyped("f.yaml", []byte(c.in)); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want %q", c.in, err, c.want)
+		}
+	}
+}
+
+// FuzzParseTyped: ParseTyped never panics, and what it accepts has a URL and an expect.
+func FuzzParseTyped(f *testing.F) {
+	f.Add([]byte("urls:\n  - url: http://a.test/x?page=2\n    expect: miss\n    near: [\"http://a.test/x\"]\n"))
+	f.Add([]byte("urls:\n  - {url: \"https://a.test/\", expect: \"404\"}\n"))
+	f.Add([]byte("urls: [1, 2]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := ParseTyped("f.yaml", data)
+		if err != nil {
+			return
+		}
+		for _, u := range got {
+			if canon(u.URL) == "" || u.Expect == "" {
+				t.Errorf("accepted %+v", u)
+			}
+		}
+	})
+}

@@ -26,8 +26,9 @@ const (
 	VerdictMismatch = "mismatch"
 	// VerdictMiss: the recording has no answer for the document (or a rule blocks it).
 	VerdictMiss = "miss"
-	// VerdictBroken: the browser rejected something the recording holds (PageResult.Broken),
-	// or the page did not load at all.
+	// VerdictBroken: the browser rejected something the recording holds, or received a body
+	// other than the recorded payload (PageResult.Broken, or the page's own body), or the
+	// page did not load at all or was cut short.
 	VerdictBroken = "broken"
 	// VerdictRedirectLoop: the document's redirects (recorded ones, or a page that keeps
 	// navigating by script or meta refresh) never end.
@@ -65,7 +66,8 @@ type PageResult struct {
 	Served string `json:"served,omitempty"`
 	// Rule is the rule replay names for the answer (file:line).
 	Rule string `json:"rule,omitempty"`
-	// Broken lists what the browser rejected although the recording holds it.
+	// Broken lists what the browser rejected although the recording holds it, and the
+	// resources whose body the browser received is not the recorded one.
 	Broken []Problem `json:"broken,omitempty"`
 	// Requests counts the requests the page made through the replay (the document too).
 	Requests int `json:"requests"`

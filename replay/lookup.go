@@ -323,8 +323,10 @@ const defaultFuzzyMin = 0.5
 // name=value pairs in common (see Index for when it is allowed and the least share), under
 // the matching policy: a recording that is not a static file may not answer a request whose
 // parameters disagree with its own (paramConflict), unless the endpoint set fuzzy or
-// fuzzy_min, or every recording of the path has one payload (samePayload); and no
-// recording answers with a redirect to the request's own key.
+// fuzzy_min, or every recording of the path has one payload (samePayload); a browser's page
+// (Request.Type document) is not answered with a recording that lacks one of its
+// parameters, unless the endpoint opts in; and no recording answers with a redirect to the
+// request's own key.
 func (ix *Index) fuzzyStep(l *lookup) bool {
 	ep, hasBody := l.ep, len(l.req.Body) > 0
 	allowed := !hasBody && (l.key.Method == "GET" || l.key.Method == "HEAD")
