@@ -19,6 +19,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -110,7 +111,7 @@ func (r *recorded) computeExpected(e *recording.Entry) *expected {
 	if t := resp.Truncated; t != "" {
 		causes = append(causes, fmt.Sprintf("the recording holds only %d bytes of it (WARC-Truncated: %s)", len(body), t))
 	}
-	if out, ok := warc.Dechunk(body); ok && len(out) < len(body) {
+	if out, ok := dechunkFramed(body); ok {
 		causes = append(causes, fmt.Sprintf("the recorded payload still holds its chunked framing (%d bytes framed, %d de-chunked)", len(body), len(out)))
 		body = out
 	}
@@ -131,6 +132,21 @@ func (r *recorded) computeExpected(e *recording.Entry) *expected {
 	x.digest, x.size, x.body, x.ctype = hex.EncodeToString(sum[:]), len(body), body, h.Get("Content-Type")
 	x.cause = strings.Join(causes, "; ")
 	return x
+}
+
+// lastChunk finds the last-chunk line of chunked framing (RFC 9112 section 7.1: one or
+// more zeros, optional extensions): with a body that parses whole as chunks
+// (warc.Dechunk), the sign that the payload is framing, not a text that happens to parse.
+var lastChunk = regexp.MustCompile(`(?:^|\n)0+[ \t]*(?:;[^\r\n]*)?\r?\n`)
+
+// dechunkFramed returns body without its chunked framing when body is framing: it parses
+// whole as chunks (warc.Dechunk), holds data, and has a last chunk.
+func dechunkFramed(body []byte) ([]byte, bool) {
+	out, ok := warc.Dechunk(body)
+	if !ok || len(out) == 0 || !lastChunk.Match(body) {
+		return nil, false
+	}
+	return out, true
 }
 
 // gzipText returns the decoded payload when a text payload (by its Content-Type) is gzip

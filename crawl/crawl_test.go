@@ -256,3 +256,22 @@ func FuzzParseTyped(f *testing.F) {
 		}
 	})
 }
+
+// TestExpectedFraming: a payload is taken for chunked framing only when it parses whole as
+// chunks and ends with a last chunk; short texts that happen to parse are not.
+func TestExpectedFraming(t *testing.T) {
+	for _, c := range []struct {
+		body   string
+		framed bool
+	}{
+		{"5\r\nhello\r\n0\r\n\r\n", true},
+		{"5;ext=1\nhello\n0\nX-T: 1\n\n", true},
+		{"0\n", false},
+		{"1\nA\n", false},
+		{"<html>5\r\n", false},
+	} {
+		if _, got := dechunkFramed([]byte(c.body)); got != c.framed {
+			t.Errorf("%q: framed %v, want %v", c.body, got, c.framed)
+		}
+	}
+}
