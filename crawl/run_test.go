@@ -47,6 +47,23 @@ func startBrowser(t *testing.T, addr string, ca *tlsca.CA) string {
 // port, and crawls it with real headless Chromium within the bounds given.
 func crawlRecording(t *testing.T, exchanges []recording.Exchange, maxPages, maxLinks int) (*Report, []string) {
 	t.Helper()
+	o := serveRecording(t, exchanges)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var progress []string
+	o.MaxPages, o.MaxLinks = maxPages, maxLinks
+	o.Progress = func(done, queued int, p PageResult) { progress = append(progress, p.Verdict) }
+	rep, err := Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, progress
+}
+
+// serveRecording writes exchanges as crawlRecording does, serves them, starts Chromium
+// through the replay, and returns the Options of a crawl of it.
+func serveRecording(t *testing.T, exchanges []warc.Exchange) Options {
+	t.Helper()
 	chromium(t)
 	dir := filepath.Join(t.TempDir(), "b")
 	w, err := recording.NewBundleWriter(dir, recording.Manifest{TaskID: "t"})
@@ -98,16 +115,64 @@ func crawlRecording(t *testing.T, exchanges []recording.Exchange, maxPages, maxL
 		<-served
 	})
 	ws := startBrowser(t, ln.Addr().String(), ca)
+	return Options{CDP: ws, Bundle: b, Tap: tap, PageTimeout: 20 * time.Second, Clock: srv.Clock()}
+}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var progress []string
-	rep, err := Run(ctx, Options{CDP: ws, Bundle: b, Tap: tap, MaxPages: maxPages, MaxLinks: maxLinks, PageTimeout: 20 * time.Second,
-		Clock: srv.Clock(), Progress: func(done, queued int, p PageResult) { progress = append(progress, p.Verdict) }})
+// TestTyped runs typed URLs in Chromium through a replay: one of each outcome. A page with
+// a parameter no recording has is a miss (lost when the live site serves the recorded
+// page); the lenient rule for a path whose recordings have one payload still answers a
+// page with another recording (wrong, or near when the file says so).
+func TestTyped(t *testing.T) {
+	htmlH := http.Header{"Content-Type": {"text/html"}}
+	o := serveRecording(t, []warc.Exchange{
+		{URL: "https://typed.test/", RespHeader: htmlH, Body: []byte(`<title>home</title>`)},
+		{URL: "https://typed.test/list?id=1&cat=a", RespHeader: htmlH, Body: []byte(`<title>list</title>`)},
+		{URL: "https://typed.test/list?id=2&cat=a", RespHeader: htmlH, Body: []byte(`<title>list</title>`)},
+	})
+	const file = `urls:
+  - url: https://typed.test/
+    expect: https://typed.test/
+  - url: https://typed.test/list?id=3&cat=a
+    expect: miss
+  - url: https://typed.test/list?id=4&cat=a
+    expect: miss
+    near: ["https://typed.test/list?id=2&cat=a", "https://typed.test/list?id=1&cat=a"]
+  - url: https://typed.test/none
+    expect: "404"
+  - url: https://typed.test/list?id=1&cat=a&ref=x
+    expect: https://typed.test/list?id=1&cat=a
+`
+	urls, err := ParseTyped("typed.yaml", []byte(file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rep, progress
+	if err := CheckTyped("typed.yaml", urls, o.Bundle); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckTyped("typed.yaml", []TypedURL{{URL: "https://typed.test/", Expect: "https://typed.test/other", Line: 3}}, o.Bundle); err == nil ||
+		!strings.Contains(err.Error(), "typed.yaml:3: expect: https://typed.test/other is not a recorded GET") {
+		t.Errorf("an expect the recording lacks: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Typed(ctx, o, urls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rep.URLs {
+		got = append(got, r.Outcome+" "+r.Source)
+	}
+	want := []string{"right exact", "wrong fuzzy", "near fuzzy", "miss miss", "lost miss"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("outcomes %q, want %q", got, want)
+	}
+	if s := rep.Summary(); s != "typed: 5 URLs: right 1, wrong 1, near 1, miss 1, lost 1" {
+		t.Errorf("summary %q", s)
+	}
+	if len(rep.URLs) == 5 && (len(rep.URLs[1].Served) != 1 || rep.URLs[1].Served[0] != "https://typed.test/list?id=1&cat=a") {
+		t.Errorf("the wrong answer names %q, want the recorded URL it served", rep.URLs[1].Served)
+	}
 }
 
 // pageVerdicts lists the report's pages as "URL verdict".
