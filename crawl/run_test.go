@@ -62,7 +62,7 @@ func crawlRecording(t *testing.T, exchanges []recording.Exchange, maxPages, maxL
 
 // serveRecording writes exchanges as crawlRecording does, serves them, starts Chromium
 // through the replay, and returns the Options of a crawl of it.
-func serveRecording(t *testing.T, exchanges []warc.Exchange) Options {
+func serveRecording(t *testing.T, exchanges []recording.Exchange) Options {
 	t.Helper()
 	chromium(t)
 	dir := filepath.Join(t.TempDir(), "b")
@@ -124,7 +124,7 @@ func serveRecording(t *testing.T, exchanges []warc.Exchange) Options {
 // page with another recording (wrong, or near when the file says so).
 func TestTyped(t *testing.T) {
 	htmlH := http.Header{"Content-Type": {"text/html"}}
-	o := serveRecording(t, []warc.Exchange{
+	o := serveRecording(t, []recording.Exchange{
 		{URL: "https://typed.test/", RespHeader: htmlH, Body: []byte(`<title>home</title>`)},
 		{URL: "https://typed.test/list?id=1&cat=a", RespHeader: htmlH, Body: []byte(`<title>list</title>`)},
 		{URL: "https://typed.test/list?id=2&cat=a", RespHeader: htmlH, Body: []byte(`<title>list</title>`)},
