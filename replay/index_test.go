@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -285,5 +286,30 @@ func TestFuzzyDocumentUnknownParam(t *testing.T) {
 	}
 	if got := ix2.Lookup(doc("https://site.test/search?q=boots&page=2&sort=new")); got.Source != SourceFuzzy || got.Entry.ID != "e000005" {
 		t.Errorf("opted-in endpoint: %s, want fuzzy e000005", got.Source)
+	}
+}
+
+// TestBrowserPage: the stricter rule for pages is for a browser's navigations: Fetch
+// Metadata says so on https, Accept text/html first on http; curl and bare clients are not
+// taken for a browser.
+func TestBrowserPage(t *testing.T) {
+	for _, c := range []struct {
+		hdr  map[string]string
+		want bool
+	}{
+		{map[string]string{"Sec-Fetch-Dest": "document", "Accept": "text/html"}, true},
+		{map[string]string{"Sec-Fetch-Dest": "iframe"}, true},
+		{map[string]string{"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}, true},
+		{map[string]string{"Sec-Fetch-Dest": "empty", "Accept": "text/html"}, false},
+		{map[string]string{"Accept": "*/*"}, false},
+		{map[string]string{}, false},
+	} {
+		r, _ := http.NewRequest("GET", "http://a.test/list?page=2", nil)
+		for k, v := range c.hdr {
+			r.Header.Set(k, v)
+		}
+		if got := browserPage(r); got != c.want {
+			t.Errorf("%v: browserPage %v, want %v", c.hdr, got, c.want)
+		}
 	}
 }

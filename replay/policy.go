@@ -18,8 +18,8 @@ import (
 //     some, and a parameter recorded with another value, or missing from the request,
 //     refuses the recording. Parameters the request has and the recording lacks (a fresh
 //     session id) do not refuse it; fuzzy_min still applies to them.
-//   - a browser's page (Request.Type document: Sec-Fetch-Dest document, iframe or frame)
-//     is stricter: a recording that lacks a parameter the request carries does not answer
+//   - a browser's page (Request.Type document; the proxy sets it for browserPage's
+//     navigations) is stricter: a recording that lacks a parameter the request carries does not answer
 //     it (a listing's page=2 is not its page 1; lackingParam), unless the endpoint sets
 //     fuzzy or fuzzy_min or the file is static.
 //   - the lenient rule (any parameters, at least fuzzy_min in common) stays for static files,

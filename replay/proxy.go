@@ -297,6 +297,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// browserPage reports whether r is a page a browser navigates to: Sec-Fetch-Dest says
+// document, iframe or frame (Fetch Metadata, sent to https origins only), or, with no
+// Sec-Fetch-Dest (an http:// site), Accept names text/html first, as browsers' navigations
+// do ("text/html,application/xhtml+xml,..."). A client that sends neither (curl's */*, a
+// Go client) is not taken for a browser.
+func browserPage(r *http.Request) bool {
+	switch strings.ToLower(r.Header.Get("Sec-Fetch-Dest")) {
+	case "document", "iframe", "frame":
+		return true
+	case "":
+		a := strings.TrimSpace(strings.ToLower(r.Header.Get("Accept")))
+		return strings.HasPrefix(a, "text/html")
+	}
+	return false
+}
+
 // answerFor reads the request body in full and decides the answer.
 func (s *Server) answerFor(r *http.Request) *answer {
 	rb, bodyErr := s.readBody(r)
@@ -329,11 +345,9 @@ func (s *Server) answerFor(r *http.Request) *answer {
 		a.typ, a.note = typ, "request body not kept: "+err.Error()+"; answered 413"
 		return a
 	}
-	// The matching policy's stricter rule for pages (policy.go) is for a browser's pages:
-	// a request that says so in Sec-Fetch-Dest, not one guessed a page from its Accept.
 	lookupType := typ
-	if typ == TypeDocument && r.Header.Get("Sec-Fetch-Dest") == "" {
-		lookupType = ""
+	if typ == TypeDocument && !browserPage(r) {
+		lookupType = "" // the matching policy's stricter rule for pages is for a browser's
 	}
 	res := s.ix.lookupServed(rules.Request{Method: r.Method, URL: u, Body: body, ContentType: r.Header.Get("Content-Type"), Type: lookupType}, urlStr)
 	body = nil

@@ -13,8 +13,8 @@ import (
 // Request is what the key is computed from. URL is absolute (its scheme is ignored);
 // Body is the whole request body; ContentType is the request's Content-Type header.
 // Type is the request's resource type under replay's log names ("document", "image",
-// "api", ...; replay.RequestType, from Sec-Fetch-Dest and the other request fields), ""
-// when not known: the key ignores it, and replay's fuzzy step reads it (a document takes
+// "api", ...; replay.RequestType, from Sec-Fetch-Dest and the other request fields; the
+// proxy gives "document" only for a browser's navigation), "" when not known: the key ignores it, and replay's fuzzy step reads it (a document takes
 // no recording that lacks a parameter it carries, docs/replay.md "Matching policy").
 type Request struct {
 	Method      string
