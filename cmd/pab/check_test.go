@@ -19,8 +19,8 @@ import (
 )
 
 // writeCrawlBundle writes a bundle whose only recorded page, http://crawl.test/, links to a
-// page of each verdict: an exact one, a page with one query parameter more than recorded
-// (fuzzy), one never
+// page of each verdict: an exact one, a page with another value of a parameter whose
+// recordings all have one payload (fuzzy), one never
 // recorded (miss), two recorded redirects to each other (redirect-loop), a page whose
 // recorded font is no font (broken: the sanitizer refuses it), a page whose script is
 // answered by a fuzzy match that throws (broken), and links that are not followed (another
@@ -45,11 +45,13 @@ func writeCrawlBundle(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	add("http://crawl.test/", 200, nil, html("home", `<a href="/exact">exact</a> <a href="/list?id=1&amp;sort=new">list</a>
+	add("http://crawl.test/", 200, nil, html("home", `<a href="/exact">exact</a> <a href="/list?id=3&amp;cat=a">list</a>
 <a href="/nowhere">nowhere</a> <a href="/loop-a">loop</a> <a href="/font">font</a> <a href="/script">script</a>
 <a href="http://other.test/">other site</a> <a href="/files/big.zip">zip</a> <a href="#top">here</a>`), "document")
 	add("http://crawl.test/exact", 200, nil, html("exact", `<a href="/">home</a>`), "document")
-	add("http://crawl.test/list?id=1", 200, nil, html("list 1", "one"), "document")
+	// one payload for two values of id: the lenient rule answers a third by fuzzy
+	add("http://crawl.test/list?id=1&cat=a", 200, nil, html("list", "one"), "document")
+	add("http://crawl.test/list?id=2&cat=a", 200, nil, html("list", "one"), "document")
 	add("http://crawl.test/loop-a", 302, http.Header{"Location": {"/loop-b"}}, nil, "document")
 	add("http://crawl.test/loop-b", 302, http.Header{"Location": {"/loop-a"}}, nil, "document")
 	add("http://crawl.test/font", 200, nil, []byte(`<!doctype html><html><head><title>font</title>
@@ -94,7 +96,7 @@ func TestCheckCrawlVerdicts(t *testing.T) {
 	}{
 		{"http://crawl.test/", crawl.VerdictOK, false, ""},
 		{"http://crawl.test/exact", crawl.VerdictOK, false, ""},
-		{"http://crawl.test/list?id=1&sort=new", crawl.VerdictFuzzy, true, "answered with http://crawl.test/list?id=1"},
+		{"http://crawl.test/list?id=3&cat=a", crawl.VerdictFuzzy, true, "answered with http://crawl.test/list?id=1&cat=a"},
 		{"http://crawl.test/nowhere", crawl.VerdictMiss, false, "status 404: not in the recording"},
 		{"http://crawl.test/loop-a", crawl.VerdictRedirectLoop, true, "http://crawl.test/loop-a → http://crawl.test/loop-b → http://crawl.test/loop-a"},
 		{"http://crawl.test/font", crawl.VerdictBroken, true, "font http://crawl.test/f.woff2: Chromium's font sanitizer refused it"},
@@ -137,6 +139,7 @@ func TestCheckCrawlMistakes(t *testing.T) {
 		want string
 	}{
 		{[]string{"check", "books-sapiens-price", "--pages", "5"}, "pab: check: --pages needs --crawl\n"},
+		{[]string{"check", "books-sapiens-price", "--typed", "typed.yaml"}, "pab: check: --typed needs --crawl\n"},
 		{[]string{"check", "books-sapiens-price", "--crawl", "--pages", "0"}, "pab: check: --pages 0: want at least 1\n"},
 		{[]string{"check", "books-sapiens-price", "--crawl", "--links", "-1"}, "pab: check: --links -1: want 0 or more\n"},
 		{[]string{"check", "books-sapiens-price", "--crawl", "--timeout", "10ms"}, "pab: check: --timeout 10ms: want at least 1s\n"},
