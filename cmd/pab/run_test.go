@@ -400,8 +400,8 @@ func TestRunGuard(t *testing.T) {
 init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' --data "$init" "$PAB_MCP_URL")
 [ "$code" = 401 ] || { echo "without the token: $code" >&2; exit 7; }
-curl -sf -X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
-  -H "Authorization: Bearer $PAB_MCP_TOKEN" --data "$init" "$PAB_MCP_URL" > init.txt || exit 8
+curl -sSf -X POST -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+  -H "Authorization: Bearer $PAB_MCP_TOKEN" --data "$init" "$PAB_MCP_URL" > init.txt || { echo "initialize with the token failed" >&2; exit 8; }
 cp "$RIGHT_ANSWER" "$PAB_ANSWER_FILE"`
 	stdout, stderr, code := runPabDir(t, repoRoot, "run", "--out", out, "--guard", app, "--guard-browser-mcp", fake+" browser",
 		"--proxy-env=false", "--timeout", "60s", "--agent", agent, "--judge", "cli", "--judge-cmd", exampleJudge, "books-sapiens-price")
