@@ -281,7 +281,7 @@ func (r *run) stage() error {
 		return err
 	}
 	r.prog.step("packing the recording")
-	staged, err := recording.PackStaged(r.final, r.recDir, recording.PartSize)
+	staged, err := recording.PackStagedContext(r.ctx, r.final, r.recDir, recording.PartSize)
 	if err != nil {
 		return r.failed(err)
 	}

@@ -6,6 +6,7 @@ package recording
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -372,7 +373,7 @@ func unpackFormat3(recordingDir string, files []string, destDir string, u *unpac
 // format 3. pab itself never writes format 2; this is for tests and tools that need such a
 // recording (the format 2 readers: Unpack, AuditRecording, MigrateRecording).
 func PackFormat2(bundleDir, recordingDir string, partSize int64) error {
-	staged, err := packStaged(bundleDir, recordingDir, partSize, RecordingFormat2)
+	staged, err := packStaged(context.Background(), bundleDir, recordingDir, partSize, RecordingFormat2)
 	if err != nil {
 		return err
 	}

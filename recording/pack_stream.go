@@ -7,11 +7,14 @@ package recording
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/pab-dev/pab/internal/atomicfile"
@@ -25,11 +28,18 @@ var errNotInArchiveOrder = errors.New("entries not in archive order")
 // packStream writes the format 3 archive and entries.jsonl.gz of the bundle directory
 // bundleDir into dir, as packMembers and writeEntriesGz do (the same bytes), reading
 // entries.jsonl one line at a time with OpenBundle's checks (eachEntry) and pages.jsonl
-// checked the same way, and holding only the current entry and member. It needs the
-// records in the order the entries name them, each entry's response then its request,
-// which every bundle pab writes has; otherwise it returns errNotInArchiveOrder (what it
-// wrote in dir is then to be removed by the caller).
-func packStream(bundleDir, dir string, partSize int64) error {
+// checked the same way. It needs the records in the order the entries name them, each
+// entry's response then its request, which every bundle pab writes has; otherwise it
+// returns errNotInArchiveOrder (what it wrote in dir is then to be removed by the caller).
+//
+// The archive is read once, in order, through one buffer. Its members are compressed by
+// packWorkers goroutines (one per CPU, at most 4) and written to the parts in archive order
+// by one writer goroutine, which also writes each entry's line once its members have their
+// places; at most packInFlight bytes of records (or one record, when it is larger) are
+// between the reader and the writer at a time, so the memory does not grow with the
+// entries. ctx is checked between records: once it is done, packStream stops and returns
+// its error.
+func packStream(ctx context.Context, bundleDir, dir string, partSize int64) error {
 	root, err := os.OpenRoot(bundleDir)
 	if err != nil {
 		return err
@@ -54,116 +64,323 @@ func packStream(bundleDir, dir string, partSize int64) error {
 	}
 	defer ef.Close()
 
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
-	if err != nil {
-		return err
+	pw := newPackWriter(dir, partSize)
+	defer pw.closeParts()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	jobs := make(chan *packMember, 64)
+	order := make(chan *packItem, 256)
+	budget := newByteBudget(packInFlight)
+	defer context.AfterFunc(ctx, budget.wake)()
+	var wg sync.WaitGroup
+	for range packWorkers() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var zbuf bytes.Buffer
+			zw, _ := gzip.NewWriterLevel(&zbuf, gzip.DefaultCompression)
+			for m := range jobs {
+				zbuf.Reset()
+				zw.Reset(&zbuf)
+				_, m.err = zw.Write(m.raw)
+				if m.err == nil {
+					m.err = zw.Close()
+				}
+				m.z = bytes.Clone(zbuf.Bytes())
+				close(m.done)
+			}
+		}()
 	}
-	var (
-		parts   []*os.File
-		partOff int64
-		at      int64 // the archive is packed up to here
-	)
-	defer func() {
-		for _, f := range parts {
-			f.Close()
+	src := bufio.NewReaderSize(wf, 1<<20)
+	var at int64 // the archive is read up to here
+	// member reads [off, off+n) of the archive (off >= at) and queues it for compression
+	member := func(off, n int64) (*packMember, error) {
+		if _, err := src.Discard(int(off - at)); err != nil {
+			return nil, fmt.Errorf("read %s at offset %d: %w", WARCFile, at, err)
 		}
-	}()
-	// member packs [off, off+n) of the archive as one member and returns where it went
-	member := func(off, n int64) (part int, zoff, zn int64, err error) {
-		buf.Reset()
-		zw.Reset(&buf)
-		if _, err := io.Copy(zw, io.NewSectionReader(wf, off, n)); err != nil {
-			return 0, 0, 0, fmt.Errorf("read %s at offset %d: %w", WARCFile, off, err)
+		if err := budget.acquire(ctx, n); err != nil {
+			return nil, err
 		}
-		if err := zw.Close(); err != nil {
-			return 0, 0, 0, err
-		}
-		zn = int64(buf.Len())
-		if len(parts) == 0 || (partOff > 0 && partOff+zn > partSize) {
-			if len(parts) == maxParts {
-				return 0, 0, 0, fmt.Errorf("archive needs more than %d parts of %d bytes", maxParts, partSize)
-			}
-			f, err := os.OpenFile(filepath.Join(dir, RecordingDataPart(len(parts))), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-			if err != nil {
-				return 0, 0, 0, err
-			}
-			parts = append(parts, f)
-			partOff = 0
-		}
-		if _, err := parts[len(parts)-1].Write(buf.Bytes()); err != nil {
-			return 0, 0, 0, err
-		}
-		zoff = partOff
-		partOff += zn
-		return len(parts) - 1, zoff, zn, nil
-	}
-	// record packs the record at [off, off+n), after a member for the bytes before it
-	record := func(off, n int64) (int, int64, int64, error) {
-		if off < at {
-			return 0, 0, 0, errNotInArchiveOrder
-		}
-		if off > at {
-			if _, _, _, err := member(at, off-at); err != nil {
-				return 0, 0, 0, err
-			}
+		m := &packMember{raw: make([]byte, n), n: n, done: make(chan struct{})}
+		if _, err := io.ReadFull(src, m.raw); err != nil {
+			budget.release(n)
+			return nil, fmt.Errorf("read %s at offset %d: %w", WARCFile, off, err)
 		}
 		at = off + n
-		return member(off, n)
-	}
-	err = atomicfile.WriteNew(filepath.Join(dir, RecordingEntriesFile), 0o644, func(w io.Writer) error {
-		ezw, err := gzip.NewWriterLevel(w, gzip.DefaultCompression)
-		if err != nil {
-			return err
+		select {
+		case jobs <- m:
+			return m, nil
+		case <-ctx.Done():
+			budget.release(n)
+			return nil, context.Cause(ctx)
 		}
-		bw := bufio.NewWriterSize(ezw, 64<<10)
-		err = eachEntry(ef, filepath.Join(bundleDir, EntriesFile), warcSize, func(_ int, e *Entry) error {
-			if e.ReqLength > 0 && e.ReqOffset < e.RespOffset {
-				return errNotInArchiveOrder
+	}
+	// record queues the member for the bytes before [off, off+n), if any, then the record's
+	record := func(it *packItem, off, n int64) (*packMember, error) {
+		if off < at {
+			return nil, errNotInArchiveOrder
+		}
+		if off > at {
+			gap, err := member(at, off-at)
+			if err != nil {
+				return nil, err
 			}
-			var err error
-			if e.RespPart, e.RespGzOffset, e.RespGzLength, err = record(e.RespOffset, e.RespLength); err != nil {
+			it.members = append(it.members, gap)
+		}
+		m, err := member(off, n)
+		if err != nil {
+			return nil, err
+		}
+		it.members = append(it.members, m)
+		return m, nil
+	}
+	writeErr := make(chan error, 1)
+	go func() {
+		err := atomicfile.WriteNew(filepath.Join(dir, RecordingEntriesFile), 0o644, func(w io.Writer) error {
+			ezw, err := gzip.NewWriterLevel(w, gzip.DefaultCompression)
+			if err != nil {
 				return err
 			}
-			if e.ReqLength > 0 {
-				if e.ReqPart, e.ReqGzOffset, e.ReqGzLength, err = record(e.ReqOffset, e.ReqLength); err != nil {
+			bw := bufio.NewWriterSize(ezw, 64<<10)
+			for it := range order {
+				if err := context.Cause(ctx); err != nil {
+					return err
+				}
+				for _, m := range it.members {
+					<-m.done
+					budget.release(m.n)
+					if m.err != nil {
+						return m.err
+					}
+					m.zlen = len(m.z)
+					if m.part, m.zoff, err = pw.write(m.z); err != nil {
+						return err
+					}
+					m.raw, m.z = nil, nil
+				}
+				if it.e == nil { // the bytes after the last record
+					continue
+				}
+				e := it.e
+				e.RespPart, e.RespGzOffset, e.RespGzLength = it.resp.part, it.resp.zoff, int64(it.resp.zlen)
+				if it.req != nil {
+					e.ReqPart, e.ReqGzOffset, e.ReqGzLength = it.req.part, it.req.zoff, int64(it.req.zlen)
+				}
+				if err := writeJSONLine(bw, e); err != nil {
 					return err
 				}
 			}
-			return writeJSONLine(bw, e)
-		})
-		if err != nil {
-			return err
-		}
-		if at < warcSize {
-			if _, _, _, err := member(at, warcSize-at); err != nil {
+			if err := bw.Flush(); err != nil {
 				return err
 			}
+			return ezw.Close()
+		})
+		if err != nil {
+			cancel(err)
+			for it := range order { // let the reader finish
+				for _, m := range it.members {
+					<-m.done
+					budget.release(m.n)
+				}
+			}
 		}
-		if err := bw.Flush(); err != nil {
+		writeErr <- err
+	}()
+	readErr := eachEntry(ef, filepath.Join(bundleDir, EntriesFile), warcSize, func(_ int, e *Entry) error {
+		if err := context.Cause(ctx); err != nil {
 			return err
 		}
-		return ezw.Close()
+		if e.ReqLength > 0 && e.ReqOffset < e.RespOffset {
+			return errNotInArchiveOrder
+		}
+		it := &packItem{e: new(Entry)}
+		*it.e = *e
+		var err error
+		if it.resp, err = record(it, e.RespOffset, e.RespLength); err == nil && e.ReqLength > 0 {
+			it.req, err = record(it, e.ReqOffset, e.ReqLength)
+		}
+		if len(it.members) > 0 {
+			order <- it
+		}
+		return err
 	})
+	if readErr == nil && at < warcSize {
+		it := &packItem{}
+		if m, err := member(at, warcSize-at); err != nil {
+			readErr = err
+		} else {
+			it.members = append(it.members, m)
+			order <- it
+		}
+	}
+	if readErr != nil {
+		cancel(readErr) // the writer stops at its next entry
+	}
+	close(jobs)
+	close(order)
+	wErr := <-writeErr
+	wg.Wait()
+	if readErr != nil { // the writer's own error, when it failed first (the reader saw it as ctx's cause)
+		return readErr
+	}
+	if wErr != nil {
+		return wErr
+	}
+	return pw.finish()
+}
+
+// packInFlight bounds the bytes of records packStream holds between reading and writing.
+const packInFlight = 32 << 20
+
+// packWorkers is the number of goroutines compressing members: one per CPU, at most 4.
+func packWorkers() int { return min(max(1, runtime.GOMAXPROCS(0)), 4) }
+
+// packMember is one gzip member of packStream: the archive bytes it holds (raw, n bytes),
+// its compressed bytes (z, or err), closed done once compressed, then its place.
+type packMember struct {
+	raw, z []byte
+	n      int64
+	err    error
+	done   chan struct{}
+	part   int
+	zoff   int64
+	zlen   int
+}
+
+// packItem is one entry of packStream (e nil: the archive's bytes after its last record)
+// with the members its line waits for, in archive order: any gap before a record, then the
+// record's own member.
+type packItem struct {
+	e         *Entry
+	members   []*packMember
+	resp, req *packMember
+}
+
+// packWriter writes members to the parts of a format 3 recording in dir, buffered, a new
+// part when the next member would pass partSize (a member never spans two parts).
+type packWriter struct {
+	dir      string
+	partSize int64
+	parts    []*os.File
+	bw       *bufio.Writer
+	partOff  int64
+}
+
+func newPackWriter(dir string, partSize int64) *packWriter {
+	return &packWriter{dir: dir, partSize: partSize}
+}
+
+// write appends member z and returns its part and offset in that part.
+func (p *packWriter) write(z []byte) (part int, zoff int64, err error) {
+	zn := int64(len(z))
+	if len(p.parts) == 0 || (p.partOff > 0 && p.partOff+zn > p.partSize) {
+		if len(p.parts) == maxParts {
+			return 0, 0, fmt.Errorf("archive needs more than %d parts of %d bytes", maxParts, p.partSize)
+		}
+		if err := p.newPart(); err != nil {
+			return 0, 0, err
+		}
+	}
+	if _, err := p.bw.Write(z); err != nil {
+		return 0, 0, err
+	}
+	zoff = p.partOff
+	p.partOff += zn
+	return len(p.parts) - 1, zoff, nil
+}
+
+// newPart flushes the current part and opens the next.
+func (p *packWriter) newPart() error {
+	if p.bw != nil {
+		if err := p.bw.Flush(); err != nil {
+			return err
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(p.dir, RecordingDataPart(len(p.parts))), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
-	if len(parts) == 0 { // an empty archive: one empty file
-		f, err := os.OpenFile(filepath.Join(dir, RecordingDataPart(0)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err != nil {
+	p.parts = append(p.parts, f)
+	if p.bw == nil {
+		p.bw = bufio.NewWriterSize(f, 256<<10)
+	} else {
+		p.bw.Reset(f)
+	}
+	p.partOff = 0
+	return nil
+}
+
+// finish flushes and syncs the parts (an empty archive: one empty file) and names a single
+// part data.warc.gz.
+func (p *packWriter) finish() error {
+	if len(p.parts) == 0 {
+		if err := p.newPart(); err != nil {
 			return err
 		}
-		parts = append(parts, f)
 	}
-	for _, f := range parts {
+	if err := p.bw.Flush(); err != nil {
+		return err
+	}
+	for _, f := range p.parts {
 		if err := f.Sync(); err != nil {
 			return err
 		}
 	}
-	if len(parts) == 1 {
-		return os.Rename(filepath.Join(dir, RecordingDataPart(0)), filepath.Join(dir, RecordingDataFile))
+	if len(p.parts) == 1 {
+		return os.Rename(filepath.Join(p.dir, RecordingDataPart(0)), filepath.Join(p.dir, RecordingDataFile))
 	}
 	return nil
+}
+
+// closeParts closes the part files (after finish, or on error).
+func (p *packWriter) closeParts() {
+	for _, f := range p.parts {
+		f.Close()
+	}
+}
+
+// byteBudget is a counting semaphore of bytes: acquire waits until n more bytes fit under
+// the limit (a request larger than the limit waits for all of it to be free).
+type byteBudget struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	limit int64
+	used  int64
+}
+
+func newByteBudget(limit int64) *byteBudget {
+	b := &byteBudget{limit: limit}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+func (b *byteBudget) acquire(ctx context.Context, n int64) error {
+	n = min(n, b.limit)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.used > 0 && b.used+n > b.limit {
+		if err := context.Cause(ctx); err != nil {
+			return err
+		}
+		b.cond.Wait()
+	}
+	b.used += n
+	return nil
+}
+
+// wake wakes every acquire, to see its context done.
+func (b *byteBudget) wake() {
+	b.mu.Lock()
+	b.cond.Broadcast()
+	b.mu.Unlock()
+}
+
+func (b *byteBudget) release(n int64) {
+	n = min(n, b.limit)
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+	b.cond.Broadcast()
 }
 
 // OpenBundleSample opens the bundle directory dir as OpenBundle does, but holds only a

@@ -2,6 +2,7 @@ package recording
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -70,7 +71,7 @@ func TestPackStreamSameBytes(t *testing.T) {
 	for _, bundle := range []string{hand, imported} {
 		for _, partSize := range []int64{PartSize, 700} {
 			a, b := t.TempDir(), t.TempDir()
-			if err := packStream(bundle, a, partSize); err != nil {
+			if err := packStream(context.Background(), bundle, a, partSize); err != nil {
 				t.Fatalf("%s: %v", bundle, err)
 			}
 			packInMemory(t, bundle, b, partSize)
@@ -86,7 +87,7 @@ func TestPackStreamSameBytes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(imported, EntriesFile), []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := packStream(imported, t.TempDir(), PartSize); !errors.Is(err, errNotInArchiveOrder) {
+	if err := packStream(context.Background(), imported, t.TempDir(), PartSize); !errors.Is(err, errNotInArchiveOrder) {
 		t.Fatalf("reversed entries: %v, want errNotInArchiveOrder", err)
 	}
 	rec := filepath.Join(t.TempDir(), "recording")
@@ -125,7 +126,7 @@ func TestPackStreamChecksEntries(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, openErr := OpenBundle(dir)
-			err := packStream(dir, t.TempDir(), PartSize)
+			err := packStream(context.Background(), dir, t.TempDir(), PartSize)
 			if err == nil || openErr == nil || !strings.Contains(err.Error(), p+" line ") {
 				t.Errorf("packStream: %v (OpenBundle: %v)", err, openErr)
 			}

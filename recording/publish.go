@@ -14,6 +14,7 @@ package recording
 
 import (
 	"archive/tar"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -77,18 +78,25 @@ func PackParts(bundleDir, recordingDir string, partSize int64) error {
 // staged recording (AuditRecording) and then moves it into place with Publish, or removes
 // it. The bundle is opened and checked with OpenBundle first. On error nothing is left.
 func PackStaged(bundleDir, recordingDir string, partSize int64) (string, error) {
-	return packStaged(bundleDir, recordingDir, partSize, RecordingFormat)
+	return packStaged(context.Background(), bundleDir, recordingDir, partSize, RecordingFormat)
+}
+
+// PackStagedContext is PackStaged stopping once ctx is done (checked between records of a
+// bundle pab wrote): it then removes what it staged and returns an error wrapping ctx's
+// cause.
+func PackStagedContext(ctx context.Context, bundleDir, recordingDir string, partSize int64) (string, error) {
+	return packStaged(ctx, bundleDir, recordingDir, partSize, RecordingFormat)
 }
 
 // packStaged is PackStaged writing format (RecordingFormat, or RecordingFormat2 for the
 // tests of the format 2 readers).
-func packStaged(bundleDir, recordingDir string, partSize int64, format int) (string, error) {
+func packStaged(ctx context.Context, bundleDir, recordingDir string, partSize int64, format int) (string, error) {
 	if partSize <= 0 {
 		return "", fmt.Errorf("pack %s: part size %d is not positive", recordingDir, partSize)
 	}
 	if format == RecordingFormat {
 		if _, err := os.Lstat(filepath.Join(bundleDir, WARCFile)); err == nil {
-			staged, err := packStagedStream(bundleDir, recordingDir, partSize)
+			staged, err := packStagedStream(ctx, bundleDir, recordingDir, partSize)
 			if !errors.Is(err, errNotInArchiveOrder) {
 				return staged, err
 			}
@@ -157,7 +165,7 @@ func packStaged(bundleDir, recordingDir string, partSize int64, format int) (str
 // packStagedStream is packStaged for a bundle directory and format 3, with packStream: the
 // entries are never all in memory. It returns errNotInArchiveOrder (and leaves nothing)
 // for a bundle packStream cannot pack.
-func packStagedStream(bundleDir, recordingDir string, partSize int64) (string, error) {
+func packStagedStream(ctx context.Context, bundleDir, recordingDir string, partSize int64) (string, error) {
 	m, err := ReadBundleManifest(bundleDir)
 	if err != nil {
 		return "", fmt.Errorf("pack: %w", err)
@@ -184,7 +192,7 @@ func packStagedStream(bundleDir, recordingDir string, partSize int64) (string, e
 	if err := copyBundleFile(root, bundleDir, PagesFile, filepath.Join(tmp, RecordingPagesFile), false); err != nil {
 		return "", fmt.Errorf("pack: %w", err)
 	}
-	if err := packStream(bundleDir, tmp, partSize); err != nil {
+	if err := packStream(ctx, bundleDir, tmp, partSize); err != nil {
 		if errors.Is(err, errNotInArchiveOrder) {
 			return "", err
 		}
