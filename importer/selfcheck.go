@@ -41,7 +41,21 @@ var beforeSelfCheck = func() {}
 // errOut (internal/progress).
 func selfCheck(ctx context.Context, out, errOut io.Writer, repo *task.Repo, bundleDir string, layers []ruleLayer, all bool) error {
 	beforeSelfCheck()
-	b, err := recording.OpenBundle(bundleDir)
+	// the sample alone is opened and indexed (replay.SampleBundle), so the check's memory
+	// does not grow with the recording; --check-all opens and indexes everything
+	var (
+		b     *recording.Bundle
+		of    *replay.CheckTotals
+		total int
+		err   error
+	)
+	if all {
+		if b, err = recording.OpenBundle(bundleDir); err == nil {
+			total = b.Len()
+		}
+	} else {
+		b, of, total, err = replay.SampleBundle(bundleDir, SelfCheckPages, SelfCheckOthers)
+	}
 	if err != nil {
 		return err
 	}
@@ -50,10 +64,6 @@ func selfCheck(ctx context.Context, out, errOut io.Writer, repo *task.Repo, bund
 	if err != nil {
 		return err
 	}
-	maxPages, maxOthers := SelfCheckPages, SelfCheckOthers
-	if all {
-		maxPages, maxOthers = 0, 0
-	}
 	said := false
 	for _, l := range layers {
 		rs, err := rules.Load(l.dirs...)
@@ -61,18 +71,21 @@ func selfCheck(ctx context.Context, out, errOut io.Writer, repo *task.Repo, bund
 			return fmt.Errorf("self-check: %w", err)
 		}
 		m := progress.Start(errOut, "pab import: self-check ("+l.name+")", progress.Totals{Unit: "requests"}, 0, 0)
-		rep, err := checkOnce(progress.NewContext(ctx, m), b, rs, ca, repo.Root, maxPages, maxOthers)
+		rep, err := checkOnce(progress.NewContext(ctx, m), b, rs, ca, repo.Root, 0, 0)
 		m.Stop()
 		if err != nil {
 			return fmt.Errorf("self-check (%s): %w", l.name, err)
 		}
+		if of != nil {
+			rep.Of = of
+		}
 		if !said {
 			said = true
 			if rep.Of == nil {
-				fmt.Fprintf(out, "self-check: every recorded request replayed once (%d exchanges)\n", b.Len())
+				fmt.Fprintf(out, "self-check: every recorded request replayed once (%d exchanges)\n", total)
 			} else {
 				fmt.Fprintf(out, "self-check: a sample replayed once: %d of %d pages and %d of %d other requests, evenly spaced (%d exchanges; --check-all for every one)\n",
-					rep.Pages, rep.Of.Pages, rep.Requests-rep.Pages, rep.Of.Others, b.Len())
+					rep.Pages, rep.Of.Pages, rep.Requests-rep.Pages, rep.Of.Others, total)
 			}
 		}
 		c := rep.Counts.BySource

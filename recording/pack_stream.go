@@ -482,3 +482,114 @@ func spreadIndexes(n, max int) []int {
 	}
 	return out
 }
+
+// EachBundleEntry calls fn with each line of the indexes/entries.jsonl of the bundle
+// directory dir, in order, read and checked as OpenBundle reads it (ids unique, spans inside
+// data.warc) but one line at a time; i counts from 0. The Entry is reused between calls:
+// fn copies what it keeps. An error of fn stops it and is returned. Errors name the file
+// and line.
+func EachBundleEntry(dir string, fn func(i int, e *Entry) error) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("open bundle %s: %w", dir, err)
+	}
+	defer root.Close()
+	wf, err := openBundleFile(root, dir, WARCFile)
+	if err != nil {
+		return err
+	}
+	fi, err := wf.Stat()
+	wf.Close()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", filepath.Join(dir, WARCFile), err)
+	}
+	ef, err := openBundleFile(root, dir, EntriesFile)
+	if err != nil {
+		return err
+	}
+	defer ef.Close()
+	i := 0
+	return eachEntry(ef, filepath.Join(dir, EntriesFile), fi.Size(), func(_ int, e *Entry) error {
+		err := fn(i, e)
+		i++
+		return err
+	})
+}
+
+// OpenBundleSubset opens the bundle directory dir as OpenBundle does, but holds only the
+// entries keepEntry keeps (called with each entry's index and line, in recording order),
+// plus the original of every revisit among them, in recording order, and only the pages
+// keepPage keeps (nil: none). entries.jsonl is read two or three times, one line at a time,
+// with OpenBundle's checks, so its memory is what is kept plus a 16-byte key an entry while
+// ids are checked. For a replay of a sample of a large recording (the import's
+// self-check).
+func OpenBundleSubset(dir string, keepEntry func(i int, e *Entry) bool, keepPage func(p *Page) bool) (*Bundle, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open bundle %s: %w", dir, err)
+	}
+	defer root.Close()
+	m, err := ReadBundleManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	var pages []Page
+	if keepPage != nil {
+		if err := EachBundlePage(dir, func(p *Page) error {
+			if keepPage(p) {
+				pages = append(pages, *p)
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	wf, err := openBundleFile(root, dir, WARCFile)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := wf.Stat()
+	if err != nil {
+		wf.Close()
+		return nil, fmt.Errorf("stat %s: %w", filepath.Join(dir, WARCFile), err)
+	}
+	b := &Bundle{Dir: dir, Manifest: m, Pages: pages, warc: wf, closer: wf, warcSize: fi.Size(), byID: map[string]int{}}
+	kept := map[int]bool{}
+	origs := map[string]bool{}
+	if err := EachBundleEntry(dir, func(i int, e *Entry) error {
+		if keepEntry(i, e) {
+			kept[i] = true
+			if e.RevisitOf != "" {
+				origs[e.RevisitOf] = true
+			}
+			b.byID[e.ID] = len(b.Entries)
+			b.Entries = append(b.Entries, *e)
+		}
+		return nil
+	}); err != nil {
+		wf.Close()
+		return nil, err
+	}
+	for id := range origs {
+		if _, ok := b.byID[id]; ok {
+			delete(origs, id)
+		}
+	}
+	if len(origs) > 0 {
+		var all []Entry
+		if err := EachBundleEntry(dir, func(i int, e *Entry) error {
+			if kept[i] || origs[e.ID] {
+				all = append(all, *e)
+			}
+			return nil
+		}); err != nil {
+			wf.Close()
+			return nil, err
+		}
+		b.Entries, b.byID = all, map[string]int{}
+		for i := range all {
+			b.byID[all[i].ID] = i
+		}
+	}
+	return b, nil
+}

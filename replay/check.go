@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -383,4 +384,143 @@ func diffCounts(a, b Counts) Counts {
 		}
 	}
 	return out
+}
+
+// SampleBundle opens the bundle directory dir holding only what a check of a sample needs:
+// at most maxPages pages and maxOthers other exchanges, chosen as CheckSample chooses them
+// on the whole bundle (pages.jsonl's GET pages, else the entries of HTML documents; then
+// the other exchanges), evenly spaced, with the entries that answer them and the originals
+// of their revisits (recording.OpenBundleSubset). CheckSample with no bounds on the returned
+// bundle then sends that sample, and a replay of it indexes only those entries, so the
+// memory of the check does not grow with the recording. of gives the whole bundle's
+// numbers when the bounds cut the sample (nil when every request is in it); total is the
+// number of the whole bundle's entries. The files are
+// read a line at a time, three to five times; page URLs are held only for the sample (and
+// a 16-byte hash of each distinct one while they are counted). Unlike CheckSample on the
+// whole bundle, a lookup that would pick among entries outside the sample (fuzzy, search)
+// picks among the sample's.
+func SampleBundle(dir string, maxPages, maxOthers int) (b *recording.Bundle, of *CheckTotals, total int, err error) {
+	isPage := func(p *recording.Page) bool {
+		if p.Fetched != "GET" && p.Fetched != "" {
+			return false
+		}
+		_, err := parseTargetURL(p.URL)
+		return err == nil
+	}
+	isDoc := func(e *recording.Entry) bool {
+		if e.Method != "GET" || !(strings.EqualFold(e.ResourceType, "document") || e.Mime == "text/html") {
+			return false
+		}
+		_, err := parseTargetURL(e.URL)
+		return err == nil
+	}
+	// the pages: pages.jsonl's, else the HTML documents (as checkRequests)
+	// distinct page URLs, as checkRequests counts them: a 16-byte hash of each is held
+	// while the pages are counted and again while they are picked
+	type urlKey [16]byte
+	keyOf := func(u string) urlKey {
+		sum := sha256.Sum256([]byte(u))
+		return urlKey(sum[:16])
+	}
+	nPages := 0
+	seen := map[urlKey]bool{}
+	if err := recording.EachBundlePage(dir, func(p *recording.Page) error {
+		if k := keyOf(p.URL); isPage(p) && !seen[k] {
+			seen[k] = true
+			nPages++
+		}
+		return nil
+	}); err != nil {
+		return nil, nil, 0, err
+	}
+	fromEntries := nPages == 0
+	if fromEntries {
+		if err := recording.EachBundleEntry(dir, func(_ int, e *recording.Entry) error {
+			if k := keyOf(e.URL); isDoc(e) && !seen[k] {
+				seen[k] = true
+				nPages++
+			}
+			return nil
+		}); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	pick := map[int]bool{}
+	for _, k := range spread(nPages, maxPages) {
+		pick[k] = true
+	}
+	sent := map[string]bool{} // the sampled page URLs
+	k := 0
+	clear(seen)
+	visit := func(u string) {
+		if key := keyOf(u); !seen[key] {
+			seen[key] = true
+			if pick[k] {
+				sent[u] = true
+			}
+			k++
+		}
+	}
+	if fromEntries {
+		err = recording.EachBundleEntry(dir, func(_ int, e *recording.Entry) error {
+			if isDoc(e) {
+				visit(e.URL)
+			}
+			return nil
+		})
+	} else {
+		err = recording.EachBundlePage(dir, func(p *recording.Page) error {
+			if isPage(p) {
+				visit(p.URL)
+			}
+			return nil
+		})
+	}
+	seen = nil
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	// the others: every exchange not sent as a page (as checkRequests)
+	isOther := func(e *recording.Entry) bool {
+		if _, err := parseTargetURL(e.URL); err != nil {
+			return false
+		}
+		return !(e.Method == "GET" && sent[e.URL])
+	}
+	others := 0
+	if err := recording.EachBundleEntry(dir, func(_ int, e *recording.Entry) error {
+		total++
+		if isOther(e) {
+			others++
+		}
+		return nil
+	}); err != nil {
+		return nil, nil, 0, err
+	}
+	pickOther := map[int]bool{}
+	for _, k := range spread(others, maxOthers) {
+		pickOther[k] = true
+	}
+	k = 0
+	seenPage := map[string]bool{}
+	b, err = recording.OpenBundleSubset(dir, func(_ int, e *recording.Entry) bool {
+		if !isOther(e) {
+			return e.Method == "GET" && sent[e.URL] // what answers a sampled page
+		}
+		k++
+		return pickOther[k-1]
+	}, func(p *recording.Page) bool {
+		if fromEntries || !sent[p.URL] || seenPage[p.URL] || !isPage(p) {
+			return false
+		}
+		seenPage[p.URL] = true
+		return true
+	})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if len(sent) < nPages || len(pickOther) < others {
+		of = &CheckTotals{Pages: nPages, Others: others}
+	}
+	return b, of, total, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -274,6 +275,53 @@ func TestCheckSample(t *testing.T) {
 	}
 	if big.Of != nil || big.Requests != 16 {
 		t.Errorf("bounds at the size: %+v", big)
+	}
+}
+
+// TestSampleBundle: the bundle SampleBundle opens holds only the sample, and a check of all
+// of it through a replay of it sends what CheckSample with the same bounds sends on the
+// whole bundle (the same pages, as many others, every one answered), with the whole
+// bundle's numbers in of; bounds at the bundle's size hold every entry and say nothing of.
+func TestSampleBundle(t *testing.T) {
+	tp := startProxy(t, siteManifest(), siteExchanges(), defaultTestRules)
+	want, err := CheckSample(context.Background(), tp.addr, tp.ca, tp.b, 3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, of, total, err := SampleBundle(tp.b.Dir, 3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if total != tp.b.Len() {
+		t.Errorf("total %d, want %d", total, tp.b.Len())
+	}
+	if sub.Len() >= tp.b.Len() || len(sub.Pages) != 3 {
+		t.Fatalf("sample holds %d of %d entries and %d pages", sub.Len(), tp.b.Len(), len(sub.Pages))
+	}
+	if of == nil || *of != *want.Of {
+		t.Errorf("of %+v, want %+v", of, want.Of)
+	}
+	sp := startProxyBundle(t, sub, defaultTestRules)
+	got, err := CheckSample(context.Background(), sp.addr, sp.ca, sub, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Pages != want.Pages || got.Requests != want.Requests || got.Errors != 0 || !maps.Equal(got.Counts.BySource, want.Counts.BySource) {
+		t.Fatalf("check of the sample %+v, want %+v", got, want)
+	}
+	for i := range want.PageResults {
+		if got.PageResults[i] != want.PageResults[i] {
+			t.Errorf("page %d: %+v, want %+v", i, got.PageResults[i], want.PageResults[i])
+		}
+	}
+	whole, of, _, err := SampleBundle(tp.b.Dir, 100, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer whole.Close()
+	if of != nil || whole.Len() != tp.b.Len() {
+		t.Errorf("bounds above the size: %d of %d entries, of %+v", whole.Len(), tp.b.Len(), of)
 	}
 }
 
