@@ -117,6 +117,7 @@ for round in $(seq "$ROUNDS"); do
         "start_$peer"
         line=$("$BIN/load" -label "$peer" -rep "$round" -proxy "$PEER_ADDR" -ca "$CA" -cycle "$CYC" \
           -scheme "$scheme" -c "$conns" -d "$DUR" -warmup "$WARM" -watch "$PEER_PID")
+        kill -0 "$PEER_PID" 2>/dev/null || log "$peer exited during the run (its stderr: $S/$peer.err)"
         stop_peer
         load1=$(cut -d' ' -f1 /proc/loadavg)
         echo "{\"recording\":\"$LABEL\",\"load_before\":$load0,\"load_after\":$load1,${line#\{}" >>"$OUT"
@@ -129,6 +130,7 @@ python3 - "$OUT" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 label = rows[0]["recording"] if rows else ""
+failed = []
 keys = sorted({(r["conns"], r["scheme"]) for r in rows}, key=lambda k: (k[0], k[1] != "https"))
 loads = [r["load_before"] for r in rows] + [r["load_after"] for r in rows]
 print(f"pab ÷ baseline on {label}: median (min–max) over {len({r['rep'] for r in rows})} interleaved rounds; "
@@ -145,6 +147,9 @@ for conns, scheme in keys:
             continue
         p, b = p[0], b[0]
         bad += p["errors"] + p["mismatches"] + b["errors"] + b["mismatches"]
+        if "cpu_ms_per_req" not in p or "cpu_ms_per_req" not in b or p["requests"] == 0 or b["requests"] == 0:
+            failed.append(f"round {rep} {conns} {scheme}: " + (p.get("first_error") or b.get("first_error") or "no requests"))
+            continue
         cpu.append(p["cpu_ms_per_req"] / b["cpu_ms_per_req"])
         rps.append(p["rps"] / b["rps"])
         pc.append(p["cpu_ms_per_req"]); bc.append(b["cpu_ms_per_req"]); pr.append(p["rps"]); br.append(b["rps"])
@@ -153,4 +158,6 @@ for conns, scheme in keys:
     f = lambda xs: f"{statistics.median(xs):.2f} ({min(xs):.2f}–{max(xs):.2f})"
     print(f"| {conns} | {scheme} | {f(cpu)} | {f(rps)} | {statistics.median(pc):.3f} | {statistics.median(bc):.3f} | "
           f"{statistics.median(pr):.0f} | {statistics.median(br):.0f} | {bad} |")
+for f in failed:
+    print(f"\nA pair left out: {f[:200]}")
 EOF

@@ -229,6 +229,7 @@ func (r *run) readIncoming() error {
 	}
 	r.rep, err = recording.ImportWARCs(r.o.Inputs, r.incoming, recording.ImportOptions{TaskID: r.o.TaskID, Context: r.ctx, Locale: r.o.Locale, Timezone: r.o.Timezone,
 		Progress: r.prog.report})
+	r.prog.end()
 	return err
 }
 
@@ -239,12 +240,12 @@ func (r *run) mergeOld() error {
 	if !r.merge && !r.dirInput {
 		return nil
 	}
-	what, size := "pab import: writing the recording", progress.Size(r.incoming)
+	what, size := "writing the recording", progress.Size(r.incoming)
 	if r.merge {
-		what, size = "pab import: merging with the existing recording", size+progress.Size(r.recDir)
+		what, size = "merging with the existing recording", size+progress.Size(r.recDir)
 	}
-	m := progress.Start(r.errOut, what, progress.Totals{Bytes: size}, 0, 0)
-	defer m.Stop()
+	r.prog.begin(what, progress.Totals{Bytes: size})
+	defer r.prog.end()
 	oldDir := ""
 	if r.merge {
 		oldDir = filepath.Join(r.work, "old")
@@ -280,21 +281,27 @@ func (r *run) stage() error {
 	if err := os.MkdirAll(r.taskDir, 0o755); err != nil {
 		return err
 	}
-	r.prog.step("packing the recording")
-	staged, err := recording.PackStagedContext(r.ctx, r.final, r.recDir, recording.PartSize)
+	defer r.prog.end()
+	m := r.prog.begin("packing the recording", progress.Totals{Bytes: progress.Size(filepath.Join(r.final, recording.WARCFile)), Unit: "entries"})
+	staged, err := recording.PackStagedContext(progress.NewContext(r.ctx, m), r.final, r.recDir, recording.PartSize)
 	if err != nil {
-		return r.failed(err)
+		return r.failed(r.interrupted("packing", err))
 	}
-	r.prog.step("auditing the packed recording")
+	m = r.prog.begin("auditing the packed recording", progress.Totals{Bytes: progress.Size(staged), Unit: "members"})
 	// An unresolved revisit was already a warning of the import; it does not stop it.
-	if probs := recording.Blocking(recording.AuditRecording(staged, filepath.Join(r.work, "audit"))); len(probs) > 0 {
+	probs, err := recording.AuditRecordingContext(progress.NewContext(r.ctx, m), staged, filepath.Join(r.work, "audit"))
+	if err != nil {
+		os.RemoveAll(staged)
+		return r.failed(r.interrupted("the audit", err))
+	}
+	if probs := recording.Blocking(probs); len(probs) > 0 {
 		os.RemoveAll(staged)
 		for _, p := range probs {
 			fmt.Fprintln(r.errOut, strings.ReplaceAll(p.String(), staged, r.recDir+" (new)"))
 		}
 		return r.failed(r.auditFailed(len(probs)))
 	}
-	r.prog.step("inferring site rules")
+	r.prog.begin("inferring site rules", progress.Totals{})
 	if r.inferred, r.layers, err = inferRules(r.t, r.final, r.work); err != nil {
 		os.RemoveAll(staged)
 		return r.failed(err)
@@ -311,6 +318,15 @@ func (r *run) stage() error {
 	}
 	r.staged = staged
 	return nil
+}
+
+// interrupted is err of step (packing, the audit), saying so when the import's context
+// ended it (Ctrl-C): nothing of the task changed.
+func (r *run) interrupted(step string, err error) error {
+	if r.ctx.Err() != nil {
+		return fmt.Errorf("import: interrupted during %s (%w); nothing was imported, %s is as it was", step, err, r.recDir)
+	}
+	return err
 }
 
 // auditFailed is the error of a new recording with n audit problems.
@@ -369,7 +385,6 @@ func (r *run) check() error {
 	if r.o.NoCheck {
 		return nil
 	}
-	r.prog.step("self-check")
 	if err := selfCheck(r.ctx, r.out, r.errOut, r.o.Repo, r.final, r.layers, r.o.CheckAll); err != nil {
 		if r.ctx.Err() != nil { // Ctrl-C: the recording is published, the check is not done
 			return fmt.Errorf("import: interrupted during the self-check (%w); the recording is published in %s, run pab replay %s --check to check it", r.ctx.Err(), r.recDir, r.o.TaskID)

@@ -1,92 +1,66 @@
 package importer
 
-// progress.go: the progress lines of a long import on stderr (docs/import.md "Progress").
+// progress.go: the progress lines of a long import on stderr (docs/import.md "Progress"),
+// one internal/progress Meter per step.
 
 import (
-	"fmt"
 	"io"
-	"time"
 
 	"github.com/pab-dev/pab/internal/progress"
 	"github.com/pab-dev/pab/recording"
 )
 
-// importProgress writes the progress lines of one import to w: none before quiet has passed
-// since the import began (a small import says nothing), then at most one every every
-// (internal/progress's delays, $PAB_PROGRESS_AFTER and $PAB_PROGRESS_EVERY).
+// importProgress reports the steps of one import on w, each with its own progress.Meter
+// (internal/progress's delays, $PAB_PROGRESS_AFTER and $PAB_PROGRESS_EVERY): nothing for a
+// step shorter than the first delay, then a line every few seconds with what is done, the
+// rates and, when the step's total is known, the time left, and a closing line. Beginning
+// a step ends the one before. Its methods are called from the importing goroutine.
 type importProgress struct {
-	w            io.Writer
-	start        time.Time
-	last         time.Time
-	phaseStart   time.Time
-	phase        string
-	now          func() time.Time
-	quiet, every time.Duration
+	w     io.Writer
+	cur   *progress.Meter
+	phase string // recording.ImportProgress.Phase of cur, "" for a step begun with begin
+	start func(w io.Writer, what string, total progress.Totals) *progress.Meter
 }
 
 func newProgress(w io.Writer) *importProgress {
-	p := &importProgress{w: w, now: time.Now}
-	p.quiet, p.every = progress.Delays()
-	p.start = p.now()
-	return p
+	return &importProgress{w: w, start: func(w io.Writer, what string, total progress.Totals) *progress.Meter {
+		return progress.Start(w, what, total, 0, 0)
+	}}
 }
 
-// due says whether a line may be written now (and, when it may, counts it as written).
-func (p *importProgress) due(force bool) bool {
-	t := p.now()
-	if t.Sub(p.start) < p.quiet || (!force && t.Sub(p.last) < p.every) {
-		return false
-	}
-	p.last = t
-	return true
+// begin ends the current step and begins step what ("packing the recording") with its
+// totals, when known; the meter it returns counts it (progress.NewContext hands it to the
+// code doing the step).
+func (p *importProgress) begin(what string, total progress.Totals) *progress.Meter {
+	p.end()
+	p.cur = p.start(p.w, "pab import: "+what, total)
+	return p.cur
 }
 
-// step says that the import has begun step what (packing, the audit, ...), once it has run
-// for quiet.
-func (p *importProgress) step(what string) {
-	if p.due(true) {
-		fmt.Fprintf(p.w, "pab import: %s (%s in)\n", what, p.elapsed())
-	}
+// end ends the current step, if any, with its closing line.
+func (p *importProgress) end() {
+	p.cur.Stop()
+	p.cur, p.phase = nil, ""
 }
 
-func (p *importProgress) elapsed() string { return p.now().Sub(p.start).Round(time.Second).String() }
-
-// report is recording.ImportOptions.Progress: records and bytes read with their rate and the
-// time left while the inputs are read, exchanges written while the bundle is written.
+// report is recording.ImportOptions.Progress: the records and bytes read of the inputs while
+// they are read, the exchanges written while the bundle is written.
 func (p *importProgress) report(ip recording.ImportProgress) {
-	t := p.now()
-	if ip.Phase != p.phase {
-		p.phase, p.phaseStart = ip.Phase, t
+	if ip.Phase != p.phase || p.cur == nil {
+		switch ip.Phase {
+		case "read":
+			p.begin("reading the input", progress.Totals{Bytes: max(ip.Size, 0)})
+		case "write":
+			p.begin("writing the bundle", progress.Totals{Records: int64(ip.Total), Unit: "exchanges"})
+		default:
+			return
+		}
+		p.phase = ip.Phase
 	}
-	if !p.due(false) {
-		return
-	}
-	secs := t.Sub(p.phaseStart).Seconds()
 	switch ip.Phase {
 	case "read":
-		line := fmt.Sprintf("pab import: reading: %d records", ip.Records)
-		if secs > 0 {
-			line += fmt.Sprintf(" (%.0f/s)", float64(ip.Records)/secs)
-		}
-		if ip.Read >= 0 && ip.Size > 0 {
-			line += fmt.Sprintf(", %.1f of %.1f MB (%.0f%%)", float64(ip.Read)/1e6, float64(ip.Size)/1e6, 100*float64(ip.Read)/float64(ip.Size))
-			if secs > 0 && ip.Read > 0 {
-				rate := float64(ip.Read) / secs
-				line += fmt.Sprintf(", %.1f MB/s, about %s left", rate/1e6, eta(float64(ip.Size-ip.Read)/rate))
-			}
-		}
-		fmt.Fprintf(p.w, "%s (%s in)\n", line, p.elapsed())
+		p.cur.Set(int64(ip.Records), max(ip.Read, 0))
 	case "write":
-		line := fmt.Sprintf("pab import: writing: %d of %d exchanges", ip.Written, ip.Total)
-		if secs > 0 && ip.Written > 0 {
-			rate := float64(ip.Written) / secs
-			line += fmt.Sprintf(" (%.0f/s, about %s left)", rate, eta(float64(ip.Total-ip.Written)/rate))
-		}
-		fmt.Fprintf(p.w, "%s (%s in)\n", line, p.elapsed())
+		p.cur.Set(int64(ip.Written), 0)
 	}
-}
-
-// eta renders a number of seconds left, rounded to the second.
-func eta(secs float64) string {
-	return (time.Duration(secs) * time.Second).String()
 }

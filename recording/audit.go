@@ -6,6 +6,7 @@ package recording
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -109,7 +110,7 @@ func Audit(dir string) []Problem {
 	} else {
 		probs = append(probs, auditManifest(data, names.manifest, false)...)
 	}
-	return append(probs, auditContent(dir, names)...)
+	return append(probs, auditContent(context.Background(), dir, names)...)
 }
 
 // AuditRecording checks the published recording in recordingDir (format 3, or format 2):
@@ -123,6 +124,22 @@ func Audit(dir string) []Problem {
 // corrupt gzip member; for format 2 a tar entry other than archive/data.warc, a link, a
 // second entry; more bytes than DefaultUnpackLimits allow) is one problem.
 func AuditRecording(recordingDir, workDir string) []Problem {
+	return auditRecording(context.Background(), recordingDir, workDir)
+}
+
+// AuditRecordingContext is AuditRecording stopping once ctx is done (checked between gzip
+// members and between entries): it then returns no problems and an error wrapping ctx's
+// cause, and what it wrote in workDir is the caller's to remove. A progress.Meter in ctx
+// (internal/progress) counts the members inflated and the compressed bytes read.
+func AuditRecordingContext(ctx context.Context, recordingDir, workDir string) ([]Problem, error) {
+	probs := auditRecording(ctx, recordingDir, workDir)
+	if err := context.Cause(ctx); err != nil {
+		return nil, fmt.Errorf("audit %s: %w", recordingDir, err)
+	}
+	return probs, nil
+}
+
+func auditRecording(ctx context.Context, recordingDir, workDir string) []Problem {
 	files, err := RecordingFiles(recordingDir)
 	if err != nil {
 		return []Problem{{File: recordingDir, Msg: err.Error()}}
@@ -177,7 +194,7 @@ func AuditRecording(recordingDir, workDir string) []Problem {
 		return append(probs, Problem{File: names.pages, Msg: err.Error()})
 	}
 	if format3 {
-		p, ok := auditFormat3Archive(files, workDir, names, budget)
+		p, ok := auditFormat3Archive(ctx, files, workDir, names, budget)
 		probs = append(probs, p...)
 		if !ok {
 			return probs
@@ -193,7 +210,7 @@ func AuditRecording(recordingDir, workDir string) []Problem {
 	if err := os.WriteFile(filepath.Join(workDir, ManifestFile), data, 0o644); err != nil {
 		return append(probs, Problem{File: workDir, Msg: err.Error()})
 	}
-	return append(probs, auditContent(workDir, names)...)
+	return append(probs, auditContent(ctx, workDir, names)...)
 }
 
 // readAuditFile reads the regular file name inside dir (no symlink out of dir), at most max
@@ -280,9 +297,9 @@ func auditManifest(data []byte, path string, published bool) []Problem {
 var auditInStep = true
 
 // auditContent checks data.warc, entries.jsonl and pages.jsonl of the bundle in dir.
-func auditContent(dir string, names auditNames) []Problem {
+func auditContent(ctx context.Context, dir string, names auditNames) []Problem {
 	if auditInStep {
-		if probs, ok := auditContentStream(dir, names); ok {
+		if probs, ok := auditContentStream(ctx, dir, names); ok {
 			return probs
 		}
 	}
@@ -600,7 +617,7 @@ func openMsg(err error) string {
 // one problem naming its part file, its offset and the entries whose member it is; ok is
 // false then, and whenever the files could not be read far enough for the bundle checks
 // to follow.
-func auditFormat3Archive(files []string, workDir string, names auditNames, budget *unpackBudget) (probs []Problem, ok bool) {
+func auditFormat3Archive(ctx context.Context, files []string, workDir string, names auditNames, budget *unpackBudget) (probs []Problem, ok bool) {
 	if err := copyBounded(files[2], filepath.Join(workDir, EntriesFile), MaxEntriesBytes, true, budget); err != nil {
 		return []Problem{{File: names.entries, Msg: err.Error()}}, false
 	}
@@ -622,7 +639,7 @@ func auditFormat3Archive(files []string, workDir string, names auditNames, budge
 	err := atomicfile.WriteNew(filepath.Join(workDir, WARCFile), 0o644, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 256<<10)
 		var err error
-		spans, err = inflateMembers(files[3:], bw, MaxWARCBytes, budget)
+		spans, err = inflateMembers(ctx, files[3:], bw, MaxWARCBytes, budget)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ package recording
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -21,7 +22,7 @@ import (
 // in the same order. ok is false, with nothing done that counts, when the files cannot be
 // opened or an entry names a record at or before one an earlier lookup passed: auditContent
 // then audits the bundle with every record in memory.
-func auditContentStream(dir string, names auditNames) (probs []Problem, ok bool) {
+func auditContentStream(ctx context.Context, dir string, names auditNames) (probs []Problem, ok bool) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, false
@@ -117,6 +118,9 @@ func auditContentStream(dir string, names auditNames) (probs []Problem, ok bool)
 	}
 	a := newEntryAuditor(names, recordID)
 	line, err := scanLines(ef, MaxEntryLineBytes, func(line int, data []byte) error {
+		if err := context.Cause(ctx); err != nil {
+			return err
+		}
 		a.line(line, data, find, func(p Problem) {
 			entryProbs = append(entryProbs, p)
 			ifWhole = append(ifWhole, notFound)

@@ -1,6 +1,7 @@
 package recording
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,7 +16,7 @@ func TestAuditContentStreamInStep(t *testing.T) {
 	dir := cleanAuditBundle(t)
 	names := auditNames{manifest: filepath.Join(dir, ManifestFile), warc: filepath.Join(dir, WARCFile),
 		entries: filepath.Join(dir, EntriesFile), pages: filepath.Join(dir, PagesFile)}
-	probs, ok := auditContentStream(dir, names)
+	probs, ok := auditContentStream(context.Background(), dir, names)
 	if !ok || len(probs) != 0 {
 		t.Fatalf("clean bundle: ok %v, problems:\n%s", ok, problemText(probs))
 	}
@@ -25,7 +26,7 @@ func TestAuditContentStreamInStep(t *testing.T) {
 	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := auditContentStream(dir, names); ok {
+	if _, ok := auditContentStream(context.Background(), dir, names); ok {
 		t.Fatal("entries out of archive order audited in step")
 	}
 	// revisits now come before their originals: those are the only problems

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/pab-dev/pab/internal/progress"
 	"io"
 	"os"
 	"path/filepath"
@@ -170,9 +171,11 @@ type memberSpan struct {
 // into w (within the budget u), and returns every member found. Each part must be a
 // sequence of whole gzip members; a truncated or corrupt member, or a member that inflates
 // to more than max bytes in all, is an error naming the part and the member's offset.
-func inflateMembers(parts []string, w io.Writer, max int64, u *unpackBudget) ([]memberSpan, error) {
+func inflateMembers(ctx context.Context, parts []string, w io.Writer, max int64, u *unpackBudget) ([]memberSpan, error) {
 	var spans []memberSpan
 	var total int64
+	var before int64 // the compressed bytes of the parts before this one
+	meter := progress.FromContext(ctx)
 	zr := new(gzip.Reader)
 	for pi, path := range parts {
 		f, err := os.Open(path)
@@ -186,6 +189,10 @@ func inflateMembers(parts []string, w io.Writer, max int64, u *unpackBudget) ([]
 		}
 		cr := newCountReader(f)
 		for cr.offset() < fi.Size() {
+			if err := context.Cause(ctx); err != nil {
+				f.Close()
+				return nil, err
+			}
 			start := cr.offset()
 			if err := zr.Reset(cr.br); err != nil {
 				f.Close()
@@ -207,7 +214,9 @@ func inflateMembers(parts []string, w io.Writer, max int64, u *unpackBudget) ([]
 				return nil, fmt.Errorf("read %s: the archive expands to more than %d bytes", path, max)
 			}
 			spans = append(spans, memberSpan{part: pi, zoff: start, zn: cr.offset() - start, off: total - n, n: n})
+			meter.Record(before + cr.offset())
 		}
+		before += fi.Size()
 		f.Close()
 	}
 	return spans, nil
@@ -344,7 +353,7 @@ func unpackFormat3(recordingDir string, files []string, destDir string, u *unpac
 	err = atomicfile.WriteNew(filepath.Join(destDir, WARCFile), 0o644, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 256<<10)
 		var err error
-		spans, err = inflateMembers(files[3:], bw, MaxWARCBytes, u)
+		spans, err = inflateMembers(context.Background(), files[3:], bw, MaxWARCBytes, u)
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package recording
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -103,7 +104,7 @@ func TestInPlaceRealRecordings(t *testing.T) {
 				for _, f := range files[3:] {
 					if fi, _ := os.Stat(f); fi.Size() > partSize {
 						// only a single member larger than a part makes a larger part
-						if spans, err := inflateMembers([]string{f}, io.Discard, MaxWARCBytes, nil); err != nil || len(spans) != 1 {
+						if spans, err := inflateMembers(context.Background(), []string{f}, io.Discard, MaxWARCBytes, nil); err != nil || len(spans) != 1 {
 							t.Errorf("part %s is %d bytes, %d members (%v)", f, fi.Size(), len(spans), err)
 						}
 					}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/pab-dev/pab/internal/atomicfile"
+	"github.com/pab-dev/pab/internal/progress"
 )
 
 // errNotInArchiveOrder says that a bundle's entries do not name its records in archive
@@ -64,8 +65,10 @@ func packStream(ctx context.Context, bundleDir, dir string, partSize int64) erro
 	}
 	defer ef.Close()
 
+	meter := progress.FromContext(ctx) // counts entries and the archive's bytes read
 	pw := newPackWriter(dir, partSize)
 	defer pw.closeParts()
+	parent := ctx // Ctrl-C; ctx also ends when the writer fails
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	jobs := make(chan *packMember, 64)
@@ -187,6 +190,9 @@ func packStream(ctx context.Context, bundleDir, dir string, partSize int64) erro
 		writeErr <- err
 	}()
 	readErr := eachEntry(ef, filepath.Join(bundleDir, EntriesFile), warcSize, func(_ int, e *Entry) error {
+		if err := context.Cause(parent); err != nil {
+			return err
+		}
 		if err := context.Cause(ctx); err != nil {
 			return err
 		}
@@ -202,6 +208,7 @@ func packStream(ctx context.Context, bundleDir, dir string, partSize int64) erro
 		if len(it.members) > 0 {
 			order <- it
 		}
+		meter.Record(at)
 		return err
 	})
 	if readErr == nil && at < warcSize {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -221,4 +222,56 @@ func TestOpenBundleSample(t *testing.T) {
 		return
 	}
 	t.Fatal("no sample size takes the revisit")
+}
+
+// countdownCtx is a context whose Err turns to context.Canceled once it has been asked
+// more than n times: an interruption in the middle of a loop that checks it.
+type countdownCtx struct {
+	context.Context
+	mu sync.Mutex
+	n  int
+}
+
+func (c *countdownCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n <= 0 {
+		return context.Canceled
+	}
+	c.n--
+	return nil
+}
+
+// TestPackAndAuditInterrupted: PackStagedContext and AuditRecordingContext stop when their
+// context ends, before the start or part way through (after a few records or members),
+// with an error wrapping context.Canceled; the pack leaves no staging directory, and an
+// audit of the same recording with a live context finds it sound.
+func TestPackAndAuditInterrupted(t *testing.T) {
+	bundle := filepath.Join(t.TempDir(), "imported")
+	if _, err := ImportWARCs([]string{filepath.Join("..", "testdata", "sites", "books.toscrape.warc")}, bundle, ImportOptions{TaskID: "books"}); err != nil {
+		t.Fatal(err)
+	}
+	rec := filepath.Join(t.TempDir(), "recording")
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for name, ctx := range map[string]context.Context{"canceled": done, "after 5 checks": &countdownCtx{Context: context.Background(), n: 5}} {
+		if _, err := PackStagedContext(ctx, bundle, rec, 700); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: pack: %v, want context.Canceled", name, err)
+		}
+		if left, _ := filepath.Glob(filepath.Join(filepath.Dir(rec), ".recording.tmp-*")); len(left) != 0 {
+			t.Errorf("%s: staging directories left: %v", name, left)
+		}
+	}
+	staged, err := PackStagedContext(context.Background(), bundle, rec, 700)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ctx := range map[string]context.Context{"canceled": done, "after 5 checks": &countdownCtx{Context: context.Background(), n: 5}} {
+		if probs, err := AuditRecordingContext(ctx, staged, filepath.Join(t.TempDir(), "audit")); !errors.Is(err, context.Canceled) || probs != nil {
+			t.Errorf("%s: audit: %v (%d problems), want context.Canceled and none", name, err, len(probs))
+		}
+	}
+	if probs, err := AuditRecordingContext(context.Background(), staged, filepath.Join(t.TempDir(), "audit")); err != nil || len(Blocking(probs)) != 0 {
+		t.Errorf("audit: %v, %v", err, probs)
+	}
 }

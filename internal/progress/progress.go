@@ -104,6 +104,22 @@ func (m *Meter) Record(pos int64) {
 	}
 }
 
+// Set sets the records done and the bytes read so far (when above 0, kept when it is the
+// largest seen), for counting code that knows its totals rather than each record.
+func (m *Meter) Set(records, pos int64) {
+	if m == nil {
+		return
+	}
+	m.counted.Store(true)
+	m.records.Store(records)
+	for {
+		old := m.bytes.Load()
+		if pos <= old || m.bytes.CompareAndSwap(old, pos) {
+			return
+		}
+	}
+}
+
 // Stop ends the step: when a line was printed, or the step took longer than its first
 // line's delay, a closing one says the totals and the time it took. It waits for the reporting goroutine, so nothing is printed after it returns.
 // Calling it twice is harmless.
@@ -124,9 +140,10 @@ func (m *Meter) Stop() {
 }
 
 // Line is the line the meter prints now (done: its closing line): the step, the records
-// and bytes done (of the totals when known), the rates and the time taken, e.g.
+// and bytes done (of the totals when known), the rates, the time taken and, while the
+// step runs with a total known, the time left at the rate so far, e.g.
 // "pab import: reading a.warc.gz: 12,000 records, 40.0 MB of 95.0 MB (42%), 6,000
-// records/s, 20.0 MB/s, 2 s".
+// records/s, 20.0 MB/s, 2.0 s, about 2.8 s left".
 func (m *Meter) Line(done bool) string {
 	el := m.now().Sub(m.start)
 	secs := el.Seconds()
@@ -161,7 +178,29 @@ func (m *Meter) Line(done bool) string {
 	if done {
 		return s + ", done in " + round(el)
 	}
+	if left, ok := m.left(recs, bytes, secs); ok {
+		return s + ", " + round(el) + ", about " + round(left) + " left"
+	}
 	return s + ", " + round(el)
+}
+
+// left estimates the time left from the rate so far: of the bytes when their total is
+// known, else of the records when theirs is; ok is false when neither is, or nothing is
+// done yet.
+func (m *Meter) left(recs, bytes int64, secs float64) (time.Duration, bool) {
+	var done, total int64
+	switch {
+	case m.total.Bytes > 0 && bytes > 0:
+		done, total = bytes, m.total.Bytes
+	case m.total.Records > 0 && recs > 0:
+		done, total = recs, m.total.Records
+	default:
+		return 0, false
+	}
+	if secs <= 0 || done > total {
+		return 0, false
+	}
+	return time.Duration(float64(total-done) / (float64(done) / secs) * float64(time.Second)), true
 }
 
 // totals renders the known totals: "20,000 records, 95.0 MB".

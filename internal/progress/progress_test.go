@@ -108,3 +108,32 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+// TestMeterSetAndLeft: Set gives absolute counts (bytes only ever grow), and a running
+// line says the time left at the rate so far, of the bytes when their total is known, else
+// of the records; a closing line and a step without totals say none.
+func TestMeterSetAndLeft(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	now := t0
+	m := &Meter{what: "pab import: reading", total: Totals{Bytes: 10e6}, start: t0, now: func() time.Time { return now }}
+	m.Set(4000, 4e6)
+	m.Set(4000, 3e6) // bytes never go back
+	now = t0.Add(4 * time.Second)
+	if got, want := m.Line(false), "pab import: reading: 4,000 records, 4.0 MB of 10.0 MB (40%), 1,000 records/s, 1.0 MB/s, 4.0 s, about 6.0 s left"; got != want {
+		t.Errorf("line %q, want %q", got, want)
+	}
+	if got := m.Line(true); strings.Contains(got, "left") {
+		t.Errorf("closing line %q says a time left", got)
+	}
+	w := &Meter{what: "pab import: writing", total: Totals{Records: 100, Unit: "exchanges"}, start: t0, now: func() time.Time { return now }}
+	w.Set(60, 0)
+	now = t0.Add(12 * time.Second)
+	if got, want := w.Line(false), "pab import: writing: 60 of 100 exchanges, 5 exchanges/s, 12 s, about 8.0 s left"; got != want {
+		t.Errorf("line %q, want %q", got, want)
+	}
+	n := &Meter{what: "pab import: packing", start: t0, now: func() time.Time { return now }}
+	n.Set(7, 0)
+	if got := n.Line(false); strings.Contains(got, "left") {
+		t.Errorf("line without totals %q says a time left", got)
+	}
+}
