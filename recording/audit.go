@@ -193,12 +193,32 @@ func auditRecording(ctx context.Context, recordingDir, workDir string) []Problem
 	if err := copyBounded(files[1], filepath.Join(workDir, PagesFile), MaxPagesBytes, false, budget); err != nil {
 		return append(probs, Problem{File: names.pages, Msg: err.Error()})
 	}
+	var content []Problem
+	contentDone := false
 	if format3 {
-		p, ok := auditFormat3Archive(ctx, files, workDir, names, budget)
+		// data.warc is audited as it is inflated (auditContentStreamFrom), when it can be
+		inStep := func(src io.Reader, ra io.ReaderAt) ([]Problem, bool) {
+			if !auditInStep {
+				return nil, false
+			}
+			root, err := os.OpenRoot(workDir)
+			if err != nil {
+				return nil, false
+			}
+			defer root.Close()
+			ef, err := openBundleFile(root, workDir, EntriesFile)
+			if err != nil {
+				return nil, false
+			}
+			defer ef.Close()
+			return auditContentStreamFrom(ctx, root, workDir, names, ef, src, -1, ra)
+		}
+		p, ok, c, done := auditFormat3Archive(ctx, files, workDir, names, budget, inStep)
 		probs = append(probs, p...)
 		if !ok {
 			return probs
 		}
+		content, contentDone = c, done
 	} else {
 		if err := copyBounded(files[2], filepath.Join(workDir, EntriesFile), MaxEntriesBytes, true, budget); err != nil {
 			return append(probs, Problem{File: names.entries, Msg: err.Error()})
@@ -209,6 +229,9 @@ func auditRecording(ctx context.Context, recordingDir, workDir string) []Problem
 	}
 	if err := os.WriteFile(filepath.Join(workDir, ManifestFile), data, 0o644); err != nil {
 		return append(probs, Problem{File: workDir, Msg: err.Error()})
+	}
+	if contentDone {
+		return append(probs, content...)
 	}
 	return append(probs, auditContent(ctx, workDir, names)...)
 }
@@ -429,7 +452,11 @@ func (s seenEntry) digestIs(d string) bool {
 // why there is none); add takes each problem.
 func (a *entryAuditor) line(line int, data []byte, find func(what string, off, length int64) (*auditRec, string), add0 func(Problem)) {
 	names := a.names
-	e, err := decodeStrictJSON[Entry](data)
+	// the shape pab writes without reflection (the same value), anything else strictly
+	e, err := new(Entry), error(nil)
+	if !decodeEntryFast(data, e) {
+		e, err = decodeStrictJSON[Entry](data)
+	}
 	if err != nil {
 		add0(Problem{File: names.entries, Where: fmt.Sprintf("line %d", line), Msg: err.Error()})
 		return
@@ -617,9 +644,16 @@ func openMsg(err error) string {
 // one problem naming its part file, its offset and the entries whose member it is; ok is
 // false then, and whenever the files could not be read far enough for the bundle checks
 // to follow.
-func auditFormat3Archive(ctx context.Context, files []string, workDir string, names auditNames, budget *unpackBudget) (probs []Problem, ok bool) {
+//
+// inStep, when not nil, audits data.warc's content while it is being inflated, reading it
+// from src as it is written (ra reads what was written, for messages); its answer is
+// returned as content with contentDone, when it ran to its end on an archive that
+// inflated whole. Otherwise contentDone is false, and the caller audits the content of
+// workDir once the archive is there.
+func auditFormat3Archive(ctx context.Context, files []string, workDir string, names auditNames, budget *unpackBudget,
+	inStep func(src io.Reader, ra io.ReaderAt) ([]Problem, bool)) (probs []Problem, ok bool, content []Problem, contentDone bool) {
 	if err := copyBounded(files[2], filepath.Join(workDir, EntriesFile), MaxEntriesBytes, true, budget); err != nil {
-		return []Problem{{File: names.entries, Msg: err.Error()}}, false
+		return []Problem{{File: names.entries, Msg: err.Error()}}, false, nil, false
 	}
 	// the entries are read a line at a time, here and below, never all held
 	entriesPath := filepath.Join(workDir, EntriesFile)
@@ -633,13 +667,34 @@ func auditFormat3Archive(ctx context.Context, files []string, workDir string, na
 	}
 	entriesErr := each(func(*Entry) error { return nil })
 	if errors.Is(entriesErr, os.ErrNotExist) {
-		return []Problem{{File: names.entries, Msg: entriesErr.Error()}}, false
+		return []Problem{{File: names.entries, Msg: entriesErr.Error()}}, false, nil, false
 	}
 	var spans []memberSpan
 	err := atomicfile.WriteNew(filepath.Join(workDir, WARCFile), 0o644, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 256<<10)
+		var dst io.Writer = bw
+		var pw *io.PipeWriter
+		stepDone := make(chan struct{})
+		if inStep != nil && entriesErr == nil {
+			var pr *io.PipeReader
+			pr, pw = io.Pipe()
+			dst = io.MultiWriter(bw, pw)
+			ra, _ := w.(io.ReaderAt)
+			if ra == nil {
+				ra = noReaderAt{}
+			}
+			go func() {
+				defer close(stepDone)
+				content, contentDone = inStep(pr, ra)
+				io.Copy(io.Discard, pr) // the rest, when it stopped early
+			}()
+		}
 		var err error
-		spans, err = inflateMembers(ctx, files[3:], bw, MaxWARCBytes, budget)
+		spans, err = inflateMembers(ctx, files[3:], dst, MaxWARCBytes, budget)
+		if pw != nil {
+			pw.CloseWithError(err) // nil: the content audit reads to the end
+			<-stepDone
+		}
 		if err != nil {
 			return err
 		}
@@ -664,20 +719,25 @@ func auditFormat3Archive(ctx context.Context, files []string, workDir string, na
 				p.Where = fmt.Sprintf("offset %d (no entry's member)", me.zoff)
 			}
 		}
-		return []Problem{p}, false
+		return []Problem{p}, false, nil, false
 	}
 	if entriesErr != nil {
-		return nil, true // auditEntries reports the line
+		return nil, true, nil, false // auditEntries reports the line
 	}
 	var eprobs []entryProblem
 	if err := each(func(e *Entry) error {
 		eprobs = checkEntryMembers(eprobs, e, spans)
 		return nil
 	}); err != nil {
-		return append(probs, Problem{File: names.entries, Msg: err.Error()}), false
+		return append(probs, Problem{File: names.entries, Msg: err.Error()}), false, nil, false
 	}
 	for _, p := range eprobs {
 		probs = append(probs, Problem{File: names.entries, Where: "entry " + p.id, Msg: p.msg})
 	}
-	return probs, true
+	return probs, true, content, contentDone
 }
+
+// noReaderAt reads nothing: a record's id is then left out of a message.
+type noReaderAt struct{}
+
+func (noReaderAt) ReadAt([]byte, int64) (int, error) { return 0, errors.New("not readable") }

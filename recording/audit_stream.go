@@ -42,8 +42,16 @@ func auditContentStream(ctx context.Context, dir string, names auditNames) (prob
 	if err != nil {
 		return nil, false
 	}
-	size := fi.Size()
-	br := bufio.NewReaderSize(wf, 256<<10)
+	return auditContentStreamFrom(ctx, root, dir, names, ef, wf, fi.Size(), wf)
+}
+
+// auditContentStreamFrom is auditContentStream reading data.warc from src: size bytes of
+// it, or (size < 0) up to src's end, as while data.warc is being written (the audit of a
+// format 3 recording, in step with the inflating of its members). ra reads a record
+// already passed, for a message (an error there only leaves the record's id out); ef is
+// entries.jsonl; root and dir hold pages.jsonl.
+func auditContentStreamFrom(ctx context.Context, root *os.Root, dir string, names auditNames, ef io.Reader, src io.Reader, size int64, ra io.ReaderAt) (probs []Problem, ok bool) {
+	br := bufio.NewReaderSize(src, 256<<10)
 
 	var scanProbs, entryProbs, noEntry []Problem
 	var ifWhole []bool // per entry problem: it holds only when the whole archive scans
@@ -52,8 +60,17 @@ func auditContentStream(ctx context.Context, dir string, names auditNames) (prob
 	var cur *auditRec // the first record not yet passed; nil at the end or after a failure
 	next := func() {
 		cur = nil
-		if scanFailed || off >= size {
+		if scanFailed || (size >= 0 && off >= size) {
 			return
+		}
+		if size < 0 {
+			if _, err := br.Peek(1); err == io.EOF {
+				return
+			} else if err != nil {
+				scanProbs = append(scanProbs, Problem{File: names.warc, Where: fmt.Sprintf("offset %d", off), Msg: err.Error() + "; the rest of the file is not checked"})
+				scanFailed = true
+				return
+			}
 		}
 		rec, recProbs, err := scanRecord(br, off, names.warc)
 		scanProbs = append(scanProbs, recProbs...)
@@ -105,8 +122,8 @@ func auditContentStream(ctx context.Context, dir string, names auditNames) (prob
 		}
 		return rec, ""
 	}
-	recordID := func(at, n int64) string {
-		lines, _, err := warc.ReadHead(bufio.NewReader(io.NewSectionReader(wf, at, n)), warc.MaxWARCHeaderBytes, false)
+	recordID := func(roff, n int64) string {
+		lines, _, err := warc.ReadHead(bufio.NewReader(io.NewSectionReader(ra, roff, n)), warc.MaxWARCHeaderBytes, false)
 		if err != nil {
 			return ""
 		}
