@@ -287,7 +287,7 @@ func (r *run) stage() error {
 	if err != nil {
 		return r.failed(r.interrupted("packing", err))
 	}
-	m = r.prog.begin("auditing the packed recording", progress.Totals{Bytes: progress.Size(staged), Unit: "members"})
+	m = r.prog.begin("auditing the packed recording", progress.Totals{Bytes: archiveSize(staged), Unit: "members"})
 	// An unresolved revisit was already a warning of the import; it does not stop it.
 	probs, err := recording.AuditRecordingContext(progress.NewContext(r.ctx, m), staged, filepath.Join(r.work, "audit"))
 	if err != nil {
@@ -318,6 +318,20 @@ func (r *run) stage() error {
 	}
 	r.staged = staged
 	return nil
+}
+
+// archiveSize is the size in bytes of the gzip parts of the format 3 recording in dir (what
+// the audit's meter counts), 0 when they cannot be listed.
+func archiveSize(dir string) int64 {
+	files, err := warc.RecordingFiles(dir)
+	if err != nil || len(files) < 4 {
+		return 0
+	}
+	var n int64
+	for _, f := range files[3:] {
+		n += progress.Size(f)
+	}
+	return n
 }
 
 // interrupted is err of step (packing, the audit), saying so when the import's context
