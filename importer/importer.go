@@ -323,7 +323,7 @@ func (r *run) stage() error {
 // archiveSize is the size in bytes of the gzip parts of the format 3 recording in dir (what
 // the audit's meter counts), 0 when they cannot be listed.
 func archiveSize(dir string) int64 {
-	files, err := warc.RecordingFiles(dir)
+	files, err := recording.RecordingFiles(dir)
 	if err != nil || len(files) < 4 {
 		return 0
 	}
