@@ -216,7 +216,7 @@ func New(opts Options) (*Recorder, RecoverReport, error) {
 		IdleTimeout:       opts.IdleTimeout,
 		ReadHeaderTimeout: opts.ReadHeaderTimeout,
 		HandshakeTimeout:  opts.HandshakeTimeout,
-		Limits:            opts.Limits,
+		Limits:            recordLimits(opts.Limits),
 		ErrorLog:          opts.Debug,
 	})
 	if err != nil {
@@ -636,4 +636,12 @@ func ParseResolves(values []string) (map[string]string, error) {
 		m[from] = to
 	}
 	return m, nil
+}
+
+// recordLimits is l with the per-connection request rate applied to HTTP/1.1 connections
+// as well (mitm.Limits.RateHTTP1): each request pab record answers is one to the site, so
+// a client connection forwards no more than the documented rate, whatever its protocol.
+func recordLimits(l mitm.Limits) mitm.Limits {
+	l.RateHTTP1 = true
+	return l
 }

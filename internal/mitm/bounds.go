@@ -93,9 +93,15 @@ type Limits struct {
 	MaxActive      int
 	MaxActiveBytes int64
 	// RequestRate and RequestBurst bound the requests per client connection (defaults
-	// DefaultRequestRate per second, DefaultRequestBurst at once).
+	// DefaultRequestRate per second, DefaultRequestBurst at once). The bound applies to
+	// HTTP/2 connections, where a client can open and reset streams faster than they are
+	// answered (rapid reset), and to HTTP/1.1 connections (plain proxy requests and
+	// HTTP/1.1 inside tunnels) only when RateHTTP1 is set: their requests come one at a
+	// time, each after the answer before it, so a client cannot send them faster than the
+	// Handler answers. Record sets it, since each request there becomes one to the site.
 	RequestRate  float64
 	RequestBurst int
+	RateHTTP1    bool
 	// MaxFieldBytes bounds one header field line (default DefaultMaxFieldBytes).
 	MaxFieldBytes int
 }
@@ -297,7 +303,7 @@ func (s *Server) serveBounded(w http.ResponseWriter, r *http.Request, h http.Han
 	if cs == nil {
 		cs = &connState{done: make(chan struct{})} // not from a connection of this shell's servers (tests)
 	}
-	if cs.rate != nil {
+	if cs.rate != nil && (r.ProtoMajor == 2 || l.RateHTTP1) {
 		// Waited for whatever the client does meanwhile: a stream reset while it waits
 		// still holds its handler, so a rapid reset fills the connection's streams and
 		// ends with GOAWAY instead of becoming requests.

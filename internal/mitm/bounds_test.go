@@ -678,3 +678,59 @@ func TestPauseBetweenWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestRateProtocols: the per-connection request rate holds back HTTP/2 streams
+// always, and HTTP/1.1 requests (plain proxy requests and HTTPS tunnels) only with
+// RateHTTP1 (record): 40 requests on one kept-alive HTTP/1.1 connection under a rate of 2
+// a second after a burst of 2 all pass at once in replay's configuration, while with
+// RateHTTP1, and on HTTP/2, no more than the burst plus the rate over the time taken do.
+func TestRequestRateProtocols(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		url     string
+		h2, h1r bool
+		limited bool
+	}{
+		{"plain", "http://rate.test/x", false, false, false},
+		{"tunnel-h1", "https://rate.test/x", false, false, false},
+		{"plain-record", "http://rate.test/x", false, true, true},
+		{"tunnel-h1-record", "https://rate.test/x", false, true, true},
+		{"tunnel-h2", "https://rate.test/x", true, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			g := startShell(t, func(cfg *Config) {
+				cfg.Limits.RequestRate, cfg.Limits.RequestBurst, cfg.Limits.RateHTTP1 = 2, 2, c.h1r
+			})
+			cl, tr := g.client(c.h2)
+			defer tr.CloseIdleConnections()
+			const n = 40
+			start := time.Now()
+			done := 0
+			for ; done < n; done++ {
+				if c.limited && time.Since(start) > 3*time.Second {
+					break // enough to tell: the rate holds it back
+				}
+				resp, err := cl.Get(c.url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			life := time.Since(start)
+			bound := 2 + int(2*life.Seconds()) + 1
+			t.Logf("%d requests in %v (bound with the rate %d)", done, life, bound)
+			if c.limited && done > bound {
+				t.Errorf("%d requests in %v passed a rate of 2/s after a burst of 2", done, life)
+			}
+			if !c.limited && done != n {
+				t.Errorf("%d of %d requests answered", done, n)
+			}
+			if !c.limited && done <= bound {
+				t.Errorf("%d requests in %v: held back by the rate, which applies to HTTP/2 (and HTTP/1.1 in record) only", done, life)
+			}
+		})
+	}
+}
