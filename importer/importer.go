@@ -227,9 +227,14 @@ func (r *run) readIncoming() error {
 		r.incoming, err = auditedInput(r.o.Inputs[0], filepath.Join(r.work, "in"), r.errOut)
 		return err
 	}
-	r.rep, err = recording.ImportWARCs(r.o.Inputs, r.incoming, recording.ImportOptions{TaskID: r.o.TaskID, Context: r.ctx, Locale: r.o.Locale, Timezone: r.o.Timezone,
+	inputs, locale, fixWarnings, err := r.harInputs() // HAR files become WARC files (har.go)
+	if err != nil {
+		return err
+	}
+	r.rep, err = recording.ImportWARCs(inputs, r.incoming, recording.ImportOptions{TaskID: r.o.TaskID, Context: r.ctx, Locale: locale, Timezone: r.o.Timezone,
 		Progress: r.prog.report})
 	r.prog.end()
+	fixWarnings(r.rep)
 	return err
 }
 

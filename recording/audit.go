@@ -490,7 +490,7 @@ func (a *entryAuditor) line(line int, data []byte, find func(what string, off, l
 	}
 	if e.Unresolved {
 		add0(Problem{File: names.entries, Where: where, Unresolved: true,
-			Msg: fmt.Sprintf("unresolved revisit of %.80q: its original payload is not in the recording, so replay answers it as a miss (import the capture that holds the original into the same task)", e.URL)})
+			Msg: fmt.Sprintf("unresolved revisit of %.80q: its payload is not in the recording (a revisit whose original is missing, or a HAR response whose body was not captured), so replay answers it as a miss (import the capture that holds it into the same task)", e.URL)})
 	}
 	origKey := hkeyOf(e.RevisitOf)
 	if e.RevisitOf != "" {

@@ -13,7 +13,7 @@ import (
 
 // Notes written in the log's "note" field.
 const (
-	noteUnresolved = "revisit original not in recording"
+	noteUnresolved = "body not in recording (a revisit without its original, or a HAR body not captured)"
 	noteHTTP2      = "HTTP/2 request: HTTP/2 is turned off (--http2=false)"
 	noteH2C        = "HTTP/2 without TLS (h2c prior knowledge) to the proxy itself: send requests through the proxy over HTTP/1.1, or CONNECT"
 	noteWebSocket  = "WebSocket upgrade: WebSockets are not replayed"

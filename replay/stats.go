@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/pab-dev/pab/recording"
@@ -70,6 +71,10 @@ type Stats struct {
 	// MissedOther counts the misses whose key was not among the MaxMissedKeys first
 	// distinct missed keys (they are counted in Total and BySource, not ranked).
 	MissedOther int `json:"missed_other,omitempty"`
+	// NotInRecording counts the misses on a recorded exchange whose body is not in the
+	// recording: a revisit without its original, or a HAR response whose body the capture
+	// left out ("body not captured").
+	NotInRecording int `json:"not_in_recording,omitempty"`
 	// Truncated counts the lines whose fields replay cut to fit MaxLogLine.
 	Truncated int `json:"truncated,omitempty"`
 	// Unreadable counts the lines that could not be read (skipped); FirstUnreadable is the
@@ -149,6 +154,9 @@ func (s *Summarizer) Add(l *LogLine) {
 	}
 	if l.Source != SourceMiss {
 		return
+	}
+	if strings.HasPrefix(l.Note, noteUnresolved) {
+		st.NotInRecording++
 	}
 	key := l.Key
 	if key == "" {
@@ -296,6 +304,9 @@ func (st Stats) Print(w io.Writer, top int) {
 		hits += st.BySource[s]
 	}
 	fmt.Fprintf(w, "answered from the recording (exact, search, promo, fuzzy): %d, %s\n", hits, pct(hits, st.Total))
+	if st.NotInRecording > 0 {
+		fmt.Fprintf(w, "misses on recorded exchanges whose body is not in the recording (body not captured, or a revisit without its original): %d\n", st.NotInRecording)
+	}
 	fmt.Fprintf(w, "\nby type (%% of the type's requests):\n  %-9s %6s", "type", "total")
 	for _, s := range sources {
 		fmt.Fprintf(w, " %9s", s)

@@ -19,8 +19,9 @@
 # missing (CMD:PACKAGE): chromium for the browser tests; Xvfb, the display of the headed
 # tests of pab guard (cmd/pab/guard_owner_test.go); node and npm for warcio.js
 # (recording/warcio_test.go), @playwright/mcp and the agent CLIs; mount(8) for the full-disk
-# tests' tmpfs (batch/run_test.go TestRunDiskFull; CI runs as root, so they never skip).
-PAB_TEST_APT_TOOLS=(chromium:chromium Xvfb:xvfb node:nodejs npm:npm mount:mount)
+# tests' tmpfs (batch/run_test.go TestRunDiskFull; CI runs as root, so they never skip);
+# mitmdump, the mitmproxy capture whose HAR cmd/pab/har_test.go TestHARMitmproxy imports.
+PAB_TEST_APT_TOOLS=(chromium:chromium Xvfb:xvfb node:nodejs npm:npm mount:mount mitmdump:mitmproxy)
 
 # PAB_APT_LOCK_TIMEOUT is the wait in seconds (600; a knob for scripts/apt-lock-test.sh).
 PAB_APT_LOCK_TIMEOUT=${PAB_APT_LOCK_TIMEOUT:-600}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pab-dev/pab/har"
 	"github.com/pab-dev/pab/internal/atomicfile"
 	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/recording"
@@ -107,6 +108,8 @@ func Resolve(arg string, repo *Repo) (*Target, error) {
 			what := "the file exists but is not a WARC file (.warc, .warc.gz) or a WACZ package (.wacz)"
 			if fi.IsDir() {
 				what = "the directory exists but is not a bundle directory (with manifest.json) or a task directory (with task.yaml)"
+			} else if isHARFile(abs) {
+				what = "the file is a HAR, which is replayed once imported into a task (pab import --task ID " + arg + ")"
 			}
 			return nil, fmt.Errorf("target %s: %s, and there is no task %q in %s", arg, what, arg, repo.TasksDir())
 		}
@@ -336,4 +339,16 @@ func hashFile(path string) (string, error) {
 		return "", fmt.Errorf("read %s at offset %d: %w", path, n, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// isHARFile says whether the file at path starts as a HAR does (har.Sniff).
+func isHARFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(f, head)
+	return har.Sniff(head[:n])
 }

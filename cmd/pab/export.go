@@ -10,28 +10,42 @@ import (
 
 	"github.com/pab-dev/pab/internal/words"
 	"github.com/pab-dev/pab/recording"
+	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/task"
 )
 
 func newExportCmd(g *globalFlags) *cobra.Command {
 	var (
-		warcPath, waczPath string
-		force              bool
+		warcPath, waczPath, harPath, logPath string
+		force                                bool
 	)
 	cmd := &cobra.Command{
-		Use:   "export TARGET (--warc FILE.warc[.gz] | --wacz FILE.wacz)",
-		Short: "Write a recording as a standard WARC or WACZ file for other tools",
+		Use:   "export TARGET (--warc FILE.warc[.gz] | --wacz FILE.wacz | --har FILE.har)",
+		Short: "Write a recording as a standard WARC, WACZ or HAR file for other tools",
 		Long:  longHelp("export"),
 		Example: `  pab export books-sapiens-price --warc books.warc.gz
   pab export tasks/archive-org-jobs --wacz archive-org-jobs.wacz
-  pab import --task copy-of-jobs archive-org-jobs.wacz`,
+  pab import --task copy-of-jobs archive-org-jobs.wacz
+  pab export books-sapiens-price --har books.har
+  pab export books-sapiens-price --har run.har --log runs/1/replay.jsonl`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if (warcPath == "") == (waczPath == "") {
-				return fmt.Errorf("export: give exactly one of --warc FILE and --wacz FILE")
+			n := 0
+			for _, p := range []string{warcPath, waczPath, harPath} {
+				if p != "" {
+					n++
+				}
+			}
+			if n != 1 {
+				return fmt.Errorf("export: give exactly one of --warc FILE, --wacz FILE and --har FILE")
+			}
+			if logPath != "" && harPath == "" {
+				return fmt.Errorf("export: --log goes with --har (a run's HAR)")
 			}
 			out := warcPath
-			if out == "" {
+			if harPath != "" {
+				out = harPath
+			} else if out == "" {
 				out = waczPath
 				if !strings.HasSuffix(strings.ToLower(out), ".wacz") {
 					return fmt.Errorf("export: --wacz %s: a WACZ file name must end in .wacz", out)
@@ -53,9 +67,14 @@ func newExportCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			defer b.Close()
-			if warcPath != "" {
+			switch {
+			case warcPath != "":
 				err = recording.ExportWARCFile(b, out)
-			} else {
+			case harPath != "" && logPath != "":
+				_, err = replay.WriteRunHARFile(out, logPath, b, harVersion)
+			case harPath != "":
+				err = recording.ExportHARFile(b, out, harVersion)
+			default:
 				err = recording.ExportWACZ(b, out)
 			}
 			if err != nil {
@@ -73,6 +92,8 @@ func newExportCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite the output file when it exists")
 	cmd.Flags().StringVar(&warcPath, "warc", "", "write a WARC 1.1 file (gzip per record when the name ends in .gz)")
 	cmd.Flags().StringVar(&waczPath, "wacz", "", "write a WACZ 1.1.1 file (name ending in .wacz)")
+	cmd.Flags().StringVar(&logPath, "log", "", "with --har: write the run of this replay log instead (pab replay --log): each request with the recorded answer it got")
+	cmd.Flags().StringVar(&harPath, "har", "", "write a HAR 1.2 file (Chrome DevTools, Playwright's routeFromHAR and pab import read it)")
 	return cmd
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/pab-dev/pab/batch"
 	"github.com/pab-dev/pab/grade"
 	"github.com/pab-dev/pab/internal/atomicfile"
+	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/task"
 )
 
@@ -92,7 +93,7 @@ func newGradeCmd(g *globalFlags) *cobra.Command {
 	var (
 		logFile, answerFile, outDir string
 		guardTrace, guardResult     string
-		check                       bool
+		check, harOut               bool
 		jf                          judgeFlags
 	)
 	cmd := &cobra.Command{
@@ -116,13 +117,14 @@ func newGradeCmd(g *globalFlags) *cobra.Command {
 				outDir = filepath.Dir(logFile)
 			}
 			return runGrade(cmd, g, args[0], grade.Files{Log: logFile, Answer: answerFile,
-				GuardTrace: guardTrace, GuardResult: guardResult}, outDir, &jf)
+				GuardTrace: guardTrace, GuardResult: guardResult}, outDir, &jf, harOut)
 		},
 	}
 	cmd.Flags().StringVar(&logFile, "log", "", "the replay log of the run (pab replay --log)")
 	cmd.Flags().StringVar(&answerFile, "answer", "", "the agent's answer (a text file)")
 	cmd.Flags().StringVar(&outDir, "out", "", "directory for result.json and report.html (default: the log's directory)")
 	cmd.Flags().BoolVar(&check, "check", false, "validate grading.yaml against the recording and exit")
+	cmd.Flags().BoolVar(&harOut, "har", false, "also write the run as a HAR 1.2 file, run.har in --out: the replay log joined with the recorded answers (docs/replay.md \"A run as a HAR\")")
 	cmd.Flags().StringVar(&guardTrace, "guard-trace", "", "pab guard's trace of the run, for a grading with a guard section (default: guard.trace.jsonl in the log's directory)")
 	cmd.Flags().StringVar(&guardResult, "guard-result", "", "pab guard's result envelope of the run (default: guard.result.json in the log's directory)")
 	jf.add(cmd)
@@ -130,7 +132,7 @@ func newGradeCmd(g *globalFlags) *cobra.Command {
 	return cmd
 }
 
-func runGrade(cmd *cobra.Command, g *globalFlags, target string, files grade.Files, outDir string, jf *judgeFlags) error {
+func runGrade(cmd *cobra.Command, g *globalFlags, target string, files grade.Files, outDir string, jf *judgeFlags, harOut bool) error {
 	errOut := cmd.ErrOrStderr()
 	if err := jf.validate(); err != nil {
 		return err
@@ -160,6 +162,11 @@ func runGrade(cmd *cobra.Command, g *globalFlags, target string, files grade.Fil
 	}
 	if err := res.WriteFiles(outDir); err != nil {
 		return fmt.Errorf("grade: %w", err)
+	}
+	if harOut {
+		if err := writeRunHAR(cmd.OutOrStdout(), filepath.Join(outDir, replay.RunHARFile), files.Log, s.bundle); err != nil {
+			return fmt.Errorf("grade: --har: %w", err)
+		}
 	}
 	// the run view, when the log's directory holds the run's browser steps (pab run)
 	runDir := filepath.Dir(files.Log)

@@ -26,7 +26,7 @@ type runFlags struct {
 	agent, out, label, guardApp, guardMCP, chrome, clock, collect string
 	jobs, repeat                                                  int
 	timeout, grace, mcpTimeout                                    time.Duration
-	resume, browser, mcp, proxyEnv, meter, view                   bool
+	resume, browser, mcp, proxyEnv, meter, view, har              bool
 	prices                                                        string
 	jf                                                            judgeFlags
 }
@@ -66,6 +66,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	f.BoolVar(&rf.proxyEnv, "proxy-env", true, "also set HTTP_PROXY/HTTPS_PROXY (and lower-case) to the replay for the agent; turn off for agents that call an LLM API themselves")
 	f.StringVar(&rf.clock, "clock", "on", "page clock of each replay: on or off, as for pab replay (env RR_CLOCK=off)")
 	f.StringVar(&rf.label, "label", "", "name of the agent in summary.json and index.html (default: the --agent command)")
+	f.BoolVar(&rf.har, "har", false, "also write each run as a HAR 1.2 file, run.har in its directory: its replay log joined with the recorded answers (docs/replay.md \"A run as a HAR\")")
 	f.StringVar(&rf.collect, "collect", "", "grade and summarize the run directories in DIR (a Kubernetes job's results) instead of running an agent")
 	rf.jf.add(cmd)
 	return cmd
@@ -182,6 +183,9 @@ func runBatch(cmd *cobra.Command, g *globalFlags, rf *runFlags, args []string) e
 	sum, err := batch.Batch(ctx, batch.Config{Harness: h, Tasks: tasks, Repeat: rf.repeat, Jobs: rf.jobs,
 		Agent: rf.agent, Timeout: rf.timeout, Grace: rf.grace, Out: rf.out, Resume: rf.resume, ProxyEnv: rf.proxyEnv,
 		Progress: cmd.OutOrStdout(), Live: live, Label: rf.label, Meter: mc})
+	if rf.har && sum != nil {
+		writeRunHARs(cmd, repo, rf.out, sum)
+	}
 	return runOutcome(cmd, sum, rf.out, err)
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +17,10 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/pab-dev/pab/batch"
+	"github.com/pab-dev/pab/har"
 	"github.com/pab-dev/pab/internal/proctest"
 	"github.com/pab-dev/pab/recording"
+	"github.com/pab-dev/pab/replay"
 )
 
 var demoTasks = []string{"books-sapiens-price", "archive-org-jobs", "lil-former-projects"}
@@ -122,7 +125,7 @@ func TestRunEndToEnd(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "batch")
 	counter := filepath.Join(t.TempDir(), "starts")
 	agent := ref + " --plans " + filepath.Join(repoRoot, "tasks") + " --counter " + counter
-	args := append([]string{"run", "--out", out, "--jobs", "2", "--repeat", "2", "--timeout", "2m",
+	args := append([]string{"run", "--out", out, "--jobs", "2", "--repeat", "2", "--timeout", "2m", "--har",
 		"--agent", agent, "--judge", "cli", "--judge-cmd", exampleJudge}, demoTasks...)
 	stdout, stderr, code := runPabDir(t, repoRoot, args...)
 	if code != 0 {
@@ -156,6 +159,7 @@ func TestRunEndToEnd(t *testing.T) {
 				t.Errorf("%s: %v", r.Dir, err)
 			}
 		}
+		checkRunHAR(t, filepath.Join(dir, replay.RunHARFile), r.Requests)
 		want, _ := os.ReadFile(filepath.Join(repoRoot, "docs", "examples", r.Task, "right", "answer.txt"))
 		if got, _ := os.ReadFile(filepath.Join(dir, batch.FileAnswer)); !bytes.Equal(got, want) || len(want) == 0 {
 			t.Errorf("%s: answer %q, want the example's %q", r.Dir, got, want)
@@ -184,6 +188,14 @@ func TestRunEndToEnd(t *testing.T) {
 	if s.Pab.Version == "" {
 		t.Errorf("summary.json names no build: %+v", s.Pab)
 	}
+	// pab grade --har writes the same run.har beside result.json
+	r0 := s.Runs[0]
+	gradeOut := t.TempDir()
+	if stdout, stderr, code := runPabDir(t, repoRoot, "grade", r0.Task, "--log", filepath.Join(out, r0.Dir, batch.FileLog),
+		"--answer", filepath.Join(out, r0.Dir, batch.FileAnswer), "--out", gradeOut, "--har", "--judge", "cli", "--judge-cmd", exampleJudge); code != 0 {
+		t.Errorf("pab grade --har: exit %d\n%s%s", code, stdout, stderr)
+	}
+	checkRunHAR(t, filepath.Join(gradeOut, replay.RunHARFile), r0.Requests)
 	if len(s.Tasks) != 3 {
 		t.Fatalf("%d tasks in the summary", len(s.Tasks))
 	}
@@ -652,5 +664,42 @@ func TestRunHonestBatch(t *testing.T) {
 	_, cells := indexLinks(t, index)
 	if len(cells) < 4 || !strings.Contains(cells[2], "no_browsing no page opened") || !strings.Contains(cells[3], "error judge error") {
 		t.Errorf("index.html cells: %q", cells)
+	}
+}
+
+// checkRunHAR checks a run's HAR (pab run --har, pab grade --har): valid HAR 1.2 with one
+// entry per request of the log, each with its lookup step, every exact answer with a body.
+func checkRunHAR(t *testing.T, path string, requests int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer f.Close()
+	if probs, err := har.Validate(f); err != nil || len(probs) != 0 {
+		t.Errorf("%s: %v %q", path, err, probs)
+	}
+	f.Seek(0, 0)
+	hr, err := har.NewReader(f, har.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for {
+		e, err := hr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		n++
+		if e.Pab == nil || e.Pab.Source == "" || (e.Pab.Source == "exact" && !e.Response.Content.HasText()) {
+			t.Errorf("%s: entry %d (%s): _pab %+v, text %v", path, e.Index, e.Request.URL, e.Pab, e.Response.Content.HasText())
+		}
+	}
+	if n != requests || n == 0 {
+		t.Errorf("%s: %d entries, the log has %d requests", path, n, requests)
 	}
 }
