@@ -532,7 +532,7 @@ func (w *BundleWriter) addEntry(a *adding, respOff, respLen, reqOff, reqLen int6
 		ReqLength:  reqLen,
 		RespOffset: respOff,
 		RespLength: respLen,
-		ReqType:    httpx.MediaType(getHeader(x.ReqHeader, "Content-Type")),
+		ReqType:    httpx.RequestKeyType(getHeader(x.ReqHeader, "Content-Type")),
 
 		ResourceType: x.ResourceType,
 	}
