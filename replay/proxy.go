@@ -238,6 +238,7 @@ func New(opts Options) (*Server, error) {
 		IdleTimeout:       opts.IdleTimeout,
 		Limits:            opts.Limits,
 		ErrorLog:          opts.Debug,
+		OnRefuse:          s.refused,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
@@ -559,6 +560,32 @@ func (s *Server) finish(r *http.Request, a *answer, start time.Time) {
 	if a.entry != nil {
 		line.Entry = a.entry.ID
 	}
+	s.emit(line)
+}
+
+// refused logs a request the proxy shell answered itself (mitm.Config.OnRefuse): a line
+// with source "refused", the method and URL as far as the shell read them (a cut URL
+// marks the line truncated, with URLSize how much of it was read), the status and the
+// shell's note, type "other" (its header fields were not read), ms 0.
+func (s *Server) refused(r mitm.Refusal) {
+	s.counts.add(SourceRefused, TypeOther)
+	line := LogLine{
+		Time:   logTime(r.Time),
+		Method: r.Method,
+		URL:    r.URL,
+		Type:   TypeOther,
+		Source: SourceRefused,
+		Status: r.Status,
+		Note:   r.Note,
+	}
+	if r.URLCut {
+		line.Truncated, line.URLSize = true, max(r.URLRead, len(r.URL)+1)
+	}
+	s.emit(line)
+}
+
+// emit writes line to the in-memory tail and the log file.
+func (s *Server) emit(line LogLine) {
 	// Encoded once, here, for both the in-memory tail and the log file.
 	b := encodeLogLine(line)
 	if b == nil {
