@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/pab-dev/pab/record"
@@ -45,9 +46,9 @@ func multipartForm(t *testing.T, boundary string, file []byte) (body []byte, con
 }
 
 // serveTask serves the task id of repo as pab replay does (task.Open, then replay.New on a
-// loopback port) and returns an HTTP client whose proxy it is, and the replay's log
-// (read it only once the replay is closed).
-func serveTask(t *testing.T, repo *task.Repo, id string) (*http.Client, *bytes.Buffer) {
+// loopback port) and returns an HTTP client whose proxy it is, and stop, which stops the
+// replay (once) and returns its log.
+func serveTask(t *testing.T, repo *task.Repo, id string) (client *http.Client, stop func() string) {
 	t.Helper()
 	o, err := task.Open(id, repo, io.Discard)
 	if err != nil {
@@ -69,9 +70,14 @@ func serveTask(t *testing.T, repo *task.Repo, id string) (*http.Client, *bytes.B
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() { srv.Close(); <-served })
+	var once sync.Once
+	stop = func() string {
+		once.Do(func() { srv.Close(); <-served })
+		return log.String()
+	}
+	t.Cleanup(func() { stop() })
 	proxy, _ := url.Parse("http://" + ln.Addr().String())
-	return &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxy)}}, &log
+	return &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxy)}}, stop
 }
 
 // postForm posts body as contentType to u through client and returns the status and answer.

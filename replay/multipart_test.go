@@ -1,6 +1,18 @@
 package replay
 
-import "testing"
+import (
+	"bytes"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pab-dev/pab/recording"
+	"github.com/pab-dev/pab/rules"
+)
 
 // TestProxyMultipartOldAndNewRecordings: a recorded upload form is answered over HTTPS
 // when posted again with a fresh boundary, whether its entry keeps the boundary
@@ -44,5 +56,71 @@ func TestProxyMultipartOldAndNewRecordings(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestShippedMultipartFreshBoundary: every upload form recorded in the shipped tasks (the
+// five of apply-adversarial, recorded before the boundary was kept) is found exact when a
+// browser posts it again: the same parts under a fresh boundary.
+func TestShippedMultipartFreshBoundary(t *testing.T) {
+	recs, err := filepath.Glob(filepath.Join("..", "tasks", "*", "recording"))
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("no shipped task recordings (%v)", err)
+	}
+	forms := 0
+	for _, rec := range recs {
+		dir := filepath.Dir(rec)
+		rs, err := rules.Load(filepath.Join("..", "sites"), filepath.Join(dir, "rules"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := recording.OpenBundle(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		ix, err := NewIndex(b, rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range b.Entries {
+			e := &b.Entries[i]
+			if !strings.HasPrefix(e.ReqType, "multipart/form-data") {
+				continue
+			}
+			forms++
+			body, err := b.RequestBody(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, params, err := mime.ParseMediaType(e.RequestType(body))
+			if err != nil || params["boundary"] == "" {
+				t.Fatalf("%s %s: no boundary in %q (%v)", filepath.Base(dir), e.ID, e.RequestType(body), err)
+			}
+			// the same parts, headers and bytes, under a boundary the browser picks afresh
+			var again bytes.Buffer
+			mw := multipart.NewWriter(&again)
+			mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+			for {
+				p, err := mr.NextRawPart()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("%s %s: %v", filepath.Base(dir), e.ID, err)
+				}
+				w, _ := mw.CreatePart(p.Header)
+				io.Copy(w, p)
+			}
+			mw.Close()
+			u, _ := url.Parse(e.URL)
+			res := ix.Lookup(rules.Request{Method: e.Method, URL: u, Body: again.Bytes(), ContentType: mw.FormDataContentType()})
+			if res.Source != SourceExact || res.Entry == nil || res.Entry.ID != e.ID {
+				t.Errorf("%s %s %s: %s %v, want exact", filepath.Base(dir), e.ID, e.URL, res.Source, res.Entry)
+			}
+		}
+	}
+	if forms < 5 {
+		t.Errorf("%d recorded upload forms, want apply-adversarial's 5 at least", forms)
 	}
 }

@@ -428,6 +428,7 @@ func (s *Server) recordedAnswer(e *recording.Entry, r *http.Request) (*answer, e
 		size:   h.size,
 		entry:  e,
 		record: h.recordID,
+		note:   h.note,
 	}
 	if revalidate(r, a) { // the client's cached copy is current: 304 (revalidate.go)
 		return a, nil
@@ -445,10 +446,12 @@ func (s *Server) recordedAnswer(e *recording.Entry, r *http.Request) (*answer, e
 		case err != nil:
 			return nil, fmt.Errorf("entry %s: read payload: %w", e.ID, err)
 		case !ok:
-			a.note = fmt.Sprintf("clock: document of %d bytes is over %d, served without the clock", a.size, s.clockMax)
+			a.note = joinNote(a.note, fmt.Sprintf("clock: document of %d bytes is over %d, served without the clock", a.size, s.clockMax))
 		default:
 			a.header = a.header.Clone()
-			body, a.note = s.clock.Inject(a.header, body)
+			var note string
+			body, note = s.clock.Inject(a.header, body)
+			a.note = joinNote(a.note, note)
 			a.body, a.data, a.size = nil, body, int64(len(body))
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -122,6 +123,8 @@ type watchConn struct {
 	authority string               // a tunnel's CONNECT authority; "" on the listening socket
 	tls       *tls.ConnectionState // a tunnel's TLS state; nil on the listening socket
 
+	off atomic.Bool // a CONNECT took the connection over: nothing more to follow
+
 	mu       sync.Mutex
 	armed    bool   // between requests
 	head     []byte // the first bytes read since the last write
@@ -131,7 +134,7 @@ type watchConn struct {
 
 func (c *watchConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if n > 0 {
+	if n > 0 && !c.off.Load() {
 		c.mu.Lock()
 		c.read += n
 		if len(c.head) < MaxRefusalHead {
@@ -143,6 +146,9 @@ func (c *watchConn) Read(p []byte) (int, error) {
 }
 
 func (c *watchConn) Write(p []byte) (int, error) {
+	if c.off.Load() {
+		return c.Conn.Write(p)
+	}
 	c.mu.Lock()
 	var r *Refusal
 	if c.armed && !c.reported {
@@ -231,9 +237,13 @@ func watchContext(ctx context.Context, c net.Conn) context.Context {
 	return ctx
 }
 
-// enteredConn marks the watchConn of r's connection, if any, as having reached a handler.
+// enteredConn marks the watchConn of r's connection, if any, as having reached a handler;
+// a CONNECT ends the watch (the connection becomes a tunnel, watched inside its TLS).
 func enteredConn(r *http.Request) {
 	if wc, ok := r.Context().Value(watchKey{}).(*watchConn); ok {
 		wc.entered()
+		if r.Method == http.MethodConnect {
+			wc.off.Store(true)
+		}
 	}
 }
