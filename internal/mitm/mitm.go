@@ -93,9 +93,9 @@ type Config struct {
 	// (400, 417, 431 for a header over MaxHeaderBytes, 501, 505), a bad CONNECT target
 	// (400), a header field line over Limits.MaxFieldBytes (431), a request refused
 	// because the shell is full (503). It is called from the connection's goroutine, before
-	// or while the answer is written, and must not block. HTTP/2 streams that x/net/http2
-	// itself ends (a header list over the bound, a malformed header block) are not
-	// reported: it keeps their requests to itself.
+	// or while the answer is written, and holds up that connection (only) while it runs.
+	// HTTP/2 streams that x/net/http2 itself ends (a header list over the bound, a
+	// malformed header block) are not reported: it keeps their requests to itself.
 	OnRefuse func(Refusal)
 	// ErrorLog receives the shell's and net/http's warnings: malformed requests, failed
 	// TLS handshakes (with the client address and CONNECT authority), HTTP/2 protocol
