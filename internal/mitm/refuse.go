@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -163,6 +164,31 @@ func (c *watchConn) Write(p []byte) (int, error) {
 		c.s.refuse(*r)
 	}
 	return c.Conn.Write(p)
+}
+
+// ReadFrom lets net/http send an answer's body with the connection's own ReadFrom
+// (sendfile on a plain TCP connection) as it does without the watch. It is only called
+// while a handler answers, never between requests.
+func (c *watchConn) ReadFrom(r io.Reader) (int64, error) {
+	if !c.off.Load() {
+		c.mu.Lock()
+		c.head, c.read = c.head[:0], 0
+		c.mu.Unlock()
+	}
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
+}
+
+// CloseWrite half-closes the connection when the one beneath can (a TCP connection, a
+// TLS one), as net/http does before closing after an error answer (such as its 431), so
+// that the client reads the answer rather than a reset; else it does nothing.
+func (c *watchConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // refusal reads the refused request from c.head and net/http's answer from its first
