@@ -429,7 +429,7 @@ func auditedInput(dir, work string, errOut io.Writer) (string, error) {
 		return "", fmt.Errorf("import: %s is neither a bundle directory (manifest.json, archive/data.warc, ...) nor a published recording (manifest.json with data.warc.gz, or warc.tar.gz, ...)", dir)
 	}
 	for _, p := range probs {
-		if p.Unresolved {
+		if p.Unresolved || p.Kept {
 			fmt.Fprintln(errOut, "pab import: warning:", p)
 		}
 	}

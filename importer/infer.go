@@ -151,7 +151,7 @@ func bundleSamples(dir string) ([]rules.Sample, error) {
 		ts, _ := time.Parse(time.RFC3339Nano, e.TS)
 		samples = append(samples, rules.Sample{Method: e.Method, URL: e.URL, Status: e.Status,
 			ContentType: resp.Header.Get("Content-Type"), Body: body, Digest: e.Digest, Size: e.Size,
-			Time: ts, ReqBody: reqBody, ReqContentType: e.ReqType})
+			Time: ts, ReqBody: reqBody, ReqContentType: e.RequestType(reqBody)})
 	}
 	return samples, nil
 }

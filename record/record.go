@@ -99,7 +99,9 @@ type LogLine struct {
 	// stored; Note says why), "upstream-error" (no answer from upstream: the client got a
 	// 502), "store-error" (the journal cannot be written; Note gives the error),
 	// "refused" (not forwarded: the client got a 503 because the journal cannot be
-	// written), "recovered" (a journal cut after a crash; Note says what) or
+	// written, or the proxy shell answered the request itself before it reached the
+	// recorder, Status and Note saying how: a header over the bound, a request it cannot
+	// read; mitm.Config.OnRefuse), "recovered" (a journal cut after a crash; Note says what) or
 	// "started"/"stopped".
 	Event  string `json:"event"`
 	Method string `json:"method,omitempty"`
@@ -218,6 +220,7 @@ func New(opts Options) (*Recorder, RecoverReport, error) {
 		HandshakeTimeout:  opts.HandshakeTimeout,
 		Limits:            recordLimits(opts.Limits),
 		ErrorLog:          opts.Debug,
+		OnRefuse:          r.shellRefused,
 	})
 	if err != nil {
 		j.close()
@@ -363,6 +366,18 @@ func (r *Recorder) log(l LogLine) {
 	r.logMu.Lock()
 	defer r.logMu.Unlock()
 	_, _ = r.logf.Write(b)
+}
+
+// shellRefused logs a request the proxy shell answered itself (mitm.Config.OnRefuse): a
+// "refused" line with the method and the URL as far as the shell read them (redacted),
+// the status sent and the shell's note.
+func (r *Recorder) shellRefused(x mitm.Refusal) {
+	note := x.Note
+	if x.URLCut {
+		note += fmt.Sprintf("; URL cut (%d bytes of it read)", x.URLRead)
+	}
+	r.log(LogLine{Time: recording.FormatTime(x.Time), Event: "refused", Method: x.Method, URL: r.opts.Redact.String(x.URL),
+		Status: x.Status, Note: note})
 }
 
 // refuse answers a request the recorder cannot store: 503, with the journal error and

@@ -37,13 +37,18 @@ type Problem struct {
 	// recording: `pab audit` fails on it like on any problem, while `pab import`, which has
 	// already warned about it, publishes the recording (the revisit replays as a miss).
 	Unresolved bool
+	// Kept marks the problem of a payload the import stored as recorded although a browser
+	// would have removed its chunk framing (an RR-Payload-Note NoteChunkedKept): `pab
+	// audit` fails on it, while `pab import`, which has warned about it, publishes the
+	// recording.
+	Kept bool
 }
 
-// Blocking returns the problems that are not Unresolved revisits.
+// Blocking returns the problems that are neither Unresolved revisits nor Kept payloads.
 func Blocking(probs []Problem) []Problem {
 	var out []Problem
 	for _, p := range probs {
-		if !p.Unresolved {
+		if !p.Unresolved && !p.Kept {
 			out = append(out, p)
 		}
 	}

@@ -90,6 +90,14 @@ func scanRecord(br *bufio.Reader, off int64, name string) (*auditRec, []Problem,
 	add := func(format string, args ...any) {
 		probs = append(probs, Problem{File: name, Where: where(), Msg: fmt.Sprintf(format, args...)})
 	}
+	if rec.typ == "response" {
+		for _, n := range h.Fields.Values(warc.HeaderPayloadNote) {
+			if strings.HasPrefix(n, NoteChunkedKept) { // a note of HTML longer than its Content-Length is no problem
+				probs = append(probs, Problem{File: name, Where: where(), Kept: true,
+					Msg: fmt.Sprintf("payload %.300s (RR-Payload-Note): replay serves it so, with a note in its log", n)})
+			}
+		}
+	}
 
 	blockHash := sha256.New()
 	block := io.TeeReader(io.LimitReader(br, cl), blockHash)

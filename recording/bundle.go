@@ -83,6 +83,9 @@ type Response struct {
 	// "time", "disconnect", "unspecified"): the stored payload is shorter than the one the
 	// site sent. "" when the payload is whole.
 	Truncated string
+	// Notes are the import's notes on the payload (HeaderPayloadNote fields of the record
+	// that holds it: the original's for a revisit), in order; nil when none.
+	Notes []string
 }
 
 // OpenBundle opens the bundle directory dir: it reads manifest.json, indexes/entries.jsonl
@@ -238,6 +241,7 @@ func (b *Bundle) Response(e *Entry) (*Response, error) {
 	}
 	resp.Body = origResp.Body
 	resp.Size = origResp.Size
+	resp.Notes = origResp.Notes
 	return resp, nil
 }
 
@@ -261,6 +265,7 @@ func (b *Bundle) response(e *Entry, wantType string) (*Response, error) {
 	}
 	r.RecordID = rec.id
 	r.Truncated = rec.fields.Get("WARC-Truncated")
+	r.Notes = rec.fields.Values(warc.HeaderPayloadNote)
 	r.Size = rec.blockLen - headLen
 	r.Body = io.NewSectionReader(b.warc, rec.blockOff+headLen, r.Size)
 	if wantType == "response" && r.Size != e.Size {

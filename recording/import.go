@@ -103,6 +103,15 @@ type ImportReport struct {
 	// Truncated counts chunked response bodies cut short, stored de-chunked and marked
 	// WARC-Truncated (bundle-format.md, rule F3).
 	Truncated int `json:"truncated,omitempty"`
+	// FramingRepaired counts chunked response bodies de-chunked beyond RFC 9112's
+	// grammar, as browsers read them (bare LF, late trailers, a body cut in its trailer;
+	// rule F2); FramingKept counts those whose chunk framing breaks off, stored as
+	// recorded with an RR-Payload-Note (rule F6).
+	FramingRepaired int `json:"framing_repaired,omitempty"`
+	FramingKept     int `json:"framing_kept,omitempty"`
+	// LongerThanLength counts HTML payloads longer than their recorded Content-Length,
+	// kept whole with an RR-Payload-Note (rule F1).
+	LongerThanLength int `json:"longer_than_length,omitempty"`
 	// Pages is the number of pages.jsonl lines.
 	Pages int `json:"pages"`
 	// Skipped counts records not turned into exchanges, by reason: a WARC-Type
@@ -111,7 +120,9 @@ type ImportReport struct {
 	// response), "no-date" (a response with no WARC-Date, nor its request),
 	// "header-too-large" (a URL too long for the bundle's WARC header, ErrHeaderTooLarge).
 	Skipped map[string]int `json:"skipped"`
-	// Warnings are one line each: "FILE at offset N: message".
+	// Warnings are one line each: "FILE at offset N: message". The same message about
+	// several records of one file is one line, at the first record, ending "(the same in K
+	// more records of FILE, the last at offset M)".
 	Warnings []string `json:"warnings,omitempty"`
 	// Title is the <title> of the first page, "" when it has none.
 	Title string `json:"title,omitempty"`
@@ -129,6 +140,15 @@ func (r *ImportReport) Summary() string {
 	}
 	if r.Truncated > 0 {
 		fmt.Fprintf(&sb, "%d chunked response bodies cut short, stored de-chunked and marked WARC-Truncated\n", r.Truncated)
+	}
+	if r.FramingRepaired > 0 {
+		fmt.Fprintf(&sb, "%d chunked response bodies de-chunked as a browser reads them (bare LF, late trailers, cut in the trailer)\n", r.FramingRepaired)
+	}
+	if r.FramingKept > 0 {
+		fmt.Fprintf(&sb, "%d response bodies whose chunk framing breaks off, stored as recorded (framing included) and noted\n", r.FramingKept)
+	}
+	if r.LongerThanLength > 0 {
+		fmt.Fprintf(&sb, "%d HTML payloads longer than their recorded Content-Length, kept whole and noted\n", r.LongerThanLength)
 	}
 	if len(r.Skipped) > 0 {
 		fmt.Fprintf(&sb, "skipped records: %s\n", r.SkippedSummary())
@@ -207,9 +227,10 @@ type inState struct {
 	decodedDone bool
 	decoded     warc.Span // the payload to store, in the spool (rec.body when nothing was removed)
 	origEnc     string
-	keptEnc     bool   // a Content-Encoding could not be removed: the payload is still encoded
-	truncated   string // the WARC-Truncated value to write ("" when the payload is whole)
-	title       string // HTML title
+	keptEnc     bool     // a Content-Encoding could not be removed: the payload is still encoded
+	truncated   string   // the WARC-Truncated value to write ("" when the payload is whole)
+	notes       []string // the RR-Payload-Note values to write (Exchange.PayloadNotes)
+	title       string   // HTML title
 	titleDone   bool
 	exchangeID  string
 }
@@ -283,6 +304,8 @@ func normID(s string) string { return strings.Trim(strings.TrimSpace(s), "<>") }
 // response at all is refused.
 func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport, error) {
 	rep := &ImportReport{Skipped: map[string]int{}}
+	// the same warning about many records of one file is one line (Logf still sees each)
+	defer func() { rep.Warnings = collapseWarnings(rep.Warnings) }()
 	if len(paths) == 0 {
 		return rep, errors.New("import: no WARC files given")
 	}

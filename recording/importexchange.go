@@ -55,7 +55,8 @@ func (x *inRec) decodedBody(rep *ImportReport, warn func(string), sp *warc.Spool
 	if !x.decodedDone {
 		x.decodedDone = true
 		h := x.rec.HTTP.HTTPHeader()
-		d, enc, cut, err := decodeSpooled(sp, h, x.rec.Body, MaxImportDecodedSize)
+		d, enc, fr, err := decodeSpooled(sp, h, x.rec.Body, MaxImportDecodedSize)
+		cut := fr.truncated
 		var se *warc.SinkError
 		switch {
 		case errors.As(err, &se):
@@ -78,6 +79,26 @@ func (x *inRec) decodedBody(rep *ImportReport, warn func(string), sp *warc.Spool
 			warn(fmt.Sprintf("%s at %s: chunked body of %s ends before its last chunk (cut short); stored the %d data bytes it holds, without the chunk framing, marked WARC-Truncated: %s",
 				x.in.path, x.rec.Where(), x.rec.TargetURI, d.N, x.truncated))
 		}
+		if len(fr.repairs) > 0 {
+			rep.FramingRepaired++
+			what := strings.Join(fr.repairs, ", ")
+			x.notes = append(x.notes, NoteDechunkedLeniently+": "+what)
+			warn(fmt.Sprintf("%s at %s: chunked body of %s de-chunked as a browser reads it (%s); stored the %d decoded bytes",
+				x.in.path, x.rec.Where(), x.rec.TargetURI, what, d.N))
+		}
+		if cl, ok := singleContentLength(h); ok && x.rec.Body.N > cl && !warc.HasToken(h.Values("Transfer-Encoding"), "chunked") &&
+			httpx.MediaType(h.Get("Content-Type")) == "text/html" {
+			rep.LongerThanLength++
+			x.notes = append(x.notes, fmt.Sprintf("%s: %d bytes, Content-Length %d", NoteLongerThanLength, x.rec.Body.N, cl))
+			warn(fmt.Sprintf("%s at %s: HTML payload of %s is %d bytes, longer than its recorded Content-Length %d (a capture of the page's DOM, not of the bytes sent?): kept whole (replay notes it in its log)",
+				x.in.path, x.rec.Where(), x.rec.TargetURI, x.rec.Body.N, cl))
+		}
+		if fr.broken {
+			rep.FramingKept++
+			x.notes = append(x.notes, NoteChunkedKept)
+			warn(fmt.Sprintf("%s at %s: body of %s says chunked and starts as chunks, but its framing breaks off: stored as recorded, chunk-size lines included (replay notes it in its log, pab audit reports it)",
+				x.in.path, x.rec.Where(), x.rec.TargetURI))
+		}
 	}
 	return x.decoded, x.origEnc, nil
 }
@@ -93,27 +114,33 @@ func (x *inRec) decodedBody(rep *ImportReport, warn func(string), sp *warc.Spool
 // inside a chunk or before the last chunk) is de-chunked too, keeping every data byte it
 // holds, and truncated is true (bundle-format.md, rule F3): chunk framing is never stored as
 // payload.
-func decodeSpooled(sp *warc.Spool, header http.Header, body warc.Span, limit int64) (decoded warc.Span, origEncoding string, truncated bool, err error) {
+func decodeSpooled(sp *warc.Spool, header http.Header, body warc.Span, limit int64) (decoded warc.Span, origEncoding string, fr framing, err error) {
 	if warc.HasToken(header.Values("Transfer-Encoding"), "chunked") {
 		m := sp.Mark()
 		dc := warc.NewChunkDecoder(sp)
 		if _, err := io.Copy(dc, sp.Section(body)); err != nil {
 			sp.Truncate(m)
-			return body, "", false, &warc.SinkError{Err: err}
+			return body, "", fr, &warc.SinkError{Err: err}
 		}
-		if truncated = dc.Truncated(); dc.OK() || truncated {
+		fr.truncated = dc.Truncated()
+		switch {
+		case dc.OK() || fr.truncated:
 			body = sp.Since(m)
-		} else {
+			if dc.OK() {
+				fr.repairs = dc.Repairs()
+			}
+		default:
+			fr.broken = dc.Broken()
 			sp.Truncate(m)
 		}
 	}
 	codings := warc.ContentCodings(header)
 	if len(codings) == 0 {
-		return body, "", truncated, nil
+		return body, "", fr, nil
 	}
 	orig := strings.Join(codings, ", ")
 	if body.N == 0 {
-		return body, orig, truncated, nil
+		return body, orig, fr, nil
 	}
 	start := sp.Mark()
 	out := body
@@ -125,13 +152,24 @@ func decodeSpooled(sp *warc.Spool, header http.Header, body warc.Span, limit int
 			sp.Truncate(start)
 			var se *warc.SinkError
 			if errors.As(err, &se) {
-				return body, "", truncated, err
+				return body, "", fr, err
 			}
-			return body, "", truncated, fmt.Errorf("content-encoding %s: %w", codings[i], err)
+			return body, "", fr, fmt.Errorf("content-encoding %s: %w", codings[i], err)
 		}
 		out = sp.Since(m)
 	}
-	return out, orig, truncated, nil
+	return out, orig, fr, nil
+}
+
+// framing is what removing a body's chunked framing found (decodeSpooled).
+type framing struct {
+	// truncated: chunked data cut short, de-chunked (rule F3)
+	truncated bool
+	// repairs names what was de-chunked beyond RFC 9112's grammar (chunkDecoder.repairs)
+	repairs []string
+	// broken: chunk framing that does not parse to the end, kept as recorded
+	// (chunkDecoder.broken)
+	broken bool
 }
 
 // requestBody reads the body of a request record from the spool, de-chunked when its
@@ -193,7 +231,7 @@ func buildExchange(x *inRec, rep *ImportReport, warn func(string), sp *warc.Spoo
 			return ex, err
 		}
 		ex.BodyAt, ex.BodySize, ex.OrigEncoding = sp.Section(body), body.N, enc
-		ex.Truncated = x.truncated
+		ex.Truncated, ex.PayloadNotes = x.truncated, x.notes
 	case x.orig != nil:
 		rep.RevisitsResolved++
 		body, enc, err := x.orig.decodedBody(rep, warn, sp)
@@ -206,7 +244,7 @@ func buildExchange(x *inRec, rep *ImportReport, warn func(string), sp *warc.Spoo
 		} else {
 			// the original comes later (or was skipped): store the payload here
 			ex.BodyAt, ex.BodySize = sp.Section(body), body.N
-			ex.Truncated = x.orig.truncated
+			ex.Truncated, ex.PayloadNotes = x.orig.truncated, x.orig.notes
 		}
 		switch {
 		case x.orig.keptEnc:

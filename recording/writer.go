@@ -93,6 +93,10 @@ type Exchange struct {
 	// payload is shorter than the one sent ("length", "time", "disconnect", "unspecified";
 	// bundle-format.md, rule F3). It is not written on a revisit record.
 	Truncated string
+	// PayloadNotes are written as RR-Payload-Note fields on the response record, one each
+	// (HeaderPayloadNote): what the import found of the stored payload that replay and
+	// pab audit tell about. Not written on a revisit record.
+	PayloadNotes []string
 	// RevisitOf, when set, names an exchange already added (its Entry.ID) that holds this
 	// exchange's payload: a revisit record is written whatever the size, and Body is
 	// ignored. When that exchange is itself a revisit, its original is used.
@@ -496,6 +500,11 @@ func (a *adding) responseFields() []warc.Field {
 	if t := strings.TrimSpace(x.Truncated); t != "" && !a.revisit && warc.ValidFieldValue(t) {
 		hdr = append(hdr, warc.Field{Name: "WARC-Truncated", Value: t})
 	}
+	for _, n := range x.PayloadNotes {
+		if n = strings.TrimSpace(n); n != "" && !a.revisit && warc.ValidFieldValue(n) {
+			hdr = append(hdr, warc.Field{Name: warc.HeaderPayloadNote, Value: n})
+		}
+	}
 	return hdr
 }
 
@@ -532,7 +541,7 @@ func (w *BundleWriter) addEntry(a *adding, respOff, respLen, reqOff, reqLen int6
 		ReqLength:  reqLen,
 		RespOffset: respOff,
 		RespLength: respLen,
-		ReqType:    httpx.MediaType(getHeader(x.ReqHeader, "Content-Type")),
+		ReqType:    httpx.RequestKeyType(getHeader(x.ReqHeader, "Content-Type")),
 
 		ResourceType: x.ResourceType,
 	}

@@ -262,7 +262,7 @@ func checkRequests(b *recording.Bundle, maxPages, maxOthers int) (reqs []checkRe
 			skipped++
 			continue
 		}
-		reqs = append(reqs, checkRequest{method: e.Method, url: e.URL, body: body, contentType: e.ReqType,
+		reqs = append(reqs, checkRequest{method: e.Method, url: e.URL, body: body, contentType: e.RequestType(body),
 			dest: fetchDest(e.ResourceType), accept: e.Mime})
 	}
 	if pages < allPages || len(want) < others {

@@ -569,7 +569,7 @@ func (d *diskIndex) textsOf(ix *Index, ep *rules.Endpoint, base string) *textInd
 		if err != nil {
 			continue
 		}
-		r := rules.Request{Method: strings.ToUpper(ie.e.Method), URL: u, Body: body, ContentType: ie.e.ReqType}
+		r := rules.Request{Method: strings.ToUpper(ie.e.Method), URL: u, Body: body, ContentType: ie.e.RequestType(body)}
 		if got := ix.rs.Endpoint(r); got != ep {
 			continue
 		}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 
+	"github.com/pab-dev/pab/internal/textcut"
 	"github.com/pab-dev/pab/recording"
 )
 
@@ -23,6 +25,7 @@ type responseHead struct {
 	clock    bool        // wantsClock of the recorded status and fields
 	size     int64
 	recordID string
+	note     string      // the payload's notes for the log (servedNote)
 	ra       io.ReaderAt // data.warc, read at off
 	off      int64
 	reader   io.Reader // the payload reader, when not a section of ra (then never cached)
@@ -92,7 +95,7 @@ func (c *headCache) get(b *recording.Bundle, e *recording.Entry) (*responseHead,
 		return nil, fmt.Errorf("entry %s: recorded status %d cannot be replayed", e.ID, resp.Status)
 	}
 	h = &responseHead{status: resp.Status, header: replayHeader(resp.Header), clock: wantsClock(resp.Status, resp.Header),
-		size: resp.Size, recordID: resp.RecordID}
+		size: resp.Size, recordID: resp.RecordID, note: servedNote(resp.Notes)}
 	sr, ok := resp.Body.(*io.SectionReader)
 	if !ok {
 		h.reader = resp.Body
@@ -106,6 +109,19 @@ func (c *headCache) get(b *recording.Bundle, e *recording.Entry) (*responseHead,
 	c.m[e] = h
 	c.mu.Unlock()
 	return h, nil
+}
+
+// servedNote joins the payload notes that say it is served as recorded although a browser
+// would have shown something else (recording.NoteServedAsRecorded: chunk framing kept, HTML
+// longer than its Content-Length), for the log line of every answer with it; "" when none.
+func servedNote(notes []string) string {
+	var out []string
+	for _, n := range notes {
+		if strings.HasPrefix(n, recording.NoteServedAsRecorded) {
+			out = append(out, textcut.Fit(n, 512, "…"))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // Bounds of the payloads kept in memory: each at most maxCachedBody bytes, all together

@@ -409,7 +409,7 @@ func (ix *Index) build(e *recording.Entry, o *built, statics map[string]bool) {
 		return
 	}
 	method := strings.ToUpper(e.Method)
-	o.r = rules.Request{Method: method, URL: u, Body: body, ContentType: e.ReqType}
+	o.r = rules.Request{Method: method, URL: u, Body: body, ContentType: e.RequestType(body)}
 	o.key = ix.rs.Key(o.r)
 	o.keyStr, o.base = o.key.String(), o.key.Base()
 	o.params = paramStrings(o.key)

@@ -30,6 +30,11 @@ const (
 	SourceBlocked   Source = "blocked"   // a block rule matched: 204, nothing looked up
 	SourcePreflight Source = "preflight" // an unrecorded CORS preflight, allowed with 204
 	SourceMiss      Source = "miss"      // nothing recorded: answered by request type
+	// SourceRefused: the proxy shell answered the request itself before it could be
+	// looked up (a header over the bound: 431; a request it cannot read: 400, 505; the
+	// shell full: 503; internal/mitm Config.OnRefuse). It is still an attempt: pab grade's
+	// trace entries see it.
+	SourceRefused Source = "refused"
 )
 
 // LogTimeFormat is the layout of LogLine.Time: RFC 3339 in UTC with milliseconds.
@@ -108,7 +113,9 @@ type LogLine struct {
 	// to MaxLogURL bytes, the key to MaxLogKey, the method to MaxLogMethod, the note, rule,
 	// endpoint, entry and record to a few KiB. A cut field is a prefix of the original.
 	Truncated bool `json:"truncated,omitempty"`
-	// URLSize is the length in bytes of the URL before it was cut; 0 when it was not.
+	// URLSize is the length in bytes of the URL before it was cut; 0 when it was not. On a
+	// refused line whose request target the shell did not read whole, it is how much of
+	// the target the shell had read when it refused the request (mitm.Refusal.URLRead).
 	URLSize int `json:"url_size,omitempty"`
 	// KeySize is the length in bytes of the key before it was cut; 0 when it was not.
 	KeySize int `json:"key_size,omitempty"`

@@ -238,6 +238,7 @@ func New(opts Options) (*Server, error) {
 		IdleTimeout:       opts.IdleTimeout,
 		Limits:            opts.Limits,
 		ErrorLog:          opts.Debug,
+		OnRefuse:          s.refused,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
@@ -427,6 +428,7 @@ func (s *Server) recordedAnswer(e *recording.Entry, r *http.Request) (*answer, e
 		size:   h.size,
 		entry:  e,
 		record: h.recordID,
+		note:   h.note,
 	}
 	if revalidate(r, a) { // the client's cached copy is current: 304 (revalidate.go)
 		return a, nil
@@ -444,10 +446,12 @@ func (s *Server) recordedAnswer(e *recording.Entry, r *http.Request) (*answer, e
 		case err != nil:
 			return nil, fmt.Errorf("entry %s: read payload: %w", e.ID, err)
 		case !ok:
-			a.note = fmt.Sprintf("clock: document of %d bytes is over %d, served without the clock", a.size, s.clockMax)
+			a.note = joinNote(a.note, fmt.Sprintf("clock: document of %d bytes is over %d, served without the clock", a.size, s.clockMax))
 		default:
 			a.header = a.header.Clone()
-			body, a.note = s.clock.Inject(a.header, body)
+			var note string
+			body, note = s.clock.Inject(a.header, body)
+			a.note = joinNote(a.note, note)
 			a.body, a.data, a.size = nil, body, int64(len(body))
 		}
 	}
@@ -559,6 +563,32 @@ func (s *Server) finish(r *http.Request, a *answer, start time.Time) {
 	if a.entry != nil {
 		line.Entry = a.entry.ID
 	}
+	s.emit(line)
+}
+
+// refused logs a request the proxy shell answered itself (mitm.Config.OnRefuse): a line
+// with source "refused", the method and URL as far as the shell read them (a cut URL
+// marks the line truncated, with URLSize how much of it was read), the status and the
+// shell's note, type "other" (its header fields were not read), ms 0.
+func (s *Server) refused(r mitm.Refusal) {
+	s.counts.add(SourceRefused, TypeOther)
+	line := LogLine{
+		Time:   logTime(r.Time),
+		Method: r.Method,
+		URL:    r.URL,
+		Type:   TypeOther,
+		Source: SourceRefused,
+		Status: r.Status,
+		Note:   r.Note,
+	}
+	if r.URLCut {
+		line.Truncated, line.URLSize = true, max(r.URLRead, len(r.URL)+1)
+	}
+	s.emit(line)
+}
+
+// emit writes line to the in-memory tail and the log file.
+func (s *Server) emit(line LogLine) {
 	// Encoded once, here, for both the in-memory tail and the log file.
 	b := encodeLogLine(line)
 	if b == nil {

@@ -112,7 +112,7 @@ func routeGolden(t *testing.T) []byte {
 			if err != nil {
 				t.Fatalf("%s: %v", e.ID, err)
 			}
-			reqs = append(reqs, rules.Request{Method: e.Method, URL: u, Body: body, ContentType: e.ReqType})
+			reqs = append(reqs, rules.Request{Method: e.Method, URL: u, Body: body, ContentType: e.RequestType(body)})
 			h := rules.Request{Method: "HEAD", URL: u}
 			reqs = append(reqs, h)
 		}

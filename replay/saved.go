@@ -21,7 +21,7 @@ import (
 // SavedIndexVersion is the version of the saved index format; a file of another version is
 // rebuilt. Callers put it into the key they compute (SavedIndexKey), so a pab that computes
 // entries differently never reads another's files.
-const SavedIndexVersion = 2
+const SavedIndexVersion = 3
 
 // savedMagic starts every saved index file.
 const savedMagic = "pab saved index\n"

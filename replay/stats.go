@@ -271,7 +271,7 @@ func Spares(idx *Index, lines []LogLine) []recording.Entry {
 }
 
 // sourceOrder is the order sources are printed in.
-var sourceOrder = []Source{SourceExact, SourceSearch, SourcePromo, SourceFuzzy, SourceBlocked, SourcePreflight, SourceMiss}
+var sourceOrder = []Source{SourceExact, SourceSearch, SourcePromo, SourceFuzzy, SourceBlocked, SourcePreflight, SourceMiss, SourceRefused}
 
 // hitSources are the sources that answer with a recording.
 var hitSources = []Source{SourceExact, SourceSearch, SourcePromo, SourceFuzzy}

@@ -40,6 +40,10 @@ type ChunkDecoder struct {
 	lastCR  bool
 	colon   int
 	err     error // from w
+	// what a browser accepts that the strict grammar does not, met so far (repairs)
+	ext, bareLF, lateTrailer bool
+	extCR                    bool // the last byte of a chunk extension was CR
+	afterChunk               bool // a chunk's data and its line end were read whole
 }
 
 func NewChunkDecoder(w io.Writer) *ChunkDecoder { return &ChunkDecoder{w: w} }
@@ -103,20 +107,26 @@ func (c *ChunkDecoder) step(b byte) {
 		c.state = ckFailed
 	case ckExt:
 		if b == '\n' {
+			if !c.extCR {
+				c.bareLF = true
+			}
 			c.sizeLineEnd()
+			return
 		}
+		c.extCR = b == '\r'
 	case ckDataEnd:
 		switch b {
 		case '\r':
 			c.state = ckDataCR
 		case '\n':
-			c.state = ckSizeStart
+			c.bareLF = true
+			c.state, c.afterChunk = ckSizeStart, true
 		default:
 			c.state = ckFailed
 		}
 	case ckDataCR:
 		if b == '\n' {
-			c.state = ckSizeStart
+			c.state, c.afterChunk = ckSizeStart, true
 			return
 		}
 		c.state = ckFailed
@@ -128,6 +138,9 @@ func (c *ChunkDecoder) step(b byte) {
 			c.lineLen++
 			c.lastCR = b == '\r'
 			return
+		}
+		if !c.lastCR {
+			c.bareLF = true
 		}
 		// the field is the line without one trailing CR
 		if c.lineLen == 0 || (c.lineLen == 1 && c.lastCR) {
@@ -143,7 +156,13 @@ func (c *ChunkDecoder) step(b byte) {
 		switch b {
 		case '\r', '\n', '\t', ' ':
 		default:
-			c.state = ckFailed
+			// a trailer field after the empty line that ended the trailer section (some
+			// servers send their trailer late): read as one more trailer line
+			c.lateTrailer = true
+			c.state, c.lineLen, c.lastCR, c.colon = ckTrailer, 1, false, -1
+			if b == ':' {
+				c.colon = 0
+			}
 		}
 	}
 }
@@ -156,8 +175,9 @@ func (c *ChunkDecoder) afterDigits(b byte) {
 	case '\r':
 		c.state = ckSizeCR
 	case ';':
-		c.state = ckExt
+		c.state, c.ext, c.extCR = ckExt, true, false
 	case '\n':
+		c.bareLF = true
 		c.sizeLineEnd()
 	default:
 		c.state = ckFailed
@@ -184,9 +204,42 @@ func (c *ChunkDecoder) OK() bool {
 	case ckDataEnd, ckRest:
 		return true
 	case ckTrailer:
-		return c.lineLen == 0
+		// after the last chunk, also cut inside a trailer line (a record cut there holds
+		// all of the data); a line after the trailer section's end only when it reads as a
+		// field so far (name and colon), not as other bytes after the body
+		return c.lineLen == 0 || !c.lateTrailer || c.colon > 0
 	}
 	return false
+}
+
+// Repairs names, once the whole stream was written and OK, what it holds that RFC 9112's
+// grammar does not allow but browsers accept, each a few words for the import's warning:
+// bare LF line ends, trailer fields after the empty line that ends the trailer section,
+// a stream cut inside a trailer line. Chunk extensions are allowed (RFC 9112 section
+// 7.1.1) and named too, as they are rare enough to be worth a mention. Nil when none.
+func (c *ChunkDecoder) Repairs() []string {
+	var r []string
+	if c.ext {
+		r = append(r, "chunk extensions ignored")
+	}
+	if c.bareLF {
+		r = append(r, "bare LF line ends")
+	}
+	if c.lateTrailer {
+		r = append(r, "trailer fields after the trailer's closing empty line")
+	}
+	if c.state == ckTrailer && c.lineLen > 0 {
+		r = append(r, "cut inside a trailer field")
+	}
+	return r
+}
+
+// Broken reports, once the whole stream was written, whether it is chunked framing that
+// does not parse to the end: at least one chunk of data read whole and its line end, then
+// a byte that fits no rule. (A body that fails earlier is taken as already de-chunked, rule
+// F2.) Such a body is stored as recorded, framing and all, and noted as such.
+func (c *ChunkDecoder) Broken() bool {
+	return c.err == nil && c.state == ckFailed && c.chunks > 0 && c.afterChunk
 }
 
 // Truncated reports, once the whole stream was written, whether it is chunked data cut
@@ -201,7 +254,7 @@ func (c *ChunkDecoder) Truncated() bool {
 	case ckFailed, ckRest:
 		return false
 	case ckTrailer:
-		return c.lineLen > 0 // cut inside a trailer field
+		return false // after the last chunk: all of the data is there (ok)
 	}
 	return true
 }

@@ -2,6 +2,8 @@ package warc
 
 import (
 	"bytes"
+	"io"
+	"strings"
 	"testing"
 )
 
@@ -55,4 +57,35 @@ func FuzzChunkDecoder(f *testing.F) {
 			t.Fatalf("%q: stream %q %v, Dechunk %q %v", data, got, ok, want, wantOK)
 		}
 	})
+}
+
+// TestChunkDecoderRepairs: what a browser accepts beyond RFC 9112's grammar is de-chunked
+// and named (the import's warning); framing that breaks after a whole chunk is broken
+// (stored as recorded, noted), while a body that never parsed as chunks is not.
+func TestChunkDecoderRepairs(t *testing.T) {
+	for _, c := range []struct {
+		in      string
+		ok      bool
+		repairs string
+		broken  bool
+	}{
+		{"3\r\nabc\r\n0\r\n\r\n", true, "", false},
+		{"3;ext=1\r\nabc\r\n0\r\n\r\n", true, "chunk extensions ignored", false},
+		{"3\r\nabc\n0\r\n\r\n", true, "bare LF line ends", false},
+		{"3;e\nabc\r\n0\r\n\r\nX-T: v\r\n", true, "chunk extensions ignored, bare LF line ends, trailer fields after the trailer's closing empty line", false},
+		{"3\r\nabc\r\n0\r\nX-T", true, "cut inside a trailer field", false},
+		{"3\r\nabc\r\nzz\r\n", false, "", true},
+		{"3\r\nabcX", false, "", false},
+		{"<html>", false, "", false},
+	} {
+		dc := NewChunkDecoder(io.Discard)
+		dc.Write([]byte(c.in))
+		var rep string
+		if dc.OK() {
+			rep = strings.Join(dc.Repairs(), ", ")
+		}
+		if dc.OK() != c.ok || rep != c.repairs || dc.Broken() != c.broken {
+			t.Errorf("%q: ok %v repairs %q broken %v, want %v %q %v", c.in, dc.OK(), rep, dc.Broken(), c.ok, c.repairs, c.broken)
+		}
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/andybalholm/brotli"
@@ -201,71 +200,21 @@ func copyLimit(dst io.Writer, r io.Reader, limit int64) (int64, error) {
 	return n, nil
 }
 
-// Dechunk removes chunked transfer coding (RFC 9112 section 7.1): hex chunk sizes with
-// optional extensions, CRLF or bare LF line ends, the last chunk and trailer fields.
-// OK is false, and b should be taken as already de-chunked, unless the whole body parses
-// as chunks: the data may end right after a complete chunk (a capture cut before the last
-// chunk), and only blank bytes may follow the trailer section.
+// Dechunk removes chunked transfer coding (RFC 9112 section 7.1) as browsers read it: hex
+// chunk sizes with optional extensions, CRLF or bare LF line ends, the last chunk and
+// trailer fields, also trailer fields after the empty line that ends the trailer section
+// and a body cut inside the trailer (bundle-format.md, rule F2). ok is false, and b should
+// be taken as already de-chunked, unless the whole body parses as chunks: the data may end
+// right after a complete chunk (a capture cut before the last chunk), and after the last
+// chunk only trailer field lines and blank bytes may follow. It is ChunkDecoder (the
+// streaming form the import uses) run over b.
 func Dechunk(b []byte) (out []byte, ok bool) {
-	out = make([]byte, 0, len(b))
-	i := 0
-	chunks := 0
-	for {
-		if i == len(b) {
-			return out, chunks > 0
-		}
-		j := bytes.IndexByte(b[i:], '\n')
-		if j < 0 {
-			return nil, false
-		}
-		line := bytes.TrimSuffix(b[i:i+j], []byte("\r"))
-		if k := bytes.IndexByte(line, ';'); k >= 0 {
-			line = line[:k]
-		}
-		line = bytes.TrimRight(line, " \t")
-		if len(line) == 0 || len(line) > 15 {
-			return nil, false
-		}
-		size, err := strconv.ParseUint(string(line), 16, 64)
-		if err != nil {
-			return nil, false
-		}
-		i += j + 1
-		if size == 0 {
-			// Trailer section: field lines up to an empty line, or the end of the data.
-			for i < len(b) {
-				k := bytes.IndexByte(b[i:], '\n')
-				if k < 0 {
-					return nil, false
-				}
-				field := bytes.TrimSuffix(b[i:i+k], []byte("\r"))
-				i += k + 1
-				if len(field) == 0 {
-					break
-				}
-				if bytes.IndexByte(field, ':') <= 0 {
-					return nil, false
-				}
-			}
-			if len(bytes.Trim(b[i:], "\r\n\t ")) > 0 {
-				return nil, false
-			}
-			return out, true
-		}
-		if size > uint64(len(b)-i) {
-			return nil, false
-		}
-		out = append(out, b[i:i+int(size)]...)
-		i += int(size)
-		chunks++
-		switch {
-		case bytes.HasPrefix(b[i:], []byte("\r\n")):
-			i += 2
-		case bytes.HasPrefix(b[i:], []byte("\n")):
-			i++
-		case i == len(b):
-		default:
-			return nil, false
-		}
+	var buf bytes.Buffer
+	buf.Grow(len(b))
+	dc := NewChunkDecoder(&buf)
+	dc.Write(b) // a bytes.Buffer does not fail
+	if !dc.OK() {
+		return nil, false
 	}
+	return buf.Bytes(), true
 }

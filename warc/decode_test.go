@@ -112,6 +112,15 @@ func TestDechunk(t *testing.T) {
 		{"abc\n", "", false}, // 0xabc bytes announced, 0 present
 		{"", "", false},
 		{"3\r\nabcX0\r\n\r\n", "", false},
+		// what browsers accept: extensions, bare LF, trailers before and after the
+		// trailer's closing empty line, a body cut inside the trailer
+		{"3;name=\"v\"\r\nabc\r\n0;x\r\n\r\n", "abc", true},
+		{"3\r\nabc\r\n0\r\nX-Sum: 1\r\n\r\n", "abc", true},
+		{"3\r\nabc\r\n0\r\n\r\nX-Sum: 1\r\n", "abc", true},
+		{"3\r\nabc\r\n0\r\n\r\nX-Sum: 1\r\n\r\n", "abc", true},
+		{"3\r\nabc\r\n0\r\n\r\nX-Sum: 1", "abc", true},
+		{"3\r\nabc\r\n0\r\nX-Su", "abc", true},
+		{"3\r\nabc\r\n0\r\n\r\nX-Sum: 1\r\nmore\r\n", "", false},
 	}
 	for _, c := range cases {
 		got, ok := Dechunk([]byte(c.in))

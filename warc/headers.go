@@ -13,6 +13,10 @@ const (
 	// HeaderOriginalContentEncoding is the Content-Encoding the server sent ("br", "gzip")
 	// when the stored payload was decoded from it.
 	HeaderOriginalContentEncoding = "RR-Original-Content-Encoding"
+	// HeaderPayloadNote is a note of the import on the stored payload, one field each, on
+	// the response record that holds it (bundle-format.md "Payload framing"): one of
+	// package recording's Note* texts, then for some ": " and details.
+	HeaderPayloadNote = "RR-Payload-Note"
 )
 
 // Size bounds of the heads inside a record; every WARC read is treated as hostile.

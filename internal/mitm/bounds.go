@@ -289,6 +289,7 @@ func (s *Server) serveBounded(w http.ResponseWriter, r *http.Request, h http.Han
 	cost, longest := headerCost(r)
 	if longest > l.MaxFieldBytes {
 		s.logf.Printf("%s: %s request with a header field of %d bytes refused (at most %d)", r.RemoteAddr, r.Proto, longest, l.MaxFieldBytes)
+		s.refuseRequest(r, http.StatusRequestHeaderFieldsTooLarge, "refused by the proxy shell: a header field line of "+strconv.Itoa(longest)+" bytes (at most "+strconv.Itoa(l.MaxFieldBytes)+")")
 		if r.ProtoMajor == 1 {
 			bw.Header().Set("Connection", "close")
 		}
@@ -326,6 +327,7 @@ func (s *Server) serveBounded(w http.ResponseWriter, r *http.Request, h http.Han
 	}
 	total := int64(cost) + ActiveRequestCost
 	if !s.admit(cs, total) {
+		s.refuseRequest(r, http.StatusServiceUnavailable, "refused by the proxy shell: too many requests under way (answered 503)")
 		bw.Header().Set("Retry-After", "1")
 		bw.Header().Set("Content-Length", "0")
 		if r.ProtoMajor == 1 && bw.body != nil {

@@ -44,12 +44,16 @@ type testHandler struct {
 	blocked atomic.Int32 // /block handlers running
 	maxBlk  atomic.Int32 // most /block handlers running at once
 	arrived atomic.Int32 // /slow and /block requests that started
+	noTLS   atomic.Int32 // requests inside a tunnel (https) without r.TLS
 }
 
 func (h *testHandler) open() { h.once.Do(func() { close(h.release) }) }
 
 func (h *testHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.Copy(io.Discard, r.Body)
+	if r.URL.Scheme == "https" && r.TLS == nil {
+		h.noTLS.Add(1)
+	}
 	h.mu.Lock()
 	h.reqs = append(h.reqs, seen{method: r.Method, url: r.URL.String()})
 	h.mu.Unlock()

@@ -24,6 +24,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,6 +88,15 @@ type Config struct {
 	// Limits bound requests, their bodies and answers in time and memory (zero fields:
 	// their defaults).
 	Limits Limits
+	// OnRefuse, when set, is called once for every request the shell answers itself
+	// instead of handing it to Handler (Refusal): an HTTP/1.x request net/http cannot read
+	// (400, 417, 431 for a header over MaxHeaderBytes, 501, 505), a bad CONNECT target
+	// (400), a header field line over Limits.MaxFieldBytes (431), a request refused
+	// because the shell is full (503). It is called from the connection's goroutine, before
+	// or while the answer is written, and holds up that connection (only) while it runs.
+	// HTTP/2 streams that x/net/http2 itself ends (a header list over the bound, a
+	// malformed header block) are not reported: it keeps their requests to itself.
+	OnRefuse func(Refusal)
 	// ErrorLog receives the shell's and net/http's warnings: malformed requests, failed
 	// TLS handshakes (with the client address and CONNECT authority), HTTP/2 protocol
 	// errors. Nil discards them.
@@ -175,11 +185,12 @@ func New(cfg Config) (*Server, error) {
 		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          log.New(errw, "http: ", log.LstdFlags),
 		HTTP2:             s.http2Config(),
-		ConnContext:       func(ctx context.Context, _ net.Conn) context.Context { return s.newConnContext(ctx) },
-		ConnState: func(_ net.Conn, st http.ConnState) {
+		ConnContext:       func(ctx context.Context, c net.Conn) context.Context { return s.newConnContext(watchContext(ctx, c)) },
+		ConnState: func(c net.Conn, st http.ConnState) {
 			if st == http.StateNew {
 				s.accepted.Add(1)
 			}
+			watchState(c, st)
 		},
 	}
 	var innerProtos http.Protocols
@@ -197,8 +208,9 @@ func New(cfg Config) (*Server, error) {
 		TLSConfig: &tls.Config{NextProtos: []string{"h2", "http/1.1"}},
 		HTTP2:     s.http2Config(),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			return s.newConnContext(tunnelContext(ctx, c))
+			return s.newConnContext(watchContext(tunnelContext(ctx, c), c))
 		},
+		ConnState: watchState,
 	}
 	if err := s.setupH2(s.outer, true); err != nil {
 		return nil, fmt.Errorf("mitm: HTTP/2: %w", err)
@@ -258,7 +270,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.innerOnce.Do(func() {
 		go func() { s.innerErr <- s.inner.Serve(s.tl) }()
 	})
-	err := s.outer.Serve(ln)
+	err := s.outer.Serve(watchListener{Listener: ln, s: s})
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -316,6 +328,7 @@ func (s *Server) closeHandshaking() {
 // route sends a request on the listening socket to goproxy (CONNECT), the Handler
 // (absolute-form proxy requests) or Direct.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	enteredConn(r)
 	switch {
 	case r.ProtoMajor >= 2:
 		s.serveBounded(w, r, s.cfg.Direct.ServeHTTP)
@@ -324,6 +337,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		// in authority form (CONNECT /path) net/http takes r.Host from the Host field.
 		if err := checkAuthority(r.RequestURI); err != nil {
 			s.logf.Printf("%s: CONNECT %q refused: %v", r.RemoteAddr, r.RequestURI, err)
+			s.refuseRequest(&http.Request{Method: http.MethodConnect, URL: &url.URL{Opaque: r.RequestURI}}, http.StatusBadRequest,
+				"refused by the proxy shell: bad CONNECT target: "+err.Error())
 			w.Header().Set("Connection", "close")
 			http.Error(w, "pab: bad CONNECT target: "+err.Error(), http.StatusBadRequest)
 			return
@@ -468,6 +483,9 @@ type tunnelKey struct{}
 
 // tunnelContext puts a tunnel's CONNECT authority into its requests' context.
 func tunnelContext(ctx context.Context, c net.Conn) context.Context {
+	if wc, ok := c.(*watchConn); ok {
+		return context.WithValue(ctx, tunnelKey{}, wc.authority)
+	}
 	if tc, ok := c.(*tls.Conn); ok {
 		if t, ok := tc.NetConn().(*tunnelConn); ok {
 			return context.WithValue(ctx, tunnelKey{}, t.authority)
@@ -511,8 +529,14 @@ func (s *Server) tunnel(c net.Conn, authority string) {
 	}
 	c.SetDeadline(time.Time{})
 	s.tunnels.Add(1)
-	if !s.tl.push(tc) {
-		tc.Close()
+	var conn net.Conn = tc
+	if st := tc.ConnectionState(); st.NegotiatedProtocol != "h2" && s.cfg.OnRefuse != nil {
+		// HTTP/1.1: net/http's answers to requests it cannot read are seen in plain text
+		// (the requests get their TLS state from the watchConn, serveTunnel)
+		conn = &watchConn{Conn: tc, s: s, authority: authority, tls: &st, armed: true}
+	}
+	if !s.tl.push(conn) {
+		conn.Close()
 	}
 }
 
@@ -552,6 +576,10 @@ func (s *Server) alpn(offered []string) []string {
 // is the request's own (Host, or :authority over HTTP/2), as an origin server would see
 // it, else the CONNECT authority; the default port 443 is left out.
 func (s *Server) serveTunnel(w http.ResponseWriter, r *http.Request) {
+	enteredConn(r)
+	if wc, ok := r.Context().Value(watchKey{}).(*watchConn); ok && r.TLS == nil {
+		r.TLS = wc.tls
+	}
 	host := r.Host
 	if host == "" {
 		host, _ = r.Context().Value(tunnelKey{}).(string)
