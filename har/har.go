@@ -90,6 +90,10 @@ type PabInfo struct {
 	Note   string `json:"note,omitempty"`
 	// BodyNotCaptured marks a response whose body the capture left out.
 	BodyNotCaptured bool `json:"bodyNotCaptured,omitempty"`
+	// RequestBodyFromRecording marks a run's request whose body (postData) is the
+	// recorded request's that answered it exactly (the same matching key), because the
+	// replay log keeps no request bodies: not necessarily the bytes the agent sent.
+	RequestBodyFromRecording bool `json:"requestBodyFromRecording,omitempty"`
 }
 
 // Started is the entry's startedDateTime as a time (ISO 8601 / RFC 3339, any offset); the

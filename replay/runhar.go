@@ -48,7 +48,10 @@ func WriteRunHARFile(path, logPath string, b *recording.Bundle, version string) 
 // WriteRunHAR writes the requests of a replay log (r, JSON Lines as replay --log writes
 // them) as a HAR 1.2 file to w, one entry per request line in log order: the request's
 // method, URL, query and the Sec-Fetch-Dest it sent (the log keeps no other request
-// field, nor request bodies: bodySize -1); the answer's status; when the line names a
+// field, nor request bodies: bodySize -1, except for an exact answer to a request with a
+// body, which gets the recorded request's body and Content-Type, marked
+// "_pab".requestBodyFromRecording, so that the HAR imports to exchanges the run's requests
+// match); the answer's status; when the line names a
 // recorded exchange of b ("entry") whose status is the one sent, that exchange's response
 // header fields and body (as recorded: documents were served with replay's page clock
 // script added, which is not in it); otherwise no body text and "_pab".bodyNotCaptured.
@@ -88,6 +91,21 @@ func WriteRunHAR(w io.Writer, r io.Reader, b *recording.Bundle, version string) 
 			}
 			he.Response = rec.Response
 			rep.WithBody++
+			if l.Source == SourceExact && rec.Request.PostData != nil && rec.Request.Method == l.Method {
+				// an exact answer: the request had the recorded one's key, so its body is the
+				// recorded body under the rules (marked: the log keeps none of its own)
+				he.Request.PostData, he.Request.BodySize = rec.Request.PostData, rec.Request.BodySize
+				ct := rec.Request.PostData.MimeType
+				for _, h := range rec.Request.Headers {
+					if http.CanonicalHeaderKey(h.Name) == "Content-Type" {
+						ct = h.Value
+					}
+				}
+				if ct != "" {
+					he.Request.Headers = append(he.Request.Headers, har.Header{Name: "Content-Type", Value: ct})
+				}
+				he.Pab.RequestBodyFromRecording = true
+			}
 		} else {
 			he.Response = har.Response{Status: l.Status, StatusText: http.StatusText(l.Status), HTTPVersion: "HTTP/1.1", HeadersSize: -1, BodySize: -1,
 				Content: har.Content{Size: -1, MimeType: "x-unknown"}}
