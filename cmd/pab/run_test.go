@@ -668,7 +668,8 @@ func TestRunHonestBatch(t *testing.T) {
 }
 
 // checkRunHAR checks a run's HAR (pab run --har, pab grade --har): valid HAR 1.2 with one
-// entry per request of the log, each with its lookup step, every exact answer with a body.
+// entry per request of the log, each with its lookup step, every exact answer with a body,
+// and Chromium DevTools' HAR importer loads it whole (devtoolsLoad, har_devtools_test.go).
 func checkRunHAR(t *testing.T, path string, requests int) {
 	t.Helper()
 	f, err := os.Open(path)
@@ -702,4 +703,5 @@ func checkRunHAR(t *testing.T, path string, requests int) {
 	if n != requests || n == 0 {
 		t.Errorf("%s: %d entries, the log has %d requests", path, n, requests)
 	}
+	checkDevtoolsLoads(t, devtoolsLoad(t, path)[0], harURLs(t, path))
 }
