@@ -15,6 +15,11 @@ apt_install_missing "${PAB_TEST_APT_TOOLS[@]}"
 # warcio.js (npm package warcio, pinned in tools/warcio/package-lock.json) reads pab's
 # exported WARC files in recording/warcio_test.go; that test fails in CI without it.
 npm ci --prefix tools/warcio --no-audit --no-fund --silent
+# Chromium DevTools' HAR importer (HARFormat.ts and Importer.ts of the npm package
+# chrome-devtools-frontend, bundled by esbuild, both pinned in
+# tools/devtools-har/package-lock.json) loads pab's HAR files in cmd/pab/har_devtools_test.go
+# and run_test.go; those tests fail in CI without it.
+npm ci --prefix tools/devtools-har --no-audit --no-fund --silent
 # @playwright/mcp (pinned in tools/playwright-mcp/package-lock.json) is the browser MCP server
 # that `pab guard` starts by default; cmd/pab/guard_test.go drives it with Debian's chromium.
 # It downloads no browser of its own.
