@@ -201,6 +201,21 @@ func checkDevtoolsLoads(t *testing.T, r devtoolsResult, path string) []string {
 	return urls
 }
 
+// devtoolsCheck loads each HAR at paths with DevTools' importer and checks it as
+// checkDevtoolsLoads does. For tests whose main subject is something else: on a machine
+// without node or tools/devtools-har it only logs that it did not check (the rest of the
+// test still runs; TestHARDevToolsImport says what is missing); under CI=true it fails.
+func devtoolsCheck(t *testing.T, paths ...string) {
+	t.Helper()
+	if _, _, missing := devtoolsTool(); missing != "" && os.Getenv("CI") != "true" {
+		t.Logf("%s: not loaded with DevTools: %s", strings.Join(paths, ", "), missing)
+		return
+	}
+	for i, r := range devtoolsLoad(t, paths...) {
+		checkDevtoolsLoads(t, r, paths[i])
+	}
+}
+
 func deref(s *string) string {
 	if s == nil {
 		return "<none>"

@@ -486,6 +486,8 @@ func TestHARPlaywright(t *testing.T) {
 	if err != nil || len(probs) != 0 {
 		t.Errorf("exported HAR: %v %q", err, probs)
 	}
+	// both load whole in Chromium DevTools' HAR importer (har_devtools_test.go)
+	devtoolsCheck(t, exported, runHAR)
 	importHAR(t, repo, "shop-again", exported)
 	a, b := exchangeDigests(t, repo, "shop"), exchangeDigests(t, repo, "shop-again")
 	if strings.Join(a, "\n") != strings.Join(b, "\n") {
@@ -627,6 +629,7 @@ func TestHARBodyNotCaptured(t *testing.T) {
 	if _, stderr, code := runPab(t, "--repo", repo, "export", "handmade", "--har", runHAR, "--log", rp.log); code != 0 {
 		t.Fatalf("pab export --har --log: exit %d: %s", code, stderr)
 	}
+	devtoolsCheck(t, runHAR) // the miss without a body too
 	f, err := os.Open(runHAR)
 	if err != nil {
 		t.Fatal(err)

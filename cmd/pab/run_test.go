@@ -669,7 +669,7 @@ func TestRunHonestBatch(t *testing.T) {
 
 // checkRunHAR checks a run's HAR (pab run --har, pab grade --har): valid HAR 1.2 with one
 // entry per request of the log, each with its lookup step, every exact answer with a body,
-// and Chromium DevTools' HAR importer loads it whole (checkDevtoolsLoads, har_devtools_test.go).
+// and Chromium DevTools' HAR importer loads it whole (devtoolsCheck, har_devtools_test.go).
 func checkRunHAR(t *testing.T, path string, requests int) {
 	t.Helper()
 	f, err := os.Open(path)
@@ -703,11 +703,5 @@ func checkRunHAR(t *testing.T, path string, requests int) {
 	if n != requests || n == 0 {
 		t.Errorf("%s: %d entries, the log has %d requests", path, n, requests)
 	}
-	// DevTools' importer; on a machine without tools/devtools-har the rest of the run test
-	// still runs (TestHARDevToolsImport says what is missing), in CI it fails.
-	if _, _, missing := devtoolsTool(); missing != "" && os.Getenv("CI") != "true" {
-		t.Logf("%s: not loaded with DevTools: %s", path, missing)
-		return
-	}
-	checkDevtoolsLoads(t, devtoolsLoad(t, path)[0], path)
+	devtoolsCheck(t, path)
 }
