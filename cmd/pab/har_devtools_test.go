@@ -308,6 +308,9 @@ func TestHARDevToolsImport(t *testing.T) {
 	for _, q := range res[1].Requests {
 		if w, ok := want[key{q.Method, q.URL}]; ok && (q.Status != w.Status || q.BodySHA256 != w.BodySHA256) {
 			t.Errorf("run.har: DevTools shows %s %s %d body %s; recorded %d body %s", q.Method, q.URL, q.Status, q.BodySHA256, w.Status, w.BodySHA256)
+		} else if ok && q.Method == http.MethodPost && deref(q.FormData) != "item=green&qty=2" {
+			// an exact answer to a POST carries the recorded request's body (docs/replay.md)
+			t.Errorf("run.har: DevTools shows the POST %s with form data %s, want the recorded item=green&qty=2", q.URL, deref(q.FormData))
 		} else if !ok && q.Status != http.StatusNotFound {
 			t.Errorf("run.har: DevTools shows the miss %s %s as %d, want 404", q.Method, q.URL, q.Status)
 		}
