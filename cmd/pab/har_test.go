@@ -465,10 +465,11 @@ func TestHARPlaywright(t *testing.T) {
 			URL    string
 			Status int
 			Body   []byte
+			Error  string
 		}
 		json.Unmarshal([]byte(line), &x)
 		if a := pabAnswers[x.URL]; a.status == 200 && (x.Status != 200 || pageText(string(x.Body)) != pageText(a.body)) {
-			t.Errorf("routeFromHAR of the run's HAR, %s: %d %.80q; pab served %.80q", x.URL, x.Status, pageText(string(x.Body)), pageText(a.body))
+			t.Errorf("routeFromHAR of the run's HAR, %s: %d %.80q (error %q); pab served %.80q", x.URL, x.Status, pageText(string(x.Body)), x.Error, pageText(a.body))
 		}
 	}
 
