@@ -97,12 +97,21 @@ func packStream(ctx context.Context, bundleDir, dir string, partSize int64) erro
 	src := bufio.NewReaderSize(wf, 1<<20)
 	var at int64 // the archive is read up to here
 	// member reads [off, off+n) of the archive (off >= at) and queues it for compression
-	member := func(off, n int64) (*packMember, error) {
+	// An item's first member waits for the budget; its later ones (the record after a gap,
+	// the request after the response) take it at once: the writer releases members only
+	// once their item is queued, after all of its members, so waiting there would wait for
+	// the item itself. An item holds at most three members, so in flight stays within three
+	// times packInFlight.
+	member := func(off, n int64, first bool) (*packMember, error) {
 		if _, err := src.Discard(int(off - at)); err != nil {
 			return nil, fmt.Errorf("read %s at offset %d: %w", WARCFile, at, err)
 		}
-		if err := budget.acquire(ctx, n); err != nil {
-			return nil, err
+		if first {
+			if err := budget.acquire(ctx, n); err != nil {
+				return nil, err
+			}
+		} else {
+			budget.take(n)
 		}
 		m := &packMember{raw: make([]byte, n), n: n, done: make(chan struct{})}
 		if _, err := io.ReadFull(src, m.raw); err != nil {
@@ -124,13 +133,13 @@ func packStream(ctx context.Context, bundleDir, dir string, partSize int64) erro
 			return nil, errNotInArchiveOrder
 		}
 		if off > at {
-			gap, err := member(at, off-at)
+			gap, err := member(at, off-at, len(it.members) == 0)
 			if err != nil {
 				return nil, err
 			}
 			it.members = append(it.members, gap)
 		}
-		m, err := member(off, n)
+		m, err := member(off, n, len(it.members) == 0)
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +222,7 @@ func packStream(ctx context.Context, bundleDir, dir string, partSize int64) erro
 	})
 	if readErr == nil && at < warcSize {
 		it := &packItem{}
-		if m, err := member(at, warcSize-at); err != nil {
+		if m, err := member(at, warcSize-at, true); err != nil {
 			readErr = err
 		} else {
 			it.members = append(it.members, m)
@@ -373,6 +382,14 @@ func (b *byteBudget) acquire(ctx context.Context, n int64) error {
 	}
 	b.used += n
 	return nil
+}
+
+// take counts n bytes (at most the limit) at once, over the limit if need be.
+func (b *byteBudget) take(n int64) {
+	n = min(n, b.limit)
+	b.mu.Lock()
+	b.used += n
+	b.mu.Unlock()
 }
 
 // wake wakes every acquire, to see its context done.
