@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -68,6 +69,7 @@ type mcpFront struct {
 	URL   string // http://127.0.0.1:PORT/mcp
 	Token string
 	srv   *http.Server
+	log   *frontLog // nil: errors are dropped
 }
 
 // startMCPFront serves a front for the MCP server at upstream (an http URL ending in /mcp)
@@ -93,6 +95,11 @@ func startMCPFront(upstream, host, token string, rec *stepRecorder) (*mcpFront, 
 		FlushInterval: -1, // server-sent events pass at once
 		ErrorLog:      log.New(io.Discard, "", 0),
 	}
+	var flog *frontLog
+	if rec != nil {
+		flog = &frontLog{path: filepath.Join(rec.dir, FileMCPFront)}
+		rp.ErrorLog = log.New(flog, "", log.LstdFlags|log.Lmicroseconds|log.LUTC)
+	}
 	var next http.Handler = rp
 	if rec != nil {
 		next = rec.wrap(rp)
@@ -114,14 +121,70 @@ func startMCPFront(upstream, host, token string, rec *stepRecorder) (*mcpFront, 
 	if err != nil {
 		return nil, err
 	}
-	f := &mcpFront{URL: "http://" + ln.Addr().String() + "/mcp", Token: token,
+	f := &mcpFront{URL: "http://" + ln.Addr().String() + "/mcp", Token: token, log: flog,
 		srv: &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, MaxHeaderBytes: 64 << 10}}
+	if flog != nil {
+		f.srv.ErrorLog = rp.ErrorLog
+	}
 	go f.srv.Serve(ln)
 	return f, nil
 }
 
-// Close stops the front at once (open streams are cut).
-func (f *mcpFront) Close() { f.srv.Close() }
+// Close stops the front at once (open streams are cut) and closes its log.
+func (f *mcpFront) Close() {
+	f.srv.Close()
+	if f.log != nil {
+		f.log.Close()
+	}
+}
+
+// FileMCPFront is the file of a run directory where pab's MCP front writes what went wrong
+// between the agent and the browser MCP server: an answer's stream that broke (the proxy's
+// read or write error), a server that could not be reached. One line each, at most
+// maxFrontLog bytes; absent when nothing went wrong.
+const FileMCPFront = "browser-mcp-front.log"
+
+// maxFrontLog bounds FileMCPFront (bytes); lines after it are dropped.
+const maxFrontLog = 1 << 20
+
+// frontLog appends lines to a file opened on the first line, up to maxFrontLog bytes.
+type frontLog struct {
+	path string
+	mu   sync.Mutex
+	f    *os.File
+	n    int
+	err  error
+}
+
+func (l *frontLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil || l.n+len(p) > maxFrontLog {
+		return len(p), nil
+	}
+	if l.f == nil {
+		if l.f, l.err = os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); l.err != nil {
+			return len(p), nil
+		}
+	}
+	n, err := l.f.Write(p)
+	l.n += n
+	if err != nil {
+		l.err = err
+	}
+	return len(p), nil
+}
+
+// Close closes the file; lines after it are dropped.
+func (l *frontLog) Close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f != nil {
+		l.f.Close()
+		l.f = nil
+	}
+	l.err = os.ErrClosed
+}
 
 // bearerTransport adds the Authorization header to every request.
 type bearerTransport struct{ token string }

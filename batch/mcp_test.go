@@ -164,9 +164,29 @@ func playSteps(t *testing.T, ctx context.Context, m *runMCP, dir string) {
 		{"browser_navigate", map[string]any{"url": site.URL + "/c"}},
 		{"browser_type", map[string]any{"element": "box", "target": "e999", "text": secret}},
 	}
-	for _, call := range calls {
-		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: call.tool, Arguments: call.args}); err != nil {
-			t.Errorf("%s: %v", call.tool, err)
+	// broken holds the calls whose answer's stream ended without the answer: the front must
+	// record them as steps with an RPC error; each is made again once. @playwright/mcp ended
+	// one such stream in two of many full test runs on a loaded machine (the cause is not
+	// known; the front's log and the server's stderr are printed when it happens).
+	broken := map[int]bool{}
+	var order []int // the call behind each recorded step
+	for i, call := range calls {
+		for try := 0; ; try++ {
+			order = append(order, i)
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: call.tool, Arguments: call.args})
+			if err == nil {
+				break
+			}
+			stderr, _ := os.ReadFile(filepath.Join(dir, "browser-mcp.stderr"))
+			front, _ := os.ReadFile(filepath.Join(dir, FileMCPFront))
+			msg := fmt.Sprintf("%s: %v\n%s:\n%s\nbrowser-mcp.stderr:\n%s", call.tool, err, FileMCPFront, front, stderr)
+			if try == 0 && strings.Contains(err.Error(), "terminated without response") {
+				t.Logf("made again: %s", msg)
+				broken[len(order)-1] = true
+				continue
+			}
+			t.Errorf("%s", msg)
+			break
 		}
 	}
 	cs.Close()
@@ -178,22 +198,44 @@ func playSteps(t *testing.T, ctx context.Context, m *runMCP, dir string) {
 	if strings.Contains(string(raw), secret) {
 		t.Errorf("steps.jsonl holds the typed value:\n%s", raw)
 	}
-	steps, err := ReadSteps(filepath.Join(dir, FileSteps))
-	if err != nil || len(steps) != 5 {
-		t.Fatalf("steps: %d, %v\n%s", len(steps), err, raw)
+	all, err := ReadSteps(filepath.Join(dir, FileSteps))
+	if err != nil || len(all) != len(order) {
+		t.Fatalf("steps: %d, %v, want %d\n%s", len(all), err, len(order), raw)
 	}
+	var steps []Step // one for each call, its last
 	wantPage := []string{"a", "b", "b", "c", "c"}
+	for k, st := range all {
+		if st.N != k+1 || st.Tool != calls[order[k]].tool {
+			t.Errorf("step %d: %+v, want call %s", k+1, st, calls[order[k]].tool)
+		}
+		if broken[k] {
+			if st.RPCError == "" {
+				t.Errorf("step %d, whose answer never came: no rpc_error: %+v", k+1, st)
+			}
+			continue
+		}
+		steps = append(steps, st)
+	}
+	if len(steps) != len(calls) {
+		t.Fatalf("%d steps answered, want %d", len(steps), len(calls))
+	}
+	shots := 0
+	for _, st := range all {
+		if st.Screenshot != "" {
+			shots++
+		}
+	}
 	for i, st := range steps {
-		if st.N != i+1 || st.Tool != calls[i].tool || st.Screenshot == "" {
-			t.Errorf("step %d: %+v", i+1, st)
+		if st.Screenshot == "" {
+			t.Errorf("step %d: %+v", st.N, st)
 			continue
 		}
 		if st.URL != site.URL+"/"+wantPage[i] || st.Title != "Page "+wantPage[i] {
-			t.Errorf("step %d: page %q %q, want %s/%s titled Page %s", i+1, st.URL, st.Title, site.URL, wantPage[i], wantPage[i])
+			t.Errorf("step %d: page %q %q, want %s/%s titled Page %s", st.N, st.URL, st.Title, site.URL, wantPage[i], wantPage[i])
 		}
 		img, err := os.ReadFile(filepath.Join(dir, st.Screenshot))
 		if err != nil || len(img) < 1000 || len(img) > maxShotBytes || !bytes.HasPrefix(img, []byte{0xff, 0xd8}) {
-			t.Errorf("step %d: screenshot %d bytes, %v", i+1, len(img), err)
+			t.Errorf("step %d: screenshot %d bytes, %v", st.N, len(img), err)
 		}
 	}
 	if !strings.Contains(string(steps[4].Args), "[masked: 17 chars]") || !steps[4].IsError {
@@ -206,8 +248,8 @@ func playSteps(t *testing.T, ctx context.Context, m *runMCP, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(view), `<section class="step`); n != 5 || strings.Contains(string(view), secret) ||
-		strings.Count(string(view), "data:image/jpeg;base64,") != 5 || len(view) > 5<<20 {
+	if n := strings.Count(string(view), `<section class="step`); n != len(all) || strings.Contains(string(view), secret) ||
+		strings.Count(string(view), "data:image/jpeg;base64,") != shots || len(view) > 5<<20 {
 		t.Errorf("view.html: %d steps, %d bytes, secret %v", n, len(view), strings.Contains(string(view), secret))
 	}
 }

@@ -3,7 +3,10 @@ package batch
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,5 +157,66 @@ func TestPickPage(t *testing.T) {
 	}
 	if m := pageURLLine.FindStringSubmatch("### Page state\n- Page URL: https://b/x?y=1\n- Page Title: B\n"); m == nil || m[1] != "https://b/x?y=1" {
 		t.Errorf("Page URL line: %q", m)
+	}
+}
+
+// TestFrontLog: a stream the MCP server cuts in the middle of an answer is recorded as a
+// step with an RPC error, and the front writes what happened to browser-mcp-front.log; a
+// front with nothing gone wrong writes no log.
+func TestFrontLog(t *testing.T) {
+	// an upstream that starts an answer's stream and then cuts its connection
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	rec := newStepRecorder(dir, "", "no browser in this test")
+	front, err := startMCPFront(srv.URL+"/mcp", "", "tok", rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"browser_navigate","arguments":{"url":"http://x/"}}}`
+	req, _ := http.NewRequest("POST", front.URL, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err == nil {
+			t.Errorf("the cut stream reached the client whole")
+		}
+	}
+	front.Close()
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	steps, err := ReadSteps(filepath.Join(dir, FileSteps))
+	if err != nil || len(steps) != 1 || steps[0].RPCError == "" {
+		t.Fatalf("steps %+v, %v; want one with an rpc_error", steps, err)
+	}
+	log, err := os.ReadFile(filepath.Join(dir, FileMCPFront))
+	if err != nil || !strings.Contains(string(log), "ReverseProxy read error") {
+		t.Errorf("%s: %q, %v", FileMCPFront, log, err)
+	}
+
+	// nothing wrong: no log
+	good := mcpServer(t, "browser_navigate")
+	dir2 := t.TempDir()
+	front2, err := startMCPFront(good.URL+"/mcp", "", "tok", newStepRecorder(dir2, "", "none"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := listMCPTools(context.Background(), front2.URL, &http.Client{Transport: bearerTransport{"tok"}}); err != nil {
+		t.Fatal(err)
+	}
+	front2.Close()
+	if _, err := os.Stat(filepath.Join(dir2, FileMCPFront)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a front with nothing wrong wrote %s: %v", FileMCPFront, err)
 	}
 }
