@@ -650,12 +650,12 @@ func TestRunGuardEngineEvents(t *testing.T) {
 h='Content-Type: application/json'
 a='Accept: application/json, text/event-stream'
 k="Authorization: Bearer $PAB_MCP_TOKEN"
-curl -sf -D hdr -H "$h" -H "$a" -H "$k" --data '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl-agent","version":"1"}}}' "$PAB_MCP_URL" >/dev/null
+curl -sS --fail-with-body -D hdr -H "$h" -H "$a" -H "$k" --data '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl-agent","version":"1"}}}' "$PAB_MCP_URL" >init.txt || { echo "initialize: $?" >&2; cat hdr init.txt >&2; exit 1; }
 sid=$(tr -d '\r' <hdr | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
 s="Mcp-Session-Id: $sid"
 p='MCP-Protocol-Version: 2025-06-18'
-curl -sf -H "$h" -H "$a" -H "$k" -H "$s" -H "$p" --data '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$PAB_MCP_URL" >/dev/null
-curl -sf -H "$h" -H "$a" -H "$k" -H "$s" -H "$p" --data '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' "$PAB_MCP_URL" >tools.txt || { echo "tools/list: $?" >&2; cat tools.txt >&2; exit 1; }
+curl -sS --fail-with-body -H "$h" -H "$a" -H "$k" -H "$s" -H "$p" --data '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$PAB_MCP_URL" >/dev/null
+curl -sS --fail-with-body -H "$h" -H "$a" -H "$k" -H "$s" -H "$p" --data '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' "$PAB_MCP_URL" >tools.txt || { echo "tools/list: $?" >&2; cat tools.txt >&2; exit 1; }
 grep -q '"name":"ready_for_review"' tools.txt
 cp "$RIGHT_ANSWER" "$PAB_ANSWER_FILE"`
 	stdout, stderr, code := runPabDir(t, repoRoot, "run", "--out", out, "--guard", app, "--guard-browser-mcp", fake+" browser",
@@ -666,7 +666,9 @@ cp "$RIGHT_ANSWER" "$PAB_ANSWER_FILE"`
 	dir := filepath.Join(out, "books-sapiens-price", "1")
 	if s := readSummary(t, out); len(s.Runs) != 1 || s.Runs[0].Status == batch.StatusAgentFailed || s.Runs[0].Status == batch.StatusError {
 		e, _ := os.ReadFile(filepath.Join(dir, batch.FileStderr))
-		t.Fatalf("runs %+v\n%s", s.Runs, e)
+		g, _ := os.ReadFile(filepath.Join(dir, "guard.stderr"))
+		f, _ := os.ReadFile(filepath.Join(dir, batch.FileMCPFront))
+		t.Fatalf("runs %+v\nagent.stderr:\n%s\nguard.stderr:\n%s\n%s:\n%s", s.Runs, e, g, batch.FileMCPFront, f)
 	}
 	r := &applyRun{trace: filepath.Join(dir, "guard.trace.jsonl")}
 	r.traced(t, 0, "source.read", "kind", "profile")
