@@ -269,9 +269,8 @@ func (s *Server) serveBounded(w http.ResponseWriter, r *http.Request, h http.Han
 	l := s.cfg.Limits
 	rc := http.NewResponseController(w)
 	bw := &boundedWriter{ResponseWriter: w, rc: rc, d: l.WriteTimeout, h2: r.ProtoMajor == 2}
-	if r.ProtoMajor == 1 && bw.d > 0 {
-		_ = rc.SetWriteDeadline(time.Time{}) // a previous request's deadline on this connection
-	}
+	// Over HTTP/1.1 no deadline of a previous answer is left on the connection: net/http
+	// clears the write deadline once it has sent an answer (TestWriteDeadlineKeptAlive).
 	if r.Body != nil && r.Body != http.NoBody && l.BodyTimeout > 0 {
 		bw.body = &boundedBody{rc: r.Body, ctl: rc, start: time.Now(), grace: l.BodyTimeout, rate: l.MinBodyRate,
 			h1: r.ProtoMajor == 1, sized: r.ContentLength >= 0}
@@ -421,11 +420,15 @@ func (w *boundedWriter) Flush() {
 	w.done()
 }
 
-// last arms the deadline of the flush net/http does once the Handler returns (over
-// HTTP/2 the stream's end stops its timer).
+// last arms the deadline of the flush net/http does once the Handler returns: over
+// HTTP/1.1 as any write's (unless the one set is still three quarters of d away, which is
+// so for most answers: one deadline per answer, not one per write and one more for the
+// flush), over HTTP/2 a new one (the stream's end stops its timer).
 func (w *boundedWriter) last() {
 	if w.d > 0 {
-		w.armed = time.Time{}
+		if w.h2 {
+			w.armed = time.Time{}
+		}
 		w.arm()
 	}
 }

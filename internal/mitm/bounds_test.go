@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -732,5 +733,102 @@ func TestRequestRateProtocols(t *testing.T) {
 				t.Errorf("%d requests in %v: held back by the rate, which applies to HTTP/2 (and HTTP/1.1 in record) only", done, life)
 			}
 		})
+	}
+}
+
+// TestWriteDeadlineKeptAlive: an answer on an HTTP/1.1 keep-alive connection sets the
+// write deadline once (not once per write and again for the last flush), and no deadline
+// of an earlier answer is left to cut the next one, while a slow client is still cut: on one
+// connection (a plain-HTTP proxy connection and an HTTPS tunnel), an answer after the
+// connection sat idle past the deadline the previous answer set (to a request with
+// Expect: 100-continue, whose interim answer net/http writes before the Handler's), more
+// answers, and then an answer the client does not read, whose write must end within
+// WriteTimeout (plus slack for a loaded machine).
+func TestWriteDeadlineKeptAlive(t *testing.T) {
+	t.Parallel()
+	const wt = 300 * time.Millisecond
+	type cut struct {
+		err   error
+		after time.Duration
+	}
+	cuts := make(chan cut, 2)
+	g := startShell(t, func(c *Config) {
+		c.Limits.WriteTimeout = wt
+		c.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/big" {
+				b, _ := io.ReadAll(r.Body)
+				io.WriteString(w, "small "+r.URL.Path+string(b))
+				return
+			}
+			start := time.Now()
+			chunk := make([]byte, 64<<10)
+			var err error
+			for i := 0; i < 1024 && err == nil; i++ { // 64 MiB: more than the sockets hold
+				_, err = w.Write(chunk)
+			}
+			cuts <- cut{err, time.Since(start)}
+		})
+	})
+	for _, tunnel := range []bool{false, true} {
+		var c net.Conn
+		base := "http://kept.test"
+		if tunnel {
+			c, base = g.tunnel(t, "kept.test:443"), ""
+		} else {
+			var err error
+			if c, err = net.Dial("tcp", g.addr); err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+		}
+		br := bufio.NewReader(c)
+		// get asks for path; with a body, it sends Expect: 100-continue and sends the body
+		// only once the interim answer came (net/http writes it before any answer of the
+		// Handler, so a deadline left over from an earlier answer would cut it).
+		get := func(path, body string) {
+			t.Helper()
+			head := "GET " + base + path + " HTTP/1.1\r\nHost: kept.test\r\n"
+			if body != "" {
+				head += "Expect: 100-continue\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n"
+			}
+			if _, err := io.WriteString(c, head+"\r\n"); err != nil {
+				t.Fatalf("tunnel %v: %s: %v", tunnel, path, err)
+			}
+			resp, err := http.ReadResponse(br, nil)
+			if err == nil && body != "" {
+				if resp.StatusCode != http.StatusContinue {
+					t.Fatalf("tunnel %v: %s: %s, want 100 Continue", tunnel, path, resp.Status)
+				}
+				if _, err := io.WriteString(c, body); err != nil {
+					t.Fatalf("tunnel %v: %s: %v", tunnel, path, err)
+				}
+				resp, err = http.ReadResponse(br, nil)
+			}
+			if err != nil {
+				t.Fatalf("tunnel %v: %s: %v", tunnel, path, err)
+			}
+			got, err := io.ReadAll(resp.Body)
+			if err != nil || string(got) != "small "+path+body {
+				t.Fatalf("tunnel %v: %s: %q %v", tunnel, path, got, err)
+			}
+		}
+		get("/1", "")
+		time.Sleep(2 * wt) // idle past the deadline /1's answer set
+		get("/2", "body")
+		time.Sleep(wt / 2)
+		get("/3", "")
+		get("/4", "")
+		if _, err := io.WriteString(c, "GET "+base+"/big HTTP/1.1\r\nHost: kept.test\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case x := <-cuts:
+			if x.err == nil || x.after > wt+2*time.Second {
+				t.Errorf("tunnel %v: the unread answer's write ended after %v with %v; want an error within %v", tunnel, x.after, x.err, wt)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("tunnel %v: the unread answer's write did not end", tunnel)
+		}
+		c.Close()
 	}
 }
