@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -24,6 +25,7 @@ type responseHead struct {
 	header   http.Header // replayHeader of the recorded fields; cloned per answer
 	clock    bool        // wantsClock of the recorded status and fields
 	size     int64
+	clen     []string // Content-Length's value: size in decimal (shared and read-only)
 	recordID string
 	note     string      // the payload's notes for the log (servedNote)
 	ra       io.ReaderAt // data.warc, read at off
@@ -95,7 +97,7 @@ func (c *headCache) get(b *recording.Bundle, e *recording.Entry) (*responseHead,
 		return nil, fmt.Errorf("entry %s: recorded status %d cannot be replayed", e.ID, resp.Status)
 	}
 	h = &responseHead{status: resp.Status, header: replayHeader(resp.Header), clock: wantsClock(resp.Status, resp.Header),
-		size: resp.Size, recordID: resp.RecordID, note: servedNote(resp.Notes)}
+		size: resp.Size, clen: []string{strconv.FormatInt(resp.Size, 10)}, recordID: resp.RecordID, note: servedNote(resp.Notes)}
 	sr, ok := resp.Body.(*io.SectionReader)
 	if !ok {
 		h.reader = resp.Body

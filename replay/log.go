@@ -538,6 +538,15 @@ func appendOmitString(b []byte, name, v string) []byte {
 	return appendJSONString(append(b, name...), v)
 }
 
+// jsonPlain says which bytes appendJSONString copies as they are: ASCII from 0x20 on
+// but '"' and '\\' (one table load per byte instead of four comparisons).
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendJSONString appends v as a JSON string (RFC 8259 section 7) the way encoding/json
 // writes it without HTML escaping: '"', '\\' and control characters escaped (\b \f \n
 // \r \t, else \u00XX), U+2028 and U+2029 escaped, invalid UTF-8 replaced by U+FFFD.
@@ -547,7 +556,7 @@ func appendJSONString(b []byte, v string) []byte {
 	start := 0
 	for i := 0; i < len(v); {
 		c := v[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+		if jsonPlain[c] {
 			i++
 			continue
 		}

@@ -266,6 +266,8 @@ type answer struct {
 	body   io.Reader   // nil for no body
 	data   []byte      // the payload in memory, shared and read-only (instead of body), or nil
 	size   int64       // payload bytes of body or data
+	clen   []string    // Content-Length's value when it is clenOf, shared and read-only (the recorded head's)
+	clenOf int64
 
 	source   Source
 	typ      string
@@ -426,6 +428,8 @@ func (s *Server) recordedAnswer(e *recording.Entry, r *http.Request) (*answer, e
 		status: h.status,
 		header: h.header, // shared and read-only: cloned below before the clock edits it
 		size:   h.size,
+		clen:   h.clen,
+		clenOf: h.size,
 		entry:  e,
 		record: h.recordID,
 		note:   h.note,
@@ -507,7 +511,11 @@ func (a *answer) write(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(a.status)
 		return nil
 	}
-	h["Content-Length"] = []string{strconv.FormatInt(a.size, 10)}
+	if a.clen != nil && a.clenOf == a.size {
+		h["Content-Length"] = a.clen
+	} else {
+		h["Content-Length"] = []string{strconv.FormatInt(a.size, 10)}
+	}
 	if r.Method == http.MethodHead || (a.body == nil && a.data == nil) || a.size == 0 {
 		w.WriteHeader(a.status)
 		return nil
