@@ -267,12 +267,11 @@ func headerCost(r *http.Request) (cost, longest int) {
 // (an HTTP/2 stream reset, a connection closed) is not given to h.
 func (s *Server) serveBounded(w http.ResponseWriter, r *http.Request, h http.HandlerFunc) {
 	l := s.cfg.Limits
-	rc := http.NewResponseController(w)
-	bw := &boundedWriter{ResponseWriter: w, rc: rc, d: l.WriteTimeout, h2: r.ProtoMajor == 2}
+	bw := &boundedWriter{ResponseWriter: w, d: l.WriteTimeout, h2: r.ProtoMajor == 2}
 	// Over HTTP/1.1 no deadline of a previous answer is left on the connection: net/http
 	// clears the write deadline once it has sent an answer (TestWriteDeadlineKeptAlive).
 	if r.Body != nil && r.Body != http.NoBody && l.BodyTimeout > 0 {
-		bw.body = &boundedBody{rc: r.Body, ctl: rc, start: time.Now(), grace: l.BodyTimeout, rate: l.MinBodyRate,
+		bw.body = &boundedBody{rc: r.Body, ctl: bw.ctl(), start: time.Now(), grace: l.BodyTimeout, rate: l.MinBodyRate,
 			h1: r.ProtoMajor == 1, sized: r.ContentLength >= 0}
 		// The Handler is given a shallow copy: net/http looks at its own request's Body
 		// to decide whether to read an unread body's rest before answering.
@@ -343,11 +342,29 @@ func (s *Server) serveBounded(w http.ResponseWriter, r *http.Request, h http.Han
 // WriteChunk bytes gets a deadline of d from its start.
 type boundedWriter struct {
 	http.ResponseWriter
-	rc    *http.ResponseController
+	rc    *http.ResponseController // made on first use (ctl)
 	d     time.Duration
 	armed time.Time    // the deadline set last
 	body  *boundedBody // the request's body, or nil
 	h2    bool
+}
+
+// ctl is the ResponseController of w's ResponseWriter.
+func (w *boundedWriter) ctl() *http.ResponseController {
+	if w.rc == nil {
+		w.rc = http.NewResponseController(w.ResponseWriter)
+	}
+	return w.rc
+}
+
+// setWriteDeadline sets the write deadline of w's connection (HTTP/1.1) or stream
+// (HTTP/2): directly when the ResponseWriter has the method, as net/http's both do (no
+// ResponseController made per answer), else through one.
+func (w *boundedWriter) setWriteDeadline(t time.Time) error {
+	if d, ok := w.ResponseWriter.(interface{ SetWriteDeadline(time.Time) error }); ok {
+		return d.SetWriteDeadline(t)
+	}
+	return w.ctl().SetWriteDeadline(t)
 }
 
 // around runs f, a call that may make net/http read the rest of an HTTP/1.1 request body
@@ -376,7 +393,7 @@ func (w *boundedWriter) arm() {
 		return
 	}
 	w.armed = now.Add(w.d)
-	_ = w.rc.SetWriteDeadline(w.armed)
+	_ = w.setWriteDeadline(w.armed)
 }
 
 // done ends a write's deadline over HTTP/2, where the deadline is a timer that resets the
@@ -385,7 +402,7 @@ func (w *boundedWriter) arm() {
 func (w *boundedWriter) done() {
 	if w.d > 0 && w.h2 {
 		w.armed = time.Time{}
-		_ = w.rc.SetWriteDeadline(time.Time{})
+		_ = w.setWriteDeadline(time.Time{})
 	}
 }
 
@@ -416,7 +433,7 @@ func (w *boundedWriter) Write(p []byte) (int, error) {
 
 func (w *boundedWriter) Flush() {
 	w.arm()
-	w.around(func() { _ = w.rc.Flush() })
+	w.around(func() { _ = w.ctl().Flush() })
 	w.done()
 }
 
