@@ -118,13 +118,13 @@ func ResourceTypeFromAccept(mt string) string {
 // (ResourceTypeFromPath). It is what pab record stores and what replay's request type is
 // made of.
 func RequestResourceType(h http.Header, urlPath string) string {
-	if t := ResourceTypeFromDest(h.Get("Sec-Fetch-Dest")); t != "" {
+	if t := ResourceTypeFromDest(firstValue(h, "Sec-Fetch-Dest")); t != "" {
 		return t
 	}
-	if strings.EqualFold(h.Get("X-Requested-With"), "XMLHttpRequest") {
+	if strings.EqualFold(firstValue(h, "X-Requested-With"), "XMLHttpRequest") {
 		return ResourceFetch
 	}
-	for part := range strings.SplitSeq(h.Get("Accept"), ",") {
+	for part := range strings.SplitSeq(firstValue(h, "Accept"), ",") {
 		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil {
 			if t := ResourceTypeFromAccept(mt); t != "" {
 				return t
@@ -132,6 +132,15 @@ func RequestResourceType(h http.Header, urlPath string) string {
 		}
 	}
 	return ResourceTypeFromPath(urlPath)
+}
+
+// firstValue is h.Get(key) for a key already in canonical form (CanonicalHeaderKey), without
+// canonicalizing it again: it runs on every request replay answers.
+func firstValue(h http.Header, key string) string {
+	if vs := h[key]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
 }
 
 // ResourceTypeFromPath classifies a URL path by its extension: a path with no extension

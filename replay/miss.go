@@ -222,10 +222,11 @@ func isWebSocketUpgrade(r *http.Request) bool {
 	return headerHasToken(r.Header, "Connection", "upgrade") && headerHasToken(r.Header, "Upgrade", "websocket")
 }
 
-// headerHasToken reports whether a comma-separated header field holds token (any case).
+// headerHasToken reports whether a comma-separated header field holds token (any case);
+// name is in canonical form (CanonicalHeaderKey).
 func headerHasToken(h http.Header, name, token string) bool {
-	for _, v := range h.Values(name) {
-		for _, t := range strings.Split(v, ",") {
+	for _, v := range h[name] {
+		for t := range strings.SplitSeq(v, ",") {
 			if strings.EqualFold(strings.TrimSpace(t), token) {
 				return true
 			}

@@ -306,11 +306,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // do ("text/html,application/xhtml+xml,..."). A client that sends neither (curl's */*, a
 // Go client) is not taken for a browser.
 func browserPage(r *http.Request) bool {
-	switch strings.ToLower(r.Header.Get("Sec-Fetch-Dest")) {
+	switch strings.ToLower(firstValue(r.Header, "Sec-Fetch-Dest")) {
 	case "document", "iframe", "frame":
 		return true
 	case "":
-		a := strings.TrimSpace(strings.ToLower(r.Header.Get("Accept")))
+		a := strings.TrimSpace(strings.ToLower(firstValue(r.Header, "Accept")))
 		return strings.HasPrefix(a, "text/html")
 	}
 	return false
@@ -352,7 +352,7 @@ func (s *Server) answerFor(r *http.Request) *answer {
 	if typ == TypeDocument && !browserPage(r) {
 		lookupType = "" // the matching policy's stricter rule for pages is for a browser's
 	}
-	res := s.ix.lookupServed(rules.Request{Method: r.Method, URL: u, Body: body, ContentType: r.Header.Get("Content-Type"), Type: lookupType}, urlStr)
+	res := s.ix.lookupServed(rules.Request{Method: r.Method, URL: u, Body: body, ContentType: firstValue(r.Header, "Content-Type"), Type: lookupType}, urlStr)
 	body = nil
 	done()
 	var a *answer
@@ -403,6 +403,16 @@ func (s *Server) answerFor(r *http.Request) *answer {
 	a.url = urlStr
 	a.bodySize = total
 	return a
+}
+
+// firstValue is h.Get(key) for a key already in canonical form (CanonicalHeaderKey), without
+// canonicalizing it again: it runs on every request (TestCanonicalKeys checks the keys
+// given).
+func firstValue(h http.Header, key string) string {
+	if vs := h[key]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
 }
 
 func joinNote(a, b string) string {
@@ -558,7 +568,7 @@ func (s *Server) finish(r *http.Request, a *answer, start time.Time) {
 		URL:      u,
 		Key:      a.key,
 		Type:     a.typ,
-		Dest:     logDest(r.Header.Get("Sec-Fetch-Dest")),
+		Dest:     logDest(firstValue(r.Header, "Sec-Fetch-Dest")),
 		Source:   a.source,
 		Rule:     a.rule,
 		Endpoint: a.endpoint,

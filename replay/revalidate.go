@@ -46,13 +46,13 @@ func revalidate(r *http.Request, a *answer) bool {
 		return false
 	}
 	var why string
-	if inm, ok := r.Header[http.CanonicalHeaderKey("If-None-Match")]; ok {
+	if inm, ok := r.Header["If-None-Match"]; ok {
 		if !noneMatchMatches(inm, a.header.Values("Etag")) {
 			return false
 		}
 		why = "304: If-None-Match matches the recorded ETag"
 	} else {
-		ims := r.Header.Values("If-Modified-Since")
+		ims := r.Header["If-Modified-Since"]
 		if len(ims) != 1 || !notModifiedSince(ims[0], a.header.Values("Last-Modified")) {
 			return false
 		}
