@@ -670,7 +670,12 @@ func auditFormat3Archive(ctx context.Context, files []string, workDir string, na
 		defer f.Close()
 		return eachEntry(f, names.entries, MaxWARCBytes, func(_ int, e *Entry) error { return fn(e) })
 	}
-	entriesErr := each(func(*Entry) error { return nil })
+	// where the entries say members start: the members between are inflated in parallel
+	starts := make([][]int64, len(files)-3)
+	entriesErr := each(func(e *Entry) error {
+		starts = addMemberStarts(starts, e)
+		return nil
+	})
 	if errors.Is(entriesErr, os.ErrNotExist) {
 		return []Problem{{File: names.entries, Msg: entriesErr.Error()}}, false, nil, false
 	}
@@ -695,7 +700,8 @@ func auditFormat3Archive(ctx context.Context, files []string, workDir string, na
 			}()
 		}
 		var err error
-		spans, err = inflateMembers(ctx, files[3:], dst, MaxWARCBytes, budget)
+		spans, err = inflateMembers(ctx, files[3:], dst, MaxWARCBytes, budget, starts...)
+		starts = nil
 		if pw != nil {
 			pw.CloseWithError(err) // nil: the content audit reads to the end
 			<-stepDone

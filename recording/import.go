@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/pab-dev/pab/internal/httpx"
+	"github.com/pab-dev/pab/internal/iobuf"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -1002,7 +1003,7 @@ func digestMatches(resps []*inRec, sp *warc.Spool, want map[string]*inRec) error
 		// the body as stored and de-chunked, in one read of the spool
 		s1, s2, d1, d2 := sha1.New(), sha256.New(), sha1.New(), sha256.New()
 		dc := warc.NewChunkDecoder(io.MultiWriter(d1, d2))
-		if _, err := io.Copy(io.MultiWriter(s1, s2, dc), sp.Section(rec.Body)); err != nil {
+		if _, err := iobuf.Copy(io.MultiWriter(s1, s2, dc), sp.Section(rec.Body)); err != nil {
 			return fmt.Errorf("import %s at %s: read spool: %w", r.in.path, rec.Where(), err)
 		}
 		add("sha1:"+hex.EncodeToString(s1.Sum(nil)), r)

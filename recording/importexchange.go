@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pab-dev/pab/internal/httpx"
+	"github.com/pab-dev/pab/internal/iobuf"
 	"github.com/pab-dev/pab/warc"
 	"golang.org/x/net/html"
 )
@@ -118,7 +119,7 @@ func decodeSpooled(sp *warc.Spool, header http.Header, body warc.Span, limit int
 	if warc.HasToken(header.Values("Transfer-Encoding"), "chunked") {
 		m := sp.Mark()
 		dc := warc.NewChunkDecoder(sp)
-		if _, err := io.Copy(dc, sp.Section(body)); err != nil {
+		if _, err := iobuf.Copy(dc, sp.Section(body)); err != nil {
 			sp.Truncate(m)
 			return body, "", fr, &warc.SinkError{Err: err}
 		}

@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/pab-dev/pab/internal/progress"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/pab-dev/pab/internal/atomicfile"
+	"github.com/pab-dev/pab/internal/iobuf"
+	"github.com/pab-dev/pab/internal/progress"
 )
 
 // packMembers writes b's archive as gzip members, one per record, into dir: data.warc.gz,
@@ -171,12 +172,15 @@ type memberSpan struct {
 // into w (within the budget u), and returns every member found. Each part must be a
 // sequence of whole gzip members; a truncated or corrupt member, or a member that inflates
 // to more than max bytes in all, is an error naming the part and the member's offset.
-func inflateMembers(ctx context.Context, parts []string, w io.Writer, max int64, u *unpackBudget) ([]memberSpan, error) {
-	var spans []memberSpan
-	var total int64
-	var before int64 // the compressed bytes of the parts before this one
-	meter := progress.FromContext(ctx)
-	zr := new(gzip.Reader)
+//
+// starts, when not nil, gives for each part the offsets where its members are expected to
+// start (the entries' member fields): the members between them are then inflated by
+// several goroutines at once (inflate_parallel.go). It is only a hint: a member that does
+// not end exactly where the next expected one starts is read again from its start one
+// member at a time, as without starts, so w receives the same bytes, the spans and errors
+// are the same, whatever starts holds.
+func inflateMembers(ctx context.Context, parts []string, w io.Writer, max int64, u *unpackBudget, starts ...[]int64) ([]memberSpan, error) {
+	st := &memberInflater{w: w, u: u, max: max, meter: progress.FromContext(ctx), zr: new(gzip.Reader)}
 	for pi, path := range parts {
 		f, err := os.Open(path)
 		if err != nil {
@@ -187,39 +191,64 @@ func inflateMembers(ctx context.Context, parts []string, w io.Writer, max int64,
 			f.Close()
 			return nil, err
 		}
-		cr := newCountReader(f)
-		for cr.offset() < fi.Size() {
-			if err := context.Cause(ctx); err != nil {
-				f.Close()
-				return nil, err
-			}
-			start := cr.offset()
-			if err := zr.Reset(cr.br); err != nil {
-				f.Close()
-				return nil, &memberError{part: pi, zoff: start, err: fmt.Errorf("read %s at offset %d: %w", path, start, err)}
-			}
-			zr.Multistream(false)
-			n, err := io.Copy(&budgetWriter{w: w, u: u}, io.LimitReader(zr, max-total+1))
-			if le, ok := asLimitError(err); ok {
-				f.Close()
-				return nil, le
-			}
-			if err != nil {
-				f.Close()
-				return nil, &memberError{part: pi, zoff: start, err: fmt.Errorf("read %s: gzip member at offset %d: %w", path, start, err)}
-			}
-			total += n
-			if total > max {
-				f.Close()
-				return nil, fmt.Errorf("read %s: the archive expands to more than %d bytes", path, max)
-			}
-			spans = append(spans, memberSpan{part: pi, zoff: start, zn: cr.offset() - start, off: total - n, n: n})
-			meter.Record(before + cr.offset())
+		var hint []int64
+		if pi < len(starts) {
+			hint = starts[pi]
 		}
-		before += fi.Size()
+		err = st.part(ctx, pi, path, f, fi.Size(), hint)
 		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		st.before += fi.Size()
 	}
-	return spans, nil
+	return st.spans, nil
+}
+
+// memberInflater is the state of one inflateMembers: what was written so far and where.
+type memberInflater struct {
+	w      io.Writer
+	u      *unpackBudget
+	max    int64
+	meter  *progress.Meter
+	zr     *gzip.Reader
+	spans  []memberSpan
+	total  int64 // bytes inflated so far
+	before int64 // the compressed bytes of the parts before this one
+}
+
+// sequential inflates the members of part pi (path, open as f, size bytes) from offset
+// from to the part's end, one member at a time; one, when set, stops after the first
+// member. It returns the offset where it stopped.
+func (st *memberInflater) sequential(ctx context.Context, pi int, path string, f *os.File, from, size int64, one bool) (int64, error) {
+	cr := newCountReader(io.NewSectionReader(f, from, size-from))
+	for from+cr.offset() < size {
+		if err := context.Cause(ctx); err != nil {
+			return 0, err
+		}
+		start := from + cr.offset()
+		if err := st.zr.Reset(cr.br); err != nil {
+			return 0, &memberError{part: pi, zoff: start, err: fmt.Errorf("read %s at offset %d: %w", path, start, err)}
+		}
+		st.zr.Multistream(false)
+		n, err := iobuf.Copy(&budgetWriter{w: st.w, u: st.u}, io.LimitReader(st.zr, st.max-st.total+1))
+		if le, ok := asLimitError(err); ok {
+			return 0, le
+		}
+		if err != nil {
+			return 0, &memberError{part: pi, zoff: start, err: fmt.Errorf("read %s: gzip member at offset %d: %w", path, start, err)}
+		}
+		st.total += n
+		if st.total > st.max {
+			return 0, fmt.Errorf("read %s: the archive expands to more than %d bytes", path, st.max)
+		}
+		st.spans = append(st.spans, memberSpan{part: pi, zoff: start, zn: from + cr.offset() - start, off: st.total - n, n: n})
+		st.meter.Record(st.before + from + cr.offset())
+		if one {
+			break
+		}
+	}
+	return from + cr.offset(), nil
 }
 
 // memberError is an error of inflateMembers reading the gzip member that starts at zoff of
@@ -353,7 +382,11 @@ func unpackFormat3(recordingDir string, files []string, destDir string, u *unpac
 	err = atomicfile.WriteNew(filepath.Join(destDir, WARCFile), 0o644, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 256<<10)
 		var err error
-		spans, err = inflateMembers(context.Background(), files[3:], bw, MaxWARCBytes, u)
+		starts := make([][]int64, len(files)-3)
+		for i := range entries {
+			starts = addMemberStarts(starts, &entries[i])
+		}
+		spans, err = inflateMembers(context.Background(), files[3:], bw, MaxWARCBytes, u, starts...)
 		if err != nil {
 			return err
 		}

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pab-dev/pab/internal/iobuf"
 	"github.com/pab-dev/pab/warc"
 )
 
@@ -413,7 +414,7 @@ func (r *revisitResolver) find(u *UnresolvedRevisit) (storedRef, bool, error) {
 				return storedRef{}, false, err
 			}
 			h := sha1.New()
-			if _, err := io.Copy(h, resp.Body); err != nil {
+			if _, err := iobuf.Copy(h, resp.Body); err != nil {
 				return storedRef{}, false, fmt.Errorf("read %s (entry %s) payload: %w", filepath.Join(b.Dir, WARCFile), e.ID, err)
 			}
 			k := "sha1:" + hex.EncodeToString(h.Sum(nil))

@@ -33,6 +33,7 @@ import (
 	gowarc "github.com/nlnwa/gowarc/v3"
 	"github.com/pab-dev/pab/internal/atomicfile"
 	"github.com/pab-dev/pab/internal/httpx"
+	"github.com/pab-dev/pab/internal/iobuf"
 	"github.com/pab-dev/pab/warc"
 	"golang.org/x/net/http/httpguts"
 )
@@ -395,7 +396,7 @@ func (a *adding) digestPayload(w *BundleWriter) error {
 	a.blockHash.Write(a.head.Bytes())
 	if x.Unresolved == nil && a.origIdx < 0 {
 		ph := sha256.New()
-		n, err := io.Copy(io.MultiWriter(ph, a.blockHash, a.idHash), io.NewSectionReader(a.body, 0, a.size))
+		n, err := iobuf.Copy(io.MultiWriter(ph, a.blockHash, a.idHash), io.NewSectionReader(a.body, 0, a.size))
 		if err != nil {
 			return fmt.Errorf("exchange %s (%s): read payload: %w", a.id, x.URL, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 
 	gowarc "github.com/nlnwa/gowarc/v3"
 )
@@ -41,7 +42,9 @@ func EncodeRecord(w io.Writer, hdr []Field, head []byte, payload io.Reader, payl
 	io.WriteString(cw, "\r\n")
 	cw.Write(head)
 	if payload != nil {
-		n, err := io.Copy(cw, payload)
+		bp := copyBufs.Get().(*[]byte)
+		n, err := io.CopyBuffer(cw, payload, *bp)
+		copyBufs.Put(bp)
 		if err == nil && n != payloadLen {
 			err = fmt.Errorf("payload has %d bytes, not %d", n, payloadLen)
 		}
@@ -52,6 +55,10 @@ func EncodeRecord(w io.Writer, hdr []Field, head []byte, payload io.Reader, payl
 	io.WriteString(cw, "\r\n\r\n")
 	return cw.n, cw.err
 }
+
+// copyBufs are the 32 KiB buffers EncodeRecord copies payloads through (io.Copy would
+// allocate one for every record).
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // ErrHeaderTooLarge is wrapped by the errors of BundleWriter.Add and EncodeExchange for an
 // exchange whose WARC header would be longer than MaxWARCHeaderBytes.
