@@ -292,14 +292,29 @@ func (r *run) stage() error {
 	if err != nil {
 		return r.failed(r.interrupted("packing", err))
 	}
+	// The rules are inferred from the final bundle while the packed recording is audited
+	// (the two read different files and write to different folders of r.work); both must
+	// succeed, and the audit's problems are reported first.
+	type inferred struct {
+		files  []*rules.InferredFile
+		layers []ruleLayer
+		err    error
+	}
+	inferDone := make(chan inferred, 1)
+	go func() {
+		files, layers, err := inferRules(r.ctx, r.t, r.final, r.work)
+		inferDone <- inferred{files, layers, err}
+	}()
 	m = r.prog.begin("auditing the packed recording", progress.Totals{Bytes: archiveSize(staged), Unit: "members"})
 	// An unresolved revisit was already a warning of the import; it does not stop it.
 	probs, err := recording.AuditRecordingContext(progress.NewContext(r.ctx, m), staged, filepath.Join(r.work, "audit"))
 	if err != nil {
+		<-inferDone
 		os.RemoveAll(staged)
 		return r.failed(r.interrupted("the audit", err))
 	}
 	if probs := recording.Blocking(probs); len(probs) > 0 {
+		<-inferDone
 		os.RemoveAll(staged)
 		for _, p := range probs {
 			fmt.Fprintln(r.errOut, strings.ReplaceAll(p.String(), staged, r.recDir+" (new)"))
@@ -307,10 +322,12 @@ func (r *run) stage() error {
 		return r.failed(r.auditFailed(len(probs)))
 	}
 	r.prog.begin("inferring site rules", progress.Totals{})
-	if r.inferred, r.layers, err = inferRules(r.t, r.final, r.work); err != nil {
+	inf := <-inferDone
+	if inf.err != nil {
 		os.RemoveAll(staged)
-		return r.failed(err)
+		return r.failed(r.interrupted("inferring the rules", inf.err))
 	}
+	r.inferred, r.layers = inf.files, inf.layers
 	// the audit's not_found check (pab audit): every key a host of the recording or a site
 	// name of the rules the task will replay with (sites/, its rules/, the rules inferred now)
 	if probs := audit.NotFoundKeys(r.final, filepath.Join(r.recDir, recording.RecordingManifestFile)+" (new)",

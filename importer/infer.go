@@ -4,6 +4,7 @@ package importer
 // the task's hand-written ones.
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -29,8 +30,8 @@ const (
 // and the task's hand-written rule files as what is already known, writes them into work
 // (nothing of the task is touched: writeInferredRules does that), and returns them with the
 // rule layers of the self-check: generic rules only, generic + inferred, and everything in
-// effect.
-func inferRules(t *task.Task, bundleDir, work string) ([]*rules.InferredFile, []ruleLayer, error) {
+// effect. Once ctx is done it stops between the sampled entries with ctx's cause.
+func inferRules(ctx context.Context, t *task.Task, bundleDir, work string) ([]*rules.InferredFile, []ruleLayer, error) {
 	handDir := filepath.Join(work, "hand-rules")
 	if err := copyHandRules(t.RulesDir(), handDir); err != nil {
 		return nil, nil, err
@@ -39,7 +40,7 @@ func inferRules(t *task.Task, bundleDir, work string) ([]*rules.InferredFile, []
 	if err != nil {
 		return nil, nil, err
 	}
-	samples, err := bundleSamples(bundleDir)
+	samples, err := bundleSamples(ctx, bundleDir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -118,7 +119,7 @@ const (
 // order: all of them, or an evenly spaced sample of maxInferSamples
 // (recording.OpenBundleSample); each payload cut as maxInferBody and maxInferOtherBody say,
 // within maxInferSampleBytes; unresolved revisits left out.
-func bundleSamples(dir string) ([]rules.Sample, error) {
+func bundleSamples(ctx context.Context, dir string) ([]rules.Sample, error) {
 	b, _, err := recording.OpenBundleSample(dir, maxInferSamples)
 	if err != nil {
 		return nil, err
@@ -127,6 +128,9 @@ func bundleSamples(dir string) ([]rules.Sample, error) {
 	var samples []rules.Sample
 	var read int64
 	for i := range b.Len() {
+		if err := context.Cause(ctx); err != nil { // Ctrl-C
+			return nil, err
+		}
 		e := b.Entry(i)
 		if e.Unresolved {
 			continue
