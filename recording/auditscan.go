@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/pab-dev/pab/warc"
 	"golang.org/x/net/http/httpguts"
@@ -66,6 +67,10 @@ func scanWARC(f *os.File, name string) ([]*auditRec, int64, []Problem) {
 	return recs, size, probs
 }
 
+// headReaders are the 4 KiB readers scanRecord reads HTTP heads and payloads through (one
+// allocated for every record was the audit's largest allocation).
+var headReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+
 // scanRecord reads the record starting at off from br.
 func scanRecord(br *bufio.Reader, off int64, name string) (*auditRec, []Problem, error) {
 	rec := &auditRec{off: off}
@@ -105,7 +110,12 @@ func scanRecord(br *bufio.Reader, off int64, name string) (*auditRec, []Problem,
 	httpRec := rec.typ == "response" || rec.typ == "request" || rec.typ == "revisit"
 	if httpRec {
 		rec.hasHTTP = true
-		hb := bufio.NewReaderSize(block, 4096)
+		hb := headReaders.Get().(*bufio.Reader)
+		hb.Reset(block)
+		defer func() {
+			hb.Reset(nil)
+			headReaders.Put(hb)
+		}()
 		head, _, err := warc.ReadHead(hb, warc.MaxHTTPHeaderBytes, true)
 		switch {
 		case err == nil, errors.Is(err, warc.ErrEmptyHead):
