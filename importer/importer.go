@@ -93,6 +93,8 @@ type run struct {
 	res             Result
 	incoming, final string
 	staged          string
+	packed          string // the staging directory the incoming bundle was packed into as it was written, or ""
+	taskMade        bool   // makeTaskDir ran
 	inferred        []*rules.InferredFile
 	layers          []ruleLayer
 	newTask         bool
@@ -203,6 +205,11 @@ func (r *run) locked(ctx context.Context) error {
 		return err
 	}
 	defer os.RemoveAll(r.work)
+	defer func() { // a pack staged while writing that no step took over
+		if r.packed != "" {
+			os.RemoveAll(r.packed)
+		}
+	}()
 	if err := r.readIncoming(); err != nil {
 		return err
 	}
@@ -231,11 +238,38 @@ func (r *run) readIncoming() error {
 	if err != nil {
 		return err
 	}
+	if !r.merge {
+		// the incoming bundle is the final one: packed beside the recording as it is
+		// written, its members compressed on the other cores (recording.ImportOptions.PackDir)
+		if err := r.makeTaskDir(); err != nil {
+			return err
+		}
+		if r.packed, err = recording.NewStagingDir(r.recDir); err != nil {
+			return r.failed(fmt.Errorf("import: %w", err))
+		}
+	}
 	r.rep, err = recording.ImportWARCs(inputs, r.incoming, recording.ImportOptions{TaskID: r.o.TaskID, Context: r.ctx, Locale: locale, Timezone: r.o.Timezone,
-		Progress: r.prog.report})
+		Progress: r.prog.report, PackDir: r.packed})
 	r.prog.end()
 	fixWarnings(r.rep)
+	if err != nil && r.packed != "" {
+		os.RemoveAll(r.packed)
+		r.packed = ""
+		return r.failed(err)
+	}
 	return err
+}
+
+// makeTaskDir makes the task directory if it does not exist yet, remembering whether it
+// did (a failed import then removes it: failed). Only its first call does anything.
+func (r *run) makeTaskDir() error {
+	if r.taskMade {
+		return nil
+	}
+	r.taskMade = true
+	_, statErr := os.Stat(r.taskDir)
+	r.newTask = os.IsNotExist(statErr)
+	return os.MkdirAll(r.taskDir, 0o755)
 }
 
 // mergeOld merges the incoming bundle with the existing recording (or normalizes a
@@ -281,16 +315,23 @@ func (r *run) failed(err error) error {
 // stage packs the final bundle beside the recording and audits it there, and infers the
 // rules. Nothing of the task changes before all of it has passed.
 func (r *run) stage() error {
-	_, statErr := os.Stat(r.taskDir)
-	r.newTask = os.IsNotExist(statErr)
-	if err := os.MkdirAll(r.taskDir, 0o755); err != nil {
+	if err := r.makeTaskDir(); err != nil {
 		return err
 	}
 	defer r.prog.end()
-	m := r.prog.begin("packing the recording", progress.Totals{Bytes: progress.Size(filepath.Join(r.final, recording.WARCFile)), Unit: "entries"})
-	staged, err := recording.PackStagedContext(progress.NewContext(r.ctx, m), r.final, r.recDir, recording.PartSize)
-	if err != nil {
-		return r.failed(r.interrupted("packing", err))
+	var staged string
+	if r.packed != "" { // packed as it was written
+		staged, r.packed = r.packed, ""
+		if err := recording.FinishTeePack(r.final, staged); err != nil {
+			os.RemoveAll(staged)
+			return r.failed(err)
+		}
+	} else {
+		m := r.prog.begin("packing the recording", progress.Totals{Bytes: progress.Size(filepath.Join(r.final, recording.WARCFile)), Unit: "entries"})
+		var err error
+		if staged, err = recording.PackStagedContext(progress.NewContext(r.ctx, m), r.final, r.recDir, recording.PartSize); err != nil {
+			return r.failed(r.interrupted("packing", err))
+		}
 	}
 	// The rules are inferred from the final bundle while the packed recording is audited
 	// (the two read different files and write to different folders of r.work); both must
@@ -305,7 +346,7 @@ func (r *run) stage() error {
 		files, layers, err := inferRules(r.ctx, r.t, r.final, r.work)
 		inferDone <- inferred{files, layers, err}
 	}()
-	m = r.prog.begin("auditing the packed recording", progress.Totals{Bytes: archiveSize(staged), Unit: "members"})
+	m := r.prog.begin("auditing the packed recording", progress.Totals{Bytes: archiveSize(staged), Unit: "members"})
 	// An unresolved revisit was already a warning of the import; it does not stop it.
 	probs, err := recording.AuditRecordingContext(progress.NewContext(r.ctx, m), staged, filepath.Join(r.work, "audit"))
 	if err != nil {

@@ -5,6 +5,7 @@ package recording
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -64,6 +65,14 @@ type ImportOptions struct {
 	// Progress, when set, is called every 1,024 records read and exchanges written, and at
 	// the end of each file and of the writing, from the importing goroutine.
 	Progress func(ImportProgress)
+	// PackDir, when set, is an empty directory (NewStagingDir) into which the bundle is also
+	// packed into format 3 as it is written, its members compressed by other goroutines
+	// while the next exchanges are written: after a successful import it holds the data
+	// parts and entries.jsonl.gz PackStaged would write for the bundle (the same bytes), and
+	// FinishTeePack completes it. After an error what it holds is the caller's to remove.
+	PackDir string
+	// partSize is the part size of PackDir's pack: 0 means PartSize (tests make it small).
+	partSize int64
 }
 
 // ImportProgress is how far ImportWARCs is.
@@ -396,7 +405,7 @@ func ImportWARCs(paths []string, dir string, opts ImportOptions) (*ImportReport,
 			opts.Progress(ImportProgress{Phase: "write", Files: len(inputs), Records: rep.Records, Read: size, Size: size, Written: done, Total: total})
 		}
 	}
-	return rep, writeImport(ctx, dir, m, resps, rep, warn, sp, writeProgress)
+	return rep, writeImport(ctx, dir, m, resps, rep, warn, sp, writeProgress, opts.PackDir, cmp.Or(opts.partSize, PartSize))
 }
 
 // importInputs lists the WARC streams of paths: each file as itself, each WACZ as its WARC
@@ -464,7 +473,7 @@ func addNotFound(nf map[string]string, x *inRec) {
 // bundle at dir, counting them in rep; each record is read back from the spool for its
 // exchange and dropped after it. The manifest's not_found is gathered on the way. On any
 // error the partial bundle is removed (BundleWriter.Abort).
-func writeImport(ctx context.Context, dir string, m Manifest, resps []*inRec, rep *ImportReport, warn func(string), sp *warc.Spool, progress func(done, total int)) error {
+func writeImport(ctx context.Context, dir string, m Manifest, resps []*inRec, rep *ImportReport, warn func(string), sp *warc.Spool, progress func(done, total int), packDir string, partSize int64) error {
 	signals := false
 	for _, x := range resps {
 		if x.req != nil && x.req.nav != 0 {
@@ -476,6 +485,9 @@ func writeImport(ctx context.Context, dir string, m Manifest, resps []*inRec, re
 	bw, err := NewBundleWriter(dir, m)
 	if err != nil {
 		return err
+	}
+	if packDir != "" {
+		bw.packInto(ctx, packDir, partSize)
 	}
 	nf := map[string]string{}
 	for k, x := range resps {

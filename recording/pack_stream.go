@@ -66,66 +66,25 @@ func packStream(ctx context.Context, bundleDir, dir string, partSize int64) erro
 	defer ef.Close()
 
 	meter := progress.FromContext(ctx) // counts entries and the archive's bytes read
-	pw := newPackWriter(dir, partSize)
-	defer pw.closeParts()
-	parent := ctx // Ctrl-C; ctx also ends when the writer fails
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	jobs := make(chan *packMember, 64)
-	order := make(chan *packItem, 256)
-	budget := newByteBudget(packInFlight)
-	defer context.AfterFunc(ctx, budget.wake)()
-	var wg sync.WaitGroup
-	for range packWorkers() {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var zbuf bytes.Buffer
-			zw, _ := gzip.NewWriterLevel(&zbuf, gzip.DefaultCompression)
-			for m := range jobs {
-				zbuf.Reset()
-				zw.Reset(&zbuf)
-				_, m.err = zw.Write(m.raw)
-				if m.err == nil {
-					m.err = zw.Close()
-				}
-				m.z = bytes.Clone(zbuf.Bytes())
-				close(m.done)
-			}
-		}()
-	}
+	parent := ctx                      // Ctrl-C; p.ctx also ends when the writer fails
+	p := startPackPipe(ctx, dir, partSize)
 	src := bufio.NewReaderSize(wf, 1<<20)
 	var at int64 // the archive is read up to here
 	// member reads [off, off+n) of the archive (off >= at) and queues it for compression
-	// An item's first member waits for the budget; its later ones (the record after a gap,
-	// the request after the response) take it at once: the writer releases members only
-	// once their item is queued, after all of its members, so waiting there would wait for
-	// the item itself. An item holds at most three members, so in flight stays within three
-	// times packInFlight.
 	member := func(off, n int64, first bool) (*packMember, error) {
 		if _, err := src.Discard(int(off - at)); err != nil {
 			return nil, fmt.Errorf("read %s at offset %d: %w", WARCFile, at, err)
 		}
-		if first {
-			if err := budget.acquire(ctx, n); err != nil {
-				return nil, err
+		m, err := p.member(n, first, func(raw []byte) error {
+			if _, err := io.ReadFull(src, raw); err != nil {
+				return fmt.Errorf("read %s at offset %d: %w", WARCFile, off, err)
 			}
-		} else {
-			budget.take(n)
+			return nil
+		})
+		if err == nil {
+			at = off + n
 		}
-		m := &packMember{raw: make([]byte, n), n: n, done: make(chan struct{})}
-		if _, err := io.ReadFull(src, m.raw); err != nil {
-			budget.release(n)
-			return nil, fmt.Errorf("read %s at offset %d: %w", WARCFile, off, err)
-		}
-		at = off + n
-		select {
-		case jobs <- m:
-			return m, nil
-		case <-ctx.Done():
-			budget.release(n)
-			return nil, context.Cause(ctx)
-		}
+		return m, err
 	}
 	// record queues the member for the bytes before [off, off+n), if any, then the record's
 	record := func(it *packItem, off, n int64) (*packMember, error) {
@@ -146,7 +105,84 @@ func packStream(ctx context.Context, bundleDir, dir string, partSize int64) erro
 		it.members = append(it.members, m)
 		return m, nil
 	}
-	writeErr := make(chan error, 1)
+	readErr := eachEntry(ef, filepath.Join(bundleDir, EntriesFile), warcSize, func(_ int, e *Entry) error {
+		if err := context.Cause(parent); err != nil {
+			return err
+		}
+		if err := context.Cause(p.ctx); err != nil {
+			return err
+		}
+		if e.ReqLength > 0 && e.ReqOffset < e.RespOffset {
+			return errNotInArchiveOrder
+		}
+		it := &packItem{e: new(Entry)}
+		*it.e = *e
+		var err error
+		if it.resp, err = record(it, e.RespOffset, e.RespLength); err == nil && e.ReqLength > 0 {
+			it.req, err = record(it, e.ReqOffset, e.ReqLength)
+		}
+		if len(it.members) > 0 {
+			p.queue(it)
+		}
+		meter.Record(at)
+		return err
+	})
+	if readErr == nil && at < warcSize {
+		it := &packItem{}
+		if m, err := member(at, warcSize-at, true); err != nil {
+			readErr = err
+		} else {
+			it.members = append(it.members, m)
+			p.queue(it)
+		}
+	}
+	return p.finish(readErr)
+}
+
+// packPipe compresses the members of a format 3 archive and writes them, with the entries'
+// lines, into a directory: its producer (packStream reading a bundle's data.warc, or the
+// bundle writer as it writes, packTee) gives each record's bytes in archive order (member)
+// and each entry once its members are queued (queue); packWorkers goroutines compress the
+// members, one writer goroutine writes them to the parts in order and each entry's line to
+// entries.jsonl.gz once its members have their places. At most packInFlight bytes of
+// records (or one record, when it is larger) are between the producer and the writer.
+type packPipe struct {
+	ctx      context.Context // ends with the producer's context or the writer's error
+	cancel   context.CancelCauseFunc
+	jobs     chan *packMember
+	order    chan *packItem
+	budget   *byteBudget
+	stopWake func() bool
+	wg       sync.WaitGroup
+	writeErr chan error
+	pw       *packWriter
+}
+
+// startPackPipe starts the workers and the writer of a pack into dir, parts of partSize
+// bytes. ctx done stops the writer at its next entry.
+func startPackPipe(ctx context.Context, dir string, partSize int64) *packPipe {
+	p := &packPipe{jobs: make(chan *packMember, 64), order: make(chan *packItem, 256), budget: newByteBudget(packInFlight),
+		writeErr: make(chan error, 1), pw: newPackWriter(dir, partSize)}
+	p.ctx, p.cancel = context.WithCancelCause(ctx)
+	p.stopWake = context.AfterFunc(p.ctx, p.budget.wake)
+	for range packWorkers() {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			var zbuf bytes.Buffer
+			zw, _ := gzip.NewWriterLevel(&zbuf, gzip.DefaultCompression)
+			for m := range p.jobs {
+				zbuf.Reset()
+				zw.Reset(&zbuf)
+				_, m.err = zw.Write(m.raw)
+				if m.err == nil {
+					m.err = zw.Close()
+				}
+				m.z = bytes.Clone(zbuf.Bytes())
+				close(m.done)
+			}
+		}()
+	}
 	go func() {
 		err := atomicfile.WriteNew(filepath.Join(dir, RecordingEntriesFile), 0o644, func(w io.Writer) error {
 			ezw, err := gzip.NewWriterLevel(w, gzip.DefaultCompression)
@@ -154,18 +190,18 @@ func packStream(ctx context.Context, bundleDir, dir string, partSize int64) erro
 				return err
 			}
 			bw := bufio.NewWriterSize(ezw, 64<<10)
-			for it := range order {
-				if err := context.Cause(ctx); err != nil {
+			for it := range p.order {
+				if err := context.Cause(p.ctx); err != nil {
 					return err
 				}
 				for _, m := range it.members {
 					<-m.done
-					budget.release(m.n)
+					p.budget.release(m.n)
 					if m.err != nil {
 						return m.err
 					}
 					m.zlen = len(m.z)
-					if m.part, m.zoff, err = pw.write(m.z); err != nil {
+					if m.part, m.zoff, err = p.pw.write(m.z); err != nil {
 						return err
 					}
 					m.raw, m.z = nil, nil
@@ -188,61 +224,73 @@ func packStream(ctx context.Context, bundleDir, dir string, partSize int64) erro
 			return ezw.Close()
 		})
 		if err != nil {
-			cancel(err)
-			for it := range order { // let the reader finish
+			p.cancel(err)
+			for it := range p.order { // let the producer finish
 				for _, m := range it.members {
 					<-m.done
-					budget.release(m.n)
+					p.budget.release(m.n)
 				}
 			}
 		}
-		writeErr <- err
+		p.writeErr <- err
 	}()
-	readErr := eachEntry(ef, filepath.Join(bundleDir, EntriesFile), warcSize, func(_ int, e *Entry) error {
-		if err := context.Cause(parent); err != nil {
-			return err
+	return p
+}
+
+// member queues a record of n bytes for compression: it takes n bytes of the budget (the
+// first member of an entry waits for them; its later ones, the record after a gap or the
+// request after the response, take them at once: the writer releases members only once
+// their entry is queued, after all of its members, so waiting there would wait for the
+// entry itself; an entry holds at most three members, so in flight stays within three
+// times packInFlight), and fill writes the record's bytes into the member's.
+func (p *packPipe) member(n int64, first bool, fill func(raw []byte) error) (*packMember, error) {
+	if first {
+		if err := p.budget.acquire(p.ctx, n); err != nil {
+			return nil, err
 		}
-		if err := context.Cause(ctx); err != nil {
-			return err
-		}
-		if e.ReqLength > 0 && e.ReqOffset < e.RespOffset {
-			return errNotInArchiveOrder
-		}
-		it := &packItem{e: new(Entry)}
-		*it.e = *e
-		var err error
-		if it.resp, err = record(it, e.RespOffset, e.RespLength); err == nil && e.ReqLength > 0 {
-			it.req, err = record(it, e.ReqOffset, e.ReqLength)
-		}
-		if len(it.members) > 0 {
-			order <- it
-		}
-		meter.Record(at)
-		return err
-	})
-	if readErr == nil && at < warcSize {
-		it := &packItem{}
-		if m, err := member(at, warcSize-at, true); err != nil {
-			readErr = err
-		} else {
-			it.members = append(it.members, m)
-			order <- it
-		}
+	} else {
+		p.budget.take(n)
 	}
-	if readErr != nil {
-		cancel(readErr) // the writer stops at its next entry
+	m := &packMember{raw: make([]byte, n), n: n, done: make(chan struct{})}
+	if err := fill(m.raw); err != nil {
+		p.budget.release(n)
+		return nil, err
 	}
-	close(jobs)
-	close(order)
-	wErr := <-writeErr
-	wg.Wait()
-	if readErr != nil { // the writer's own error, when it failed first (the reader saw it as ctx's cause)
-		return readErr
+	select {
+	case p.jobs <- m:
+		return m, nil
+	case <-p.ctx.Done():
+		p.budget.release(n)
+		return nil, context.Cause(p.ctx)
+	}
+}
+
+// queue hands the writer an entry whose members are all queued.
+func (p *packPipe) queue(it *packItem) { p.order <- it }
+
+// finish ends the pack: with prodErr (the producer's error) nil, once everything queued is
+// written, the parts are flushed, synced and named (packWriter.finish); otherwise the
+// writer stops at its next entry and prodErr is returned. The writer's own error, when it
+// failed first, is returned too. What was written in dir is the caller's to remove after an
+// error.
+func (p *packPipe) finish(prodErr error) error {
+	if prodErr != nil {
+		p.cancel(prodErr) // the writer stops at its next entry
+	}
+	close(p.jobs)
+	close(p.order)
+	wErr := <-p.writeErr
+	p.wg.Wait()
+	p.stopWake()
+	defer p.pw.closeParts()
+	p.cancel(nil)
+	if prodErr != nil { // the writer's own error, when it failed first (the producer saw it as ctx's cause)
+		return prodErr
 	}
 	if wErr != nil {
 		return wErr
 	}
-	return pw.finish()
+	return p.pw.finish()
 }
 
 // packInFlight bounds the bytes of records packStream holds between reading and writing.

@@ -141,6 +141,7 @@ type BundleWriter struct {
 	err      error
 	done     bool
 	marshal  gowarc.Marshaler
+	tee      *packTee // the pack of the records as they are written (packInto), or nil
 }
 
 // original is what a revisit needs to know about the record holding a payload.
@@ -237,16 +238,35 @@ func (w *BundleWriter) Add(x Exchange) (Entry, error) {
 		return Entry{}, err
 	}
 	respOff := w.off
-	respLen, err := w.writeRecord(respFields, a.head.Bytes(), a.payload, a.payloadLen)
+	var respLen, reqLen int64
+	if w.tee != nil {
+		respLen, err = w.teeRecord(true, func(b *bytes.Buffer) error {
+			_, err := warc.EncodeRecord(b, respFields, a.head.Bytes(), a.payload, a.payloadLen)
+			return err
+		})
+	} else {
+		respLen, err = w.writeRecord(respFields, a.head.Bytes(), a.payload, a.payloadLen)
+	}
 	if err != nil {
 		return Entry{}, w.fail(err)
 	}
 	reqOff := w.off
-	reqLen, err := w.writeRecord(reqFields, a.qblock.Bytes(), nil, 0)
+	if w.tee != nil {
+		reqLen, err = w.teeRecord(false, func(b *bytes.Buffer) error {
+			_, err := warc.EncodeRecord(b, reqFields, a.qblock.Bytes(), nil, 0)
+			return err
+		})
+	} else {
+		reqLen, err = w.writeRecord(reqFields, a.qblock.Bytes(), nil, 0)
+	}
 	if err != nil {
 		return Entry{}, w.fail(err)
 	}
-	return w.addEntry(a, respOff, respLen, reqOff, reqLen)
+	e, err := w.addEntry(a, respOff, respLen, reqOff, reqLen)
+	if err == nil && w.tee != nil {
+		w.tee.teeEntry(e)
+	}
+	return e, err
 }
 
 // adding is one exchange on its way through Add: what checkExchange found, then the two
@@ -658,6 +678,11 @@ func (w *BundleWriter) Close() error {
 }
 
 func (w *BundleWriter) finish() error {
+	if w.tee != nil {
+		if err := w.tee.finish(nil); err != nil {
+			return err
+		}
+	}
 	if err := w.bw.Flush(); err != nil {
 		return err
 	}
@@ -719,6 +744,9 @@ func (w *BundleWriter) Abort() {
 	w.done = true
 	if w.err == nil {
 		w.err = errors.New("bundle writer aborted")
+	}
+	if w.tee != nil {
+		w.tee.finish(errBundleAborted)
 	}
 	w.removeTmp()
 }
