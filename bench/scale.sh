@@ -61,7 +61,7 @@ for n in $NS; do
   if [ "${SCALE_SKIP_IMPORT:-0}" = 1 ] && [ -d "$D/repo/tasks/scale/recording" ]; then
     rm -rf "$D/repo/.cache" "$D/cache"
   else
-    warc_bytes=$(stat -c %s "$D/crawl.warc.gz")
+    warc_bytes=$(stat -L -c %s "$D/crawl.warc.gz")
     t0=$(now); raw=$(zcat "$D/crawl.warc.gz" | wc -c); t1=$(now)
     emit "{\"kind\":\"zcat\",\"n\":$n,\"seconds\":$(awk "BEGIN{printf \"%.3f\", $t1 - $t0}"),\"gz_bytes\":$warc_bytes,\"bytes\":$raw}"
 
