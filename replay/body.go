@@ -55,11 +55,12 @@ const spillChunk = 64 << 10
 // fits under Options.BodyMemory; otherwise it goes to a temporary file, within
 // Options.BodySpill; a body that fits under neither is read to the end, not kept, and
 // marked refused. Reading the body is also what sends "100 Continue" to a client that
-// asked for it (Expect). The result is never nil; close releases it.
-func (s *Server) readBody(r *http.Request) (*requestBody, error) {
-	rb := &requestBody{s: s}
+// asked for it (Expect). The result goes to rb (the caller's, so that it need not be
+// allocated); close releases it.
+func (s *Server) readBody(r *http.Request, rb *requestBody) error {
+	*rb = requestBody{s: s}
 	if r.Body == nil || r.Body == http.NoBody {
-		return rb, nil
+		return nil
 	}
 	// in memory: the whole body when its length is known, else growing up to maxMemBody
 	if n := r.ContentLength; n >= 0 && n <= maxMemBody {
@@ -69,12 +70,12 @@ func (s *Server) readBody(r *http.Request) (*requestBody, error) {
 			m, err := io.ReadFull(r.Body, rb.mem)
 			rb.kept, rb.total = int64(m), int64(m)
 			if err != nil {
-				return rb, err
+				return err
 			}
 			// net/http ends the body at Content-Length; this only sees its end
 			extra, err := io.Copy(io.Discard, r.Body)
 			rb.total += extra
-			return rb, err
+			return err
 		}
 	} else if n < 0 {
 		for {
@@ -91,14 +92,14 @@ func (s *Server) readBody(r *http.Request) (*requestBody, error) {
 			rb.mem = rb.mem[:len(rb.mem)+m]
 			rb.kept, rb.total = int64(len(rb.mem)), int64(len(rb.mem))
 			if err == io.EOF {
-				return rb, nil
+				return nil
 			}
 			if err != nil {
-				return rb, err
+				return err
 			}
 		}
 	}
-	return rb, rb.spill(r.Body)
+	return rb.spill(r.Body)
 }
 
 // spill moves what rb holds in memory to a temporary file and reads the rest of body into

@@ -22,8 +22,9 @@ const maxCachedHeads = 1 << 14
 // answer of its entry.
 type responseHead struct {
 	status   int
-	header   http.Header // replayHeader of the recorded fields; cloned per answer
-	clock    bool        // wantsClock of the recorded status and fields
+	header   http.Header   // replayHeader of the recorded fields; cloned per answer
+	fields   []headerField // header as a list, for answer.write (answerFields)
+	clock    bool          // wantsClock of the recorded status and fields
 	size     int64
 	clen     []string // Content-Length's value: size in decimal (shared and read-only)
 	recordID string
@@ -31,6 +32,30 @@ type responseHead struct {
 	ra       io.ReaderAt // data.warc, read at off
 	off      int64
 	reader   io.Reader // the payload reader, when not a section of ra (then never cached)
+}
+
+// headerField is one field of an answer's header: its canonical name and its values
+// (shared and read-only; nil values suppress a field net/http would add).
+type headerField struct {
+	name   string
+	values []string
+}
+
+// answerFields lists the fields answer.write puts in the answer's header for header h:
+// each of h's, then Date and Content-Type with no value when h has none (net/http then adds
+// neither). Made once per recorded head, so that an answer copies a list instead of
+// ranging over a map.
+func answerFields(h http.Header) []headerField {
+	fs := make([]headerField, 0, len(h)+2)
+	for k, vs := range h {
+		fs = append(fs, headerField{k, vs})
+	}
+	for _, k := range []string{"Date", "Content-Type"} {
+		if _, ok := h[k]; !ok {
+			fs = append(fs, headerField{k, nil})
+		}
+	}
+	return fs
 }
 
 // body returns a reader of the payload with its own position.
@@ -98,6 +123,7 @@ func (c *headCache) get(b *recording.Bundle, e *recording.Entry) (*responseHead,
 	}
 	h = &responseHead{status: resp.Status, header: replayHeader(resp.Header), clock: wantsClock(resp.Status, resp.Header),
 		size: resp.Size, clen: []string{strconv.FormatInt(resp.Size, 10)}, recordID: resp.RecordID, note: servedNote(resp.Notes)}
+	h.fields = answerFields(h.header)
 	sr, ok := resp.Body.(*io.SectionReader)
 	if !ok {
 		h.reader = resp.Body

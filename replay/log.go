@@ -181,9 +181,9 @@ func parseLogHeader(data []byte) *LogHeader {
 // wakes. The file is current within logBatchDelay. Senders wait only when maxLogPending
 // bytes are queued (a disk slower than the proxy).
 type logWriter struct {
-	mu     sync.Mutex
-	space  *sync.Cond // signalled when the writer took the buffer
-	buf    []byte     // lines not yet taken by the writer
+	mu     *sync.Mutex // the writer's own, or shared with the Server's tail (newLogWriterShared)
+	space  *sync.Cond  // signalled when the writer took the buffer
+	buf    []byte      // lines not yet taken by the writer
 	closed bool
 	kick   chan struct{} // capacity 1: a batch was started, or close was called
 	done   chan struct{}
@@ -196,9 +196,14 @@ const logBatchDelay = 20 * time.Millisecond
 // maxLogPending bounds the bytes of log lines queued for the writer.
 const maxLogPending = 8 << 20
 
-func newLogWriter(w io.Writer) *logWriter {
-	lw := &logWriter{kick: make(chan struct{}, 1), done: make(chan struct{})}
-	lw.space = sync.NewCond(&lw.mu)
+func newLogWriter(w io.Writer) *logWriter { return newLogWriterShared(w, new(sync.Mutex)) }
+
+// newLogWriterShared is newLogWriter with the queue guarded by mu, a lock its callers
+// also hold for other work (the Server's tail and counts): a request's line is counted,
+// kept in the tail and queued under one lock (sendLocked).
+func newLogWriterShared(w io.Writer, mu *sync.Mutex) *logWriter {
+	lw := &logWriter{mu: mu, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	lw.space = sync.NewCond(mu)
 	go lw.run(w)
 	return lw
 }
@@ -244,18 +249,23 @@ func (lw *logWriter) run(w io.Writer) {
 // send queues line (one encoded JSON line, see encodeLogLine); after close it is dropped.
 func (lw *logWriter) send(line []byte) {
 	lw.mu.Lock()
+	lw.sendLocked(line)
+	lw.mu.Unlock()
+}
+
+// sendLocked is send with lw.mu held (it may wait, releasing it, while the queue is full);
+// line is copied.
+func (lw *logWriter) sendLocked(line []byte) {
 	for len(lw.buf) >= maxLogPending && !lw.closed {
 		lw.space.Wait()
 	}
 	if lw.closed {
-		lw.mu.Unlock()
 		return
 	}
 	first := len(lw.buf) == 0
 	lw.buf = append(lw.buf, line...)
-	lw.mu.Unlock()
 	if first {
-		select {
+		select { // never blocks: the channel has room for one kick, and one is enough
 		case lw.kick <- struct{}{}:
 		default:
 		}
@@ -412,11 +422,14 @@ func ParseLogLine(data []byte) (*LogLine, string) {
 func shortText(s string, n int) string { return textcut.Cut(s, n, "...") }
 
 // logTime formats t as LogLine.Time.
-func logTime(t time.Time) string {
+func logTime(t time.Time) string { return string(appendLogTime(nil, t)) }
+
+// appendLogTime appends t formatted as LogLine.Time (LogTimeFormat, in UTC).
+func appendLogTime(dst []byte, t time.Time) []byte {
 	t = t.UTC()
 	y, mo, d := t.Date()
 	if y < 0 || y > 9999 {
-		return t.Format(LogTimeFormat)
+		return t.AppendFormat(dst, LogTimeFormat)
 	}
 	h, mi, sec := t.Clock()
 	// LogTimeFormat by hand: it runs once per request, and time.Format parses its layout
@@ -442,7 +455,7 @@ func logTime(t time.Time) string {
 	b[19] = '.'
 	digits(20, 3, t.Nanosecond()/1e6)
 	b[23] = 'Z'
-	return string(b[:])
+	return append(dst, b[:]...)
 }
 
 // DefaultLogTail is how many recent log lines the proxy keeps in memory for
@@ -458,44 +471,75 @@ const DefaultLogTailBytes = 16 << 20
 const defaultTailLines = 100
 
 // logRing keeps the last lines of the log, each as one JSON line with its newline, at most
-// len(lines) of them and maxBytes bytes together.
+// len(lens) of them and maxBytes bytes together. The lines are copied one after another
+// into one circular byte buffer, so the ring holds no pointer per line (nothing for the
+// collector to trace, no allocation per line): the line kept last ends at byte end of the
+// stream of lines ever kept, the oldest starts bytes before it, and byte p of the stream is
+// buf[p%len(buf)]. buf grows (doubling) up to maxBytes as the lines need it.
 type logRing struct {
 	mu       sync.Mutex
-	lines    [][]byte // a circular buffer
-	start    int      // the oldest line
-	n        int      // lines kept
-	bytes    int      // their bytes
+	lens     []int32 // the lines' lengths, a circular buffer
+	start    int     // the oldest line in lens
+	n        int     // lines kept
+	bytes    int     // their bytes
 	maxBytes int
+	buf      []byte
+	end      int64
 }
 
+// minRingBuf is the first size of a logRing's buffer.
+const minRingBuf = 64 << 10
+
 func newLogRing(n int) *logRing {
-	return &logRing{lines: make([][]byte, n), maxBytes: DefaultLogTailBytes}
+	return &logRing{lens: make([]int32, n), maxBytes: DefaultLogTailBytes}
 }
 
 // encodeLogLine encodes line once as a JSON line with its newline (HTML characters not
 // escaped), for both the log file and the in-memory tail, within MaxLogLine bytes: long
 // fields are cut first (boundLogLine). It returns nil if the line cannot be encoded.
 func encodeLogLine(line LogLine) []byte {
+	b, ok := appendLogLine(nil, line, nil)
+	if !ok {
+		return nil
+	}
+	return b
+}
+
+// appendLogLine appends line as encodeLogLine encodes it to dst, with its Time written from
+// *at (as logTime writes it) instead of line.Time when at is not nil, so that the proxy's
+// lines need no time string. It returns dst unchanged and false if the line cannot be
+// encoded.
+func appendLogLine(dst []byte, line LogLine, at *time.Time) ([]byte, bool) {
 	boundLogLine(&line, 1)
-	b := marshalLogLine(line)
-	if len(b) > MaxLogLine {
+	n := len(dst)
+	b := appendMarshalLogLine(dst, line, at)
+	if len(b)-n > MaxLogLine {
 		// Not reached with the field bounds above; cut everything hard rather than write
 		// a line the readers refuse.
 		boundLogLine(&line, 16)
-		if b = marshalLogLine(line); len(b) > MaxLogLine {
-			return nil
+		if b = appendMarshalLogLine(b[:n], line, at); len(b)-n > MaxLogLine {
+			return b[:n], false
 		}
 	}
-	return b
+	return b, true
 }
 
 // marshalLogLine encodes line as encoding/json would with SetEscapeHTML(false), newline
 // included, without reflection: it runs once per request (TestMarshalLogLine and
 // FuzzMarshalLogLine compare the two).
 func marshalLogLine(line LogLine) []byte {
-	b := make([]byte, 0, 256+len(line.URL)+len(line.Key)+len(line.Note))
+	return appendMarshalLogLine(make([]byte, 0, 256+len(line.URL)+len(line.Key)+len(line.Note)), line, nil)
+}
+
+// appendMarshalLogLine appends marshalLogLine(line) to b; the time is written from *at
+// when at is not nil (appendLogLine).
+func appendMarshalLogLine(b []byte, line LogLine, at *time.Time) []byte {
 	b = append(b, `{"time":`...)
-	b = appendJSONString(b, line.Time)
+	if at != nil {
+		b = append(appendLogTime(append(b, '"'), *at), '"')
+	} else {
+		b = appendJSONString(b, line.Time)
+	}
 	b = append(b, `,"method":`...)
 	b = appendJSONString(b, line.Method)
 	b = append(b, `,"url":`...)
@@ -686,23 +730,56 @@ func cutJSON(s string, max int) (string, bool) {
 	return s, false
 }
 
-// add keeps line (from encodeLogLine; never modified afterwards), dropping the oldest lines
-// while the ring is full or the bytes would go over maxBytes.
+// add keeps a copy of line (one encoded JSON line), dropping the oldest lines while the
+// ring is full or the bytes would go over maxBytes.
 func (r *logRing) add(line []byte) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(line) > r.maxBytes || len(r.lines) == 0 {
+	r.addLocked(line)
+	r.mu.Unlock()
+}
+
+// addLocked is add with r.mu held.
+func (r *logRing) addLocked(line []byte) {
+	if len(line) > r.maxBytes || len(r.lens) == 0 {
 		return
 	}
-	for r.n > 0 && (r.n == len(r.lines) || r.bytes+len(line) > r.maxBytes) {
-		r.bytes -= len(r.lines[r.start])
-		r.lines[r.start] = nil
-		r.start = (r.start + 1) % len(r.lines)
+	for r.n > 0 && (r.n == len(r.lens) || r.bytes+len(line) > r.maxBytes) {
+		r.bytes -= int(r.lens[r.start])
+		r.start = (r.start + 1) % len(r.lens)
 		r.n--
 	}
-	r.lines[(r.start+r.n)%len(r.lines)] = line
+	if need := r.bytes + len(line); need > len(r.buf) {
+		size := min(max(2*len(r.buf), need, minRingBuf), max(r.maxBytes, need))
+		grown := make([]byte, size)
+		old := r.buf
+		r.buf = grown
+		if r.bytes > 0 {
+			kept := make([]byte, r.bytes)
+			copyRing(kept, old, r.end-int64(r.bytes), false)
+			copyRing(kept, r.buf, r.end-int64(r.bytes), true)
+		}
+	}
+	copyRing(line, r.buf, r.end, true)
+	r.end += int64(len(line))
+	r.lens[(r.start+r.n)%len(r.lens)] = int32(len(line))
 	r.n++
 	r.bytes += len(line)
+}
+
+// copyRing copies between p and the bytes of ring starting at stream position at (byte
+// at of the stream is ring[at%len(ring)]): into ring when in, else out of it into p.
+func copyRing(p, ring []byte, at int64, in bool) {
+	for len(p) > 0 {
+		i := int(at % int64(len(ring)))
+		var n int
+		if in {
+			n = copy(ring[i:], p)
+		} else {
+			n = copy(p, ring[i:])
+		}
+		p = p[n:]
+		at += int64(n)
+	}
 }
 
 // tail returns the last n lines kept, oldest first, as JSON Lines (at most maxBytes).
@@ -710,14 +787,13 @@ func (r *logRing) tail(n int) []byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n = min(n, r.n)
-	first := r.start + r.n - n
 	size := 0
 	for i := range n {
-		size += len(r.lines[(first+i)%len(r.lines)])
+		size += int(r.lens[(r.start+r.n-1-i)%len(r.lens)])
 	}
-	out := make([]byte, 0, size)
-	for i := range n {
-		out = append(out, r.lines[(first+i)%len(r.lines)]...)
+	out := make([]byte, size)
+	if size > 0 {
+		copyRing(out, r.buf, r.end-int64(size), false)
 	}
 	return out
 }

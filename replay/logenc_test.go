@@ -70,5 +70,13 @@ func TestLogTime(t *testing.T) {
 		if got, want := logTime(tm), tm.UTC().Format(LogTimeFormat); got != want {
 			t.Errorf("logTime(%v) = %q, want %q", tm, got, want)
 		}
+		// the proxy's lines are encoded with their time given apart (appendLogLine), into
+		// a buffer that already holds bytes: the same line as with Time set
+		l := LogLine{Method: "GET", URL: "https://a.test/\u2028\"", Source: SourceExact, Status: 200, MS: 0.25}
+		want := encodeLogLine(LogLine{Time: logTime(tm), Method: l.Method, URL: l.URL, Source: l.Source, Status: l.Status, MS: l.MS})
+		got, ok := appendLogLine([]byte("prefix"), l, &tm)
+		if !ok || string(got) != "prefix"+string(want) {
+			t.Errorf("appendLogLine at %v = %q, %v; want prefix%q", tm, got, ok, want)
+		}
 	}
 }

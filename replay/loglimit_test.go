@@ -394,3 +394,43 @@ func jsonRound(s string) string {
 	json.Unmarshal(b, &out)
 	return out
 }
+
+// TestLogRingWrap: the tail's one circular buffer, grown while lines come and wrapping
+// around its end once full, gives the same lines as a plain list of the last lines within
+// the same bounds, for any mix of line sizes and any tail length.
+func TestLogRingWrap(t *testing.T) {
+	r := newLogRing(50)
+	r.maxBytes = 3000
+	var model [][]byte
+	for i := range 2000 {
+		line := []byte(fmt.Sprintf("%d %s\n", i, strings.Repeat("x", (i*7919)%400)))
+		r.add(line)
+		model = append(model, line)
+		size := 0
+		for j := len(model) - 1; j >= 0; j-- {
+			if len(model)-j > 50 || size+len(model[j]) > 3000 {
+				model = model[j+1:]
+				break
+			}
+			size += len(model[j])
+		}
+		if r.n != len(model) || r.bytes != size {
+			t.Fatalf("after line %d: ring %d lines %d bytes, want %d lines %d bytes", i, r.n, r.bytes, len(model), size)
+		}
+		if len(r.buf) > 3000 {
+			t.Fatalf("after line %d: buffer of %d bytes, over the bound", i, len(r.buf))
+		}
+		for _, n := range []int{0, 1, 7, 50, 100} {
+			want := bytes.Join(model[max(len(model)-n, 0):], nil)
+			if got := r.tail(n); !bytes.Equal(got, want) {
+				t.Fatalf("after line %d: tail(%d) = %q, want %q", i, n, got, want)
+			}
+		}
+	}
+	// a line over the byte bound is not kept, and the others stay
+	before := r.tail(100)
+	r.add(bytes.Repeat([]byte("y"), 3001))
+	if got := r.tail(100); !bytes.Equal(got, before) {
+		t.Error("a line over the byte bound changed the tail")
+	}
+}

@@ -212,11 +212,11 @@ func New(opts Options) (*Server, error) {
 	}
 	s.debug = log.New(debugOut, "replay: ", log.LstdFlags)
 	s.bodyMem.max, s.bodyDisk.max = opts.BodyMemory, max(opts.BodySpill, 0)
-	s.counts.c = newCounts()
 	if opts.LogTail <= 0 {
 		opts.LogTail = DefaultLogTail
 	}
 	s.tail = newLogRing(opts.LogTail)
+	s.counts.c, s.counts.mu = newCounts(), &s.tail.mu
 	if opts.Clock && opts.Bundle.Manifest.CapturedFrom != "" {
 		from, err := time.Parse(time.RFC3339Nano, opts.Bundle.Manifest.CapturedFrom)
 		if err != nil {
@@ -263,10 +263,13 @@ func (s *Server) Accepted() int64 { return s.shell.Accepted() }
 type answer struct {
 	status int
 	header http.Header // may be a recorded head's fields, shared: never edited in place
-	body   io.Reader   // nil for no body
-	data   []byte      // the payload in memory, shared and read-only (instead of body), or nil
-	size   int64       // payload bytes of body or data
-	clen   []string    // Content-Length's value when it is clenOf, shared and read-only (the recorded head's)
+	// fields is header as answerFields lists it (the recorded head's), or nil: whoever
+	// sets header to another map sets fields to nil
+	fields []headerField
+	body   io.Reader // nil for no body
+	data   []byte    // the payload in memory, shared and read-only (instead of body), or nil
+	size   int64     // payload bytes of body or data
+	clen   []string  // Content-Length's value when it is clenOf, shared and read-only (the recorded head's)
 	clenOf int64
 
 	source   Source
@@ -280,7 +283,12 @@ type answer struct {
 	url      string        // LogLine.URL (the normalized request URL) when already computed, else ""
 	bodySize int64         // LogLine.BodySize: the request body's length
 	ready    time.Duration // LogLine.MS: from the request's arrival to the answer decided (0: until finish)
+	pooled   bool          // from answerPool: ServeHTTP puts it back once written
 }
+
+// answerPool holds the answers of recorded exchanges (recordedAnswer), used again once
+// ServeHTTP has written and logged them.
+var answerPool = sync.Pool{New: func() any { return new(answer) }}
 
 // ServeHTTP answers one proxied request (plain HTTP, or HTTPS inside a tunnel, over
 // HTTP/1.1 or HTTP/2) from the recording; nothing is forwarded. r.URL must be absolute.
@@ -297,6 +305,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.finish(r, a, start)
 	if err := a.write(w, r); err != nil {
 		s.debug.Printf("%s %s: %v", r.Method, a.url, err)
+	}
+	if a.pooled {
+		*a = answer{}
+		answerPool.Put(a)
 	}
 }
 
@@ -318,7 +330,8 @@ func browserPage(r *http.Request) bool {
 
 // answerFor reads the request body in full and decides the answer.
 func (s *Server) answerFor(r *http.Request) *answer {
-	rb, bodyErr := s.readBody(r)
+	var rb requestBody
+	bodyErr := s.readBody(r, &rb)
 	defer rb.close()
 	total := rb.total
 	typ := RequestType(r)
@@ -434,9 +447,12 @@ func (s *Server) recordedAnswer(e *recording.Entry, r *http.Request) (*answer, e
 	if err != nil {
 		return nil, err
 	}
-	a := &answer{
+	a := answerPool.Get().(*answer)
+	*a = answer{
+		pooled: true,
 		status: h.status,
 		header: h.header, // shared and read-only: cloned below before the clock edits it
+		fields: h.fields,
 		size:   h.size,
 		clen:   h.clen,
 		clenOf: h.size,
@@ -462,7 +478,7 @@ func (s *Server) recordedAnswer(e *recording.Entry, r *http.Request) (*answer, e
 		case !ok:
 			a.note = joinNote(a.note, fmt.Sprintf("clock: document of %d bytes is over %d, served without the clock", a.size, s.clockMax))
 		default:
-			a.header = a.header.Clone()
+			a.header, a.fields = a.header.Clone(), nil
 			var note string
 			body, note = s.clock.Inject(a.header, body)
 			a.note = joinNote(a.note, note)
@@ -507,14 +523,20 @@ func replayHeader(rec http.Header) http.Header {
 // leave together; a streamed one is copied through the shell's pooled buffer (mitm.Copy).
 func (a *answer) write(w http.ResponseWriter, r *http.Request) error {
 	h := w.Header()
-	for k, vs := range a.header {
-		h[k] = vs
-	}
-	if _, ok := a.header["Date"]; !ok {
-		h["Date"] = nil
-	}
-	if _, ok := a.header["Content-Type"]; !ok {
-		h["Content-Type"] = nil
+	if a.fields != nil {
+		for _, f := range a.fields {
+			h[f.name] = f.values
+		}
+	} else {
+		for k, vs := range a.header {
+			h[k] = vs
+		}
+		if _, ok := a.header["Date"]; !ok {
+			h["Date"] = nil
+		}
+		if _, ok := a.header["Content-Type"]; !ok {
+			h["Content-Type"] = nil
+		}
 	}
 	if a.status == http.StatusNoContent || a.status == http.StatusNotModified || a.status < 200 {
 		delete(h, "Content-Length")
@@ -557,13 +579,11 @@ func statusLine(code int) string {
 
 // finish counts the answer and queues its log line.
 func (s *Server) finish(r *http.Request, a *answer, start time.Time) {
-	s.counts.add(a.source, a.typ)
 	u := a.url
 	if u == "" {
 		u = NormalizeURL(r.URL).String()
 	}
 	line := LogLine{
-		Time:     logTime(start),
 		Method:   r.Method,
 		URL:      u,
 		Key:      a.key,
@@ -581,7 +601,7 @@ func (s *Server) finish(r *http.Request, a *answer, start time.Time) {
 	if a.entry != nil {
 		line.Entry = a.entry.ID
 	}
-	s.emit(line)
+	s.emit(line, start, a.source, a.typ)
 }
 
 // refused logs a request the proxy shell answered itself (mitm.Config.OnRefuse): a line
@@ -589,9 +609,7 @@ func (s *Server) finish(r *http.Request, a *answer, start time.Time) {
 // marks the line truncated, with URLSize how much of it was read), the status and the
 // shell's note, type "other" (its header fields were not read), ms 0.
 func (s *Server) refused(r mitm.Refusal) {
-	s.counts.add(SourceRefused, TypeOther)
 	line := LogLine{
-		Time:   logTime(r.Time),
 		Method: r.Method,
 		URL:    r.URL,
 		Type:   TypeOther,
@@ -602,19 +620,31 @@ func (s *Server) refused(r mitm.Refusal) {
 	if r.URLCut {
 		line.Truncated, line.URLSize = true, max(r.URLRead, len(r.URL)+1)
 	}
-	s.emit(line)
+	s.emit(line, r.Time, SourceRefused, TypeOther)
 }
 
-// emit writes line to the in-memory tail and the log file.
-func (s *Server) emit(line LogLine) {
-	// Encoded once, here, for both the in-memory tail and the log file.
-	b := encodeLogLine(line)
-	if b == nil {
-		return
+// lineBufs holds the buffers the proxy's log lines are encoded into (*[]byte): a line is
+// copied into the tail and the log writer's queue, so its buffer is used again.
+var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// emit counts an answer (source, typ) and writes its line, with the time at, to the
+// in-memory tail and the log file: encoded once, outside the lock, then counted, kept and
+// queued under the tail's one lock (the counts and the log writer's queue share it).
+func (s *Server) emit(line LogLine, at time.Time, source Source, typ string) {
+	bp := lineBufs.Get().(*[]byte)
+	b, ok := appendLogLine((*bp)[:0], line, &at)
+	s.tail.mu.Lock()
+	s.counts.c.add(source, typ)
+	if ok {
+		s.tail.addLocked(b)
+		if s.logw != nil {
+			s.logw.sendLocked(b)
+		}
 	}
-	s.tail.add(b)
-	if s.logw != nil {
-		s.logw.send(b)
+	s.tail.mu.Unlock()
+	if cap(b) <= 64<<10 {
+		*bp = b[:0]
+		lineBufs.Put(bp)
 	}
 }
 
@@ -730,7 +760,7 @@ func (s *Server) SetRecording(hash, of string) {
 
 // setLog starts the log writer for w and queues the log's header line (Options.Recording).
 func (s *Server) setLog(w io.Writer) {
-	s.logw = newLogWriter(w)
+	s.logw = newLogWriterShared(w, &s.tail.mu)
 	if h := encodeLogHeader(s.opts.Recording, s.opts.RecordingOf, time.Now()); h != nil {
 		s.logw.send(h)
 	}

@@ -64,7 +64,7 @@ func revalidate(r *http.Request, a *answer) bool {
 			h[f] = vs
 		}
 	}
-	a.status, a.header, a.body, a.size = http.StatusNotModified, h, nil, 0
+	a.status, a.header, a.fields, a.body, a.size = http.StatusNotModified, h, nil, nil, 0
 	a.note = joinNote(a.note, why)
 	return true
 }

@@ -34,16 +34,11 @@ func (c *Counts) add(source Source, typ string) {
 	c.ByType[typ]++
 }
 
-// counter is Counts guarded for concurrent use by the proxy.
+// counter is Counts guarded for concurrent use by the proxy: by the lock of its tail
+// (Server.emit counts, keeps and queues a line under it), which mu points to.
 type counter struct {
-	mu sync.Mutex
+	mu *sync.Mutex
 	c  Counts
-}
-
-func (k *counter) add(source Source, typ string) {
-	k.mu.Lock()
-	k.c.add(source, typ)
-	k.mu.Unlock()
 }
 
 func (k *counter) snapshot() Counts {
