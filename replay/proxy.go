@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,7 +79,8 @@ type Options struct {
 	RuleRoot string
 	// CA signs the per-host certificates of the HTTPS interception (required).
 	CA *tlsca.CA
-	// Log, when set, receives one JSON line (LogLine) per proxied request.
+	// Log, when set, receives one JSON line (LogLine) per proxied request. An open file of
+	// the null device (os.DevNull) is not written at all.
 	Log io.Writer
 	// Listen is the address ListenAndServe listens on (default DefaultListen).
 	Listen string
@@ -759,11 +761,31 @@ func (s *Server) SetRecording(hash, of string) {
 }
 
 // setLog starts the log writer for w and queues the log's header line (Options.Recording).
+// A w that is the null device (os.DevNull opened, as `pab replay --log /dev/null` does) gets
+// no writer: its lines would be copied to a queue and written for nothing. The in-memory
+// tail (rr.control/log) is kept either way.
 func (s *Server) setLog(w io.Writer) {
+	if isNullDevice(w) {
+		return
+	}
 	s.logw = newLogWriterShared(w, &s.tail.mu)
 	if h := encodeLogHeader(s.opts.Recording, s.opts.RecordingOf, time.Now()); h != nil {
 		s.logw.send(h)
 	}
+}
+
+// isNullDevice reports whether w is an open file of the null device (os.DevNull).
+func isNullDevice(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok || f == nil {
+		return false
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err == nil && os.SameFile(fi, null)
 }
 
 // Shutdown stops accepting connections and waits until every request in flight (plain
