@@ -66,7 +66,7 @@ type Index struct {
 	routes  map[routeKey]*route // what the rules decide per method, host and path (route)
 
 	resultMu sync.RWMutex
-	results  map[resultKey]Result // lookups of bodiless requests (lookupServed)
+	results  map[resultKey]servedResult // lookups of bodiless requests (lookupServed)
 
 	savedMu   sync.Mutex
 	saved     string        // what NewIndex did with the saved index (SavedIndexState)
@@ -88,30 +88,38 @@ const maxResults = 1 << 14
 const maxMemoKey = 1 << 10
 
 // lookupServed is the lookup of a request the proxy serves (no explanation): r.URL is
-// already normalized (NormalizeURL) and url is its String(). The results of bodiless
-// requests are kept (up to maxResults, each under maxMemoKey bytes of method, URL and
-// content type), so a request served again costs one map lookup instead of its key, route
-// and exact step.
-func (ix *Index) lookupServed(r rules.Request, url string) Result {
+// already normalized (NormalizeURL) and url is its String(). It returns the result and its
+// key as a string (Result.Key.String(), for the log). The results of bodiless requests are
+// kept with their key strings (up to maxResults, each under maxMemoKey bytes of method,
+// URL and content type), so a request served again costs one map lookup instead of its
+// key, route, exact step and key string.
+func (ix *Index) lookupServed(r rules.Request, url string) (Result, string) {
 	if len(r.Body) != 0 || r.URL == nil || len(r.Method)+len(url)+len(r.ContentType) > maxMemoKey {
 		res, _ := ix.lookupNormalized(r, false)
-		return res
+		return res, res.Key.String()
 	}
 	k := resultKey{r.Method, url, r.ContentType, r.Type}
 	ix.resultMu.RLock()
-	res, ok := ix.results[k]
+	m, ok := ix.results[k]
 	ix.resultMu.RUnlock()
 	if ok {
-		return res
+		return m.res, m.key
 	}
-	res, _ = ix.lookupNormalized(r, false)
+	res, _ := ix.lookupNormalized(r, false)
+	m = servedResult{res, res.Key.String()}
 	ix.resultMu.Lock()
 	if ix.results == nil || len(ix.results) >= maxResults {
-		ix.results = make(map[resultKey]Result)
+		ix.results = make(map[resultKey]servedResult)
 	}
-	ix.results[k] = res
+	ix.results[k] = m
 	ix.resultMu.Unlock()
-	return res
+	return m.res, m.key
+}
+
+// servedResult is a memo of lookupServed: the result and its key string.
+type servedResult struct {
+	res Result
+	key string
 }
 
 // IndexOptions are the optional settings of NewIndex.

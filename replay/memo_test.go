@@ -43,8 +43,12 @@ func TestLookupServedMemo(t *testing.T) {
 			defer wg.Done()
 			for round := 0; round < 3; round++ {
 				for i, r := range reqs {
-					if got := ix.lookupServed(r, urls[i]); !reflect.DeepEqual(got, want[i]) {
+					got, key := ix.lookupServed(r, urls[i])
+					if !reflect.DeepEqual(got, want[i]) {
 						t.Errorf("round %d, %s %s: memoized %+v, lookup %+v", round, r.Method, urls[i][:min(len(urls[i]), 80)], got, want[i])
+					}
+					if key != want[i].Key.String() {
+						t.Errorf("round %d, %s %s: key string %q, want %q", round, r.Method, urls[i][:min(len(urls[i]), 80)], key, want[i].Key.String())
 					}
 				}
 			}

@@ -367,7 +367,7 @@ func (s *Server) answerFor(r *http.Request) *answer {
 	if typ == TypeDocument && !browserPage(r) {
 		lookupType = "" // the matching policy's stricter rule for pages is for a browser's
 	}
-	res := s.ix.lookupServed(rules.Request{Method: r.Method, URL: u, Body: body, ContentType: firstValue(r.Header, "Content-Type"), Type: lookupType}, urlStr)
+	res, keyStr := s.ix.lookupServed(rules.Request{Method: r.Method, URL: u, Body: body, ContentType: firstValue(r.Header, "Content-Type"), Type: lookupType}, urlStr)
 	body = nil
 	done()
 	var a *answer
@@ -405,7 +405,7 @@ func (s *Server) answerFor(r *http.Request) *answer {
 	if a.typ == "" {
 		a.typ = typ
 	}
-	a.key = res.Key.String()
+	a.key = keyStr
 	if note != "" {
 		a.note = joinNote(note, a.note)
 	}
