@@ -587,6 +587,7 @@ func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportRep
 		return nil, err
 	}
 	defer func() { _ = rd.Close() }()
+	rd.InflateAhead() // inflating on one core, parsing and parking on the other
 	rd.Spool = sp
 	rd.MaxBlockSize = MaxImportBlockSize
 	var reqs, resps []*inRec

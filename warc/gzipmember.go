@@ -43,6 +43,9 @@ type memberReader struct {
 	err         error
 	trailing    int64
 	trailingOff int64
+
+	ahead *inflateAhead        // inflating in a goroutine (startInflateAhead), else nil
+	event func(ev memberEvent) // told of each member's start and end (the goroutine's side)
 }
 
 // countingReader counts the bytes read through it.
@@ -61,6 +64,9 @@ func (c *countingReader) Read(p []byte) (int, error) {
 func (m *memberReader) cpos() int64 { return m.base + m.cr.n - int64(m.br.Buffered()) }
 
 func (m *memberReader) Read(p []byte) (int, error) {
+	if m.ahead != nil {
+		return m.readAhead(p)
+	}
 	for zeros := 0; ; {
 		if m.err != nil {
 			return 0, m.err
@@ -100,6 +106,9 @@ func (m *memberReader) Read(p []byte) (int, error) {
 			m.zr.Multistream(false)
 			m.members = append(m.members, member{cOff: start, dStart: m.dpos})
 			m.in = true
+			if m.event != nil {
+				m.event(memberEvent{pos: m.dpos, start: true, mb: m.members[len(m.members)-1]})
+			}
 		}
 		n, err := m.zr.Read(p)
 		m.dpos += int64(n)
@@ -107,6 +116,9 @@ func (m *memberReader) Read(p []byte) (int, error) {
 		if err == io.EOF {
 			cur.cEnd, cur.dEnd, cur.ended = m.cpos(), m.dpos, true
 			m.in = false
+			if m.event != nil {
+				m.event(memberEvent{pos: m.dpos, mb: *cur})
+			}
 			if n > 0 {
 				return n, nil
 			}

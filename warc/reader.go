@@ -279,8 +279,22 @@ func NewReader(name string, src io.Reader, base, size int64) (*Reader, error) {
 	return r, nil
 }
 
-// Close releases the file.
+// InflateAhead makes a gzip-compressed Reader inflate its file in a goroutine of its own,
+// at most 1 MiB of uncompressed bytes ahead of Next, so that inflating and parsing records
+// use two cores. What Next returns (records, offsets, warnings, errors) is the same; the
+// goroutine holds the file until Close, which stops it. It does nothing on a plain file.
+// Call it before the first Next; the Reader is still for one goroutine's use.
+func (r *Reader) InflateAhead() {
+	if r.gz != nil && r.gz.ahead == nil && r.recs == 0 {
+		r.gz.startInflateAhead()
+	}
+}
+
+// Close stops the goroutine of InflateAhead and releases the file.
 func (r *Reader) Close() error {
+	if r.gz != nil && r.gz.ahead != nil {
+		r.gz.ahead.close()
+	}
 	if r.File != nil {
 		err := r.File.Close()
 		r.File = nil
