@@ -73,8 +73,9 @@ func dumpRead(t testing.TB, path string, ahead, streamed bool) string {
 func gzipParts(t testing.TB, parts ...[]byte) []byte {
 	t.Helper()
 	var out bytes.Buffer
+	zw := gzip.NewWriter(&out)
 	for _, p := range parts {
-		zw := gzip.NewWriter(&out)
+		zw.Reset(&out)
 		if _, err := zw.Write(p); err != nil {
 			t.Fatal(err)
 		}
@@ -130,6 +131,9 @@ func aheadInputs(t testing.TB) map[string][]byte {
 			continue
 		}
 		in[name+" per record"] = gzipParts(t, splitRecords(b)...)
+		if name != "example.warc" && name != "example-bad-length.warc" && name != "example-trunc.warc" {
+			continue // the other shapes on the files that have the reader's odd cases
+		}
 		in[name+" whole"] = gzipParts(t, b)
 		in[name+" every 97"] = gzipParts(t, splitEvery(b, 97)...)
 		parts := splitRecords(b)
@@ -143,15 +147,15 @@ func aheadInputs(t testing.TB) map[string][]byte {
 	in["big per record"] = gzipParts(t, splitRecords(big)...)
 	in["big every 100000"] = gzipParts(t, splitEvery(big, 100000)...)
 	bigGz := in["big per record"]
-	for _, cut := range []int{len(bigGz) / 3, len(bigGz) - 5, 1 << 19} {
+	for _, cut := range []int{len(bigGz) / 3} {
 		in[fmt.Sprintf("big cut at %d", cut)] = bigGz[:cut]
 	}
 	bad := bytes.Clone(bigGz)
 	bad[len(bad)/2] ^= 0x55
 	in["big corrupt"] = bad
-	in["big junk after"] = append(bytes.Clone(bigGz), "trailing junk"...)
-	in["big padding after"] = append(bytes.Clone(bigGz), make([]byte, 300)...)
 	ex := in["example.warc.gz"]
+	in["example padding after"] = append(bytes.Clone(ex), make([]byte, 300)...)
+	in["example junk after"] = append(bytes.Clone(ex), "trailing junk"...)
 	for _, cut := range []int{10, 100, len(ex) / 2, len(ex) - 1} {
 		in[fmt.Sprintf("example cut at %d", cut)] = ex[:cut]
 	}
