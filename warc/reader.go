@@ -2,7 +2,8 @@ package warc
 
 // reader.go: a tolerant, bounded WARC reader (WARC 1.0 and 1.1, ISO 28500; the pre-ISO
 // WARC/0.17 and 0.18 drafts are read with a warning). It frames records itself and uses
-// gowarc (github.com/nlnwa/gowarc/v3) to parse each record's WARC header fields.
+// gowarc (github.com/nlnwa/gowarc/v3) to parse each record's WARC header fields (a header
+// of the common shape is split by fastfields.go into the same fields, gowarc naming them).
 //
 // Why the framing is ours: gowarc's reader assumes one gzip member per record and silently
 // drops the rest of a member (whole-file gzip loses records), it resynchronises on "WARC/"
@@ -193,6 +194,8 @@ type Reader struct {
 	hrd  *bytes.Reader
 	hbr  *bufio.Reader
 	recs int
+	// names maps field names to gowarc's canonical form (fastFields)
+	names map[string]string
 }
 
 // OpenReader opens a WARC file, plain or gzip-compressed (one member per record, or one
@@ -491,17 +494,21 @@ func (r *Reader) readHeader(start int64) (*Record, error) {
 	nl := bytes.IndexByte(r.hdr, '\n')
 	version := string(bytes.TrimSpace(r.hdr[5:nl]))
 
-	r.hrd.Reset(r.hdr)
-	r.hbr.Reset(r.hrd)
-	grec, _, _, err := r.um.Unmarshal(r.hbr)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadHeader, err)
-	}
 	rec := &Record{Version: version, Pos: start, Offset: -1, Length: -1}
-	for _, nv := range *grec.WarcHeader() {
-		rec.Header = append(rec.Header, Field{Name: nv.Name, Value: nv.Value})
+	if fields, ok := r.fastFields(r.hdr); ok {
+		rec.Header = fields
+	} else {
+		r.hrd.Reset(r.hdr)
+		r.hbr.Reset(r.hrd)
+		grec, _, _, err := r.um.Unmarshal(r.hbr)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadHeader, err)
+		}
+		for _, nv := range *grec.WarcHeader() {
+			rec.Header = append(rec.Header, Field{Name: nv.Name, Value: nv.Value})
+		}
+		_ = grec.Close()
 	}
-	_ = grec.Close()
 
 	switch version {
 	case "1.0", "1.1":
