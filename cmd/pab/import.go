@@ -81,8 +81,11 @@ func newImportCmd(g *globalFlags) *cobra.Command {
 // importMemoryLimit is the Go runtime's soft memory limit (runtime/debug.SetMemoryLimit)
 // for pab import, unless GOMEMLIMIT says otherwise: near it the collector runs more often,
 // so that the import's resident memory stays near what it holds live (docs/import.md
-// "Limits and memory"). It is not a cap: an import that holds more goes past it.
-const importMemoryLimit = 384 << 20
+// "Limits and memory"). It is not a cap: an import that holds more goes past it. 352 MiB,
+// not 384: with the input inflated ahead of the parsing, the reading allocates faster and
+// the collector overshoots more (10^6 small records: 466-476 MiB peak at 384, 437 at 352,
+// docs/performance.md "Import time, fifth part").
+const importMemoryLimit = 352 << 20
 
 // importGCPercent is the collector's GOGC for pab import under importMemoryLimit, unless
 // GOGC or GOMEMLIMIT is set: the import's live heap is small and made of short-lived
