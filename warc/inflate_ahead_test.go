@@ -162,7 +162,7 @@ func aheadInputs(t testing.TB) map[string][]byte {
 	return in
 }
 
-// bigPlain is a plain WARC of 1,500 exchanges, 2.3 MB: more than the goroutine inflates
+// bigPlain is a plain WARC of 1,500 exchanges, about 3 MB: more than the goroutine inflates
 // ahead.
 func bigPlain() []byte {
 	var big []byte
