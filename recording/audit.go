@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -400,58 +401,53 @@ func auditEntries(r io.Reader, names auditNames, byOff map[int64]*auditRec, warc
 }
 
 // entryAuditor checks entries.jsonl one line at a time (auditEntries, and the audit in
-// step with the records, auditContentStream). What it keeps of each entry, for the checks
-// of later revisits, is a few fixed-size keys (about 100 bytes an entry), not the entry.
+// step with the records, auditContentStream). What it keeps of each entry, for the check of
+// duplicate ids and of later revisits, is its id's 128-bit key in ids and one fixed-size
+// row in seen (about 120 bytes an entry with the map's own, none of it pointers: a million
+// entries cost the collector nothing to mark), not the entry.
 type entryAuditor struct {
 	names    auditNames
-	seen     map[hkey]seenEntry
+	ids      map[hkey]uint32   // entry id → its row in seen
+	seen     []seenEntry       // one row per entry with an id, in the file's order
+	odd      map[uint32]string // the digests of rows whose digest is not 64 lower-case hex digits
 	recordID func(off, n int64) string
 }
 
 // seenEntry is what a revisit's checks need of an earlier entry.
 type seenEntry struct {
 	stored         bool
-	digest         [32]byte // the entry's digest, when it is 64 lower-case hex digits
-	digestStr      string   // else the digest as written
 	hasRec         bool     // its response record was found
+	oddDigest      bool     // the digest is in entryAuditor.odd, else digest holds it
+	digest         [32]byte // the entry's digest, when it is 64 lower-case hex digits
 	recKey         hkey     // that record's WARC-Record-ID
 	recOff, recLen int64
 }
 
 func newEntryAuditor(names auditNames, recordID func(off, n int64) string) *entryAuditor {
-	return &entryAuditor{names: names, seen: map[hkey]seenEntry{}, recordID: recordID}
+	return &entryAuditor{names: names, ids: map[hkey]uint32{}, odd: map[uint32]string{}, recordID: recordID}
 }
 
-// digestOf renders a seen entry's digest as written.
-func (s seenEntry) digestOf() string {
-	if s.digestStr == "\x00" {
-		return ""
+// digestOf renders the digest of row i as written.
+func (a *entryAuditor) digestOf(i uint32) string {
+	if a.seen[i].oddDigest {
+		return a.odd[i]
 	}
-	if s.digestStr != "" {
-		return s.digestStr
-	}
-	return hex.EncodeToString(s.digest[:])
+	return hex.EncodeToString(a.seen[i].digest[:])
 }
 
-// setDigest keeps d compactly.
-func (s *seenEntry) setDigest(d string) {
+// setDigest keeps d as the digest of row i, compactly.
+func (a *entryAuditor) setDigest(i uint32, d string) {
+	s := &a.seen[i]
 	if b, err := hex.DecodeString(d); err == nil && len(b) == 32 && hex.EncodeToString(b) == d {
 		copy(s.digest[:], b)
-		s.digestStr = ""
 		return
 	}
-	s.digestStr = d
-	if d == "" {
-		s.digestStr = "\x00" // "" is not 32 zero bytes
-	}
+	s.oddDigest = true
+	a.odd[i] = d
 }
 
-func (s seenEntry) digestIs(d string) bool {
-	if s.digestStr == "\x00" {
-		return d == ""
-	}
-	return s.digestOf() == d
-}
+// digestIs reports whether row i's digest is d.
+func (a *entryAuditor) digestIs(i uint32, d string) bool { return a.digestOf(i) == d }
 
 // line checks one line of entries.jsonl; find gives the record an entry points at (or says
 // why there is none); add takes each problem.
@@ -485,12 +481,13 @@ func (a *entryAuditor) line(line int, data []byte, find func(what string, off, l
 	}
 	idKey := hkeyOf(e.ID)
 	if e.ID != "" {
-		if _, dup := a.seen[idKey]; dup {
+		if _, dup := a.ids[idKey]; dup {
 			add(names.entries, "id used by an earlier line too")
-		} else {
-			s := seenEntry{stored: e.RevisitOf == "" && !e.Unresolved}
-			s.setDigest(e.Digest)
-			a.seen[idKey] = s
+		} else if len(a.seen) < math.MaxUint32 {
+			i := uint32(len(a.seen))
+			a.seen = append(a.seen, seenEntry{stored: e.RevisitOf == "" && !e.Unresolved})
+			a.setDigest(i, e.Digest)
+			a.ids[idKey] = i
 		}
 	}
 	if e.Unresolved {
@@ -499,14 +496,14 @@ func (a *entryAuditor) line(line int, data []byte, find func(what string, off, l
 	}
 	origKey := hkeyOf(e.RevisitOf)
 	if e.RevisitOf != "" {
-		orig, ok := a.seen[origKey]
+		orig, ok := a.ids[origKey]
 		switch {
 		case !ok || e.RevisitOf == e.ID:
 			add(names.entries, "revisitOf %q names no earlier entry", e.RevisitOf)
-		case !orig.stored:
+		case !a.seen[orig].stored:
 			add(names.entries, "revisitOf %q names a revisit, not a stored payload", e.RevisitOf)
-		case !orig.digestIs(e.Digest):
-			add(names.entries, "digest %s differs from that of its original %s (%s)", e.Digest, e.RevisitOf, orig.digestOf())
+		case !a.digestIs(orig, e.Digest):
+			add(names.entries, "digest %s differs from that of its original %s (%s)", e.Digest, e.RevisitOf, a.digestOf(orig))
 		}
 	}
 	if body, err := base64.StdEncoding.DecodeString(e.ReqBody); err != nil {
@@ -515,12 +512,13 @@ func (a *entryAuditor) line(line int, data []byte, find func(what string, off, l
 		checkRequestRecord(e, body, find, names, add)
 	}
 	rec := checkResponseRecord(e, find, names, add)
-	if s, ok := a.seen[idKey]; ok && e.ID != "" && !s.hasRec && rec != nil {
+	if i, ok := a.ids[idKey]; ok && e.ID != "" && !a.seen[i].hasRec && rec != nil {
+		s := &a.seen[i]
 		s.hasRec, s.recKey, s.recOff, s.recLen = true, hkeyOf(rec.recordID), rec.off, rec.length
-		a.seen[idKey] = s
 	}
-	if orig, ok := a.seen[origKey]; ok && e.RevisitOf != "" && rec != nil && orig.hasRec && rec.typ == "revisit" &&
-		rec.refersTo != "" && hkeyOf(rec.refersTo) != orig.recKey {
+	if i, ok := a.ids[origKey]; ok && e.RevisitOf != "" && rec != nil && a.seen[i].hasRec && rec.typ == "revisit" &&
+		rec.refersTo != "" && hkeyOf(rec.refersTo) != a.seen[i].recKey {
+		orig := a.seen[i]
 		add(names.entries, "the revisit record's WARC-Refers-To %s is not the record of %s (%s)", rec.refersTo, e.RevisitOf, a.recordID(orig.recOff, orig.recLen))
 	}
 }

@@ -181,6 +181,13 @@ func TestAuditFindsEveryProblem(t *testing.T) {
 		{"revisit of another record", func(t *testing.T, dir string) {
 			editEntries(t, dir, func(es []Entry) { es[2].RevisitOf = "e000001" })
 		}, []string{"entry e000003: the revisit record's WARC-Refers-To <urn:uuid:", "is not the record of e000001", "entry e000003: digest"}},
+		{"digests not of sha256 hex", func(t *testing.T, dir string) {
+			// kept apart from the fixed-size rows of the entry audit (entryAuditor.odd)
+			editEntries(t, dir, func(es []Entry) { es[1].Digest = "sha1:ABC"; es[2].Digest = "sha1:ABD" })
+		}, []string{"entry e000003: digest sha1:ABD differs from that of its original e000002 (sha1:ABC)"}},
+		{"empty digest of the original", func(t *testing.T, dir string) {
+			editEntries(t, dir, func(es []Entry) { es[1].Digest = "" })
+		}, []string{"entry e000003: digest ", "differs from that of its original e000002 ()"}},
 		{"request body and method", func(t *testing.T, dir string) {
 			editEntries(t, dir, func(es []Entry) { es[3].ReqBody = "eA=="; es[3].Method = "PUT" })
 		}, []string{"entry e000004: reqBody differs", "entry e000004: method PUT"}},
