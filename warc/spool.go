@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 )
 
 // Span is a byte range of a spool: n bytes from off.
@@ -22,12 +23,24 @@ var ErrSpoolFull = errors.New("spool limit reached")
 // as it is created (where the system allows it), so nothing is left behind even when the
 // process is killed. It is not safe for concurrent writes; reads (section) may run at any
 // time.
+//
+// Small writes are gathered in memory (at most spoolBuffer bytes) and reach the file
+// together: an import parks two records and often two small bodies per exchange, one
+// system call each before. A read of bytes still gathered writes them first.
 type Spool struct {
 	f     *os.File
 	path  string // "" once the name is removed
 	size  int64
 	Limit int64 // the spool never grows past it
+
+	mu      sync.Mutex // guards buf and flushed against reads from other goroutines
+	buf     []byte     // written, not yet in the file: the bytes from flushed to size
+	flushed int64      // the file holds bytes [0, flushed)
+	werr    error      // the first failed write of gathered bytes
 }
+
+// spoolBuffer is how many written bytes a Spool gathers before writing them to its file.
+const spoolBuffer = 64 << 10
 
 // NewSpool creates an empty spool in dir, holding at most limit bytes.
 func NewSpool(dir string, limit int64) (*Spool, error) {
@@ -42,17 +55,59 @@ func NewSpool(dir string, limit int64) (*Spool, error) {
 	return s, nil
 }
 
-// Write appends p.
+// Write appends p. A write that fails to reach the file fails this or a later Write, or
+// the read that needed its bytes.
 func (s *Spool) Write(p []byte) (int, error) {
 	if int64(len(p)) > s.Limit-s.size {
 		return 0, ErrSpoolFull
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.werr != nil {
+		return 0, s.werr
+	}
+	if len(s.buf)+len(p) <= spoolBuffer {
+		if s.buf == nil {
+			s.buf = make([]byte, 0, spoolBuffer)
+		}
+		s.buf = append(s.buf, p...)
+		s.size += int64(len(p))
+		return len(p), nil
+	}
+	if err := s.flushLocked(); err != nil {
+		return 0, err
+	}
+	if len(p) < spoolBuffer {
+		s.buf = append(s.buf, p...)
+		s.size += int64(len(p))
+		return len(p), nil
+	}
 	n, err := s.f.WriteAt(p, s.size)
 	s.size += int64(n)
+	s.flushed = s.size
 	if err != nil {
-		return n, fmt.Errorf("write spool: %w", err)
+		s.werr = fmt.Errorf("write spool: %w", err)
+		return n, s.werr
 	}
 	return n, nil
+}
+
+// flushLocked writes the gathered bytes to the file; s.mu is held.
+func (s *Spool) flushLocked() error {
+	if s.werr != nil {
+		return s.werr
+	}
+	if len(s.buf) == 0 {
+		return nil
+	}
+	n, err := s.f.WriteAt(s.buf, s.flushed)
+	s.flushed += int64(n)
+	if err != nil {
+		s.werr = fmt.Errorf("write spool: %w", err)
+		return s.werr
+	}
+	s.buf = s.buf[:0]
+	return nil
 }
 
 // Mark is the current end, where the next write goes.
@@ -63,14 +118,40 @@ func (s *Spool) Since(m int64) Span { return Span{Off: m, N: s.size - m} }
 
 // Truncate drops everything after mark m (a region that turned out useless).
 func (s *Spool) Truncate(m int64) {
-	if m < s.size {
-		s.size = m
-		_ = s.f.Truncate(m)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m >= s.size {
+		return
 	}
+	s.size = m
+	if m >= s.flushed {
+		s.buf = s.buf[:m-s.flushed]
+		return
+	}
+	s.buf = s.buf[:0]
+	s.flushed = m
+	_ = s.f.Truncate(m)
 }
 
-// Section reads span sp.
-func (s *Spool) Section(sp Span) *io.SectionReader { return io.NewSectionReader(s.f, sp.Off, sp.N) }
+// Section reads span sp. Bytes of it still gathered in memory are written to the file
+// first; when that fails, reads of the section fail with the write's error.
+func (s *Spool) Section(sp Span) *io.SectionReader {
+	s.mu.Lock()
+	var err error
+	if sp.Off+sp.N > s.flushed {
+		err = s.flushLocked()
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return io.NewSectionReader(errReaderAt{err}, sp.Off, sp.N)
+	}
+	return io.NewSectionReader(s.f, sp.Off, sp.N)
+}
+
+// errReaderAt fails every read with its error.
+type errReaderAt struct{ err error }
+
+func (e errReaderAt) ReadAt([]byte, int64) (int, error) { return 0, e.err }
 
 // ReadPrefix reads the first max bytes of sp (or all of it when shorter).
 func (s *Spool) ReadPrefix(sp Span, max int64) ([]byte, error) {
