@@ -115,9 +115,10 @@ func (s *Server) missAnswer(r *http.Request, typ, url string) *answer {
 		a = textAnswer(http.StatusNotFound, "text/plain; charset=utf-8", "pab replay: not in the recording: "+r.Method+" "+url+"\n")
 	}
 	if origin := r.Header.Get("Origin"); origin != "" && a.header.Get("Access-Control-Allow-Origin") == "" {
-		a.header.Set("Access-Control-Allow-Origin", origin)
-		a.header.Set("Access-Control-Allow-Credentials", "true")
-		a.header.Add("Vary", "Origin")
+		h := a.ownHeader() // the site's own 404 page is a recorded answer: its head is shared
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Set("Access-Control-Allow-Credentials", "true")
+		h.Add("Vary", "Origin")
 	}
 	a.source = SourceMiss
 	s.clockMiss(a)

@@ -265,8 +265,8 @@ func (s *Server) Accepted() int64 { return s.shell.Accepted() }
 type answer struct {
 	status int
 	header http.Header // may be a recorded head's fields, shared: never edited in place
-	// fields is header as answerFields lists it (the recorded head's), or nil: whoever
-	// sets header to another map sets fields to nil
+	// fields is header as answerFields lists it (the recorded head's, shared), or nil;
+	// header is then shared too: edit it only through ownHeader
 	fields []headerField
 	body   io.Reader // nil for no body
 	data   []byte    // the payload in memory, shared and read-only (instead of body), or nil
@@ -291,6 +291,16 @@ type answer struct {
 // answerPool holds the answers of recorded exchanges (recordedAnswer), used again once
 // ServeHTTP has written and logged them.
 var answerPool = sync.Pool{New: func() any { return new(answer) }}
+
+// ownHeader returns a's header for editing: the header of a recorded answer (a.fields set)
+// is its head's, shared by every answer of that entry (headCache), so it is cloned first and
+// the list answer.write would copy instead is dropped.
+func (a *answer) ownHeader() http.Header {
+	if a.fields != nil {
+		a.header, a.fields = a.header.Clone(), nil
+	}
+	return a.header
+}
 
 // ServeHTTP answers one proxied request (plain HTTP, or HTTPS inside a tunnel, over
 // HTTP/1.1 or HTTP/2) from the recording; nothing is forwarded. r.URL must be absolute.
@@ -480,9 +490,8 @@ func (s *Server) recordedAnswer(e *recording.Entry, r *http.Request) (*answer, e
 		case !ok:
 			a.note = joinNote(a.note, fmt.Sprintf("clock: document of %d bytes is over %d, served without the clock", a.size, s.clockMax))
 		default:
-			a.header, a.fields = a.header.Clone(), nil
 			var note string
-			body, note = s.clock.Inject(a.header, body)
+			body, note = s.clock.Inject(a.ownHeader(), body)
 			a.note = joinNote(a.note, note)
 			a.body, a.data, a.size = nil, body, int64(len(body))
 		}

@@ -278,6 +278,26 @@ func TestProxyMatchingThroughProxy(t *testing.T) {
 	}
 }
 
+// TestProxyMissCORSOwnHeader: a CORS request answered by the site's own recorded 404 page
+// gets the CORS fields, and they stay on that answer: the recorded head, shared by every
+// answer of its entry, is not edited (the next answer of the page has none).
+func TestProxyMissCORSOwnHeader(t *testing.T) {
+	tp := startProxy(t, siteManifest(), siteExchanges(), defaultTestRules)
+	doc := map[string]string{"Sec-Fetch-Dest": "document"}
+	first := tp.get(t, "https://site.test/unknown", doc)
+	cors := tp.get(t, "https://site.test/unknown", map[string]string{"Sec-Fetch-Dest": "document", "Origin": "https://app.test"})
+	after := tp.get(t, "https://site.test/other-unknown", doc)
+	if cors.status != 404 || !strings.Contains(string(cors.body), "the site's own 404") ||
+		cors.header.Get("Access-Control-Allow-Origin") != "https://app.test" || cors.header.Get("Vary") != "Origin" {
+		t.Errorf("the site's 404 page to a CORS request: %d %v", cors.status, cors.header)
+	}
+	for _, r := range []result{first, after} {
+		if r.status != 404 || r.header.Get("Access-Control-Allow-Origin") != "" || r.header.Get("Vary") != "" {
+			t.Errorf("the site's 404 page without Origin: %d %v", r.status, r.header)
+		}
+	}
+}
+
 func TestProxyMissAnswers(t *testing.T) {
 	exs := siteExchanges()
 	tp := startProxy(t, siteManifest(), exs, defaultTestRules)
