@@ -30,6 +30,7 @@
 package gate
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -265,7 +266,40 @@ func (g *Gate) serve(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	stop := context.AfterFunc(g.hard, cancel)
 	defer stop()
-	g.rp.ServeHTTP(w, r.WithContext(ctx))
+	hw := &hijackCloser{ResponseWriter: w, hard: g.hard}
+	defer hw.stop()
+	g.rp.ServeHTTP(hw, r.WithContext(ctx))
+}
+
+// hijackCloser is the ResponseWriter the ReverseProxy gets: a connection it hijacks for a
+// WebSocket is closed when the gate closes. Cancelling the request closes only the
+// upstream side; once the upstream has ended its half (or the cancel's close is read as
+// the upstream's end), the ReverseProxy waits for the browser's side to end too, which
+// neither net/http nor the shell closes for a hijacked connection.
+type hijackCloser struct {
+	http.ResponseWriter
+	hard   context.Context
+	stopFn func() bool
+}
+
+// Hijack hijacks the connection and arranges its close on the gate's Close.
+func (w *hijackCloser) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	w.stopFn = context.AfterFunc(w.hard, func() { c.Close() })
+	return c, brw, nil
+}
+
+// Unwrap gives http.ResponseController the shell's ResponseWriter (flushes, deadlines).
+func (w *hijackCloser) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// stop forgets the hijacked connection once the handler has returned (it closed it).
+func (w *hijackCloser) stop() {
+	if w.stopFn != nil {
+		w.stopFn()
+	}
 }
 
 // refuse writes the gate's 403 for a refused request; the request's body is never read.

@@ -395,6 +395,45 @@ func TestWebSocket(t *testing.T) {
 	}
 }
 
+// A WebSocket whose site side ended first (the browser's side still open: the gate passed
+// the end on as a half close and waits for the browser's) is closed by Close, in a tunnel
+// and plain; Close does not wait for the browser.
+func TestWebSocketSiteEndsFirst(t *testing.T) {
+	r := newRig(t, netpolicy.ModeFillAndReview)
+	open := func(c *rawConn, target string) {
+		t.Helper()
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", target, siteHost)
+		resp, err := http.ReadResponse(c.br, &http.Request{Method: "GET"})
+		if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+			t.Fatalf("handshake %s: %v %v", target, resp, err)
+		}
+		if _, err := io.WriteString(c, "ping"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(c.br) // the echo, then the site's end passed on
+		if err != nil || string(got) != "ping" {
+			t.Fatalf("%s: read %q %v, want ping then the end", target, got, err)
+		}
+	}
+	tc := tunnel(t, r.gate.Addr(), siteHost)
+	open(tc, "/wsonce")
+	pc := dialRaw(t, r.gate.Addr())
+	open(pc, "http://"+siteHost+"/wsonce")
+
+	closed := make(chan error, 1)
+	go func() { closed <- r.gate.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(testDeadline):
+		t.Fatal("Close did not return while WebSockets the site had ended were open on the browser's side")
+	}
+	// Close returned: every handler did, and a handler returns only once its hijacked
+	// connection is closed
+}
+
 // A URL past the shell's header bound is answered 431 before it is read whole (the
 // request line is never finished here); one past netpolicy.MaxURLBytes but within the
 // bound is refused unread by the policy (CarrierSize) while a value is typed.

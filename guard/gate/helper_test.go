@@ -89,6 +89,7 @@ type seenReq struct {
 // answering for every host name. Paths:
 //
 //	/ws       a WebSocket handshake (RFC 6455 section 4.2.2), then echoes the bytes it gets
+//	/wsonce   the same handshake, then echoes one read's bytes and closes the connection
 //	/stream   "first\n", flushed, then "second\n" once release is closed
 //	/hang     no answer until release is closed
 //	/upload   reads 5 body bytes, signals gotFirst, reads the rest: "upload N"
@@ -156,9 +157,9 @@ func (s *site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 	}
 	switch r.URL.Path {
-	case "/ws":
+	case "/ws", "/wsonce":
 		record()
-		wsEcho(w, r)
+		wsEcho(w, r, r.URL.Path == "/wsonce")
 	case "/stream":
 		record()
 		w.Header().Set("Content-Type", "text/plain")
@@ -188,8 +189,9 @@ func (s *site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // wsEcho answers a WebSocket opening handshake and echoes raw bytes until the
-// connection closes (the gate passes bytes; framing is not its business).
-func wsEcho(w http.ResponseWriter, r *http.Request) {
+// connection closes (the gate passes bytes; framing is not its business); once, it echoes
+// one read's bytes and closes.
+func wsEcho(w http.ResponseWriter, r *http.Request, once bool) {
 	key := r.Header.Get("Sec-WebSocket-Key")
 	if !isWebSocket(r.Header) || key == "" {
 		http.Error(w, "not a websocket handshake", http.StatusBadRequest)
@@ -202,6 +204,13 @@ func wsEcho(w http.ResponseWriter, r *http.Request) {
 	defer c.Close()
 	fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n", wsAccept(key))
 	if brw.Flush() != nil {
+		return
+	}
+	if once {
+		b := make([]byte, 64<<10)
+		if n, err := brw.Read(b); err == nil {
+			c.Write(b[:n])
+		}
 		return
 	}
 	io.Copy(c, brw.Reader)
