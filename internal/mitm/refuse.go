@@ -96,7 +96,8 @@ func cutMethod(m string) string {
 	return m
 }
 
-// watchListener wraps every connection of the listening socket in a watchConn.
+// watchListener wraps every connection of the listening socket in a lazyConn (its
+// deadlines), and that in a watchConn when refusals are reported.
 type watchListener struct {
 	net.Listener
 	s *Server
@@ -104,8 +105,12 @@ type watchListener struct {
 
 func (l watchListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
-	if err != nil || l.s.cfg.OnRefuse == nil {
+	if err != nil {
 		return c, err
+	}
+	c = &lazyConn{Conn: c}
+	if l.s.cfg.OnRefuse == nil {
+		return c, nil
 	}
 	return &watchConn{Conn: c, s: l.s, armed: true}, nil
 }

@@ -1,0 +1,160 @@
+package mitm
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// lazyConn is a connection of the listening socket (a tunnel's too: its TLS runs over it)
+// whose deadlines are changed lazily. net/http changes a keep-alive connection's deadlines
+// up to five times per request (the header's read deadline and its clear, the answer's
+// write deadline and its clear, the idle read deadline), and each change is a change to
+// the runtime's timers. lazyConn keeps the deadline asked for and changes the socket's only
+// when the new one is earlier than the one on the socket (or there is none); a read or a
+// write that times out on a deadline earlier than the one asked for sets the one asked for
+// and goes on. So a read or write still ends at the deadline asked for, never before, and
+// a keep-alive request usually changes no timer: the socket's deadline is one set some
+// seconds ago, and it passes once in a while, waking a read that goes on.
+//
+// A write cut by its deadline leaves the connection broken for writes: every later write
+// fails at once with the same error. Its users end the connection then anyway (net/http
+// closes it; a TLS connection's writes fail for good after a timeout, but its Close still
+// sends close_notify, which could wait five more seconds on a client that reads nothing).
+type lazyConn struct {
+	net.Conn
+	r, w deadline
+
+	cut atomic.Pointer[error] // the error of the write its deadline cut, or nil
+}
+
+// deadline is one direction's deadline: the one asked for, and the one on the socket.
+type deadline struct {
+	mu   sync.Mutex
+	want time.Time // asked for; zero: none
+	set  time.Time // on the socket; zero: none
+}
+
+// ask records t as the deadline asked for (zero: none) and sets it on the socket with
+// apply when it is earlier than the socket's or the socket has none. A later deadline,
+// or none, is only recorded: the socket's passes first, and passed finds t then.
+func (d *deadline) ask(t time.Time, apply func(time.Time) error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.want = t
+	if t.IsZero() || !d.set.IsZero() && !t.Before(d.set) {
+		return nil
+	}
+	if err := apply(t); err != nil {
+		return err
+	}
+	d.set = t
+	return nil
+}
+
+// passed is called after a read or write timed out: true when the deadline asked for has
+// passed (the timeout is the caller's); else the deadline asked for is set on the socket
+// and the call can go on.
+func (d *deadline) passed(apply func(time.Time) error) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.want.IsZero() && !time.Now().Before(d.want) {
+		return true
+	}
+	if apply(d.want) != nil {
+		return true
+	}
+	d.set = d.want
+	return false
+}
+
+// exact sets the deadline asked for on the socket when the socket's is another.
+func (d *deadline) exact(apply func(time.Time) error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.set.Equal(d.want) {
+		return nil
+	}
+	if err := apply(d.want); err != nil {
+		return err
+	}
+	d.set = d.want
+	return nil
+}
+
+// timedOut reports whether err is a deadline's timeout.
+func timedOut(err error) bool {
+	return err != nil && errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+func (c *lazyConn) Read(p []byte) (int, error) {
+	for {
+		n, err := c.Conn.Read(p)
+		if n > 0 || !timedOut(err) || c.r.passed(c.Conn.SetReadDeadline) {
+			return n, err
+		}
+	}
+}
+
+func (c *lazyConn) Write(p []byte) (int, error) {
+	if err := c.cut.Load(); err != nil {
+		return 0, *err
+	}
+	done := 0
+	for {
+		n, err := c.Conn.Write(p[done:])
+		done += n
+		if !timedOut(err) {
+			return done, err
+		}
+		if c.w.passed(c.Conn.SetWriteDeadline) {
+			c.cut.Store(&err)
+			return done, err
+		}
+	}
+}
+
+// ReadFrom is the socket's own ReadFrom (sendfile or splice for a plain TCP connection)
+// under the write deadline asked for, set on the socket first: a ReadFrom that timed out
+// may have taken bytes from r it did not send, so it cannot go on as Write does.
+func (c *lazyConn) ReadFrom(r io.Reader) (int64, error) {
+	rf, ok := c.Conn.(io.ReaderFrom)
+	if !ok {
+		return io.Copy(struct{ io.Writer }{c}, r)
+	}
+	if err := c.cut.Load(); err != nil {
+		return 0, *err
+	}
+	if err := c.w.exact(c.Conn.SetWriteDeadline); err != nil {
+		return 0, err
+	}
+	n, err := rf.ReadFrom(r)
+	if timedOut(err) {
+		c.cut.Store(&err)
+	}
+	return n, err
+}
+
+// CloseWrite half-closes the socket when it can (a TCP connection); else it does nothing.
+func (c *lazyConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+func (c *lazyConn) SetReadDeadline(t time.Time) error {
+	return c.r.ask(t, c.Conn.SetReadDeadline)
+}
+
+func (c *lazyConn) SetWriteDeadline(t time.Time) error {
+	return c.w.ask(t, c.Conn.SetWriteDeadline)
+}
+
+func (c *lazyConn) SetDeadline(t time.Time) error {
+	return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
+}

@@ -1,0 +1,159 @@
+package mitm
+
+import (
+	"errors"
+	"net"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// countingConn counts the deadline changes that reach the socket.
+type countingConn struct {
+	net.Conn
+	reads, writes atomic.Int64
+}
+
+func (c *countingConn) SetReadDeadline(t time.Time) error {
+	c.reads.Add(1)
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *countingConn) SetWriteDeadline(t time.Time) error {
+	c.writes.Add(1)
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// lazyPair is a lazyConn over a counted loopback TCP connection, and its peer.
+func lazyPair(t *testing.T) (*lazyConn, *countingConn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := &countingConn{Conn: c}
+	t.Cleanup(func() { c.Close(); peer.Close() })
+	return &lazyConn{Conn: cc}, cc, peer
+}
+
+// A keep-alive connection's deadlines as net/http sets them per request (the header's,
+// its clear, the answer's write deadline and its clear, the idle one) reach the socket
+// once, not five times per request; every request's bytes are still read and written.
+func TestLazyDeadlineKeepAlive(t *testing.T) {
+	c, cc, peer := lazyPair(t)
+	buf := make([]byte, 16)
+	const requests = 200
+	for i := 0; i < requests; i++ {
+		now := time.Now()
+		c.SetReadDeadline(now.Add(10 * time.Second)) // ReadHeaderTimeout
+		if _, err := peer.Write([]byte("GET")); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := c.Read(buf); err != nil || string(buf[:n]) != "GET" {
+			t.Fatalf("request %d: read %q %v", i, buf[:n], err)
+		}
+		c.SetReadDeadline(time.Time{})
+		c.SetWriteDeadline(now.Add(30 * time.Second)) // the answer's
+		if _, err := c.Write([]byte("200")); err != nil {
+			t.Fatalf("request %d: write %v", i, err)
+		}
+		if n, err := peer.Read(buf); err != nil || string(buf[:n]) != "200" {
+			t.Fatalf("request %d: peer read %q %v", i, buf[:n], err)
+		}
+		c.SetWriteDeadline(time.Time{})
+		c.SetReadDeadline(now.Add(120 * time.Second)) // idle
+	}
+	if r, w := cc.reads.Load(), cc.writes.Load(); r > 2 || w > 2 {
+		t.Errorf("%d requests changed the socket's read deadline %d times and its write deadline %d times; want at most 2 each", requests, r, w)
+	}
+}
+
+// A read ends at the deadline asked for, not at an earlier one still on the socket, and
+// not later; a deadline cleared after an earlier one was set lets a read wait past it.
+func TestLazyDeadlineReadEndsOnTime(t *testing.T) {
+	c, _, peer := lazyPair(t)
+	buf := make([]byte, 8)
+
+	start := time.Now()
+	c.SetReadDeadline(start.Add(50 * time.Millisecond)) // on the socket
+	want := start.Add(400 * time.Millisecond)
+	c.SetReadDeadline(want) // only kept: later than the socket's
+	_, err := c.Read(buf)
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read: %v, want a timeout", err)
+	}
+	if now := time.Now(); now.Before(want) {
+		t.Errorf("read ended %v before the deadline asked for", want.Sub(now))
+	} else if late := now.Sub(want); late > 10*time.Second {
+		t.Errorf("read ended %v after the deadline asked for", late)
+	}
+
+	// cleared: the read waits past the socket's earlier deadline for the peer's bytes
+	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	c.SetReadDeadline(time.Time{})
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		peer.Write([]byte("late"))
+	}()
+	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "late" {
+		t.Fatalf("read with the deadline cleared: %q %v", buf[:n], err)
+	}
+}
+
+// An earlier deadline reaches the socket at once: a read under way is woken (net/http
+// ends its background read so, with a deadline long past).
+func TestLazyDeadlineEarlierWakes(t *testing.T) {
+	c, _, _ := lazyPair(t)
+	c.SetReadDeadline(time.Now().Add(time.Hour))
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Read(make([]byte, 8))
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // the read is likely under way; if not, it starts past the deadline
+	c.SetReadDeadline(time.Unix(1, 0))
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("read: %v, want a timeout", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a read under way was not woken by an earlier deadline")
+	}
+}
+
+// A write its deadline cut (the peer reads nothing) breaks the connection for writes: the
+// next write, under a new deadline, fails at once with the same error (a TLS Close's
+// close_notify does not wait on it).
+func TestLazyDeadlineWriteCut(t *testing.T) {
+	c, _, _ := lazyPair(t)
+	c.SetWriteDeadline(time.Now().Add(time.Hour))
+	c.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+	chunk := make([]byte, 1<<20)
+	var err error
+	for i := 0; i < 256 && err == nil; i++ { // 256 MiB: more than the sockets hold
+		_, err = c.Write(chunk)
+	}
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("write to a peer reading nothing: %v, want a timeout", err)
+	}
+	c.SetWriteDeadline(time.Now().Add(time.Hour))
+	start := time.Now()
+	n, err2 := c.Write([]byte("close_notify"))
+	if n != 0 || err2 == nil || err2.Error() != err.Error() {
+		t.Errorf("write after the cut: %d %v, want 0 and %v", n, err2, err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("write after the cut took %v", d)
+	}
+}
