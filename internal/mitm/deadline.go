@@ -37,22 +37,32 @@ type deadline struct {
 	mu   sync.Mutex
 	want time.Time // asked for; zero: none
 	set  time.Time // on the socket; zero: none
+	past bool      // set had passed when it was set (net/http ends a read so)
 }
 
 // ask records t as the deadline asked for (zero: none) and sets it on the socket with
-// apply when it is earlier than the socket's or the socket has none. A later deadline,
-// or none, is only recorded: the socket's passes first, and passed finds t then.
+// apply when it is earlier than the socket's, when the socket has none, or when the
+// socket's had passed when it was set. A later deadline, or none, is only recorded: the
+// socket's passes first, and passed finds t then.
 func (d *deadline) ask(t time.Time, apply func(time.Time) error) error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	d.want = t
-	if t.IsZero() || !d.set.IsZero() && !t.Before(d.set) {
+	if t.IsZero() || !d.set.IsZero() && !d.past && !t.Before(d.set) {
+		d.mu.Unlock()
 		return nil
 	}
+	err := d.applyLocked(t, apply)
+	d.mu.Unlock()
+	return err
+}
+
+// applyLocked sets t on the socket.
+func (d *deadline) applyLocked(t time.Time, apply func(time.Time) error) error {
 	if err := apply(t); err != nil {
 		return err
 	}
 	d.set = t
+	d.past = !t.IsZero() && t.Before(time.Now())
 	return nil
 }
 
@@ -65,11 +75,7 @@ func (d *deadline) passed(apply func(time.Time) error) bool {
 	if !d.want.IsZero() && !time.Now().Before(d.want) {
 		return true
 	}
-	if apply(d.want) != nil {
-		return true
-	}
-	d.set = d.want
-	return false
+	return d.applyLocked(d.want, apply) != nil
 }
 
 // exact sets the deadline asked for on the socket when the socket's is another.
@@ -79,16 +85,18 @@ func (d *deadline) exact(apply func(time.Time) error) error {
 	if d.set.Equal(d.want) {
 		return nil
 	}
-	if err := apply(d.want); err != nil {
-		return err
-	}
-	d.set = d.want
-	return nil
+	return d.applyLocked(d.want, apply)
 }
 
 // timedOut reports whether err is a deadline's timeout.
 func timedOut(err error) bool {
-	return err != nil && errors.Is(err, os.ErrDeadlineExceeded)
+	if err == nil {
+		return false
+	}
+	if oe, ok := err.(*net.OpError); ok && oe.Err == os.ErrDeadlineExceeded {
+		return true
+	}
+	return errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 func (c *lazyConn) Read(p []byte) (int, error) {
@@ -112,7 +120,7 @@ func (c *lazyConn) Write(p []byte) (int, error) {
 			return done, err
 		}
 		if c.w.passed(c.Conn.SetWriteDeadline) {
-			c.cut.Store(&err)
+			c.cutBy(err)
 			return done, err
 		}
 	}
@@ -134,9 +142,14 @@ func (c *lazyConn) ReadFrom(r io.Reader) (int64, error) {
 	}
 	n, err := rf.ReadFrom(r)
 	if timedOut(err) {
-		c.cut.Store(&err)
+		c.cutBy(err)
 	}
 	return n, err
+}
+
+// cutBy breaks the connection for writes with err, the error of the write its deadline cut.
+func (c *lazyConn) cutBy(err error) {
+	c.cut.Store(&err)
 }
 
 // CloseWrite half-closes the socket when it can (a TCP connection); else it does nothing.

@@ -157,3 +157,64 @@ func TestLazyDeadlineWriteCut(t *testing.T) {
 		t.Errorf("write after the cut took %v", d)
 	}
 }
+
+// BenchmarkDeadlineCycle is one keep-alive request's deadline changes as net/http and the
+// shell make them (the header's read deadline and its clear, the end of the background
+// read with a deadline long past and its clear, the answer's write deadline and its
+// clear, the idle read deadline), with the request's read and the answer's write, on a
+// loopback TCP connection: "socket" changes the socket's deadlines each time, "lazy"
+// through lazyConn.
+func BenchmarkDeadlineCycle(b *testing.B) {
+	for _, lazy := range []bool{false, true} {
+		name := "socket"
+		if lazy {
+			name = "lazy"
+		}
+		b.Run(name, func(b *testing.B) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ln.Close()
+			peer, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer peer.Close()
+			raw, err := ln.Accept()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer raw.Close()
+			c := raw
+			if lazy {
+				c = &lazyConn{Conn: raw}
+			}
+			req, ans := []byte("G"), []byte("2")
+			buf := make([]byte, 1)
+			longAgo := time.Unix(1, 0)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				peer.Write(req)
+				now := time.Now()
+				c.SetReadDeadline(now.Add(10 * time.Second))
+				if _, err := c.Read(buf); err != nil {
+					b.Fatal(err)
+				}
+				c.SetReadDeadline(time.Time{})
+				c.SetReadDeadline(longAgo)
+				c.SetReadDeadline(time.Time{})
+				c.SetWriteDeadline(now.Add(30 * time.Second))
+				if _, err := c.Write(ans); err != nil {
+					b.Fatal(err)
+				}
+				c.SetWriteDeadline(time.Time{})
+				c.SetReadDeadline(now.Add(120 * time.Second))
+				if _, err := peer.Read(buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
