@@ -11,15 +11,16 @@ import (
 )
 
 // lazyConn is a connection of the listening socket (a tunnel's too: its TLS runs over it)
-// whose deadlines are changed lazily. net/http changes a keep-alive connection's deadlines
-// up to five times per request (the header's read deadline and its clear, the answer's
-// write deadline and its clear, the idle read deadline), and each change is a change to
-// the runtime's timers. lazyConn keeps the deadline asked for and changes the socket's only
-// when the new one is earlier than the one on the socket (or there is none); a read or a
-// write that times out on a deadline earlier than the one asked for sets the one asked for
-// and goes on. So a read or write still ends at the deadline asked for, never before, and
-// a keep-alive request usually changes no timer: the socket's deadline is one set some
-// seconds ago, and it passes once in a while, waking a read that goes on.
+// whose write deadline is changed lazily. The shell sets one per answer (bounds.go) and
+// net/http clears it after the answer, and x/net/http2 sets and clears one around each
+// write; each change is a change to the runtime's timers. lazyConn keeps the deadline
+// asked for and changes the socket's only when the new one is earlier than the one on the
+// socket (or there is none); a write that times out on a deadline earlier than the one
+// asked for sets the one asked for and goes on. So a write still ends at the deadline
+// asked for, never before, and a keep-alive answer seldom changes a timer: the socket's
+// deadline is one set some seconds ago, and it passes once in a while, waking a write that
+// goes on. Read deadlines go to the socket as they are: net/http ends its background read
+// of every request with a deadline long past, which no laziness saves.
 //
 // A write cut by its deadline leaves the connection broken for writes: every later write
 // fails at once with the same error. Its users end the connection then anyway (net/http
@@ -27,27 +28,25 @@ import (
 // sends close_notify, which could wait five more seconds on a client that reads nothing).
 type lazyConn struct {
 	net.Conn
-	r, w deadline
+	w deadline
 
 	cut atomic.Pointer[error] // the error of the write its deadline cut, or nil
 }
 
-// deadline is one direction's deadline: the one asked for, and the one on the socket.
+// deadline is a deadline as asked for, and as set on the socket.
 type deadline struct {
 	mu   sync.Mutex
 	want time.Time // asked for; zero: none
 	set  time.Time // on the socket; zero: none
-	past bool      // set had passed when it was set (net/http ends a read so)
 }
 
 // ask records t as the deadline asked for (zero: none) and sets it on the socket with
-// apply when it is earlier than the socket's, when the socket has none, or when the
-// socket's had passed when it was set. A later deadline, or none, is only recorded: the
-// socket's passes first, and passed finds t then.
+// apply when it is earlier than the socket's or the socket has none. A later deadline, or
+// none, is only recorded: the socket's passes first, and passed finds t then.
 func (d *deadline) ask(t time.Time, apply func(time.Time) error) error {
 	d.mu.Lock()
 	d.want = t
-	if t.IsZero() || !d.set.IsZero() && !d.past && !t.Before(d.set) {
+	if t.IsZero() || !d.set.IsZero() && !t.Before(d.set) {
 		d.mu.Unlock()
 		return nil
 	}
@@ -62,7 +61,6 @@ func (d *deadline) applyLocked(t time.Time, apply func(time.Time) error) error {
 		return err
 	}
 	d.set = t
-	d.past = !t.IsZero() && t.Before(time.Now())
 	return nil
 }
 
@@ -97,15 +95,6 @@ func timedOut(err error) bool {
 		return true
 	}
 	return errors.Is(err, os.ErrDeadlineExceeded)
-}
-
-func (c *lazyConn) Read(p []byte) (int, error) {
-	for {
-		n, err := c.Conn.Read(p)
-		if n > 0 || !timedOut(err) || c.r.passed(c.Conn.SetReadDeadline) {
-			return n, err
-		}
-	}
 }
 
 func (c *lazyConn) Write(p []byte) (int, error) {
@@ -160,14 +149,10 @@ func (c *lazyConn) CloseWrite() error {
 	return nil
 }
 
-func (c *lazyConn) SetReadDeadline(t time.Time) error {
-	return c.r.ask(t, c.Conn.SetReadDeadline)
-}
-
 func (c *lazyConn) SetWriteDeadline(t time.Time) error {
 	return c.w.ask(t, c.Conn.SetWriteDeadline)
 }
 
 func (c *lazyConn) SetDeadline(t time.Time) error {
-	return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
+	return errors.Join(c.Conn.SetReadDeadline(t), c.SetWriteDeadline(t))
 }
