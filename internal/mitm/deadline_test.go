@@ -26,24 +26,32 @@ func (c *countingConn) SetWriteDeadline(t time.Time) error {
 	return c.Conn.SetWriteDeadline(t)
 }
 
-// lazyPair is a lazyConn over a counted loopback TCP connection, and its peer.
-func lazyPair(t *testing.T) (*lazyConn, *countingConn, net.Conn) {
-	t.Helper()
+// loopbackPair is a loopback TCP connection: the accepted side, and its peer.
+func loopbackPair(tb testing.TB) (net.Conn, net.Conn) {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer ln.Close()
 	peer, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	c, err := ln.Accept()
 	if err != nil {
-		t.Fatal(err)
+		peer.Close()
+		tb.Fatal(err)
 	}
+	tb.Cleanup(func() { c.Close(); peer.Close() })
+	return c, peer
+}
+
+// lazyPair is a lazyConn over a counted loopback TCP connection, and its peer.
+func lazyPair(t *testing.T) (*lazyConn, *countingConn, net.Conn) {
+	t.Helper()
+	c, peer := loopbackPair(t)
 	cc := &countingConn{Conn: c}
-	t.Cleanup(func() { c.Close(); peer.Close() })
 	return &lazyConn{Conn: cc}, cc, peer
 }
 
@@ -190,24 +198,9 @@ func BenchmarkDeadlineCycle(b *testing.B) {
 			name = "lazy"
 		}
 		b.Run(name, func(b *testing.B) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer ln.Close()
-			peer, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer peer.Close()
-			raw, err := ln.Accept()
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer raw.Close()
-			c := raw
+			c, peer := loopbackPair(b)
 			if lazy {
-				c = &lazyConn{Conn: raw}
+				c = &lazyConn{Conn: c}
 			}
 			req, ans := []byte("G"), []byte("2")
 			buf := make([]byte, 1)
