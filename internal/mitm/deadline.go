@@ -64,9 +64,9 @@ func (d *deadline) applyLocked(t time.Time, apply func(time.Time) error) error {
 	return nil
 }
 
-// passed is called after a read or write timed out: true when the deadline asked for has
-// passed (the timeout is the caller's); else the deadline asked for is set on the socket
-// and the call can go on.
+// passed is called after a write timed out: true when the deadline asked for has passed
+// (the timeout is the caller's); else the deadline asked for is set on the socket and the
+// write can go on.
 func (d *deadline) passed(apply func(time.Time) error) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
