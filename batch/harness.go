@@ -321,8 +321,14 @@ func (t *localTask) startGuard(ctx context.Context, proxy, dir string) (*guardCh
 		}
 		return nil, err
 	}
-	return &guardChild{URL: u, Token: token, Stop: w.Stop}, nil
+	return &guardChild{URL: u, Token: token, Stop: func() { w.StopWithin(GuardStopGrace) }}, nil
 }
+
+// GuardStopGrace is how long a run's pab guard has between SIGTERM and SIGKILL. On SIGTERM
+// it waits up to 5 s for MCP requests in flight (its MCP server's shutdown), then traces
+// engine.ended and writes the trace's end and the result: its grace must outlast that
+// wait, or a loaded machine loses the run's last events.
+const GuardStopGrace = 15 * time.Second
 
 // lastLine is the last non-blank line of s.
 func lastLine(s string) string {

@@ -2,8 +2,11 @@ package procgroup
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -123,6 +126,39 @@ func TestParseStat(t *testing.T) {
 		}
 		if !ok || st != want[0] || strconv.Itoa(pg) != want[1] {
 			t.Errorf("%q: %s %d %v, want %v", in, st, pg, ok, want)
+		}
+	}
+}
+
+// TestWatchedStopWithin: a child whose shutdown after SIGTERM takes longer than
+// DefaultStopGrace (as pab guard's may: it waits for requests in flight, then writes its
+// files) ends on its own under StopWithin a longer grace, its last stderr line in the log;
+// under Stop it is killed.
+func TestWatchedStopWithin(t *testing.T) {
+	slow := fmt.Sprintf(`trap 'sleep %d; echo wrote the end >&2; exit 0' TERM; echo "listening on x" >&2; while :; do sleep 0.05; done`,
+		int(DefaultStopGrace/time.Second)+1)
+	for _, longer := range []bool{true, false} {
+		log := filepath.Join(t.TempDir(), "child.stderr")
+		w, err := StartWatched(exec.Command("sh", "-c", slow), log, 1<<20, regexp.MustCompile(`listening on (\S+)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Wait(context.Background(), 30*time.Second); err != nil { // the trap is set
+			t.Fatal(err)
+		}
+		if longer {
+			w.StopWithin(DefaultStopGrace + 20*time.Second)
+		} else {
+			w.Stop()
+		}
+		err = <-w.Exited()
+		w.Exited() <- err
+		b, _ := os.ReadFile(log)
+		if longer && (err != nil || !strings.Contains(string(b), "wrote the end")) {
+			t.Errorf("StopWithin a longer grace: %v, log %q; want the child's own exit and its last line", err, b)
+		}
+		if !longer && (err == nil || strings.Contains(string(b), "wrote the end")) {
+			t.Errorf("Stop: %v, log %q; want the child killed after DefaultStopGrace", err, b)
 		}
 	}
 }

@@ -129,10 +129,20 @@ func (w *Watched) Wait(ctx context.Context, timeout time.Duration) (string, erro
 // send it back (the channel holds one), so that Stop and other readers see it too.
 func (w *Watched) Exited() chan error { return w.exited }
 
-// Stop ends the child's process group (SIGTERM, SIGKILL after five seconds, then SIGKILL
-// to members left behind) and waits up to five seconds for its log to be written out.
-func (w *Watched) Stop() {
-	err := Stop(w.pgid, w.exited, 5*time.Second)
+// DefaultStopGrace is how long Stop lets the child's group end after SIGTERM before
+// SIGKILL.
+const DefaultStopGrace = 5 * time.Second
+
+// Stop ends the child's process group (SIGTERM, SIGKILL after DefaultStopGrace, then
+// SIGKILL to members left behind) and waits up to five seconds for its log to be written
+// out.
+func (w *Watched) Stop() { w.StopWithin(DefaultStopGrace) }
+
+// StopWithin is Stop with grace between SIGTERM and SIGKILL: for a child whose own
+// shutdown (answering requests in flight, then writing its files) may take longer than
+// DefaultStopGrace.
+func (w *Watched) StopWithin(grace time.Duration) {
+	err := Stop(w.pgid, w.exited, grace)
 	w.exited <- err
 	Kill(w.pgid) //nolint:errcheck // helpers left in the group, if any
 	select {
