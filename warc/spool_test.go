@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -128,5 +129,25 @@ func TestSpoolLimit(t *testing.T) {
 	}
 	if sp.Mark() != 60 {
 		t.Fatalf("Mark %d after a refused write, want 60", sp.Mark())
+	}
+}
+
+// TestSpoolGatheredWriteFails: when gathered bytes cannot reach the file, a read of them
+// fails with the write's error (never zeros or stale bytes), and so does every later write.
+func TestSpoolGatheredWriteFails(t *testing.T) {
+	sp, err := NewSpool(t.TempDir(), 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if _, err := sp.Write([]byte("gathered, not yet in the file")); err != nil {
+		t.Fatal(err)
+	}
+	sp.f.Close() // the file fails every write from now on
+	if b, err := sp.ReadPrefix(sp.Since(0), 100); err == nil || !strings.Contains(err.Error(), "write spool") {
+		t.Fatalf("read of gathered bytes that could not be written: %q, %v; want the write's error", b, err)
+	}
+	if _, err := sp.Write([]byte("more")); err == nil || !strings.Contains(err.Error(), "write spool") {
+		t.Fatalf("write after a failed one: %v; want the first write's error", err)
 	}
 }
