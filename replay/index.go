@@ -88,38 +88,42 @@ const maxResults = 1 << 14
 const maxMemoKey = 1 << 10
 
 // lookupServed is the lookup of a request the proxy serves (no explanation): r.URL is
-// already normalized (NormalizeURL) and url is its String(). It returns the result and its
-// key as a string (Result.Key.String(), for the log). The results of bodiless requests are
-// kept with their key strings (up to maxResults, each under maxMemoKey bytes of method,
-// URL and content type), so a request served again costs one map lookup instead of its
-// key, route, exact step and key string.
-func (ix *Index) lookupServed(r rules.Request, url string) (Result, string) {
+// already normalized (NormalizeURL) and url is its String(). It returns the result, its
+// key as a string (Result.Key.String(), for the log) and the lineMemo of the result's log
+// lines (nil when the result is not kept). The results of bodiless requests are kept with
+// their key strings and line memos (up to maxResults, each under maxMemoKey bytes of
+// method, URL and content type), so a request served again costs one map lookup instead of
+// its key, route, exact step and key string, and its log line copies what the last one
+// encoded.
+func (ix *Index) lookupServed(r rules.Request, url string) (Result, string, *lineMemo) {
 	if len(r.Body) != 0 || r.URL == nil || len(r.Method)+len(url)+len(r.ContentType) > maxMemoKey {
 		res, _ := ix.lookupNormalized(r, false)
-		return res, res.Key.String()
+		return res, res.Key.String(), nil
 	}
 	k := resultKey{r.Method, url, r.ContentType, r.Type}
 	ix.resultMu.RLock()
 	m, ok := ix.results[k]
 	ix.resultMu.RUnlock()
 	if ok {
-		return m.res, m.key
+		return m.res, m.key, m.line
 	}
 	res, _ := ix.lookupNormalized(r, false)
-	m = servedResult{res, res.Key.String()}
+	m = servedResult{res, res.Key.String(), new(lineMemo)}
 	ix.resultMu.Lock()
 	if ix.results == nil || len(ix.results) >= maxResults {
 		ix.results = make(map[resultKey]servedResult)
 	}
 	ix.results[k] = m
 	ix.resultMu.Unlock()
-	return m.res, m.key
+	return m.res, m.key, m.line
 }
 
-// servedResult is a memo of lookupServed: the result and its key string.
+// servedResult is a memo of lookupServed: the result, its key string and the memo of its
+// log lines.
 type servedResult struct {
-	res Result
-	key string
+	res  Result
+	key  string
+	line *lineMemo
 }
 
 // IndexOptions are the optional settings of NewIndex.

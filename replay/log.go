@@ -10,6 +10,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -498,7 +499,7 @@ func newLogRing(n int) *logRing {
 // escaped), for both the log file and the in-memory tail, within MaxLogLine bytes: long
 // fields are cut first (boundLogLine). It returns nil if the line cannot be encoded.
 func encodeLogLine(line LogLine) []byte {
-	b, ok := appendLogLine(nil, line, nil)
+	b, ok := appendLogLine(nil, line, nil, nil)
 	if !ok {
 		return nil
 	}
@@ -508,11 +509,26 @@ func encodeLogLine(line LogLine) []byte {
 // appendLogLine appends line as encodeLogLine encodes it to dst, with its Time written from
 // *at (as logTime writes it) instead of line.Time when at is not nil, so that the proxy's
 // lines need no time string. It returns dst unchanged and false if the line cannot be
-// encoded.
-func appendLogLine(dst []byte, line LogLine, at *time.Time) ([]byte, bool) {
+// encoded. memo, when not nil, is the lineMemo of the lookup that decided the answer: the
+// middle of the line (method through record) is copied from it when those fields are the
+// ones it was encoded from, and kept in it otherwise.
+func appendLogLine(dst []byte, line LogLine, at *time.Time, memo *lineMemo) ([]byte, bool) {
+	memoable := memo != nil && at != nil && line.Note == "" && !line.Truncated && line.URLSize == 0 && line.KeySize == 0
+	if memoable {
+		if mid := memo.last.Load(); mid != nil && mid.matches(&line) {
+			// what the path below writes for this line: nothing in it is cut (the kept
+			// middle was not, and there is no note), so boundLogLine would only have
+			// dropped the body size
+			line.BodySize = 0
+			b := appendLogTime(append(dst, `{"time":"`...), *at)
+			b = append(append(b, '"'), mid.enc...)
+			return appendLineEnd(b, &line), true
+		}
+	}
+	orig := line
 	boundLogLine(&line, 1)
 	n := len(dst)
-	b := appendMarshalLogLine(dst, line, at)
+	b, m0, m1 := appendMarshalLogLineAt(dst, &line, at)
 	if len(b)-n > MaxLogLine {
 		// Not reached with the field bounds above; cut everything hard rather than write
 		// a line the readers refuse.
@@ -520,8 +536,41 @@ func appendLogLine(dst []byte, line LogLine, at *time.Time) ([]byte, bool) {
 		if b = appendMarshalLogLine(b[:n], line, at); len(b)-n > MaxLogLine {
 			return b[:n], false
 		}
+		return b, true
+	}
+	if memoable && !line.Truncated {
+		memo.last.Store(&lineMiddle{
+			method: orig.Method, url: orig.URL, key: orig.Key, typ: orig.Type, dest: orig.Dest, source: orig.Source,
+			rule: orig.Rule, endpoint: orig.Endpoint, status: orig.Status, entry: orig.Entry, record: orig.Record,
+			enc: bytes.Clone(b[m0:m1]),
+		})
 	}
 	return b, true
+}
+
+// lineMemo keeps the encoded middle of the last log line written for one memoized lookup
+// (lookupServed): the fields from "method" through "record", which are the same on every
+// request answered the same way, so that a repeat copies them instead of encoding them
+// again. A line whose middle differs from the one kept is encoded in full and kept instead;
+// a line with a note or a cut field is never kept. Safe for concurrent use.
+type lineMemo struct{ last atomic.Pointer[lineMiddle] }
+
+// lineMiddle is what a lineMemo keeps: the fields the middle was encoded from and the
+// encoding (appendLineMiddle's bytes, from `,"method":` on).
+type lineMiddle struct {
+	method, url, key, typ, dest string
+	source                      Source
+	rule, endpoint              string
+	status                      int
+	entry, record               string
+	enc                         []byte
+}
+
+// matches reports whether l's middle fields are those m was encoded from.
+func (m *lineMiddle) matches(l *LogLine) bool {
+	return m.status == l.Status && m.url == l.URL && m.key == l.Key && m.method == l.Method &&
+		m.typ == l.Type && m.dest == l.Dest && m.source == l.Source && m.rule == l.Rule &&
+		m.endpoint == l.Endpoint && m.entry == l.Entry && m.record == l.Record
 }
 
 // marshalLogLine encodes line as encoding/json would with SetEscapeHTML(false), newline
@@ -534,12 +583,28 @@ func marshalLogLine(line LogLine) []byte {
 // appendMarshalLogLine appends marshalLogLine(line) to b; the time is written from *at
 // when at is not nil (appendLogLine).
 func appendMarshalLogLine(b []byte, line LogLine, at *time.Time) []byte {
+	b, _, _ = appendMarshalLogLineAt(b, &line, at)
+	return b
+}
+
+// appendMarshalLogLineAt is appendMarshalLogLine, also returning where in the result the
+// middle of the line (appendLineMiddle's bytes) starts and ends.
+func appendMarshalLogLineAt(b []byte, line *LogLine, at *time.Time) ([]byte, int, int) {
 	b = append(b, `{"time":`...)
 	if at != nil {
 		b = append(appendLogTime(append(b, '"'), *at), '"')
 	} else {
 		b = appendJSONString(b, line.Time)
 	}
+	m0 := len(b)
+	b = appendLineMiddle(b, line)
+	m1 := len(b)
+	return appendLineEnd(b, line), m0, m1
+}
+
+// appendLineMiddle appends the fields of line from method through record, each with its
+// leading comma.
+func appendLineMiddle(b []byte, line *LogLine) []byte {
 	b = append(b, `,"method":`...)
 	b = appendJSONString(b, line.Method)
 	b = append(b, `,"url":`...)
@@ -556,7 +621,11 @@ func appendMarshalLogLine(b []byte, line LogLine, at *time.Time) []byte {
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(line.Status), 10)
 	b = appendOmitString(b, `,"entry":`, line.Entry)
-	b = appendOmitString(b, `,"record":`, line.Record)
+	return appendOmitString(b, `,"record":`, line.Record)
+}
+
+// appendLineEnd appends the fields of line from ms on and the closing brace and newline.
+func appendLineEnd(b []byte, line *LogLine) []byte {
 	b = append(b, `,"ms":`...)
 	b = appendJSONFloat(b, line.MS)
 	b = appendOmitString(b, `,"note":`, line.Note)

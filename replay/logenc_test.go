@@ -3,6 +3,9 @@ package replay
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -74,9 +77,88 @@ func TestLogTime(t *testing.T) {
 		// a buffer that already holds bytes: the same line as with Time set
 		l := LogLine{Method: "GET", URL: "https://a.test/\u2028\"", Source: SourceExact, Status: 200, MS: 0.25}
 		want := encodeLogLine(LogLine{Time: logTime(tm), Method: l.Method, URL: l.URL, Source: l.Source, Status: l.Status, MS: l.MS})
-		got, ok := appendLogLine([]byte("prefix"), l, &tm)
+		got, ok := appendLogLine([]byte("prefix"), l, &tm, nil)
 		if !ok || string(got) != "prefix"+string(want) {
 			t.Errorf("appendLogLine at %v = %q, %v; want prefix%q", tm, got, ok, want)
 		}
 	}
+}
+
+// TestLogLineMemo checks the log lines a lineMemo gives against the same lines encoded
+// without it: lines that differ from the kept one in any middle field (method through
+// record), lines with a note, a body size or a field cut (never kept, and encoded in full
+// when the memo holds another), in any order, repeated, and from goroutines sharing one
+// memo (run with -race).
+func TestLogLineMemo(t *testing.T) {
+	at := time.Date(2026, 12, 6, 19, 0, 0, 123_000_000, time.UTC)
+	base := LogLine{Method: "GET", URL: "https://a.test/p?q=1", Key: "GET a.test/p q=1", Type: "document", Dest: "document",
+		Source: SourceExact, Rule: "sites/a.yaml:3", Endpoint: "search", Status: 200, Entry: "e1", Record: "<urn:uuid:1>", MS: 0.25}
+	lines := []LogLine{base}
+	for i, edit := range []func(*LogLine){
+		func(l *LogLine) { l.Method = "HEAD" },
+		func(l *LogLine) { l.URL += "&r=\"2\"" },
+		func(l *LogLine) { l.Key += " r=2" },
+		func(l *LogLine) { l.Type = "image" },
+		func(l *LogLine) { l.Dest = "" },
+		func(l *LogLine) { l.Source = SourceFuzzy },
+		func(l *LogLine) { l.Rule = "" },
+		func(l *LogLine) { l.Endpoint = "other" },
+		func(l *LogLine) { l.Status = 304 },
+		func(l *LogLine) { l.Entry = "e2" },
+		func(l *LogLine) { l.Record = "" },
+		func(l *LogLine) { l.MS = 12.5 },
+		func(l *LogLine) { l.Note = "a note" },
+		func(l *LogLine) { l.BodySize = 7 },
+		func(l *LogLine) { l.Rule = strings.Repeat("r", 5000) },
+		func(l *LogLine) { l.URL = strings.Repeat("u", 40<<10) },
+		func(l *LogLine) { l.Truncated, l.URLSize = true, 99 },
+	} {
+		l := base
+		edit(&l)
+		if reflect.DeepEqual(l, base) {
+			t.Fatalf("edit %d changes nothing", i)
+		}
+		lines = append(lines, l)
+	}
+	want := make([][]byte, len(lines))
+	for i, l := range lines {
+		b, ok := appendLogLine(nil, l, &at, nil)
+		if !ok {
+			t.Fatalf("line %d not encoded", i)
+		}
+		want[i] = b
+	}
+	check := func(memo *lineMemo, i int) {
+		t.Helper()
+		got, ok := appendLogLine([]byte("x"), lines[i], &at, memo)
+		if !ok || string(got) != "x"+string(want[i]) {
+			t.Errorf("line %d with the memo:\n got %q\nwant %q", i, got, "x"+string(want[i]))
+		}
+	}
+	memo := new(lineMemo)
+	for round := 0; round < 3; round++ {
+		for i := range lines {
+			check(memo, i)
+			check(memo, i) // again: from the memo when the line was kept
+			check(memo, 0)
+		}
+	}
+	for _, i := range []int{13, 15, 16, 17} { // a note, a cut rule, a cut URL, cut before
+		m := new(lineMemo)
+		check(m, i)
+		if m.last.Load() != nil {
+			t.Errorf("line %d was kept", i)
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 200 {
+				check(memo, (g*7+k)%len(lines))
+			}
+		}()
+	}
+	wg.Wait()
 }

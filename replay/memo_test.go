@@ -43,7 +43,7 @@ func TestLookupServedMemo(t *testing.T) {
 			defer wg.Done()
 			for round := 0; round < 3; round++ {
 				for i, r := range reqs {
-					got, key := ix.lookupServed(r, urls[i])
+					got, key, _ := ix.lookupServed(r, urls[i])
 					if !reflect.DeepEqual(got, want[i]) {
 						t.Errorf("round %d, %s %s: memoized %+v, lookup %+v", round, r.Method, urls[i][:min(len(urls[i]), 80)], got, want[i])
 					}

@@ -283,6 +283,7 @@ type answer struct {
 	rule     string        // LogLine.Rule
 	endpoint string        // LogLine.Endpoint
 	url      string        // LogLine.URL (the normalized request URL) when already computed, else ""
+	line     *lineMemo     // the lookup's memo of its log lines (lookupServed), or nil
 	bodySize int64         // LogLine.BodySize: the request body's length
 	ready    time.Duration // LogLine.MS: from the request's arrival to the answer decided (0: until finish)
 	pooled   bool          // from answerPool: ServeHTTP puts it back once written
@@ -377,7 +378,7 @@ func (s *Server) answerFor(r *http.Request) *answer {
 	if typ == TypeDocument && !browserPage(r) {
 		lookupType = "" // the matching policy's stricter rule for pages is for a browser's
 	}
-	res, keyStr := s.ix.lookupServed(rules.Request{Method: r.Method, URL: u, Body: body, ContentType: firstValue(r.Header, "Content-Type"), Type: lookupType}, urlStr)
+	res, keyStr, lineMemo := s.ix.lookupServed(rules.Request{Method: r.Method, URL: u, Body: body, ContentType: firstValue(r.Header, "Content-Type"), Type: lookupType}, urlStr)
 	body = nil
 	done()
 	var a *answer
@@ -415,7 +416,7 @@ func (s *Server) answerFor(r *http.Request) *answer {
 	if a.typ == "" {
 		a.typ = typ
 	}
-	a.key = keyStr
+	a.key, a.line = keyStr, lineMemo
 	if note != "" {
 		a.note = joinNote(note, a.note)
 	}
@@ -612,7 +613,7 @@ func (s *Server) finish(r *http.Request, a *answer, start time.Time) {
 	if a.entry != nil {
 		line.Entry = a.entry.ID
 	}
-	s.emit(line, start, a.source, a.typ)
+	s.emit(line, start, a.source, a.typ, a.line)
 }
 
 // refused logs a request the proxy shell answered itself (mitm.Config.OnRefuse): a line
@@ -631,7 +632,7 @@ func (s *Server) refused(r mitm.Refusal) {
 	if r.URLCut {
 		line.Truncated, line.URLSize = true, max(r.URLRead, len(r.URL)+1)
 	}
-	s.emit(line, r.Time, SourceRefused, TypeOther)
+	s.emit(line, r.Time, SourceRefused, TypeOther, nil)
 }
 
 // lineBufs holds the buffers the proxy's log lines are encoded into (*[]byte): a line is
@@ -639,11 +640,12 @@ func (s *Server) refused(r mitm.Refusal) {
 var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // emit counts an answer (source, typ) and writes its line, with the time at, to the
-// in-memory tail and the log file: encoded once, outside the lock, then counted, kept and
-// queued under the tail's one lock (the counts and the log writer's queue share it).
-func (s *Server) emit(line LogLine, at time.Time, source Source, typ string) {
+// in-memory tail and the log file: encoded once (its middle copied from memo when the
+// memo holds it, see lineMemo), outside the lock, then counted, kept and queued under the
+// tail's one lock (the counts and the log writer's queue share it).
+func (s *Server) emit(line LogLine, at time.Time, source Source, typ string, memo *lineMemo) {
 	bp := lineBufs.Get().(*[]byte)
-	b, ok := appendLogLine((*bp)[:0], line, &at)
+	b, ok := appendLogLine((*bp)[:0], line, &at, memo)
 	s.tail.mu.Lock()
 	s.counts.c.add(source, typ)
 	if ok {
