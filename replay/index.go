@@ -541,6 +541,57 @@ func NormalizeURL(u *url.URL) *url.URL {
 	return &c
 }
 
+// urlString is u.String() for a URL NormalizeURL returned (so with no fragment), written
+// directly when every byte of its host and path is one that String leaves as it is (the
+// common case: the log's url field is written once per request); any other URL, one with a
+// user, an opaque part or a raw path, goes through String. FuzzURLString compares the two.
+func urlString(u *url.URL) string {
+	if u.Opaque != "" || u.User != nil || u.RawPath != "" || u.OmitHost || u.Fragment != "" || u.Scheme == "" || u.Host == "" ||
+		len(u.Path) == 0 || u.Path[0] != '/' || !plainURLPart(u.Host, urlHostPlain) || !plainURLPart(u.Path, urlPathPlain) {
+		return u.String()
+	}
+	n := len(u.Scheme) + len("://") + len(u.Host) + len(u.Path)
+	query := u.ForceQuery || u.RawQuery != ""
+	if query {
+		n += 1 + len(u.RawQuery)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(u.Scheme)
+	b.WriteString("://")
+	b.WriteString(u.Host)
+	b.WriteString(u.Path)
+	if query {
+		b.WriteByte('?')
+		b.WriteString(u.RawQuery)
+	}
+	return b.String()
+}
+
+// urlHostPlain and urlPathPlain are the bytes net/url writes unescaped in a host and in a
+// path (RFC 3986 section 2.3's unreserved characters, and the sub-delimiters and ':', '@'
+// and '/' that url.URL.EscapedPath keeps; for the host only letters, digits, '-', '.',
+// '_', '~', ':' and the brackets of an IP literal): a narrower set than net/url's own, so
+// urlString only writes directly what String would write the same.
+var urlHostPlain, urlPathPlain = func() (h, p [256]bool) {
+	for c := 0; c < 256; c++ {
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		h[c] = alnum || strings.IndexByte("-._~:[]", byte(c)) >= 0
+		p[c] = alnum || strings.IndexByte("-._~$&+,/:;=@", byte(c)) >= 0
+	}
+	return
+}()
+
+// plainURLPart reports whether every byte of s is plain in table.
+func plainURLPart(s string, table [256]bool) bool {
+	for i := 0; i < len(s); i++ {
+		if !table[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
 // CanonicalURL parses raw and returns it as NormalizeURL writes it, or "" when raw is not
 // an absolute http(s) URL.
 func CanonicalURL(raw string) string {

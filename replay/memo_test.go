@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"net/url"
 	"reflect"
 	"strings"
 	"sync"
@@ -82,4 +83,61 @@ func TestLookupServedMemoBounded(t *testing.T) {
 	if n == 0 || n > maxResults {
 		t.Errorf("memo holds %d results, want 1 to %d", n, maxResults)
 	}
+}
+
+// TestURLString checks urlString against url.URL.String on the URLs NormalizeURL returns,
+// for the URLs of the shipped tasks' kinds and ones that need escaping or take String's
+// other paths.
+func TestURLString(t *testing.T) {
+	for _, raw := range urlStringSeeds {
+		checkURLString(t, raw)
+	}
+}
+
+var urlStringSeeds = []string{
+	"https://www.shop.test/s?k=AirPods+Pro&ref=nb_sb_noss",
+	"http://Shop.TEST:80/a/b;c=d/@x:y$z?q=1#frag",
+	"https://shop.test:8443",
+	"https://shop.test/?",
+	"https://[::1]:8080/p",
+	"https://user:pw@shop.test/p",
+	"https://shop.test/a%2Fb/c",
+	"https://shop.test/a b/ü?x=ü",
+	"https://shop.test/a!b*c'(d)",
+	"https://shop.test/a!b",
+	"https://shop.test/100%25/x?y",
+	"https://xn--bcher-kva.test/p",
+	"https://bücher.test./p?q",
+	"http://shop.test/%zz",
+	"mailto:x@y",
+	"https://shop.test/a?b#c",
+}
+
+func checkURLString(t *testing.T, raw string) {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		return
+	}
+	n := NormalizeURL(u)
+	if got, want := urlString(n), n.String(); got != want {
+		t.Errorf("%q: urlString %q, String %q", raw, got, want)
+	}
+}
+
+// FuzzURLString: urlString is String on any URL NormalizeURL returns.
+func FuzzURLString(f *testing.F) {
+	for _, s := range urlStringSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		checkURLString(t, raw)
+		if u, err := url.ParseRequestURI(raw); err == nil {
+			u.Scheme, u.Host = "https", "shop.test"
+			n := NormalizeURL(u)
+			if got, want := urlString(n), n.String(); got != want {
+				t.Errorf("request URI %q: urlString %q, String %q", raw, got, want)
+			}
+		}
+	})
 }

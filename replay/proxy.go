@@ -349,7 +349,7 @@ func (s *Server) answerFor(r *http.Request) *answer {
 	total := rb.total
 	typ := RequestType(r)
 	u := NormalizeURL(r.URL)
-	urlStr := u.String()
+	urlStr := urlString(u)
 	switch {
 	case bodyErr != nil:
 		a := textAnswer(http.StatusBadRequest, "text/plain; charset=utf-8", "pab replay: cannot read the request body\n")
@@ -593,7 +593,7 @@ func statusLine(code int) string {
 func (s *Server) finish(r *http.Request, a *answer, start time.Time) {
 	u := a.url
 	if u == "" {
-		u = NormalizeURL(r.URL).String()
+		u = urlString(NormalizeURL(r.URL))
 	}
 	line := LogLine{
 		Method:   r.Method,
