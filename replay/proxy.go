@@ -218,7 +218,7 @@ func New(opts Options) (*Server, error) {
 		opts.LogTail = DefaultLogTail
 	}
 	s.tail = newLogRing(opts.LogTail)
-	s.counts.c, s.counts.mu = newCounts(), &s.tail.mu
+	s.counts.other, s.counts.mu = newCounts(), &s.tail.mu
 	if opts.Clock && opts.Bundle.Manifest.CapturedFrom != "" {
 		from, err := time.Parse(time.RFC3339Nano, opts.Bundle.Manifest.CapturedFrom)
 		if err != nil {
@@ -647,7 +647,7 @@ func (s *Server) emit(line LogLine, at time.Time, source Source, typ string, mem
 	bp := lineBufs.Get().(*[]byte)
 	b, ok := appendLogLine((*bp)[:0], line, &at, memo)
 	s.tail.mu.Lock()
-	s.counts.c.add(source, typ)
+	s.counts.addLocked(source, typ)
 	if ok {
 		s.tail.addLocked(b)
 		if s.logw != nil {

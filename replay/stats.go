@@ -35,21 +35,108 @@ func (c *Counts) add(source Source, typ string) {
 }
 
 // counter is Counts guarded for concurrent use by the proxy: by the lock of its tail
-// (Server.emit counts, keeps and queues a line under it), which mu points to.
+// (Server.emit counts, keeps and queues a line under it), which mu points to. The sources
+// and types the proxy answers with are counted in arrays (one add per request: no map
+// hashing), any other in other.
 type counter struct {
-	mu *sync.Mutex
-	c  Counts
+	mu       *sync.Mutex
+	total    int
+	bySource [len(countedSources)]int
+	byType   [len(countedTypes)]int
+	other    Counts // sources and types not in countedSources and countedTypes
 }
 
+// countedSources and countedTypes are the sources and types counter counts in arrays, in
+// the order of their indexes (sourceIndex, typeIndex).
+var (
+	countedSources = [...]Source{SourceExact, SourceSearch, SourcePromo, SourceFuzzy, SourceBlocked, SourcePreflight, SourceMiss, SourceRefused}
+	countedTypes   = [...]string{TypeDocument, TypeImage, TypeFont, TypeStyle, TypeScript, TypeAPI, TypeMedia, TypeOther, TypeTracker}
+)
+
+// sourceIndex is s's index in countedSources, or -1.
+func sourceIndex(s Source) int {
+	switch s {
+	case SourceExact:
+		return 0
+	case SourceSearch:
+		return 1
+	case SourcePromo:
+		return 2
+	case SourceFuzzy:
+		return 3
+	case SourceBlocked:
+		return 4
+	case SourcePreflight:
+		return 5
+	case SourceMiss:
+		return 6
+	case SourceRefused:
+		return 7
+	}
+	return -1
+}
+
+// typeIndex is t's index in countedTypes, or -1.
+func typeIndex(t string) int {
+	switch t {
+	case TypeDocument:
+		return 0
+	case TypeImage:
+		return 1
+	case TypeFont:
+		return 2
+	case TypeStyle:
+		return 3
+	case TypeScript:
+		return 4
+	case TypeAPI:
+		return 5
+	case TypeMedia:
+		return 6
+	case TypeOther:
+		return 7
+	case TypeTracker:
+		return 8
+	}
+	return -1
+}
+
+// addLocked counts one answer; k.mu is held.
+func (k *counter) addLocked(source Source, typ string) {
+	k.total++
+	if i := sourceIndex(source); i >= 0 {
+		k.bySource[i]++
+	} else {
+		k.other.BySource[source]++
+	}
+	if i := typeIndex(typ); i >= 0 {
+		k.byType[i]++
+	} else {
+		k.other.ByType[typ]++
+	}
+}
+
+// snapshot returns the counts so far as Counts: a source or type is in its map once
+// counted.
 func (k *counter) snapshot() Counts {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	out := newCounts()
-	out.Total = k.c.Total
-	for s, n := range k.c.BySource {
+	out.Total = k.total
+	for i, n := range k.bySource {
+		if n > 0 {
+			out.BySource[countedSources[i]] = n
+		}
+	}
+	for i, n := range k.byType {
+		if n > 0 {
+			out.ByType[countedTypes[i]] = n
+		}
+	}
+	for s, n := range k.other.BySource {
 		out.BySource[s] = n
 	}
-	for t, n := range k.c.ByType {
+	for t, n := range k.other.ByType {
 		out.ByType[t] = n
 	}
 	return out
