@@ -69,12 +69,11 @@ func (h *responseHead) body() io.Reader {
 // headCache keeps the parsed response heads of the entries served, and the payloads of
 // the small ones (smallBody); safe for concurrent use.
 type headCache struct {
-	mu sync.RWMutex
-	m  map[*recording.Entry]*responseHead
+	m readMostly[*recording.Entry, *responseHead]
 
-	bodyMu    sync.RWMutex
-	bodies    map[*responseHead][]byte
-	bodyBytes int64
+	bodies    readMostly[*responseHead, []byte]
+	bodyMu    sync.Mutex // held while a body is stored, for bodyBytes
+	bodyBytes int64      // the bytes of bodies
 }
 
 // smallBody returns h's payload from memory, reading it once from the WARC, when it is
@@ -83,22 +82,19 @@ func (c *headCache) smallBody(h *responseHead) []byte {
 	if h.ra == nil || h.size <= 0 || h.size > maxCachedBody {
 		return nil
 	}
-	c.bodyMu.RLock()
-	data, ok := c.bodies[h]
-	c.bodyMu.RUnlock()
-	if ok {
+	if data, ok := c.bodies.load(h); ok {
 		return data
 	}
-	data = make([]byte, h.size)
+	data := make([]byte, h.size)
 	if _, err := h.ra.ReadAt(data, h.off); err != nil {
 		return nil // streamed instead, and the read error reported there
 	}
 	c.bodyMu.Lock()
-	if c.bodies == nil || c.bodyBytes+h.size > maxCachedBodies {
-		c.bodies, c.bodyBytes = make(map[*responseHead][]byte), 0
-	}
-	if _, ok := c.bodies[h]; !ok {
-		c.bodies[h] = data
+	full := c.bodyBytes+h.size > maxCachedBodies
+	if c.bodies.store(h, data, func(int) bool { return full }) {
+		if full {
+			c.bodyBytes = 0
+		}
 		c.bodyBytes += h.size
 	}
 	c.bodyMu.Unlock()
@@ -108,10 +104,7 @@ func (c *headCache) smallBody(h *responseHead) []byte {
 // get returns e's response head from the cache, or reads it from b (recording.Bundle.Response)
 // and keeps it. Errors are not kept: the next request tries again.
 func (c *headCache) get(b *recording.Bundle, e *recording.Entry) (*responseHead, error) {
-	c.mu.RLock()
-	h := c.m[e]
-	c.mu.RUnlock()
-	if h != nil {
+	if h, ok := c.m.load(e); ok {
 		return h, nil
 	}
 	resp, err := b.Response(e)
@@ -121,7 +114,7 @@ func (c *headCache) get(b *recording.Bundle, e *recording.Entry) (*responseHead,
 	if resp.Status < 200 || resp.Status > 999 {
 		return nil, fmt.Errorf("entry %s: recorded status %d cannot be replayed", e.ID, resp.Status)
 	}
-	h = &responseHead{status: resp.Status, header: replayHeader(resp.Header), clock: wantsClock(resp.Status, resp.Header),
+	h := &responseHead{status: resp.Status, header: replayHeader(resp.Header), clock: wantsClock(resp.Status, resp.Header),
 		size: resp.Size, clen: []string{strconv.FormatInt(resp.Size, 10)}, recordID: resp.RecordID, note: servedNote(resp.Notes)}
 	h.fields = answerFields(h.header)
 	sr, ok := resp.Body.(*io.SectionReader)
@@ -130,12 +123,11 @@ func (c *headCache) get(b *recording.Bundle, e *recording.Entry) (*responseHead,
 		return h, nil
 	}
 	h.ra, h.off, _ = sr.Outer()
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxCachedHeads {
-		c.m = make(map[*recording.Entry]*responseHead)
+	if !c.m.store(e, h, func(n int) bool { return n >= maxCachedHeads }) {
+		if kept, ok := c.m.load(e); ok { // another request's, stored first
+			return kept, nil
+		}
 	}
-	c.m[e] = h
-	c.mu.Unlock()
 	return h, nil
 }
 

@@ -65,8 +65,7 @@ type Index struct {
 	routeMu sync.RWMutex
 	routes  map[routeKey]*route // what the rules decide per method, host and path (route)
 
-	resultMu sync.RWMutex
-	results  map[resultKey]servedResult // lookups of bodiless requests (lookupServed)
+	results readMostly[resultKey, servedResult] // lookups of bodiless requests (lookupServed)
 
 	savedMu   sync.Mutex
 	saved     string        // what NewIndex did with the saved index (SavedIndexState)
@@ -101,20 +100,16 @@ func (ix *Index) lookupServed(r rules.Request, url string) (Result, string, *lin
 		return res, res.Key.String(), nil
 	}
 	k := resultKey{r.Method, url, r.ContentType, r.Type}
-	ix.resultMu.RLock()
-	m, ok := ix.results[k]
-	ix.resultMu.RUnlock()
-	if ok {
+	if m, ok := ix.results.load(k); ok {
 		return m.res, m.key, m.line
 	}
 	res, _ := ix.lookupNormalized(r, false)
-	m = servedResult{res, res.Key.String(), new(lineMemo)}
-	ix.resultMu.Lock()
-	if ix.results == nil || len(ix.results) >= maxResults {
-		ix.results = make(map[resultKey]servedResult)
+	m := servedResult{res, res.Key.String(), new(lineMemo)}
+	if !ix.results.store(k, m, func(n int) bool { return n >= maxResults }) {
+		if kept, ok := ix.results.load(k); ok { // another request's, stored first
+			m = kept
+		}
 	}
-	ix.results[k] = m
-	ix.resultMu.Unlock()
 	return m.res, m.key, m.line
 }
 

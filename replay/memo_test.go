@@ -56,14 +56,13 @@ func TestLookupServedMemo(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	ix.resultMu.RLock()
-	defer ix.resultMu.RUnlock()
-	for k := range ix.results {
-		if len(k.url) > maxMemoKey || k.method == "POST" {
+	for _, r := range reqs {
+		k := resultKey{r.Method, r.URL.String(), r.ContentType, r.Type}
+		if _, ok := ix.results.load(k); ok && (len(k.url) > maxMemoKey || k.method == "POST") {
 			t.Errorf("memo keeps %s %.80s (%d bytes)", k.method, k.url, len(k.url))
 		}
 	}
-	if n := len(ix.results); n != len(reqs)-2 {
+	if n := ix.results.len(); n != len(reqs)-2 {
 		t.Errorf("memo holds %d results, want %d (every bodiless request under maxMemoKey)", n, len(reqs)-2)
 	}
 }
@@ -77,9 +76,7 @@ func TestLookupServedMemoBounded(t *testing.T) {
 		r.URL = NormalizeURL(r.URL)
 		ix.lookupServed(r, r.URL.String())
 	}
-	ix.resultMu.RLock()
-	n := len(ix.results)
-	ix.resultMu.RUnlock()
+	n := ix.results.len()
 	if n == 0 || n > maxResults {
 		t.Errorf("memo holds %d results, want 1 to %d", n, maxResults)
 	}
