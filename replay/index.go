@@ -65,7 +65,11 @@ type Index struct {
 	routeMu sync.RWMutex
 	routes  map[routeKey]*route // what the rules decide per method, host and path (route)
 
-	results readMostly[resultKey, servedResult] // lookups of bodiless requests (lookupServed)
+	// lookups of bodiless requests (lookupServed): by URL the first method, content type
+	// and type asked for it, which is nearly always the only one (one string hashed per
+	// request), and by resultKey the others
+	results      readMostly[string, *servedResult]
+	otherResults readMostly[resultKey, *servedResult]
 
 	savedMu   sync.Mutex
 	saved     string        // what NewIndex did with the saved index (SavedIndexState)
@@ -99,26 +103,36 @@ func (ix *Index) lookupServed(r rules.Request, url string) (Result, string, *lin
 		res, _ := ix.lookupNormalized(r, false)
 		return res, res.Key.String(), nil
 	}
+	if m, ok := ix.results.load(url); ok && m.method == r.Method && m.contentType == r.ContentType && m.typ == r.Type {
+		return m.res, m.keyStr, m.line
+	}
 	k := resultKey{r.Method, url, r.ContentType, r.Type}
-	if m, ok := ix.results.load(k); ok {
-		return m.res, m.key, m.line
+	if m, ok := ix.otherResults.load(k); ok {
+		return m.res, m.keyStr, m.line
 	}
 	res, _ := ix.lookupNormalized(r, false)
-	m := servedResult{res, res.Key.String(), new(lineMemo)}
-	if !ix.results.store(k, m, func(n int) bool { return n >= maxResults }) {
-		if kept, ok := ix.results.load(k); ok { // another request's, stored first
+	m := &servedResult{k, res, res.Key.String(), new(lineMemo)}
+	full := func(n int) bool { return n >= maxResults }
+	if !ix.results.store(url, m, full) {
+		// the URL's first is another request's, or this one's stored first by another
+		if kept, ok := ix.results.load(url); ok && kept.resultKey == k {
 			m = kept
+		} else if !ix.otherResults.store(k, m, full) {
+			if kept, ok := ix.otherResults.load(k); ok {
+				m = kept
+			}
 		}
 	}
-	return m.res, m.key, m.line
+	return m.res, m.keyStr, m.line
 }
 
 // servedResult is a memo of lookupServed: the result, its key string and the memo of its
 // log lines.
 type servedResult struct {
-	res  Result
-	key  string
-	line *lineMemo
+	resultKey // the request it is the lookup of
+	res       Result
+	keyStr    string // res.Key.String()
+	line      *lineMemo
 }
 
 // IndexOptions are the optional settings of NewIndex.

@@ -14,7 +14,8 @@ import (
 // TestLookupServedMemo checks that the memo of lookup results gives, for every request,
 // the result the lookup itself gives (exact, search, fuzzy, blocked, miss, HEAD, a query
 // or a body that changes the answer), also when served again and from many goroutines at
-// once (run with -race), and that it keeps neither requests with a body nor requests
+// once (run with -race), for requests of one URL with other methods, content types and
+// types too, and that it keeps neither requests with a body nor requests
 // longer than maxMemoKey (a client controls its URLs).
 func TestLookupServedMemo(t *testing.T) {
 	ix := shopIndex(t)
@@ -28,6 +29,14 @@ func TestLookupServedMemo(t *testing.T) {
 		req("GET", "https://www.shop.test/nothing/here.js", "", ""),
 		req("POST", "https://www.shop.test/s", "k=usb+c+cable", "application/x-www-form-urlencoded"),
 		req("GET", long, "", ""),
+		// the first URL again by another method, content type and type: kept apart
+		req("HEAD", "https://www.shop.test/s?k=AirPods+Pro&ref=nb_sb_noss", "", ""),
+		req("GET", "https://www.shop.test/s?k=AirPods+Pro&ref=nb_sb_noss", "", "text/plain"),
+		func() rules.Request {
+			r := req("GET", "https://www.shop.test/s?k=AirPods+Pro&ref=nb_sb_noss", "", "")
+			r.Type = TypeDocument
+			return r
+		}(),
 	}
 	want := make([]Result, len(reqs))
 	urls := make([]string, len(reqs))
@@ -58,11 +67,13 @@ func TestLookupServedMemo(t *testing.T) {
 	wg.Wait()
 	for _, r := range reqs {
 		k := resultKey{r.Method, r.URL.String(), r.ContentType, r.Type}
-		if _, ok := ix.results.load(k); ok && (len(k.url) > maxMemoKey || k.method == "POST") {
+		m, first := ix.results.load(k.url)
+		_, other := ix.otherResults.load(k)
+		if (first && m.resultKey == k || other) && (len(k.url) > maxMemoKey || k.method == "POST") {
 			t.Errorf("memo keeps %s %.80s (%d bytes)", k.method, k.url, len(k.url))
 		}
 	}
-	if n := ix.results.len(); n != len(reqs)-2 {
+	if n := ix.results.len() + ix.otherResults.len(); n != len(reqs)-2 {
 		t.Errorf("memo holds %d results, want %d (every bodiless request under maxMemoKey)", n, len(reqs)-2)
 	}
 }
@@ -76,7 +87,7 @@ func TestLookupServedMemoBounded(t *testing.T) {
 		r.URL = NormalizeURL(r.URL)
 		ix.lookupServed(r, r.URL.String())
 	}
-	n := ix.results.len()
+	n := ix.results.len() + ix.otherResults.len()
 	if n == 0 || n > maxResults {
 		t.Errorf("memo holds %d results, want 1 to %d", n, maxResults)
 	}
