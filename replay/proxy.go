@@ -317,12 +317,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// read its count at rr.control/stats and its line at /log.
 	s.finish(r, a, start)
 	if err := a.write(w, r); err != nil {
-		s.debug.Printf("%s %s: %v", r.Method, a.url, err)
+		s.writeFailed(r, a, err)
 	}
 	if a.pooled {
 		*a = answer{}
 		answerPool.Put(a)
 	}
+}
+
+// writeFailed reports an answer that could not be written whole (--debug). Apart from
+// ServeHTTP, whose stack frame is under every answer's writes.
+//
+//go:noinline
+func (s *Server) writeFailed(r *http.Request, a *answer, err error) {
+	s.debug.Printf("%s %s: %v", r.Method, a.url, err)
 }
 
 // browserPage reports whether r is a page a browser navigates to: Sec-Fetch-Dest says
@@ -534,21 +542,15 @@ func replayHeader(rec http.Header) http.Header {
 // 204 and 304. A payload in memory (a.data) is written at once, so that head and body
 // leave together; a streamed one is copied through the shell's pooled buffer (mitm.Copy).
 func (a *answer) write(w http.ResponseWriter, r *http.Request) error {
+	// The rare paths are functions of their own (copyHeader, stream): this one is under
+	// every answer's writes, where a goroutine's stack an answer outgrows is copied whole.
 	h := w.Header()
 	if a.fields != nil {
 		for _, f := range a.fields {
 			h[f.name] = f.values
 		}
 	} else {
-		for k, vs := range a.header {
-			h[k] = vs
-		}
-		if _, ok := a.header["Date"]; !ok {
-			h["Date"] = nil
-		}
-		if _, ok := a.header["Content-Type"]; !ok {
-			h["Content-Type"] = nil
-		}
+		a.copyHeader(h)
 	}
 	if a.status == http.StatusNoContent || a.status == http.StatusNotModified || a.status < 200 {
 		delete(h, "Content-Length")
@@ -569,6 +571,29 @@ func (a *answer) write(w http.ResponseWriter, r *http.Request) error {
 		_, err := w.Write(a.data)
 		return err
 	}
+	return a.stream(w)
+}
+
+// copyHeader sets a's header fields in h, and Date and Content-Type with no value when a
+// has none (net/http then writes neither).
+//
+//go:noinline
+func (a *answer) copyHeader(h http.Header) {
+	for k, vs := range a.header {
+		h[k] = vs
+	}
+	if _, ok := a.header["Date"]; !ok {
+		h["Date"] = nil
+	}
+	if _, ok := a.header["Content-Type"]; !ok {
+		h["Content-Type"] = nil
+	}
+}
+
+// stream writes a's payload from a.body, its header sent already.
+//
+//go:noinline
+func (a *answer) stream(w http.ResponseWriter) error {
 	n, err := mitm.Copy(w, io.LimitReader(a.body, a.size), false)
 	if err == nil && n < a.size {
 		err = io.ErrUnexpectedEOF

@@ -266,36 +266,20 @@ func headerCost(r *http.Request) (cost, longest int) {
 // reads and the answer's writes. A request whose client is gone before h would be called
 // (an HTTP/2 stream reset, a connection closed) is not given to h.
 func (s *Server) serveBounded(w http.ResponseWriter, r *http.Request, h http.HandlerFunc) {
-	l := s.cfg.Limits
+	// The rare paths are functions of their own: this one is under every answer's writes,
+	// and a goroutine whose stack an answer outgrows has it copied whole (then shrunk by
+	// the collector, and copied again by the next answer).
+	l := &s.cfg.Limits
 	bw := &boundedWriter{ResponseWriter: w, d: l.WriteTimeout, h2: r.ProtoMajor == 2}
 	// Over HTTP/1.1 no deadline of a previous answer is left on the connection: net/http
 	// clears the write deadline once it has sent an answer (TestWriteDeadlineKeptAlive).
 	if r.Body != nil && r.Body != http.NoBody && l.BodyTimeout > 0 {
-		bw.body = &boundedBody{rc: r.Body, ctl: bw.ctl(), start: time.Now(), grace: l.BodyTimeout, rate: l.MinBodyRate,
-			h1: r.ProtoMajor == 1, sized: r.ContentLength >= 0}
-		// The Handler is given a shallow copy: net/http looks at its own request's Body
-		// to decide whether to read an unread body's rest before answering.
-		r = r.WithContext(r.Context())
-		r.Body = bw.body
+		r = bw.boundBody(r, l)
 	}
-	defer func() {
-		if bw.body != nil {
-			bw.body.finish()
-		}
-		bw.last()
-	}()
+	defer bw.end()
 	cost, longest := headerCost(r)
 	if longest > l.MaxFieldBytes {
-		s.logf.Printf("%s: %s request with a header field of %d bytes refused (at most %d)", r.RemoteAddr, r.Proto, longest, l.MaxFieldBytes)
-		s.refuseRequest(r, http.StatusRequestHeaderFieldsTooLarge, "refused by the proxy shell: a header field line of "+strconv.Itoa(longest)+" bytes (at most "+strconv.Itoa(l.MaxFieldBytes)+")")
-		if r.ProtoMajor == 1 {
-			bw.Header().Set("Connection", "close")
-		}
-		msg := "pab: request header field line over " + strconv.Itoa(l.MaxFieldBytes) + " bytes\n"
-		bw.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		bw.Header().Set("Content-Length", strconv.Itoa(len(msg)))
-		bw.WriteHeader(http.StatusRequestHeaderFieldsTooLarge)
-		io.WriteString(bw, msg)
+		s.refuseFieldLine(bw, r, longest)
 		return
 	}
 	cs := connStateOf(r.Context())
@@ -303,39 +287,95 @@ func (s *Server) serveBounded(w http.ResponseWriter, r *http.Request, h http.Han
 		cs = &connState{done: make(chan struct{})} // not from a connection of this shell's servers (tests)
 	}
 	if cs.rate != nil && (r.ProtoMajor == 2 || l.RateHTTP1) {
-		// Waited for whatever the client does meanwhile: a stream reset while it waits
-		// still holds its handler, so a rapid reset fills the connection's streams and
-		// ends with GOAWAY instead of becoming requests.
-		if d := cs.rate.Reserve().Delay(); d > 0 {
-			time.Sleep(d)
-		}
+		waitRate(cs)
 	}
 	if r.Context().Err() != nil {
 		if r.ProtoMajor == 2 && cs.earlyReset() > 2*l.MaxStreams {
-			// A rapid reset: this handler keeps its place until the connection ends (or
-			// holdReset passes), so that the client's further streams queue up in
-			// x/net/http2 and its own bound ends the connection with GOAWAY
-			// ENHANCE_YOUR_CALM.
-			select {
-			case <-cs.done:
-			case <-time.After(holdReset):
-			}
+			holdRapidReset(cs)
 		}
 		return
 	}
 	total := int64(cost) + ActiveRequestCost
 	if !s.admit(cs, total) {
-		s.refuseRequest(r, http.StatusServiceUnavailable, "refused by the proxy shell: too many requests under way (answered 503)")
-		bw.Header().Set("Retry-After", "1")
-		bw.Header().Set("Content-Length", "0")
-		if r.ProtoMajor == 1 && bw.body != nil {
-			bw.Header().Set("Connection", "close") // its body is not read
-		}
-		bw.WriteHeader(http.StatusServiceUnavailable)
+		s.refuseBusy(bw, r)
 		return
 	}
 	defer s.release(cs, total)
 	h(bw, r)
+}
+
+// boundBody puts r's body under the Limits' body bounds (boundedBody) and returns the
+// request to give the Handler: a shallow copy, as net/http looks at its own request's Body
+// to decide whether to read an unread body's rest before answering.
+//
+//go:noinline
+func (w *boundedWriter) boundBody(r *http.Request, l *Limits) *http.Request {
+	w.body = &boundedBody{rc: r.Body, ctl: w.ctl(), start: time.Now(), grace: l.BodyTimeout, rate: l.MinBodyRate,
+		h1: r.ProtoMajor == 1, sized: r.ContentLength >= 0}
+	r = r.WithContext(r.Context())
+	r.Body = w.body
+	return r
+}
+
+// end ends the request's body bound and arms the answer's last flush (last).
+func (w *boundedWriter) end() {
+	if w.body != nil {
+		w.body.finish()
+	}
+	w.last()
+}
+
+// refuseFieldLine answers 431 to a request with a header field line over MaxFieldBytes.
+//
+//go:noinline
+func (s *Server) refuseFieldLine(bw *boundedWriter, r *http.Request, longest int) {
+	l := &s.cfg.Limits
+	s.logf.Printf("%s: %s request with a header field of %d bytes refused (at most %d)", r.RemoteAddr, r.Proto, longest, l.MaxFieldBytes)
+	s.refuseRequest(r, http.StatusRequestHeaderFieldsTooLarge, "refused by the proxy shell: a header field line of "+strconv.Itoa(longest)+" bytes (at most "+strconv.Itoa(l.MaxFieldBytes)+")")
+	if r.ProtoMajor == 1 {
+		bw.Header().Set("Connection", "close")
+	}
+	msg := "pab: request header field line over " + strconv.Itoa(l.MaxFieldBytes) + " bytes\n"
+	bw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	bw.Header().Set("Content-Length", strconv.Itoa(len(msg)))
+	bw.WriteHeader(http.StatusRequestHeaderFieldsTooLarge)
+	io.WriteString(bw, msg)
+}
+
+// waitRate waits for the connection's request rate: whatever the client does meanwhile,
+// so a stream reset while it waits still holds its handler, and a rapid reset fills the
+// connection's streams and ends with GOAWAY instead of becoming requests.
+//
+//go:noinline
+func waitRate(cs *connState) {
+	if d := cs.rate.Reserve().Delay(); d > 0 {
+		time.Sleep(d)
+	}
+}
+
+// holdRapidReset keeps a rapid reset's handler in its place until the connection ends (or
+// holdReset passes), so that the client's further streams queue up in x/net/http2 and its
+// own bound ends the connection with GOAWAY ENHANCE_YOUR_CALM.
+//
+//go:noinline
+func holdRapidReset(cs *connState) {
+	select {
+	case <-cs.done:
+	case <-time.After(holdReset):
+	}
+}
+
+// refuseBusy answers 503 to a request the global admission turned away.
+//
+//go:noinline
+func (s *Server) refuseBusy(bw *boundedWriter, r *http.Request) {
+	s.refuseRequest(r, http.StatusServiceUnavailable, "refused by the proxy shell: too many requests under way (answered 503)")
+	bw.Header().Set("Retry-After", "1")
+	bw.Header().Set("Content-Length", "0")
+	if r.ProtoMajor == 1 && bw.body != nil {
+		bw.Header().Set("Connection", "close") // its body is not read
+	}
+	bw.WriteHeader(http.StatusServiceUnavailable)
 }
 
 // boundedWriter is the ResponseWriter a Handler is given: each write of at most

@@ -333,22 +333,31 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	case r.ProtoMajor >= 2:
 		s.serveBounded(w, r, s.cfg.Direct.ServeHTTP)
 	case r.Method == http.MethodConnect:
-		// The target as sent (RequestURI), not r.Host: for a request target that is not
-		// in authority form (CONNECT /path) net/http takes r.Host from the Host field.
-		if err := checkAuthority(r.RequestURI); err != nil {
-			s.logf.Printf("%s: CONNECT %q refused: %v", r.RemoteAddr, r.RequestURI, err)
-			s.refuseRequest(&http.Request{Method: http.MethodConnect, URL: &url.URL{Opaque: r.RequestURI}}, http.StatusBadRequest,
-				"refused by the proxy shell: bad CONNECT target: "+err.Error())
-			w.Header().Set("Connection", "close")
-			http.Error(w, "pab: bad CONNECT target: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		s.proxy.ServeHTTP(earlyBytesWriter{w}, r)
+		s.connect(w, r)
 	case r.URL.IsAbs() && r.URL.Host != "":
 		s.serveBounded(w, r, func(w http.ResponseWriter, r *http.Request) { serveFramed(s.cfg.Handler, w, r) })
 	default:
 		s.serveBounded(w, r, func(w http.ResponseWriter, r *http.Request) { serveFramed(s.cfg.Direct, w, r) })
 	}
+}
+
+// connect answers a CONNECT request: the tunnel, or a refusal of a bad target. Apart from
+// route, so that route's stack frame, under every request's answer, stays small (a
+// goroutine's stack is grown by copying it whole once an answer needs more than it has).
+//
+//go:noinline
+func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
+	// The target as sent (RequestURI), not r.Host: for a request target that is not in
+	// authority form (CONNECT /path) net/http takes r.Host from the Host field.
+	if err := checkAuthority(r.RequestURI); err != nil {
+		s.logf.Printf("%s: CONNECT %q refused: %v", r.RemoteAddr, r.RequestURI, err)
+		s.refuseRequest(&http.Request{Method: http.MethodConnect, URL: &url.URL{Opaque: r.RequestURI}}, http.StatusBadRequest,
+			"refused by the proxy shell: bad CONNECT target: "+err.Error())
+		w.Header().Set("Connection", "close")
+		http.Error(w, "pab: bad CONNECT target: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.proxy.ServeHTTP(earlyBytesWriter{w}, r)
 }
 
 // serveFramed calls h, closing an HTTP/1.x connection after the answer to a request

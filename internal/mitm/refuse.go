@@ -166,9 +166,17 @@ func (c *watchConn) Write(p []byte) (int, error) {
 	c.head, c.read = c.head[:0], 0
 	c.mu.Unlock()
 	if r != nil {
-		c.s.refuse(*r)
+		c.report(r)
 	}
 	return c.Conn.Write(p)
+}
+
+// report hands r to the shell's refusal hook. Apart from Write, whose stack frame is
+// under every answer's writes.
+//
+//go:noinline
+func (c *watchConn) report(r *Refusal) {
+	c.s.refuse(*r)
 }
 
 // ReadFrom lets net/http send an answer's body with the connection's own ReadFrom
