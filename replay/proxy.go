@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -325,6 +324,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// took is a.ready, or the time since start when a.ready is not set (the clock is read only
+// then: it runs once per request).
+func (a *answer) took(start time.Time) time.Duration {
+	if a.ready != 0 {
+		return a.ready
+	}
+	return time.Since(start)
+}
+
 // writeFailed reports an answer that could not be written whole (--debug). Apart from
 // ServeHTTP, whose stack frame is under every answer's writes.
 //
@@ -631,7 +639,7 @@ func (s *Server) finish(r *http.Request, a *answer, start time.Time) {
 		Endpoint: a.endpoint,
 		Status:   a.status,
 		Record:   a.record,
-		MS:       math.Round(float64(cmp.Or(a.ready, time.Since(start)).Microseconds())) / 1000,
+		MS:       math.Round(float64(a.took(start).Microseconds())) / 1000,
 		Note:     a.note,
 		BodySize: a.bodySize,
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -141,6 +142,7 @@ func (l Limits) withDefaults() Limits {
 // connState is what the shell keeps per client connection (the listening socket's or a
 // tunnel's): its request rate and its requests being answered.
 type connState struct {
+	watch  *watchConn    // the connection when watched for refusals (refuse.go), or nil
 	rate   *rate.Limiter // nil: no rate bound
 	done   chan struct{} // closed when an HTTP/2 connection ends
 	active int           // requests being answered, under Server.adm.mu
@@ -170,9 +172,11 @@ func connStateOf(ctx context.Context) *connState {
 
 type connStateKey struct{}
 
-// newConnContext puts a new connState into a connection's context.
-func (s *Server) newConnContext(ctx context.Context) context.Context {
+// newConnContext puts a new connState for c into a connection's context: one value that
+// each request finds (connStateOf) with what the shell keeps per connection.
+func (s *Server) newConnContext(ctx context.Context, c net.Conn) context.Context {
 	cs := &connState{done: make(chan struct{})}
+	cs.watch, _ = c.(*watchConn)
 	if l := s.cfg.Limits; l.RequestRate > 0 {
 		cs.rate = rate.NewLimiter(rate.Limit(l.RequestRate), l.RequestBurst)
 	}
@@ -261,11 +265,12 @@ func headerCost(r *http.Request) (cost, longest int) {
 	return cost, longest
 }
 
-// serveBounded serves r with h under the shell's Limits: the field-line bound, the
+// serveBounded serves r, of the connection whose state is cs (connStateOf; nil when
+// none), with h under the shell's Limits: the field-line bound, the
 // connection's request rate, the global admission, and deadlines on the request body's
 // reads and the answer's writes. A request whose client is gone before h would be called
 // (an HTTP/2 stream reset, a connection closed) is not given to h.
-func (s *Server) serveBounded(w http.ResponseWriter, r *http.Request, h http.HandlerFunc) {
+func (s *Server) serveBounded(w http.ResponseWriter, r *http.Request, cs *connState, h http.HandlerFunc) {
 	// The rare paths are functions of their own: this one is under every answer's writes,
 	// and a goroutine whose stack an answer outgrows has it copied whole (then shrunk by
 	// the collector, and copied again by the next answer).
@@ -282,7 +287,6 @@ func (s *Server) serveBounded(w http.ResponseWriter, r *http.Request, h http.Han
 		s.refuseFieldLine(bw, r, longest)
 		return
 	}
-	cs := connStateOf(r.Context())
 	if cs == nil {
 		cs = &connState{done: make(chan struct{})} // not from a connection of this shell's servers (tests)
 	}

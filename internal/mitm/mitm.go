@@ -185,7 +185,7 @@ func New(cfg Config) (*Server, error) {
 		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          log.New(errw, "http: ", log.LstdFlags),
 		HTTP2:             s.http2Config(),
-		ConnContext:       func(ctx context.Context, c net.Conn) context.Context { return s.newConnContext(watchContext(ctx, c)) },
+		ConnContext:       s.newConnContext,
 		ConnState: func(c net.Conn, st http.ConnState) {
 			if st == http.StateNew {
 				s.accepted.Add(1)
@@ -208,7 +208,7 @@ func New(cfg Config) (*Server, error) {
 		TLSConfig: &tls.Config{NextProtos: []string{"h2", "http/1.1"}},
 		HTTP2:     s.http2Config(),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			return s.newConnContext(watchContext(tunnelContext(ctx, c), c))
+			return s.newConnContext(tunnelContext(ctx, c), c)
 		},
 		ConnState: watchState,
 	}
@@ -328,16 +328,17 @@ func (s *Server) closeHandshaking() {
 // route sends a request on the listening socket to goproxy (CONNECT), the Handler
 // (absolute-form proxy requests) or Direct.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
-	enteredConn(r)
+	cs := connStateOf(r.Context())
+	enteredConn(cs, r)
 	switch {
 	case r.ProtoMajor >= 2:
-		s.serveBounded(w, r, s.cfg.Direct.ServeHTTP)
+		s.serveBounded(w, r, cs, s.cfg.Direct.ServeHTTP)
 	case r.Method == http.MethodConnect:
 		s.connect(w, r)
 	case r.URL.IsAbs() && r.URL.Host != "":
-		s.serveBounded(w, r, func(w http.ResponseWriter, r *http.Request) { serveFramed(s.cfg.Handler, w, r) })
+		s.serveBounded(w, r, cs, func(w http.ResponseWriter, r *http.Request) { serveFramed(s.cfg.Handler, w, r) })
 	default:
-		s.serveBounded(w, r, func(w http.ResponseWriter, r *http.Request) { serveFramed(s.cfg.Direct, w, r) })
+		s.serveBounded(w, r, cs, func(w http.ResponseWriter, r *http.Request) { serveFramed(s.cfg.Direct, w, r) })
 	}
 }
 
@@ -585,9 +586,10 @@ func (s *Server) alpn(offered []string) []string {
 // is the request's own (Host, or :authority over HTTP/2), as an origin server would see
 // it, else the CONNECT authority; the default port 443 is left out.
 func (s *Server) serveTunnel(w http.ResponseWriter, r *http.Request) {
-	enteredConn(r)
-	if wc, ok := r.Context().Value(watchKey{}).(*watchConn); ok && r.TLS == nil {
-		r.TLS = wc.tls
+	cs := connStateOf(r.Context())
+	enteredConn(cs, r)
+	if cs != nil && cs.watch != nil && r.TLS == nil {
+		r.TLS = cs.watch.tls
 	}
 	host := r.Host
 	if host == "" {
@@ -595,7 +597,7 @@ func (s *Server) serveTunnel(w http.ResponseWriter, r *http.Request) {
 	}
 	r.URL.Scheme = "https"
 	r.URL.Host = strings.TrimSuffix(host, ":443")
-	s.serveBounded(w, r, func(w http.ResponseWriter, r *http.Request) { serveFramed(s.cfg.Handler, w, r) })
+	s.serveBounded(w, r, cs, func(w http.ResponseWriter, r *http.Request) { serveFramed(s.cfg.Handler, w, r) })
 }
 
 // tunnelListener is the inner server's listener: tunnels whose handshake is done.

@@ -8,7 +8,6 @@ package mitm
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"io"
 	"net"
@@ -266,20 +265,14 @@ func watchState(c net.Conn, st http.ConnState) {
 	}
 }
 
-type watchKey struct{}
-
-// watchContext puts c into a connection's context when it is a watchConn.
-func watchContext(ctx context.Context, c net.Conn) context.Context {
-	if wc, ok := c.(*watchConn); ok {
-		return context.WithValue(ctx, watchKey{}, wc)
+// enteredConn marks the watchConn of r's connection (cs, connStateOf; nil when none), if
+// any, as having reached a handler; a CONNECT ends the watch (the connection becomes a
+// tunnel, watched inside its TLS).
+func enteredConn(cs *connState, r *http.Request) {
+	if cs == nil {
+		return
 	}
-	return ctx
-}
-
-// enteredConn marks the watchConn of r's connection, if any, as having reached a handler;
-// a CONNECT ends the watch (the connection becomes a tunnel, watched inside its TLS).
-func enteredConn(r *http.Request) {
-	if wc, ok := r.Context().Value(watchKey{}).(*watchConn); ok {
+	if wc := cs.watch; wc != nil {
 		wc.entered()
 		if r.Method == http.MethodConnect {
 			wc.off.Store(true)
