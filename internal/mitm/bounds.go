@@ -143,6 +143,7 @@ func (l Limits) withDefaults() Limits {
 // tunnel's): its request rate and its requests being answered.
 type connState struct {
 	watch  *watchConn    // the connection when watched for refusals (refuse.go), or nil
+	born   time.Time     // when the connection's context was made, with its monotonic reading
 	rate   *rate.Limiter // nil: no rate bound
 	done   chan struct{} // closed when an HTTP/2 connection ends
 	active int           // requests being answered, under Server.adm.mu
@@ -175,7 +176,7 @@ type connStateKey struct{}
 // newConnContext puts a new connState for c into a connection's context: one value that
 // each request finds (connStateOf) with what the shell keeps per connection.
 func (s *Server) newConnContext(ctx context.Context, c net.Conn) context.Context {
-	cs := &connState{done: make(chan struct{})}
+	cs := &connState{done: make(chan struct{}), born: time.Now()}
 	cs.watch, _ = c.(*watchConn)
 	if l := s.cfg.Limits; l.RequestRate > 0 {
 		cs.rate = rate.NewLimiter(rate.Limit(l.RequestRate), l.RequestBurst)
@@ -288,8 +289,9 @@ func (s *Server) serveBounded(w http.ResponseWriter, r *http.Request, cs *connSt
 		return
 	}
 	if cs == nil {
-		cs = &connState{done: make(chan struct{})} // not from a connection of this shell's servers (tests)
+		cs = &connState{done: make(chan struct{}), born: time.Now()} // not from a connection of this shell's servers (tests)
 	}
+	bw.born = cs.born
 	if cs.rate != nil && (r.ProtoMajor == 2 || l.RateHTTP1) {
 		waitRate(cs)
 	}
@@ -389,6 +391,7 @@ type boundedWriter struct {
 	rc    *http.ResponseController // made on first use (ctl)
 	d     time.Duration
 	armed time.Time    // the deadline set last
+	born  time.Time    // connState.born: arm reads the clock as the time since then
 	body  *boundedBody // the request's body, or nil
 	h2    bool
 }
@@ -432,12 +435,22 @@ func (w *boundedWriter) arm() {
 	if w.d <= 0 {
 		return
 	}
-	now := time.Now()
+	now := w.now()
 	if !w.h2 && w.armed.Sub(now) > w.d*3/4 {
 		return
 	}
 	w.armed = now.Add(w.d)
 	_ = w.setWriteDeadline(w.armed)
+}
+
+// now is time.Now read from the monotonic clock alone, as the time since w.born (one clock
+// read instead of time.Now's two: arm runs once per answer); deadlines are compared by
+// their monotonic readings. time.Now when w.born is not set.
+func (w *boundedWriter) now() time.Time {
+	if w.born.IsZero() {
+		return time.Now()
+	}
+	return w.born.Add(time.Since(w.born))
 }
 
 // done ends a write's deadline over HTTP/2, where the deadline is a timer that resets the

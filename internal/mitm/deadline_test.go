@@ -230,3 +230,25 @@ func BenchmarkDeadlineCycle(b *testing.B) {
 		})
 	}
 }
+
+// TestBoundedWriterNow: the clock arm reads, the time since the connection's start on the
+// monotonic clock, is the time between two time.Now taken around it, and time.Now itself
+// when there is no start.
+func TestBoundedWriterNow(t *testing.T) {
+	for _, born := range []time.Time{time.Now(), {}} {
+		w := &boundedWriter{born: born}
+		time.Sleep(20 * time.Millisecond)
+		t0 := time.Now()
+		n := w.now()
+		t1 := time.Now()
+		if n.Before(t0) || n.After(t1) {
+			t.Errorf("born %v: now() %v, not between %v and %v", born, n, t0, t1)
+		}
+		if wall := n.Round(0); wall.Before(t0.Round(0).Add(-time.Second)) || wall.After(t1.Round(0).Add(time.Second)) {
+			t.Errorf("born %v: now()'s wall clock %v, not near %v", born, wall, t0.Round(0))
+		}
+		if !born.IsZero() && n.Sub(born) < 20*time.Millisecond {
+			t.Errorf("now() is %v after the start, want at least 20ms", n.Sub(born))
+		}
+	}
+}
