@@ -56,6 +56,9 @@ for size in $SIZES; do
       g=$BIN/gen
       [ "$v" = base ] && g=$STARTUP_BASE_GEN
       "$g" -out "$R" -n 20000 -size "$size" -cycle 500 >&2
+      # a recording changed within the last 3 s gets no saved index yet (task/stamp.go,
+      # stampRacyAge): without this wait the first run's warm starts would all be cold
+      sleep 4
     fi
     if [ "$v" = new ] && [ "${STARTUP_MIGRATE:-0}" = 1 ]; then
       "$BIN/pab" --repo "$R/repo" recording migrate bench >&2
