@@ -543,7 +543,9 @@ func (s *Server) tunnel(c net.Conn, authority string) {
 	if st := tc.ConnectionState(); st.NegotiatedProtocol != "h2" && s.cfg.OnRefuse != nil {
 		// HTTP/1.1: net/http's answers to requests it cannot read are seen in plain text
 		// (the requests get their TLS state from the watchConn, serveTunnel)
-		conn = &watchConn{Conn: tc, s: s, authority: authority, tls: &st, armed: true}
+		wc := &watchConn{Conn: tc, s: s, authority: authority, tls: &st}
+		wc.armed.Store(true)
+		conn = wc
 	}
 	if !s.tl.push(conn) {
 		conn.Close()

@@ -111,7 +111,9 @@ func (l watchListener) Accept() (net.Conn, error) {
 	if l.s.cfg.OnRefuse == nil {
 		return c, nil
 	}
-	return &watchConn{Conn: c, s: l.s, armed: true}, nil
+	wc := &watchConn{Conn: c, s: l.s}
+	wc.armed.Store(true)
+	return wc, nil
 }
 
 // watchConn is an HTTP/1.x connection of the shell's servers (the listening socket's, or a
@@ -128,12 +130,16 @@ type watchConn struct {
 	authority string               // a tunnel's CONNECT authority; "" on the listening socket
 	tls       *tls.ConnectionState // a tunnel's TLS state; nil on the listening socket
 
-	off atomic.Bool // a CONNECT took the connection over: nothing more to follow
+	off    atomic.Bool   // a CONNECT took the connection over: nothing more to follow
+	armed  atomic.Bool   // between requests: a write now is net/http refusing one
+	writes atomic.Uint64 // writes so far: what was read before the last one is not the next request
 
+	// A handler's writes take no lock: only reads (one at a time, net/http's) and a
+	// refusal's write do.
 	mu       sync.Mutex
-	armed    bool   // between requests
-	head     []byte // the first bytes read since the last write
-	read     int    // the bytes read since the last write
+	head     []byte // the first bytes read since the last write (when seen is writes)
+	read     int    // the bytes read since the last write (when seen is writes)
+	seen     uint64 // writes when head was started
 	reported bool   // this refusal was reported
 }
 
@@ -141,6 +147,7 @@ func (c *watchConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 && !c.off.Load() {
 		c.mu.Lock()
+		c.freshLocked()
 		c.read += n
 		if len(c.head) < MaxRefusalHead {
 			c.head = append(c.head, p[:min(n, MaxRefusalHead-len(c.head))]...)
@@ -150,24 +157,41 @@ func (c *watchConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// freshLocked empties head when a write came after it was started: what is read from a
+// write on is the next request (a client sends it once it has the answer; net/http may
+// read its first byte before the connection is idle again). Called under c.mu.
+func (c *watchConn) freshLocked() {
+	if w := c.writes.Load(); w != c.seen {
+		c.head, c.read, c.seen = c.head[:0], 0, w
+	}
+}
+
 func (c *watchConn) Write(p []byte) (int, error) {
 	if c.off.Load() {
 		return c.Conn.Write(p)
 	}
-	c.mu.Lock()
-	var r *Refusal
-	if c.armed && !c.reported {
-		c.reported = true
-		r = c.refusal(p)
+	if c.armed.Load() {
+		if r := c.refused(p); r != nil {
+			c.report(r)
+		}
 	}
-	// What is read from now on is the next request: a client sends it once it has the
-	// answer (net/http may read its first byte before the connection is idle again).
-	c.head, c.read = c.head[:0], 0
-	c.mu.Unlock()
-	if r != nil {
-		c.report(r)
-	}
+	c.writes.Add(1)
 	return c.Conn.Write(p)
+}
+
+// refused returns the refusal a write p made between requests is, once per request (nil
+// for the next writes of the same answer, or when p is not an error answer).
+//
+//go:noinline
+func (c *watchConn) refused(p []byte) *Refusal {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.armed.Load() || c.reported {
+		return nil
+	}
+	c.reported = true
+	c.freshLocked()
+	return c.refusal(p)
 }
 
 // report hands r to the shell's refusal hook. Apart from Write, whose stack frame is
@@ -183,9 +207,7 @@ func (c *watchConn) report(r *Refusal) {
 // while a handler answers, never between requests.
 func (c *watchConn) ReadFrom(r io.Reader) (int64, error) {
 	if !c.off.Load() {
-		c.mu.Lock()
-		c.head, c.read = c.head[:0], 0
-		c.mu.Unlock()
+		c.writes.Add(1)
 	}
 	if rf, ok := c.Conn.(io.ReaderFrom); ok {
 		return rf.ReadFrom(r)
@@ -246,15 +268,14 @@ func (c *watchConn) refusal(w []byte) *Refusal {
 // rearm starts following the connection's next request.
 func (c *watchConn) rearm() {
 	c.mu.Lock()
-	c.armed, c.reported = true, false
+	c.reported = false
 	c.mu.Unlock()
+	c.armed.Store(true)
 }
 
 // entered says a handler of the shell has the connection's request: it is not refused.
 func (c *watchConn) entered() {
-	c.mu.Lock()
-	c.armed = false
-	c.mu.Unlock()
+	c.armed.Store(false)
 }
 
 // watchState follows an HTTP/1.x connection's state: idle means the answer was sent and

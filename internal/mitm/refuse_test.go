@@ -137,3 +137,35 @@ func TestRefusalsReported(t *testing.T) {
 		t.Errorf("%d requests inside tunnels had no TLS state", n)
 	}
 }
+
+// TestHandlerErrorsNotRefusals: a handler's own error answers (a 404 for a request it has
+// no answer to), on one keep-alive connection, are not reported as refusals: the watch is
+// off from the handler's start to the answer's end.
+func TestHandlerErrorsNotRefusals(t *testing.T) {
+	got := &refusals{}
+	g := startShell(t, func(c *Config) {
+		c.OnRefuse = got.add
+		c.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "none", http.StatusNotFound) })
+	})
+	c, err := net.Dial("tcp", g.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for i := range 3 {
+		line := sendRaw(t, c, br, "GET http://site.test/missing HTTP/1.1\r\nHost: site.test\r\n\r\n")
+		if line != "HTTP/1.1 404 Not Found" {
+			t.Fatalf("request %d: %q", i, line)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(io.MultiReader(strings.NewReader(line+"\r\n"), br)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if rs := got.get(); len(rs) != 0 {
+		t.Errorf("a handler's 404s reported as refusals: %+v", rs)
+	}
+}
