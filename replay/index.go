@@ -82,12 +82,14 @@ type Index struct {
 // a pure function of the method, the normalized URL and the content type.
 type resultKey struct{ method, url, contentType, typ string }
 
-// maxResults bounds the memo of lookup results; when full it starts again empty.
+// maxResults bounds the memo of lookup results by URL (Index.results), and a quarter of
+// it the memo of the others (Index.otherResults); each, when full, starts again empty.
 const maxResults = 1 << 14
 
 // maxMemoKey bounds the bytes of a request a memo (routes, results) keeps it under: a
 // client controls its URLs, and a longer one is decided again each time rather than
-// kept. With maxResults and maxRoutes, the memos hold at most a few tens of MiB.
+// kept. With maxResults and maxRoutes, the memos hold at most a few tens of MiB (the
+// lookup memos at their fullest, every URL this long: 68 MiB, TestLookupServedMemoMemory).
 const maxMemoKey = 1 << 10
 
 // lookupServed is the lookup of a request the proxy serves (no explanation): r.URL is
@@ -112,12 +114,11 @@ func (ix *Index) lookupServed(r rules.Request, url string) (Result, string, *lin
 	}
 	res, _ := ix.lookupNormalized(r, false)
 	m := &servedResult{k, res, res.Key.String(), new(lineMemo)}
-	full := func(n int) bool { return n >= maxResults }
-	if !ix.results.store(url, m, full) {
+	if !ix.results.store(url, m, func(n int) bool { return n >= maxResults }) {
 		// the URL's first is another request's, or this one's stored first by another
 		if kept, ok := ix.results.load(url); ok && kept.resultKey == k {
 			m = kept
-		} else if !ix.otherResults.store(k, m, full) {
+		} else if !ix.otherResults.store(k, m, func(n int) bool { return n >= maxResults/4 }) {
 			if kept, ok := ix.otherResults.load(k); ok {
 				m = kept
 			}

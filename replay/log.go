@@ -538,7 +538,7 @@ func appendLogLine(dst []byte, line LogLine, at *time.Time, memo *lineMemo) ([]b
 		}
 		return b, true
 	}
-	if memoable && !line.Truncated {
+	if memoable && !line.Truncated && m1-m0 <= maxMemoLine {
 		memo.last.Store(&lineMiddle{
 			method: orig.Method, url: orig.URL, key: orig.Key, typ: orig.Type, dest: orig.Dest, source: orig.Source,
 			rule: orig.Rule, endpoint: orig.Endpoint, status: orig.Status, entry: orig.Entry, record: orig.Record,
@@ -547,6 +547,11 @@ func appendLogLine(dst []byte, line LogLine, at *time.Time, memo *lineMemo) ([]b
 	}
 	return b, true
 }
+
+// maxMemoLine bounds the encoded middle a lineMemo keeps (most are 200-500 bytes): with
+// maxResults memos, what they keep stays within a few tens of MiB whatever URLs a client
+// sends; a longer middle is encoded every time.
+const maxMemoLine = 1 << 10
 
 // lineMemo keeps the encoded middle of the last log line written for one memoized lookup
 // (lookupServed): the fields from "method" through "record", which are the same on every

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pab-dev/pab/rules"
 )
@@ -148,4 +150,51 @@ func FuzzURLString(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLookupServedMemoMemory fills the lookup memos with the longest URLs they keep, each
+// asked twice (by GET, then by HEAD: the second goes to the memo of other requests) with
+// its log line kept in its lineMemo, and checks what stays on the heap: the memos are bound
+// by count and key size, whatever URLs a client sends. A line whose middle is over
+// maxMemoLine is not kept.
+func TestLookupServedMemoMemory(t *testing.T) {
+	ix := shopIndex(t)
+	at := time.Now()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	pad := strings.Repeat("a", maxMemoKey-80)
+	// one less than each memo holds: the next would empty it
+	for i := 0; i < maxResults-1+maxResults/4-1; i++ {
+		method := "GET"
+		n := i
+		if i >= maxResults-1 {
+			method, n = "HEAD", i-(maxResults-1)
+		}
+		r := req(method, fmt.Sprintf("https://www.shop.test/p/%d?q=%s", n, pad), "", "")
+		r.URL = NormalizeURL(r.URL)
+		u := r.URL.String()
+		res, key, memo := ix.lookupServed(r, u)
+		if memo == nil {
+			t.Fatalf("%s %d bytes: not memoized", method, len(u))
+		}
+		line := LogLine{Method: method, URL: u, Key: key, Type: TypeOther, Source: res.Source, Status: 404}
+		if _, ok := appendLogLine(nil, line, &at, memo); !ok {
+			t.Fatal("line not encoded")
+		}
+		if memo.last.Load() != nil && len(u)+len(key) > maxMemoLine { // the middle holds both
+			t.Fatalf("a middle of over %d bytes was kept", len(u)+len(key))
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("memos of %d + %d lookups of %d-byte URLs: %d MiB", ix.results.len(), ix.otherResults.len(), len(pad)+40, grown>>20)
+	if ix.results.len() != maxResults-1 || ix.otherResults.len() != maxResults/4-1 {
+		t.Errorf("memos hold %d and %d, want %d and %d", ix.results.len(), ix.otherResults.len(), maxResults-1, maxResults/4-1)
+	}
+	if grown > 96<<20 {
+		t.Errorf("the memos took %d MiB, over 96", grown>>20)
+	}
+	runtime.KeepAlive(ix)
 }
