@@ -136,7 +136,14 @@ func unparkRecord(sp *warc.Spool, s warc.Span) (*warc.Record, error) {
 		return fs
 	}
 	rec := &warc.Record{Version: str(), Type: str(), ID: str(), TargetURI: str()}
-	if err := rec.Date.UnmarshalBinary([]byte(str())); err != nil {
+	tb := []byte(str())
+	if err := rec.Date.UnmarshalBinary(tb); err != nil {
+		return nil, errParked
+	}
+	// time.Time.UnmarshalBinary takes a nanosecond count of 10^9 or more and keeps it in
+	// bits meant for others; a time that does not marshal back to the same bytes was not
+	// written by parkRecord.
+	if again, err := rec.Date.MarshalBinary(); err != nil || string(again) != string(tb) {
 		return nil, errParked
 	}
 	if rec.Date.IsZero() {
