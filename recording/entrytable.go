@@ -6,6 +6,8 @@ package recording
 // replay's saved index carries it (docs/bundle-format.md, "The entry table").
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -75,52 +77,74 @@ func EncodeEntryTable(b *Bundle) ([]byte, error) {
 		}
 	}
 	offs = append(offs, uint64(len(blob)))
-	type idRef struct {
-		h uint64
-		i uint32
-	}
 	ids := make([]idRef, n)
 	for i := range b.Entries {
 		ids[i] = idRef{TableHash(b.Entries[i].ID), uint32(i)}
 	}
+	out := bytes.NewBuffer(make([]byte, 0, tabHeadBytes+(n+1)*tabOffBytes+n*tabIDBytes+len(mems)*tabMemberBytes+len(blob)))
+	if err := writeEntryTable(out, offs, ids, mems, int64(len(blob)), b.warcSize, bytes.NewReader(blob)); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// idRef is an item of the entry table's id list: the TableHash of an entry's id and the
+// entry's number.
+type idRef struct {
+	h uint64
+	i uint32
+}
+
+// writeEntryTable writes an entry table to w (EncodeEntryTable describes it): offs are the
+// entries' blob offsets and the blob's length last, ids one item an entry (sorted here),
+// mems the gzip members sorted by logical offset, size the bytes of records, and blob
+// gives the blobLen bytes of the blob.
+func writeEntryTable(w io.Writer, offs []uint64, ids []idRef, mems []zmember, blobLen, size int64, blob io.Reader) error {
+	n := len(ids)
 	sort.Slice(ids, func(a, c int) bool {
 		if ids[a].h != ids[c].h {
 			return ids[a].h < ids[c].h
 		}
 		return ids[a].i < ids[c].i
 	})
-	total := tabHeadBytes + (n+1)*tabOffBytes + n*tabIDBytes + len(mems)*tabMemberBytes + len(blob)
-	out := make([]byte, 0, total)
-	out = append(out, entryTableMagic...)
-	out = binary.LittleEndian.AppendUint32(out, EntryTableVersion)
-	out = binary.LittleEndian.AppendUint32(out, 0)
-	out = binary.LittleEndian.AppendUint64(out, uint64(n))
-	out = binary.LittleEndian.AppendUint64(out, uint64(len(mems)))
-	out = binary.LittleEndian.AppendUint64(out, uint64(len(blob)))
-	out = binary.LittleEndian.AppendUint64(out, uint64(b.warcSize))
-	out = binary.LittleEndian.AppendUint64(out, 0)
+	bw := bufio.NewWriterSize(w, 256<<10)
+	le := binary.LittleEndian
+	var buf [tabMemberBytes]byte
+	out := append(buf[:0], entryTableMagic...)
+	out = le.AppendUint32(out, EntryTableVersion)
+	out = le.AppendUint32(out, 0)
+	bw.Write(out)
+	for _, v := range []uint64{uint64(n), uint64(len(mems)), uint64(blobLen), uint64(size), 0} {
+		bw.Write(le.AppendUint64(buf[:0], v))
+	}
 	for _, o := range offs {
-		out = binary.LittleEndian.AppendUint64(out, o)
+		bw.Write(le.AppendUint64(buf[:0], o))
 	}
 	for _, r := range ids {
-		out = binary.LittleEndian.AppendUint64(out, r.h)
-		out = binary.LittleEndian.AppendUint32(out, r.i)
+		out = le.AppendUint64(buf[:0], r.h)
+		bw.Write(le.AppendUint32(out, r.i))
 	}
 	for _, m := range mems {
-		out = binary.LittleEndian.AppendUint64(out, uint64(m.off))
-		out = binary.LittleEndian.AppendUint64(out, uint64(m.n))
-		out = binary.LittleEndian.AppendUint64(out, uint64(m.zoff))
-		out = binary.LittleEndian.AppendUint64(out, uint64(m.zn))
-		out = binary.LittleEndian.AppendUint32(out, uint32(m.part))
+		out = le.AppendUint64(buf[:0], uint64(m.off))
+		out = le.AppendUint64(out, uint64(m.n))
+		out = le.AppendUint64(out, uint64(m.zoff))
+		out = le.AppendUint64(out, uint64(m.zn))
+		out = le.AppendUint32(out, uint32(m.part))
 		e := uint32(m.entry)
 		if m.isRequest {
 			e |= 1 << 31
 		}
-		out = binary.LittleEndian.AppendUint32(out, e)
-		out = binary.LittleEndian.AppendUint64(out, 0)
+		out = le.AppendUint32(out, e)
+		bw.Write(le.AppendUint64(out, 0))
 	}
-	out = append(out, blob...)
-	return out, nil
+	k, err := io.Copy(bw, blob)
+	if err == nil && k != blobLen {
+		err = fmt.Errorf("entry table: blob of %d bytes, %d expected", k, blobLen)
+	}
+	if err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 // appendEntry appends e's blob record: 13 unsigned varints (Status, Size, ReqOffset,
@@ -218,17 +242,45 @@ func parseEntryTable(data []byte) (*entryTable, error) {
 	return t, nil
 }
 
-// entry decodes entry i (0 <= i < t.n), or says why it cannot.
+// entry decodes entry i (0 <= i < t.n), or says why it cannot; the entry is kept, so
+// that it has one address.
 func (t *entryTable) entry(i int) (*Entry, error) {
 	if e := t.cache[i].Load(); e != nil {
 		return e, nil
 	}
+	e, err := t.decode(i)
+	if err != nil {
+		return nil, err
+	}
+	if t.cache[i].CompareAndSwap(nil, e) {
+		return e, nil
+	}
+	return t.cache[i].Load(), nil
+}
+
+// decode decodes entry i (0 <= i < t.n) afresh, without keeping it.
+func (t *entryTable) decode(i int) (*Entry, error) {
 	le := binary.LittleEndian
 	lo, hi := le.Uint64(t.offs[i*tabOffBytes:]), le.Uint64(t.offs[(i+1)*tabOffBytes:])
 	if lo > hi || hi > uint64(len(t.blob)) {
 		return nil, fmt.Errorf("entry %d: blob span [%d, %d) is not inside its %d bytes", i, lo, hi, len(t.blob))
 	}
-	rec, ok := CheckCRC(t.blob[lo:hi])
+	e, err := decodeEntryRecord(i, t.blob[lo:hi])
+	if err != nil {
+		return nil, err
+	}
+	for _, sp := range [][2]int64{{e.RespOffset, e.RespLength}, {e.ReqOffset, e.ReqLength}} {
+		if sp[0] > t.size || sp[1] > t.size-sp[0] {
+			return nil, fmt.Errorf("entry %s: record span %d+%d is past the %d bytes of records", e.ID, sp[0], sp[1], t.size)
+		}
+	}
+	return e, nil
+}
+
+// decodeEntryRecord decodes entry i's blob record rec (appendEntry's form, its checksum
+// last) and checks its fields.
+func decodeEntryRecord(i int, rec []byte) (*Entry, error) {
+	rec, ok := CheckCRC(rec)
 	if !ok {
 		return nil, fmt.Errorf("entry %d: checksum does not match: damaged", i)
 	}
@@ -264,15 +316,7 @@ func (t *entryTable) entry(i int) (*Entry, error) {
 	case e.Status < 100 || e.Status > 999:
 		return nil, fmt.Errorf("entry %s: status %d out of range", e.ID, e.Status)
 	}
-	for _, sp := range [][2]int64{{e.RespOffset, e.RespLength}, {e.ReqOffset, e.ReqLength}} {
-		if sp[0] > t.size || sp[1] > t.size-sp[0] {
-			return nil, fmt.Errorf("entry %s: record span %d+%d is past the %d bytes of records", e.ID, sp[0], sp[1], t.size)
-		}
-	}
-	if t.cache[i].CompareAndSwap(nil, e) {
-		return e, nil
-	}
-	return t.cache[i].Load(), nil
+	return e, nil
 }
 
 // CheckEntryTable reads a whole entry table (docs/bundle-format.md "The entry table"), as
@@ -382,6 +426,23 @@ func (b *Bundle) EntryErr(i int) (*Entry, error) {
 		return &b.Entries[i], nil
 	}
 	e, err := b.tab.entry(i)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", b.tabName, err)
+	}
+	return e, nil
+}
+
+// DecodeEntry is EntryErr for one pass over every entry whose memory must not grow with
+// their number: an entry of a bundle opened with OpenBundleTable is decoded afresh and not
+// kept (each call gives a new *Entry; Entry's, kept, is the one replay's caches key by).
+func (b *Bundle) DecodeEntry(i int) (*Entry, error) {
+	if b.tab == nil {
+		return &b.Entries[i], nil
+	}
+	if e := b.tab.cache[i].Load(); e != nil {
+		return e, nil
+	}
+	e, err := b.tab.decode(i)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.tabName, err)
 	}

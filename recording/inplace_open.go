@@ -188,7 +188,17 @@ func InPlaceArchive(path string) bool { return isDataFile(path) }
 // readInPlaceEntries reads entries.jsonl.gz of the format 3 recording b.Dir (at
 // entriesPath) into b.Entries and b.byID, inflated within MaxEntriesBytes and budget.
 func readInPlaceEntries(root *os.Root, b *Bundle, entriesPath string, budget *unpackBudget) error {
-	dir := b.Dir
+	return inflateEntries(root, b.Dir, entriesPath, budget, func(r io.Reader, hint int) error {
+		var err error
+		b.Entries, b.byID, err = readEntriesIndexed(r, entriesPath, MaxWARCBytes, hint)
+		return err
+	})
+}
+
+// inflateEntries opens entries.jsonl.gz of the format 3 recording dir (at entriesPath,
+// inside root) and calls read with its lines, inflated on a second goroutine within
+// MaxEntriesBytes and budget, and entriesHint's guess of their number.
+func inflateEntries(root *os.Root, dir, entriesPath string, budget *unpackBudget, read func(r io.Reader, hint int) error) error {
 	ef, err := openBundleFile(root, dir, RecordingEntriesFile)
 	if err != nil {
 		return err
@@ -209,7 +219,7 @@ func readInPlaceEntries(root *os.Root, b *Bundle, entriesPath string, budget *un
 		_, err := io.CopyBuffer(pw, lr, make([]byte, 128<<10))
 		pw.CloseWithError(err) // nil: EOF for the reader
 	}()
-	b.Entries, b.byID, err = readEntriesIndexed(pr, entriesPath, MaxWARCBytes, entriesHint(ef))
+	err = read(pr, entriesHint(ef))
 	pr.CloseWithError(errors.New("entries read")) // stops the inflater if the parse ended early
 	<-inflated
 	if err != nil {
@@ -218,10 +228,7 @@ func readInPlaceEntries(root *os.Root, b *Bundle, entriesPath string, budget *un
 	if lr.N <= 0 {
 		return fmt.Errorf("%s expands to more than %d bytes", entriesPath, int64(MaxEntriesBytes))
 	}
-	if err := budget.add(MaxEntriesBytes + 1 - lr.N); err != nil {
-		return err
-	}
-	return nil
+	return budget.add(MaxEntriesBytes + 1 - lr.N)
 }
 
 // addMembers fills z.mems with the members of every entry of b (checked against the
@@ -240,6 +247,12 @@ func addMembers(z *zarchive, b *Bundle, sizes []int64, entriesPath string) error
 			}
 		}
 	}
+	return sortMembers(z, func(i int32) string { return b.Entries[i].ID }, entriesPath)
+}
+
+// sortMembers sorts z.mems by logical offset and checks that no two overlap and that they
+// lie in the parts in the order of their records; id names entry i in errors.
+func sortMembers(z *zarchive, id func(i int32) string, entriesPath string) error {
 	slices.SortFunc(z.mems, func(a, b zmember) int {
 		switch {
 		case a.off < b.off:
@@ -252,12 +265,12 @@ func addMembers(z *zarchive, b *Bundle, sizes []int64, entriesPath string) error
 	for k := 1; k < len(z.mems); k++ {
 		prev, m := &z.mems[k-1], &z.mems[k]
 		if m.off < prev.off+prev.n {
-			return fmt.Errorf("read %s: entry %s: record at offset %d overlaps the record of entry %s at offset %d", entriesPath, b.Entries[m.entry].ID, m.off, b.Entries[prev.entry].ID, prev.off)
+			return fmt.Errorf("read %s: entry %s: record at offset %d overlaps the record of entry %s at offset %d", entriesPath, id(m.entry), m.off, id(prev.entry), prev.off)
 		}
 		// the members lie in the parts in the order of their records, none inside another
 		// (so no two entries share a member, and a part's bytes are read for one record)
 		if m.part < prev.part || (m.part == prev.part && m.zoff < prev.zoff+prev.zn) {
-			return fmt.Errorf("read %s: entry %s: %s gzip member at part %d offset %d is not after the member of entry %s (part %d, offset %d, %d bytes), though its record follows that one", entriesPath, b.Entries[m.entry].ID, memberWhat(m.isRequest), m.part, m.zoff, b.Entries[prev.entry].ID, prev.part, prev.zoff, prev.zn)
+			return fmt.Errorf("read %s: entry %s: %s gzip member at part %d offset %d is not after the member of entry %s (part %d, offset %d, %d bytes), though its record follows that one", entriesPath, id(m.entry), memberWhat(m.isRequest), m.part, m.zoff, id(prev.entry), prev.part, prev.zoff, prev.zn)
 		}
 	}
 	return nil

@@ -9,11 +9,13 @@ package replay
 // (recording.EncodeEntryTable), so the bundle opens without reading entries.jsonl either.
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"sort"
@@ -72,85 +74,142 @@ func encodeDisk(key SavedIndexKey, b *recording.Bundle, out []built) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	type item struct {
-		h   uint64
-		pos uint32
-	}
-	var (
-		m                 int
-		exact, base, urls []item
-		texts             []item
-		recs, skips       []byte
-		recOffs           []uint64
-	)
-	str := func(buf []byte, s string) []byte {
-		buf = binary.AppendUvarint(buf, uint64(len(s)))
-		return append(buf, s...)
-	}
+	var recs bytes.Buffer
+	w := &diskWriter{recs: &recs}
 	for i := range out {
-		o := &out[i]
-		if o.skip != "" {
-			skips = binary.AppendUvarint(skips, uint64(i))
-			skips = str(skips, o.skip)
-			continue
+		if err := w.add(i, &out[i]); err != nil {
+			return nil, err
 		}
-		pos := uint32(m)
-		m++
-		exact = append(exact, item{recording.TableHash(o.keyStr), pos})
-		base = append(base, item{recording.TableHash(o.base), pos})
-		urls = append(urls, item{recording.TableHash(o.urlKey), pos})
-		if o.ep != nil {
-			texts = append(texts, item{recording.TableHash(textListKey(o.ep, o.base)), pos})
-		}
-		recOffs = append(recOffs, uint64(len(recs)))
-		start := len(recs)
-		recs = binary.AppendUvarint(recs, uint64(i))
-		var fl byte
-		if o.static {
-			fl |= savedStatic
-		}
-		if o.https {
-			fl |= savedHTTPS
-		}
-		if o.loc != nil {
-			fl |= savedLoc
-			if o.loc.https {
-				fl |= savedLocHTTPS
-			}
-		}
-		recs = append(recs, fl)
-		for _, s := range []string{o.key.Method, o.key.Host, o.key.Path, o.keyStr, o.base, o.urlKey} {
-			recs = str(recs, s)
-		}
-		recs = binary.AppendUvarint(recs, uint64(len(o.params)))
-		for _, p := range o.params {
-			recs = str(recs, p)
-		}
-		if o.loc != nil {
-			recs = str(recs, o.loc.url)
-			recs = str(recs, o.loc.key)
-		}
-		recs = recording.AppendCRC(recs, start)
 	}
-	recOffs = append(recOffs, uint64(len(recs)))
-	le := binary.LittleEndian
 	var buf bytes.Buffer
+	buf.Grow(w.size(len(tab)))
+	if err := w.finish(&buf, key, bytes.NewReader(tab), int64(len(tab)), &recs); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// diskItem is an item of a saved index's lists before it is written: the TableHash of its
+// string and the position.
+type diskItem struct {
+	h   uint64
+	pos uint32
+}
+
+// diskWriter writes a saved index: each entry's part as it is computed (add, in entry
+// order; the records go to recs at once), then the whole file (finish). encodeDisk and
+// BuildSavedIndex both write through it, so both give the same bytes. What it keeps is
+// about 8 bytes an indexed entry plus 16 for each of its list items, and the skip blob.
+type diskWriter struct {
+	n, m                     int
+	exact, base, urls, texts []diskItem
+	recOffs                  []uint64
+	recs                     io.Writer
+	recLen                   uint64
+	skips                    []byte
+	rec                      []byte // the record being encoded
+}
+
+// appendSavedString appends s as a varint length and its bytes.
+func appendSavedString(buf []byte, s string) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(s)))
+	return append(buf, s...)
+}
+
+// add adds entry i (the next one: entries are added in order) with o, what build computed
+// for it.
+func (w *diskWriter) add(i int, o *built) error {
+	if i != w.n {
+		return fmt.Errorf("saved index: entry %d added after %d entries", i, w.n)
+	}
+	w.n++
+	if o.skip != "" {
+		w.skips = binary.AppendUvarint(w.skips, uint64(i))
+		w.skips = appendSavedString(w.skips, o.skip)
+		return nil
+	}
+	pos := uint32(w.m)
+	w.m++
+	w.exact = append(w.exact, diskItem{recording.TableHash(o.keyStr), pos})
+	w.base = append(w.base, diskItem{recording.TableHash(o.base), pos})
+	w.urls = append(w.urls, diskItem{recording.TableHash(o.urlKey), pos})
+	if o.ep != nil {
+		w.texts = append(w.texts, diskItem{recording.TableHash(textListKey(o.ep, o.base)), pos})
+	}
+	w.recOffs = append(w.recOffs, w.recLen)
+	recs := binary.AppendUvarint(w.rec[:0], uint64(i))
+	var fl byte
+	if o.static {
+		fl |= savedStatic
+	}
+	if o.https {
+		fl |= savedHTTPS
+	}
+	if o.loc != nil {
+		fl |= savedLoc
+		if o.loc.https {
+			fl |= savedLocHTTPS
+		}
+	}
+	recs = append(recs, fl)
+	for _, s := range []string{o.key.Method, o.key.Host, o.key.Path, o.keyStr, o.base, o.urlKey} {
+		recs = appendSavedString(recs, s)
+	}
+	recs = binary.AppendUvarint(recs, uint64(len(o.params)))
+	for _, p := range o.params {
+		recs = appendSavedString(recs, p)
+	}
+	if o.loc != nil {
+		recs = appendSavedString(recs, o.loc.url)
+		recs = appendSavedString(recs, o.loc.key)
+	}
+	recs = recording.AppendCRC(recs, 0)
+	w.rec = recs
+	if _, err := w.recs.Write(recs); err != nil {
+		return fmt.Errorf("saved index: %w", err)
+	}
+	w.recLen += uint64(len(recs))
+	return nil
+}
+
+// size is the bytes of the file finish writes with an entry table of tabLen bytes.
+func (w *diskWriter) size(tabLen int) int {
+	return diskHeadBytes + tabLen + pad8(tabLen) + diskItemBytes*(3*w.m+len(w.texts)) + 8*(w.m+1) + int(w.recLen) + len(w.skips)
+}
+
+// finish writes the saved index to out under key: the header, the entry table (tabLen
+// bytes from table), the lists sorted, the record offsets, the records (read back from
+// recs, what add wrote) and the skip blob.
+func (w *diskWriter) finish(out io.Writer, key SavedIndexKey, table io.Reader, tabLen int64, recs io.Reader) error {
+	le := binary.LittleEndian
 	head := make([]byte, 0, diskHeadBytes)
 	head = append(head, savedMagic...)
 	head = le.AppendUint32(head, SavedIndexVersion)
 	head = le.AppendUint32(head, 0)
 	head = append(head, key[:]...)
-	for _, v := range []int{len(out), m, len(tab), len(recs), len(texts), len(skips), 0, 0, 0} {
-		head = le.AppendUint64(head, uint64(v))
+	for _, v := range []uint64{uint64(w.n), uint64(w.m), uint64(tabLen), w.recLen, uint64(len(w.texts)), uint64(len(w.skips)), 0, 0, 0} {
+		head = le.AppendUint64(head, v)
 	}
 	sum := sha256.Sum256(head)
 	head = append(head, sum[:]...)
-	buf.Grow(diskHeadBytes + len(tab) + 8 + 12*(3*m+len(texts)) + 8*(m+1) + len(recs) + len(skips))
-	buf.Write(head)
-	buf.Write(tab)
-	buf.Write(make([]byte, pad8(len(tab))))
-	for _, list := range [][]item{exact, base, urls, texts} {
-		slices.SortFunc(list, func(a, b item) int {
+	bw := bufio.NewWriterSize(out, 256<<10)
+	bw.Write(head)
+	copied := func(r io.Reader, n int64, what string) error {
+		k, err := io.Copy(bw, r)
+		if err == nil && k != n {
+			err = fmt.Errorf("%s of %d bytes, %d expected", what, k, n)
+		}
+		if err != nil {
+			return fmt.Errorf("saved index: %w", err)
+		}
+		return nil
+	}
+	if err := copied(table, tabLen, "entry table"); err != nil {
+		return err
+	}
+	bw.Write(make([]byte, pad8(int(tabLen))))
+	for _, list := range [][]diskItem{w.exact, w.base, w.urls, w.texts} {
+		slices.SortFunc(list, func(a, b diskItem) int {
 			if a.h != b.h {
 				if a.h < b.h {
 					return -1
@@ -163,15 +222,19 @@ func encodeDisk(key SavedIndexKey, b *recording.Bundle, out []built) ([]byte, er
 			var tmp [diskItemBytes]byte
 			le.PutUint64(tmp[:], it.h)
 			le.PutUint32(tmp[8:], it.pos)
-			buf.Write(recording.AppendCRC(tmp[:12], 0))
+			bw.Write(recording.AppendCRC(tmp[:12], 0))
 		}
 	}
-	for _, o := range recOffs {
-		buf.Write(le.AppendUint64(nil, o))
+	var tmp [8]byte
+	for _, o := range w.recOffs {
+		bw.Write(le.AppendUint64(tmp[:0], o))
 	}
-	buf.Write(recs)
-	buf.Write(skips)
-	return buf.Bytes(), nil
+	bw.Write(le.AppendUint64(tmp[:0], w.recLen))
+	if err := copied(recs, int64(w.recLen), "records"); err != nil {
+		return err
+	}
+	bw.Write(w.skips)
+	return bw.Flush()
 }
 
 // pad8 is how many zero bytes follow n bytes to reach a multiple of 8.

@@ -377,6 +377,12 @@ func (ix *Index) textsOf(ep *rules.Endpoint, b string) *textIndex {
 // parallel (the rules are read-only), then bucketed in recording order by NewIndex, so the
 // index is the same whatever the number of workers.
 func (ix *Index) buildAll(out []built) {
+	ix.buildRange(out, 0, func(i int) (*recording.Entry, error) { return ix.b.Entry(i), nil })
+}
+
+// buildRange computes the keys and buckets of entries first to first+len(out)-1 into out,
+// in parallel; entry gives entry i (an entry it cannot give is skipped with its error).
+func (ix *Index) buildRange(out []built, first int, entry func(i int) (*recording.Entry, error)) {
 	n := len(out)
 	workers := min(runtime.GOMAXPROCS(0), max(1, n/2048))
 	chunk := (n + workers - 1) / max(1, workers)
@@ -387,8 +393,13 @@ func (ix *Index) buildAll(out []built) {
 		go func() {
 			defer wg.Done()
 			statics := map[string]bool{}
-			for i := lo; i < hi; i++ {
-				ix.build(ix.b.Entry(i), &out[i], statics)
+			for k := lo; k < hi; k++ {
+				e, err := entry(first + k)
+				if err != nil {
+					out[k] = built{skip: err.Error()}
+					continue
+				}
+				ix.build(e, &out[k], statics)
 			}
 		}()
 	}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/recording"
@@ -53,6 +55,9 @@ func Open(arg string, repo *Repo, notes io.Writer) (*Opened, error) {
 	if o := openSaved(tgt, repo); o != nil {
 		return o, nil
 	}
+	if o := openBuilt(tgt, repo); o != nil {
+		return o, nil
+	}
 	var before []stampFile
 	tgt, b, err := openBundle(arg, repo, notes, false, func(dir string) { before, _ = indexInputs(dir) })
 	if err != nil {
@@ -91,11 +96,18 @@ func openSaved(tgt *Target, repo *Repo) *Opened {
 	if !ok {
 		return nil
 	}
-	s, err := replay.OpenSavedIndex(opts.SavedIndex, opts.SavedKey)
+	return openSavedFile(tgt, repo, rs, before, opts.SavedIndex, opts.SavedKey)
+}
+
+// openSavedFile opens tgt from the saved index file path of key, computed under rs from
+// the recording files before: nil when the file cannot be used or the files are no longer
+// those.
+func openSavedFile(tgt *Target, repo *Repo, rs *rules.Set, before []stampFile, path string, key replay.SavedIndexKey) *Opened {
+	s, err := replay.OpenSavedIndex(path, key)
 	if err != nil {
 		return nil
 	}
-	b, err := recording.OpenBundleTable(tgt.BundleDir, s.Table(), opts.SavedIndex)
+	b, err := recording.OpenBundleTable(tgt.BundleDir, s.Table(), path)
 	if err != nil {
 		s.Close()
 		return nil
@@ -113,6 +125,70 @@ func openSaved(tgt *Target, repo *Repo) *Opened {
 		return nil
 	}
 	return &Opened{Target: tgt, Bundle: b, Rules: rs, Index: idx}
+}
+
+// streamIndexBytes is the size of a recording's entries file (entries.jsonl.gz of a
+// format 3 recording; an unpacked bundle's entries.jsonl counts a tenth, about what gzip
+// makes of it) from which the first start builds the saved index one entry at a time
+// (replay.BuildSavedIndex) instead of opening the recording with its entries in memory:
+// about 60,000 entries, where the two cost about the same time. A variable for tests.
+var streamIndexBytes int64 = 4 << 20
+
+// openBuilt is the first start of a large recording (see streamIndexBytes) with no saved
+// index of the current key: it builds the saved index (replay.BuildSavedIndex) and opens tgt
+// from it as openSaved does, so that what the start takes in memory does not grow with
+// the entries (docs/replay.md, "The first start"). When the recording's files changed
+// within the last seconds (no key is given then, savedindex.go), the file is one of this
+// start's only, removed once it is mapped. It returns nil for a recording below the size,
+// a cache where no file can be written, a recording that changed while it was read or one
+// that cannot be opened (the caller then opens it as a small one is, which says why).
+func openBuilt(tgt *Target, repo *Repo) *Opened {
+	before, ok := indexInputs(tgt.BundleDir)
+	if !ok || entriesFileBytes(before) < streamIndexBytes {
+		return nil
+	}
+	rs, err := rules.Load(tgt.RulesDirs...)
+	if err != nil {
+		return nil // the caller reports it
+	}
+	abs, err := filepath.Abs(tgt.BundleDir)
+	if err != nil {
+		return nil
+	}
+	path := savedIndexPath(repo.CacheDir(), abs)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil
+	}
+	key, keep := savedIndexKey(abs, before, rs, time.Now())
+	if !keep {
+		f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-start-*")
+		if err != nil {
+			return nil
+		}
+		f.Close()
+		path = f.Name()
+		defer os.Remove(path) // once mapped (or not used), the file is not needed
+	}
+	if err := replay.BuildSavedIndex(path, key, tgt.BundleDir, rs); err != nil {
+		// a recording that does not open, or a cache that fills up: the in-memory start
+		// gives the recording's error (the same words) or serves without a saved index
+		return nil
+	}
+	return openSavedFile(tgt, repo, rs, before, path, key)
+}
+
+// entriesFileBytes is the size of the entries file among a recording's files (indexInputs),
+// an unpacked bundle's counted a tenth.
+func entriesFileBytes(files []stampFile) int64 {
+	for _, f := range files {
+		switch filepath.Base(f.Name) {
+		case recording.RecordingEntriesFile:
+			return f.Size
+		case filepath.Base(recording.EntriesFile):
+			return f.Size / 10
+		}
+	}
+	return 0
 }
 
 // OpenBundle resolves arg as Open does and opens its bundle, without rules or index (the

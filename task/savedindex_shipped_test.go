@@ -1,11 +1,14 @@
 package task
 
 import (
+	"bytes"
 	"io"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pab-dev/pab/replay"
 	"github.com/pab-dev/pab/rules"
@@ -62,6 +65,94 @@ func TestSavedIndexShippedTasks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSavedIndexBuiltShippedTasks: for every task shipped in tasks/, the first start of a
+// recording at or above streamIndexBytes (made 0 here) builds the saved index one entry at
+// a time (replay.BuildSavedIndex) and opens from it: the file has the same bytes as the one
+// the in-memory start writes, and the index answers every probe as the computed one. With
+// the recording's files just changed (no key), the file built is this start's only: the
+// answers are the same and nothing is left in the cache.
+func TestSavedIndexBuiltShippedTasks(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := &Repo{Root: root}
+	origRacy, origBytes := stampRacyAge, streamIndexBytes
+	t.Cleanup(func() { stampRacyAge, streamIndexBytes = origRacy, origBytes })
+	dirs, err := filepath.Glob(filepath.Join(repo.TasksDir(), "*", "recording"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("shipped tasks: %v %v", dirs, err)
+	}
+	for _, d := range dirs {
+		id := filepath.Base(filepath.Dir(d))
+		t.Run(id, func(t *testing.T) {
+			stampRacyAge, streamIndexBytes = 0, origBytes
+			t.Setenv("PAB_CACHE", t.TempDir())
+			computed, err := Open(id, repo, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reqs := shippedProbes(computed)
+			want := probeDecisions(computed.Index, reqs)
+			computed.Index.WaitSaved()
+			files, _ := filepath.Glob(filepath.Join(repo.CacheDir(), savedIndexDir, "*.idx"))
+			if len(files) != 1 {
+				t.Fatalf("the in-memory start wrote %v, want one saved index", files)
+			}
+			inMemory, err := os.ReadFile(files[0])
+			computed.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			streamIndexBytes = 0
+			t.Setenv("PAB_CACHE", t.TempDir())
+			built, err := Open(id, repo, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := built.Index.SavedIndexState(); st != "loaded" || !built.Bundle.FromTable() {
+				t.Errorf("built start: %q, from the entry table %v; want both", st, built.Bundle.FromTable())
+			}
+			checkDecisions(t, "built", probeDecisions(built.Index, reqs), want, reqs)
+			built.Close()
+			got, err := os.ReadFile(filepath.Join(repo.CacheDir(), savedIndexDir, filepath.Base(files[0])))
+			if err != nil {
+				t.Fatalf("the built start left no saved index: %v", err)
+			}
+			if !bytes.Equal(got, inMemory) {
+				t.Errorf("the built saved index (%d bytes) differs from the in-memory start's (%d bytes)", len(got), len(inMemory))
+			}
+
+			stampRacyAge = time.Hour // every file just changed: no key
+			t.Setenv("PAB_CACHE", t.TempDir())
+			racy, err := Open(id, repo, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !racy.Bundle.FromTable() {
+				t.Errorf("a start with no key did not open from a built index")
+			}
+			checkDecisions(t, "built without a key", probeDecisions(racy.Index, reqs), want, reqs)
+			racy.Close()
+			left, _ := os.ReadDir(filepath.Join(repo.CacheDir(), savedIndexDir))
+			if len(left) != 0 {
+				t.Errorf("a start with no key left %v in the cache", left)
+			}
+		})
+	}
+}
+
+// checkDecisions reports each probe whose decision got differs from want's.
+func checkDecisions(t *testing.T, what string, got, want []string, reqs []rules.Request) {
+	t.Helper()
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("probe %s %s:\n%s: %s\ncomputed: %s", reqs[i].Method, reqs[i].URL, what, got[i], want[i])
+		}
 	}
 }
 
