@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
+	"github.com/pab-dev/pab/internal/filelock"
 	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/replay"
@@ -139,7 +141,8 @@ var streamIndexBytes int64 = 4 << 20
 // from it as openSaved does, so that what the start takes in memory does not grow with
 // the entries (docs/replay.md, "The first start"). When the recording's files changed
 // within the last seconds (no key is given then, savedindex.go), the file is one of this
-// start's only, removed once it is mapped. It returns nil for a recording below the size,
+// start's only, removed once it is mapped; otherwise the build holds the lock
+// <file>.lock, so that starts side by side build it once. It returns nil for a recording below the size,
 // a cache where no file can be written, a recording that changed while it was read or one
 // that cannot be opened (the caller then opens it as a small one is, which says why).
 func openBuilt(tgt *Target, repo *Repo) *Opened {
@@ -168,7 +171,15 @@ func openBuilt(tgt *Target, repo *Repo) *Opened {
 		f.Close()
 		path = f.Name()
 		defer os.Remove(path) // once mapped (or not used), the file is not needed
+	} else if unlock, err := filelock.Lock(path + ".lock"); err == nil {
+		// one build at a time: starts of the same recording side by side (pab run) wait
+		// for the first and read what it wrote
+		defer unlock()
+		if o := openSavedFile(tgt, repo, rs, before, path, key); o != nil {
+			return o
+		}
 	}
+	savedIndexBuilds.Add(1)
 	if err := replay.BuildSavedIndex(path, key, tgt.BundleDir, rs); err != nil {
 		// a recording that does not open, or a cache that fills up: the in-memory start
 		// gives the recording's error (the same words) or serves without a saved index
@@ -176,6 +187,9 @@ func openBuilt(tgt *Target, repo *Repo) *Opened {
 	}
 	return openSavedFile(tgt, repo, rs, before, path, key)
 }
+
+// savedIndexBuilds counts the saved indexes openBuilt built in this process (for tests).
+var savedIndexBuilds atomic.Int64
 
 // entriesFileBytes is the size of the entries file among a recording's files (indexInputs),
 // an unpacked bundle's counted a tenth.

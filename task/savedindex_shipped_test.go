@@ -2,11 +2,13 @@ package task
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -211,4 +213,74 @@ func probeDecisions(ix *replay.Index, reqs []rules.Request) []string {
 		out[i] = sb.String()
 	}
 	return out
+}
+
+// TestSavedIndexBuiltSideBySide: starts of the same large recording side by side (as pab
+// run starts them) all open from a built saved index and answer as the computed index;
+// it is built once (the others wait for it), and the cache holds one saved index after
+// them and no temporary file.
+func TestSavedIndexBuiltSideBySide(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := &Repo{Root: root}
+	origRacy, origBytes := stampRacyAge, streamIndexBytes
+	t.Cleanup(func() { stampRacyAge, streamIndexBytes = origRacy, origBytes })
+	stampRacyAge = 0
+	t.Setenv("PAB_CACHE", t.TempDir())
+	const id = "archive-org-jobs"
+	computed, err := Open(id, repo, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := shippedProbes(computed)
+	want := probeDecisions(computed.Index, reqs)
+	computed.Close()
+
+	streamIndexBytes = 0
+	t.Setenv("PAB_CACHE", t.TempDir())
+	const starts = 4
+	got := make([][]string, starts)
+	errs := make([]error, starts)
+	fromTable := make([]bool, starts)
+	builds := savedIndexBuilds.Load()
+	var wg sync.WaitGroup
+	for i := range starts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o, err := Open(id, repo, io.Discard)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer o.Close()
+			fromTable[i] = o.Bundle.FromTable()
+			got[i] = probeDecisions(o.Index, reqs)
+		}()
+	}
+	wg.Wait()
+	if n := savedIndexBuilds.Load() - builds; n != 1 {
+		t.Errorf("%d starts side by side built the saved index %d times, want once", starts, n)
+	}
+	for i := range starts {
+		if errs[i] != nil {
+			t.Fatalf("start %d: %v", i, errs[i])
+		}
+		if !fromTable[i] {
+			t.Errorf("start %d did not open from the built saved index", i)
+		}
+		checkDecisions(t, fmt.Sprintf("start %d", i), got[i], want, reqs)
+	}
+	var names []string
+	ents, _ := os.ReadDir(filepath.Join(repo.CacheDir(), savedIndexDir))
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".lock") {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) != 1 || !strings.HasSuffix(names[0], ".idx") {
+		t.Errorf("the cache holds %v, want one saved index", names)
+	}
 }
