@@ -114,7 +114,10 @@ func WriteEntryTable(dir, tmpDir string, w io.Writer) (n int, err error) {
 			sizes = append(sizes, fi.Size())
 		}
 		entriesPath := filepath.Join(dir, RecordingEntriesFile)
-		err = inflateEntries(root, dir, entriesPath, budget, func(r io.Reader, _ int) error {
+		err = inflateEntries(root, dir, entriesPath, budget, func(r io.Reader, hint int) error {
+			// allocated once for the entries the file's size suggests, not grown by doubling
+			hint = min(max(hint, 0), maxEntriesHint)
+			offs, ids, z.mems = make([]uint64, 0, hint+1), make([]idRef, 0, hint), make([]zmember, 0, 2*hint)
 			return eachEntry(r, entriesPath, MaxWARCBytes, func(_ int, e *Entry) error { return add(e, entriesPath) })
 		})
 		if err == nil {

@@ -502,7 +502,9 @@ func TestAuditRecordingNamesCorruptMember(t *testing.T) {
 // FuzzInPlaceEntries opens a format 3 recording whose entries.jsonl.gz holds fuzzed JSON
 // lines (the real archive kept; seeds: the real lines, and lines with member fields moved
 // out of range, onto one another, or claiming huge records), then reads every response:
-// errors, never a panic, a read past a body or an allocation beyond the record bounds.
+// errors, never a panic, a read past a body or an allocation beyond the record bounds; and
+// WriteEntryTable gives the same table, or the same error, as OpenBundle and
+// EncodeEntryTable.
 func FuzzInPlaceEntries(f *testing.F) {
 	tmp := f.TempDir()
 	bundleDir := filepath.Join(tmp, "bundle")
@@ -550,6 +552,7 @@ func FuzzInPlaceEntries(f *testing.F) {
 		zw.Write(jsonl)
 		zw.Close()
 		os.WriteFile(filepath.Join(rec, RecordingEntriesFile), zbuf.Bytes(), 0o644)
+		sameTable(t, rec) // the table written one line at a time: the same bytes or error
 		b, err := OpenBundle(rec)
 		if err != nil {
 			return

@@ -75,7 +75,7 @@ func encodeDisk(key SavedIndexKey, b *recording.Bundle, out []built) ([]byte, er
 		return nil, err
 	}
 	var recs bytes.Buffer
-	w := &diskWriter{recs: &recs}
+	w := newDiskWriter(&recs, len(out))
 	for i := range out {
 		if err := w.add(i, &out[i]); err != nil {
 			return nil, err
@@ -108,6 +108,11 @@ type diskWriter struct {
 	recLen                   uint64
 	skips                    []byte
 	rec                      []byte // the record being encoded
+}
+
+// newDiskWriter is a diskWriter writing records to recs, its lists sized for n entries.
+func newDiskWriter(recs io.Writer, n int) *diskWriter {
+	return &diskWriter{recs: recs, exact: make([]diskItem, 0, n), base: make([]diskItem, 0, n), urls: make([]diskItem, 0, n), recOffs: make([]uint64, 0, n+1)}
 }
 
 // appendSavedString appends s as a varint length and its bytes.

@@ -87,7 +87,7 @@ func BuildSavedIndex(path string, key SavedIndexKey, dir string, rs *rules.Set) 
 	}
 	defer drop(rf)
 	rw := bufio.NewWriterSize(rf, 256<<10)
-	w := &diskWriter{recs: rw}
+	w := newDiskWriter(rw, n)
 	ix := &Index{b: b, rs: rs}
 	out := make([]built, min(n, buildChunk))
 	for lo := 0; lo < n; lo += buildChunk {

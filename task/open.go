@@ -133,7 +133,11 @@ func openSavedFile(tgt *Target, repo *Repo, rs *rules.Set, before []stampFile, p
 // format 3 recording; an unpacked bundle's entries.jsonl counts a tenth, about what gzip
 // makes of it) from which the first start builds the saved index one entry at a time
 // (replay.BuildSavedIndex) instead of opening the recording with its entries in memory:
-// about 60,000 entries, where the two cost about the same time. A variable for tests.
+// about 47,000 entries of bench/scale's crawl (89 bytes an entry, gzipped). Below it the
+// in-memory start takes well under a second and a few hundred MB at most (0.18 s for the
+// 20,000-entry bench recording) and starts serving before the file is written; above it,
+// its memory grows by about 5 KB an entry (docs/replay.md, "The first start"). A variable
+// for tests.
 var streamIndexBytes int64 = 4 << 20
 
 // openBuilt is the first start of a large recording (see streamIndexBytes) with no saved
