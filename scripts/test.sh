@@ -2,7 +2,8 @@
 # The test command of pab (README "Tests"). It installs what the tests need when it is
 # missing (Debian's chromium, for the browser tests, and the rest: see below), then vets and
 # runs every test with the race detector, reported by tools/testreport (docs/testing.md).
-# Set FUZZTIME (for example FUZZTIME=10s) to also run each fuzz target that long.
+# Set FUZZTIME (for example FUZZTIME=10s) to also run each fuzz target that long
+# (FUZZMINIMIZETIME bounds the minimizing of each new input, default 1s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/apt.sh # apt_install: waits for the dpkg lock of a busy machine
@@ -40,7 +41,10 @@ trap 'rm -f "${TMPDIR:-/tmp}/pab-testreport.$$"' EXIT
 go test -json -race -count=1 -timeout 40m ./... 2>&1 | "${TMPDIR:-/tmp}/pab-testreport.$$" -allowed docs/testing.md
 
 if [ -n "${FUZZTIME:-}" ]; then
-	# every FuzzXxx function, one at a time (go test -fuzz takes one target per run)
+	# every FuzzXxx function, one at a time (go test -fuzz takes one target per run). Each
+	# new interesting input is minimized for at most FUZZMINIMIZETIME (default 1s; Go's is
+	# 60s): in a few seconds of fuzzing the engine would otherwise spend them all minimizing
+	# (docs/testing.md, "Fuzzing").
 	grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r f; do
 		pkg="./$(dirname "${f#./}")"
 		grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | sed 's/^func //' | while read -r fn; do
@@ -51,7 +55,7 @@ if [ -n "${FUZZTIME:-}" ]; then
 			# three times in all. A real failure names its input under testdata/fuzz and fails
 			# at once.
 			for try in 1 2 3; do
-				if go test -run '^$' -fuzz "^${fn}\$" -fuzztime "$FUZZTIME" "$pkg" >"$out" 2>&1; then
+				if go test -run '^$' -fuzz "^${fn}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime "${FUZZMINIMIZETIME:-1s}" "$pkg" >"$out" 2>&1; then
 					tail -n 3 "$out"
 					break
 				fi
