@@ -253,3 +253,63 @@ func TestSavedIndexPagesOnDemand(t *testing.T) {
 		})
 	}
 }
+
+// TestSavedIndexBuiltFormats: a recording at or above streamIndexBytes (made 0 here) opens
+// from a saved index built one entry at a time, read in place (format 3) or unpacked first
+// (format 2: the unpacked bundle's entries.jsonl), and decides as the in-memory start does;
+// a damaged one fails to open with the in-memory start's error, leaving no temporary file
+// in the cache.
+func TestSavedIndexBuiltFormats(t *testing.T) {
+	origRacy, origBytes := stampRacyAge, streamIndexBytes
+	t.Cleanup(func() { stampRacyAge, streamIndexBytes = origRacy, origBytes })
+	stampRacyAge = 0
+	for _, format := range []int{2, 3} {
+		t.Run(fmt.Sprintf("format %d", format), func(t *testing.T) {
+			repo, tk := newRepoFormat(t, format)
+			streamIndexBytes = origBytes
+			_, want := openState(t, repo)
+			os.RemoveAll(filepath.Join(repo.CacheDir(), savedIndexDir))
+
+			streamIndexBytes = 0
+			o, err := Open("books", repo, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fromTable := o.Bundle.FromTable()
+			o.Close()
+			if !fromTable {
+				t.Errorf("the start did not open from a built saved index")
+			}
+			if st, got := openState(t, repo); st != "loaded" || strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("built: %q, same decisions %v; want loaded and the same", st, strings.Join(got, "\n") == strings.Join(want, "\n"))
+			}
+
+			// entries.jsonl.gz cut short: the same error either way
+			if format != 3 {
+				return
+			}
+			os.RemoveAll(filepath.Join(repo.CacheDir(), savedIndexDir))
+			ef := filepath.Join(tk.Dir, "recording", recording.RecordingEntriesFile)
+			data, err := os.ReadFile(ef)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(ef, data[:len(data)/2], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			streamIndexBytes = origBytes
+			_, memErr := Open("books", repo, io.Discard)
+			streamIndexBytes = 0
+			_, builtErr := Open("books", repo, io.Discard)
+			if memErr == nil || builtErr == nil || builtErr.Error() != memErr.Error() {
+				t.Errorf("damaged entries: built start's error %v, in-memory start's %v; want the same error", builtErr, memErr)
+			}
+			left, _ := os.ReadDir(filepath.Join(repo.CacheDir(), savedIndexDir))
+			for _, e := range left {
+				if !strings.HasSuffix(e.Name(), ".lock") {
+					t.Errorf("a failed build left %s in the cache", e.Name())
+				}
+			}
+		})
+	}
+}
