@@ -2,6 +2,7 @@ package task
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -175,7 +176,7 @@ func openBuilt(tgt *Target, repo *Repo) *Opened {
 		f.Close()
 		path = f.Name()
 		defer os.Remove(path) // once mapped (or not used), the file is not needed
-	} else if unlock, err := filelock.Lock(path + ".lock"); err == nil {
+	} else if unlock := lockBuild(path+".lock", buildLockWait); unlock != nil {
 		// one build at a time: starts of the same recording side by side (pab run) wait
 		// for the first and read what it wrote
 		defer unlock()
@@ -190,6 +191,28 @@ func openBuilt(tgt *Target, repo *Repo) *Opened {
 		return nil
 	}
 	return openSavedFile(tgt, repo, rs, before, path, key)
+}
+
+// buildLockWait bounds how long a start waits for another process's build of the same
+// saved index (openBuilt) before it builds its own: far longer than a build takes (5 s at
+// 10^6 entries), so that only a build that hangs (a stopped process) is not waited for.
+const buildLockWait = 5 * time.Minute
+
+// lockBuild takes the lock file path, waiting at most wait while another process holds it;
+// it returns the unlock function, or nil when the lock could not be had (the caller then
+// goes on without it: two builds of one file are only work done twice).
+func lockBuild(path string, wait time.Duration) func() {
+	deadline := time.Now().Add(wait)
+	for {
+		unlock, err := filelock.TryLock(path)
+		if err == nil {
+			return unlock
+		}
+		if !errors.Is(err, filelock.ErrLocked) || time.Now().After(deadline) {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // savedIndexBuilds counts the saved indexes openBuilt built in this process (for tests).

@@ -313,3 +313,30 @@ func TestSavedIndexBuiltFormats(t *testing.T) {
 		})
 	}
 }
+
+// TestLockBuild: a build lock held elsewhere is waited for up to the given time, then
+// given up (nil: the start builds without it); once released, it is taken.
+func TestLockBuild(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.idx.lock")
+	held := lockBuild(path, time.Second)
+	if held == nil {
+		t.Fatal("a free lock was not taken")
+	}
+	start := time.Now()
+	if u := lockBuild(path, 100*time.Millisecond); u != nil {
+		u()
+		t.Fatal("a held lock was taken")
+	}
+	if waited := time.Since(start); waited < 100*time.Millisecond {
+		t.Errorf("gave up after %v, before the 100ms asked", waited)
+	}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		held()
+	}()
+	u := lockBuild(path, time.Minute)
+	if u == nil {
+		t.Fatal("the lock was not taken once released")
+	}
+	u()
+}
