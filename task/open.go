@@ -146,10 +146,11 @@ var streamIndexBytes int64 = 4 << 20
 // from it as openSaved does, so that what the start takes in memory does not grow with
 // the entries (docs/replay.md, "The first start"). When the recording's files changed
 // within the last seconds (no key is given then, savedindex.go), the file is one of this
-// start's only, removed once it is mapped; otherwise the build holds the lock
-// <file>.lock, so that starts side by side build it once. It returns nil for a recording below the size,
-// a cache where no file can be written, a recording that changed while it was read or one
-// that cannot be opened (the caller then opens it as a small one is, which says why).
+// start's only, removed once it is mapped; otherwise the build holds the lock <file>.lock
+// (lockBuild), so that starts side by side build it once. It returns nil for a recording
+// below the size, a cache where no file can be written, a recording that changed while it
+// was read or one that cannot be opened (the caller then opens it as a small one is, which
+// says why).
 func openBuilt(tgt *Target, repo *Repo) *Opened {
 	before, ok := indexInputs(tgt.BundleDir)
 	if !ok || entriesFileBytes(before) < streamIndexBytes {
