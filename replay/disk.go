@@ -542,6 +542,25 @@ func (d *diskIndex) recordStrings(p int) (base, urlKey string) {
 	return base, urlKey
 }
 
+// recordKey returns the method, host and path of the key of position p as read from its
+// record, without decoding the entry ("" when the record is damaged). The strings alias
+// the mapped file: for comparing, never to be kept.
+func (d *diskIndex) recordKey(p int) (method, host, path string) {
+	rec, err := d.record(p)
+	if err != nil {
+		d.damaged(err)
+		return "", "", ""
+	}
+	r := &savedReader{s: unsafe.String(unsafe.SliceData(rec), len(rec))}
+	r.uv()
+	r.byte1()
+	method, host, path = r.str(), r.str(), r.str()
+	if r.err != nil {
+		return "", "", ""
+	}
+	return method, host, path
+}
+
 // run returns the positions listed under the hash of key in list (ascending), each
 // checked by same (the hash may collide).
 func (d *diskIndex) run(list []byte, key string, same func(p int) bool) []int {

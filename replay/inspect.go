@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -130,7 +131,7 @@ func (ix *Index) Explain(r rules.Request) Explanation {
 
 func (ix *Index) candidates(l *lookup) []Candidate {
 	type scored struct {
-		ie       *indexed
+		p        int // position
 		score    int
 		samePath bool
 	}
@@ -138,25 +139,19 @@ func (ix *Index) candidates(l *lookup) []Candidate {
 	want := paramStrings(l.key)
 	for _, k := range l.keys {
 		for _, p := range ix.baseOf(k.Base()) {
-			list = append(list, scored{ix.entry(p), commonParams(want, ix.entry(p).params), true})
+			list = append(list, scored{p, commonParams(want, ix.entry(p).params), true})
 		}
 	}
 	if len(list) == 0 {
+		// every position of the host and method: only the ones shown are decoded
 		segs := pathSegments(l.key.Path)
 		for p := range ix.Len() {
-			ie := ix.entry(p)
-			if ie.key.Host != l.key.Host {
+			method, host, path := ix.keyOf(p)
+			if host != l.key.Host || !slices.Contains(l.methods, method) {
 				continue
 			}
-			same := false
-			for _, m := range l.methods {
-				same = same || ie.key.Method == m
-			}
-			if !same {
-				continue
-			}
-			if n := commonPrefix(segs, pathSegments(ie.key.Path)); n > 0 {
-				list = append(list, scored{ie, n, false}) // unrelated paths are no help
+			if n := commonPrefix(segs, pathSegments(path)); n > 0 {
+				list = append(list, scored{p, n, false}) // unrelated paths are no help
 			}
 		}
 	}
@@ -166,13 +161,26 @@ func (ix *Index) candidates(l *lookup) []Candidate {
 		if i == maxCandidates {
 			break
 		}
-		e := s.ie.e
+		ie := ix.entry(s.p)
+		e := ie.e
 		out = append(out, Candidate{
 			EntryRef: EntryRef{ID: e.ID, Method: e.Method, URL: e.URL, Status: e.Status, TS: e.TS},
-			Key:      s.ie.keyStr, Common: s.score, SamePath: s.samePath,
+			Key:      ie.keyStr, Common: s.score, SamePath: s.samePath,
 		})
 	}
 	return out
+}
+
+// keyOf returns the method, host and path of the key of position p; read from the saved
+// index's record without decoding the entry (nor keeping it) when the index is read in
+// place, so that a scan of every position does not decode every entry. The strings are
+// for comparing only.
+func (ix *Index) keyOf(p int) (method, host, path string) {
+	if ix.d != nil {
+		return ix.d.recordKey(p)
+	}
+	k := &ix.entries[p].key
+	return k.Method, k.Host, k.Path
 }
 
 func pathSegments(p string) []string {
