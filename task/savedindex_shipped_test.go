@@ -40,13 +40,7 @@ func TestSavedIndexShippedTasks(t *testing.T) {
 		id := filepath.Base(filepath.Dir(d))
 		t.Run(id, func(t *testing.T) {
 			t.Setenv("PAB_CACHE", t.TempDir())
-			first, err := Open(id, repo, io.Discard)
-			if err != nil {
-				t.Fatal(err)
-			}
-			reqs := shippedProbes(first)
-			want := probeDecisions(first.Index, reqs)
-			first.Index.WaitSaved()
+			first, reqs, want := openProbed(t, id, repo)
 			if st := first.Index.SavedIndexState(); !strings.HasPrefix(st, "written: ") {
 				first.Close()
 				t.Fatalf("no saved index was written for this task: %q", st)
@@ -87,13 +81,7 @@ func TestSavedIndexBuiltShippedTasks(t *testing.T) {
 		t.Run(id, func(t *testing.T) {
 			stampRacyAge, streamIndexBytes = 0, origBytes
 			t.Setenv("PAB_CACHE", t.TempDir())
-			computed, err := Open(id, repo, io.Discard)
-			if err != nil {
-				t.Fatal(err)
-			}
-			reqs := shippedProbes(computed)
-			want := probeDecisions(computed.Index, reqs)
-			computed.Index.WaitSaved()
+			computed, reqs, want := openProbed(t, id, repo)
 			files, _ := filepath.Glob(filepath.Join(repo.CacheDir(), savedIndexDir, "*.idx"))
 			if len(files) != 1 {
 				t.Fatalf("the in-memory start wrote %v, want one saved index", files)
@@ -141,6 +129,21 @@ func TestSavedIndexBuiltShippedTasks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openProbed opens task id of repo, asks it the shipped probes and waits for its saved
+// index to be written; it returns the opened target (the caller closes it), the probes and
+// their decisions.
+func openProbed(t *testing.T, id string, repo *Repo) (*Opened, []rules.Request, []string) {
+	t.Helper()
+	o, err := Open(id, repo, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := shippedProbes(o)
+	want := probeDecisions(o.Index, reqs)
+	o.Index.WaitSaved()
+	return o, reqs, want
 }
 
 // builtTestRepo is the repository of the shipped tasks, with stampRacyAge and
@@ -232,12 +235,7 @@ func TestSavedIndexBuiltSideBySide(t *testing.T) {
 	stampRacyAge = 0
 	t.Setenv("PAB_CACHE", t.TempDir())
 	const id = "archive-org-jobs"
-	computed, err := Open(id, repo, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reqs := shippedProbes(computed)
-	want := probeDecisions(computed.Index, reqs)
+	computed, reqs, want := openProbed(t, id, repo)
 	computed.Close()
 
 	streamIndexBytes = 0
