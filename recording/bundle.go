@@ -123,10 +123,16 @@ func OpenBundle(dir string) (*Bundle, error) {
 		if b.Manifest.Format == RecordingFormat {
 			return openInPlace(root, b)
 		}
-		return nil, fmt.Errorf("open bundle %s: a published recording of format %d; this pab reads format %d in place and unpacks format %d (Unpack); run pab recording migrate", dir, b.Manifest.Format, RecordingFormat, RecordingFormat2)
+		return nil, formatError(dir, b.Manifest.Format)
 	}
 
 	return openBundleRest(root, b)
+}
+
+// formatError is OpenBundle's error for a published recording dir of a format it does not
+// read in place.
+func formatError(dir string, format int) error {
+	return fmt.Errorf("open bundle %s: a published recording of format %d; this pab reads format %d in place and unpacks format %d (Unpack); run pab recording migrate", dir, format, RecordingFormat, RecordingFormat2)
 }
 
 // openBundleRest opens the data files of bundle b (whose Dir and Manifest are set) from

@@ -64,12 +64,7 @@ func EachBundlePage(dir string, fn func(p *Page) error) error {
 		return err
 	}
 	defer f.Close()
-	return readJSONL(f, filepath.Join(dir, PagesFile), MaxPageLineBytes, nil, func(_ int, p *Page) error {
-		if p.URL == "" {
-			return errors.New("no url")
-		}
-		return fn(p)
-	})
+	return eachPage(f, filepath.Join(dir, PagesFile), fn)
 }
 
 func readManifest(r io.Reader, path string) (Manifest, error) {
@@ -204,14 +199,22 @@ func checkSpan(what string, off, length, size int64, mayBeEmpty bool) error {
 // readPages reads pages/pages.jsonl from r; every page needs a url.
 func readPages(r io.Reader, path string) ([]Page, error) {
 	var pages []Page
-	err := readJSONL(r, path, MaxPageLineBytes, nil, func(_ int, p *Page) error {
-		if p.URL == "" {
-			return errors.New("no url")
-		}
+	err := eachPage(r, path, func(p *Page) error {
 		pages = append(pages, *p)
 		return nil
 	})
 	return pages, err
+}
+
+// eachPage reads pages.jsonl from r one line at a time with readPages' checks and calls fn
+// with each page (valid until fn returns).
+func eachPage(r io.Reader, path string, fn func(p *Page) error) error {
+	return readJSONL(r, path, MaxPageLineBytes, nil, func(_ int, p *Page) error {
+		if p.URL == "" {
+			return errors.New("no url")
+		}
+		return fn(p)
+	})
 }
 
 // readJSONL calls each for every non-blank line of r decoded strictly into a T, with the

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -269,8 +270,10 @@ func (t *entryTable) decode(i int) (*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	// a request span of no bytes is never read (OpenBundle bounds its offset only by
+	// MaxWARCBytes): only spans with bytes must lie inside the records
 	for _, sp := range [][2]int64{{e.RespOffset, e.RespLength}, {e.ReqOffset, e.ReqLength}} {
-		if sp[0] > t.size || sp[1] > t.size-sp[0] {
+		if sp[1] > 0 && (sp[0] > t.size || sp[1] > t.size-sp[0]) {
 			return nil, fmt.Errorf("entry %s: record span %d+%d is past the %d bytes of records", e.ID, sp[0], sp[1], t.size)
 		}
 	}
@@ -287,7 +290,7 @@ func decodeEntryRecord(i int, rec []byte) (*Entry, error) {
 	var nums [13]int64
 	for k := range nums {
 		v, w := binary.Uvarint(rec)
-		if w <= 0 || v > 1<<62 {
+		if w <= 0 || v > math.MaxInt64 {
 			return nil, fmt.Errorf("entry %d: number %d is not a varint", i, k)
 		}
 		nums[k], rec = int64(v), rec[w:]

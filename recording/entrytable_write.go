@@ -23,11 +23,12 @@ const EntryTableMemory = 160
 
 // WriteEntryTable writes to w the entry table of the bundle directory or format 3 recording
 // dir: the bytes EncodeEntryTable gives for the bundle OpenBundle(dir) opens, after the
-// same checks of every entry and gzip member (errors name the file and the entry as
-// OpenBundle's do). It reads the entries file one line at a time and keeps about
-// EntryTableMemory bytes an entry, not the entries: the blob goes to a temporary file in
-// tmpDir first (removed before it returns). It returns the number of entries.
-func WriteEntryTable(dir, tmpDir string, w io.Writer) (n int, err error) {
+// same checks of every entry, gzip member and page (errors name the file and the entry as
+// OpenBundle's do, in the same words). It reads the entries and pages files one line at a
+// time and keeps about EntryTableMemory bytes an entry, not the entries: the blob goes to
+// a temporary file in tmpDir first, named by tmpPattern (os.CreateTemp's pattern; removed
+// before it returns). It returns the number of entries.
+func WriteEntryTable(dir, tmpDir, tmpPattern string, w io.Writer) (n int, err error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return 0, fmt.Errorf("open bundle %s: %w", dir, err)
@@ -43,7 +44,7 @@ func WriteEntryTable(dir, tmpDir string, w io.Writer) (n int, err error) {
 		return 0, err
 	}
 
-	tmp, err := os.CreateTemp(tmpDir, ".entry-blob-*")
+	tmp, err := os.CreateTemp(tmpDir, tmpPattern)
 	if err != nil {
 		return 0, fmt.Errorf("entry table: %w", err)
 	}
@@ -80,7 +81,9 @@ func WriteEntryTable(dir, tmpDir string, w io.Writer) (n int, err error) {
 			if encodeErr == nil {
 				encodeErr = fmt.Errorf("entry table: entry %s: %w", e.ID, err)
 			}
-			rec = rec[:0]
+			// the table is not written; the record keeps the id for the errors that
+			// name entries (sortMembers)
+			rec, _ = appendEntry(rec[:0], &Entry{ID: e.ID, Method: "GET", URL: "-", Status: 200})
 		}
 		if _, err := bw.Write(rec); err != nil {
 			return fmt.Errorf("entry table: %w", err)
@@ -93,7 +96,7 @@ func WriteEntryTable(dir, tmpDir string, w io.Writer) (n int, err error) {
 
 	if _, serr := root.Stat(WARCFile); m.Format != 0 && errors.Is(serr, fs.ErrNotExist) {
 		if m.Format != RecordingFormat {
-			return 0, fmt.Errorf("open bundle %s: a published recording of format %d; an entry table is written only for format %d", dir, m.Format, RecordingFormat)
+			return 0, formatError(dir, m.Format)
 		}
 		files, budget, err := inPlaceFiles(dir)
 		if err != nil {
@@ -115,7 +118,8 @@ func WriteEntryTable(dir, tmpDir string, w io.Writer) (n int, err error) {
 		}
 		entriesPath := filepath.Join(dir, RecordingEntriesFile)
 		err = inflateEntries(root, dir, entriesPath, budget, func(r io.Reader, hint int) error {
-			// allocated once for the entries the file's size suggests, not grown by doubling
+			// allocated once for the entries the file's size suggests (at most 2^20: past
+			// that they grow by doubling)
 			hint = min(max(hint, 0), maxEntriesHint)
 			offs, ids, z.mems = make([]uint64, 0, hint+1), make([]idRef, 0, hint), make([]zmember, 0, 2*hint)
 			return eachEntry(r, entriesPath, MaxWARCBytes, func(_ int, e *Entry) error { return add(e, entriesPath) })
@@ -148,6 +152,9 @@ func WriteEntryTable(dir, tmpDir string, w io.Writer) (n int, err error) {
 		if err := budget.add(size); err != nil {
 			return 0, err
 		}
+		if err := checkPages(root, dir, RecordingPagesFile, MaxPagesBytes); err != nil {
+			return 0, err
+		}
 	} else {
 		wf, err := openBundleFile(root, dir, WARCFile)
 		if err != nil {
@@ -166,6 +173,9 @@ func WriteEntryTable(dir, tmpDir string, w io.Writer) (n int, err error) {
 		entriesPath := filepath.Join(dir, EntriesFile)
 		err = eachEntry(ef, entriesPath, size, func(_ int, e *Entry) error { return add(e, entriesPath) })
 		ef.Close()
+		if err == nil {
+			err = checkPages(root, dir, PagesFile, -1)
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -198,4 +208,19 @@ func offsEnd(offs []uint64, blobLen int64, i int) int64 {
 		return int64(offs[i+1])
 	}
 	return blobLen
+}
+
+// checkPages reads the pages file name of the bundle dir (inside root) as OpenBundle does,
+// within limit bytes (-1: none), without keeping the pages.
+func checkPages(root *os.Root, dir, name string, limit int64) error {
+	pf, err := openBundleFile(root, dir, name)
+	if err != nil {
+		return err
+	}
+	defer pf.Close()
+	var r io.Reader = pf
+	if limit >= 0 {
+		r = io.LimitReader(pf, limit)
+	}
+	return eachPage(r, filepath.Join(dir, name), func(*Page) error { return nil })
 }

@@ -157,11 +157,14 @@ func (ix *Index) candidates(l *lookup) []Candidate {
 	}
 	sort.SliceStable(list, func(i, j int) bool { return list[i].score > list[j].score })
 	var out []Candidate
-	for i, s := range list {
-		if i == maxCandidates {
+	for _, s := range list {
+		if len(out) == maxCandidates {
 			break
 		}
 		ie := ix.entry(s.p)
+		if ie.keyStr == damagedKey {
+			continue // a saved index's damaged entry: never a candidate, as in a lookup
+		}
 		e := ie.e
 		out = append(out, Candidate{
 			EntryRef: EntryRef{ID: e.ID, Method: e.Method, URL: e.URL, Status: e.Status, TS: e.TS},

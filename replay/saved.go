@@ -212,11 +212,14 @@ func writeSaved(path string, data []byte) error {
 // write removes it: far longer than any write takes, so a concurrent one is left alone.
 const staleTempAge = 10 * time.Minute
 
-// removeStaleTemps removes the temporary files atomicfile makes for path
-// (".BASE.tmp-*") that are older than staleTempAge: left by a process that exited while it
-// wrote. Errors are ignored.
+// removeStaleTemps removes the temporary files of writes to path that are older than
+// staleTempAge: left by a process that exited while it wrote. They are the files
+// atomicfile makes for path (".BASE.tmp-*"), BuildSavedIndex's parts (".BASE.tmp-table-*"
+// and the like) and those of a build for one start only (a file ".BASE.tmp-start-*" and
+// its own parts, "..BASE.tmp-start-*.tmp-*"): every name that starts with a dot and holds
+// "BASE.tmp-". Errors are ignored.
 func removeStaleTemps(path string, now time.Time) {
-	temps, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+globEscape(filepath.Base(path))+".tmp-*"))
+	temps, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*"+globEscape(filepath.Base(path))+".tmp-*"))
 	for _, tmp := range temps {
 		if fi, err := os.Lstat(tmp); err == nil && fi.Mode().IsRegular() && now.Sub(fi.ModTime()) > staleTempAge {
 			os.Remove(tmp)

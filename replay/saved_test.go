@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -100,13 +101,17 @@ func TestSavedIndexRemovesStaleTemps(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "x[1].idx")
 	stale, fresh, other := filepath.Join(dir, ".x[1].idx.tmp-123"), filepath.Join(dir, ".x[1].idx.tmp-456"), filepath.Join(dir, ".y.idx.tmp-789")
+	// BuildSavedIndex's parts, and a build's for one start only with its own parts
+	parts := []string{filepath.Join(dir, ".x[1].idx.tmp-table-1"), filepath.Join(dir, ".x[1].idx.tmp-blob-2"),
+		filepath.Join(dir, ".x[1].idx.tmp-start-3"), filepath.Join(dir, "..x[1].idx.tmp-start-3.tmp-records-4")}
+	otherStart := filepath.Join(dir, "..y.idx.tmp-start-5.tmp-table-6")
 	old := time.Now().Add(-time.Hour)
-	for _, f := range []string{stale, fresh, other} {
+	for _, f := range append([]string{stale, fresh, other, otherStart}, parts...) {
 		if err := os.WriteFile(f, []byte("partial"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, f := range []string{stale, other} {
+	for _, f := range append([]string{stale, other, otherStart}, parts...) {
 		if err := os.Chtimes(f, old, old); err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +119,11 @@ func TestSavedIndexRemovesStaleTemps(t *testing.T) {
 	if err := writeSaved(path, []byte("data")); err != nil {
 		t.Fatal(err)
 	}
-	for f, want := range map[string]bool{stale: false, fresh: true, other: true, path: true} {
+	want := map[string]bool{stale: false, fresh: true, other: true, otherStart: true, path: true}
+	for _, f := range parts {
+		want[f] = false
+	}
+	for f, want := range want {
 		if _, err := os.Stat(f); (err == nil) != want {
 			t.Errorf("%s: exists %v, want %v", filepath.Base(f), err == nil, want)
 		}
@@ -368,5 +377,65 @@ func TestSavedIndexVerify(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCandidatesSkipDamagedEntries: with one entry of a saved index's entry table
+// damaged, pab inspect's nearest candidates (read from the records' keys without decoding
+// every entry) never list the damaged entry, as a lookup never answers with it.
+func TestCandidatesSkipDamagedEntries(t *testing.T) {
+	c := savedCases(t)[0]
+	key := SavedIndexKey(sha256.Sum256([]byte("test key")))
+	path := filepath.Join(t.TempDir(), "saved.idx")
+	newSavedIndex(t, c, path, key)
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the first entry with a path segment: its record in the table's blob gets a byte flipped
+	victim := -1
+	for i := range c.b.Len() {
+		if u, err := url.Parse(c.b.Entry(i).URL); err == nil && len(pathSegments(u.Path)) > 0 {
+			victim = i
+			break
+		}
+	}
+	if victim < 0 {
+		t.Fatal("no entry with a path segment")
+	}
+	le := binary.LittleEndian
+	tab := good[diskHeadBytes:]
+	n, nmem := le.Uint64(tab[24:]), le.Uint64(tab[32:])
+	blob := 64 + (n+1)*8 + n*12 + nmem*48
+	lo, hi := le.Uint64(tab[64+8*uint64(victim):]), le.Uint64(tab[64+8*uint64(victim+1):])
+	s, err := parseDisk(flip(good, diskHeadBytes+int(blob+(lo+hi)/2)), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := recording.OpenBundleTable(c.b.Dir, s.Table(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	ix, err := NewIndex(tb, c.rs, IndexOptions{RuleRoot: c.root, Opened: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := 0
+	for i := range c.b.Len() {
+		u, err := url.Parse(c.b.Entry(i).URL)
+		if err != nil || len(pathSegments(u.Path)) == 0 {
+			continue
+		}
+		u.Path, u.RawQuery = "/"+pathSegments(u.Path)[0]+"/nothing-recorded-here", ""
+		for _, cand := range ix.Explain(rules.Request{Method: "GET", URL: u}).Candidates {
+			shown++
+			if strings.HasPrefix(cand.ID, "damaged-") {
+				t.Errorf("%s: the damaged entry is a candidate: %+v", u, cand)
+			}
+		}
+	}
+	if shown == 0 {
+		t.Fatal("no probe had candidates: the test shows nothing")
 	}
 }

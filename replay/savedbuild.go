@@ -36,7 +36,8 @@ const SavedIndexMemory = recording.EntryTableMemory
 // records buildChunk at a time and writes the file from the parts, so that the memory it
 // takes is about SavedIndexMemory bytes an entry plus one chunk of entries; the parts are
 // temporary files next to path, and the file is written atomically (a temporary file
-// renamed over path; a crash leaves none that a later write does not remove). Errors name
+// renamed over path; a crash leaves temporary files that a later write removes,
+// removeStaleTemps). Errors name
 // the recording's file and entry as recording.OpenBundle's do.
 func BuildSavedIndex(path string, key SavedIndexKey, dir string, rs *rules.Set) error {
 	tmpDir := filepath.Dir(path)
@@ -63,7 +64,7 @@ func BuildSavedIndex(path string, key SavedIndexKey, dir string, rs *rules.Set) 
 		return err
 	}
 	defer drop(tf)
-	n, err := recording.WriteEntryTable(dir, tmpDir, tf)
+	n, err := recording.WriteEntryTable(dir, tmpDir, "."+filepath.Base(path)+".tmp-blob-*", tf)
 	if err != nil {
 		return err
 	}
@@ -72,7 +73,9 @@ func BuildSavedIndex(path string, key SavedIndexKey, dir string, rs *rules.Set) 
 		return fmt.Errorf("saved index: %w", err)
 	}
 	defer mp.close()
-	b, err := recording.OpenBundleTable(dir, mp.data, tf.Name())
+	// errors of entries read from the table name the file being built, not the temporary
+	// table (an entry that cannot be read is left out with its error as the reason)
+	b, err := recording.OpenBundleTable(dir, mp.data, path)
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,7 @@ func Open(arg string, repo *Repo, notes io.Writer) (*Opened, error) {
 	if o := openSaved(tgt, repo); o != nil {
 		return o, nil
 	}
-	if o := openBuilt(tgt, repo); o != nil {
+	if o := openBuilt(tgt, repo, notes); o != nil {
 		return o, nil
 	}
 	var before []stampFile
@@ -151,7 +151,7 @@ var streamIndexBytes int64 = 4 << 20
 // below the size, a cache where no file can be written, a recording that changed while it
 // was read or one that cannot be opened (the caller then opens it as a small one is, which
 // says why).
-func openBuilt(tgt *Target, repo *Repo) *Opened {
+func openBuilt(tgt *Target, repo *Repo, notes io.Writer) *Opened {
 	before, ok := indexInputs(tgt.BundleDir)
 	if !ok || entriesFileBytes(before) < streamIndexBytes {
 		return nil
@@ -177,7 +177,9 @@ func openBuilt(tgt *Target, repo *Repo) *Opened {
 		f.Close()
 		path = f.Name()
 		defer os.Remove(path) // once mapped (or not used), the file is not needed
-	} else if unlock := lockBuild(path+".lock", buildLockWait); unlock != nil {
+	} else if unlock := lockBuild(path+".lock", buildLockWait, func() {
+		fmt.Fprintf(notes, "pab: another pab is building the saved index of %s; waiting for it (at most %v)\n", tgt.BundleDir, buildLockWait)
+	}); unlock != nil {
 		// one build at a time: starts of the same recording side by side (pab run) wait
 		// for the first and read what it wrote
 		defer unlock()
@@ -199,18 +201,22 @@ func openBuilt(tgt *Target, repo *Repo) *Opened {
 // 10^6 entries), so that only a build that hangs (a stopped process) is not waited for.
 const buildLockWait = 5 * time.Minute
 
-// lockBuild takes the lock file path, waiting at most wait while another process holds it;
-// it returns the unlock function, or nil when the lock could not be had (the caller then
-// goes on without it: two builds of one file are only work done twice).
-func lockBuild(path string, wait time.Duration) func() {
+// lockBuild takes the lock file path, waiting at most wait while another process holds it
+// (waiting, when not nil, is called once, as the wait begins); it returns the unlock
+// function, or nil when the lock could not be had (the caller then goes on without it:
+// two builds of one file are only work done twice).
+func lockBuild(path string, wait time.Duration, waiting func()) func() {
 	deadline := time.Now().Add(wait)
-	for {
+	for first := true; ; first = false {
 		unlock, err := filelock.TryLock(path)
 		if err == nil {
 			return unlock
 		}
 		if !errors.Is(err, filelock.ErrLocked) || time.Now().After(deadline) {
 			return nil
+		}
+		if first && waiting != nil {
+			waiting()
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

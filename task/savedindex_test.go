@@ -318,23 +318,28 @@ func TestSavedIndexBuiltFormats(t *testing.T) {
 // given up (nil: the start builds without it); once released, it is taken.
 func TestLockBuild(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.idx.lock")
-	held := lockBuild(path, time.Second)
-	if held == nil {
-		t.Fatal("a free lock was not taken")
+	said := 0
+	waiting := func() { said++ }
+	held := lockBuild(path, time.Second, waiting)
+	if held == nil || said != 0 {
+		t.Fatalf("a free lock: taken %v, waiting said %d times; want taken, not said", held != nil, said)
 	}
 	start := time.Now()
-	if u := lockBuild(path, 100*time.Millisecond); u != nil {
+	if u := lockBuild(path, 100*time.Millisecond, waiting); u != nil {
 		u()
 		t.Fatal("a held lock was taken")
 	}
 	if waited := time.Since(start); waited < 100*time.Millisecond {
 		t.Errorf("gave up after %v, before the 100ms asked", waited)
 	}
+	if said != 1 {
+		t.Errorf("a wait was said %d times, want once", said)
+	}
 	go func() {
 		time.Sleep(50 * time.Millisecond)
 		held()
 	}()
-	u := lockBuild(path, time.Minute)
+	u := lockBuild(path, time.Minute, nil)
 	if u == nil {
 		t.Fatal("the lock was not taken once released")
 	}
