@@ -94,10 +94,26 @@ func WriteEntryTable(dir, tmpDir, tmpPattern string, w io.Writer) (n int, err er
 		return nil
 	}
 
+	// the pages are checked on a second goroutine while the entries are read (about a
+	// third of the time at 10^6 entries); their error is reported where OpenBundle's is
+	pagesErr := make(chan error, 1)
+	checkPagesAsync := func(name string, limit int64) func() error {
+		go func() { pagesErr <- checkPages(root, dir, name, limit) }()
+		var err error
+		waited := false
+		return func() error {
+			if !waited {
+				err, waited = <-pagesErr, true
+			}
+			return err
+		}
+	}
 	if _, serr := root.Stat(WARCFile); m.Format != 0 && errors.Is(serr, fs.ErrNotExist) {
 		if m.Format != RecordingFormat {
 			return 0, formatError(dir, m.Format)
 		}
+		pages := checkPagesAsync(RecordingPagesFile, MaxPagesBytes)
+		defer pages() // the check ends before root is closed
 		files, budget, err := inPlaceFiles(dir)
 		if err != nil {
 			return 0, err
@@ -152,10 +168,12 @@ func WriteEntryTable(dir, tmpDir, tmpPattern string, w io.Writer) (n int, err er
 		if err := budget.add(size); err != nil {
 			return 0, err
 		}
-		if err := checkPages(root, dir, RecordingPagesFile, MaxPagesBytes); err != nil {
+		if err := pages(); err != nil {
 			return 0, err
 		}
 	} else {
+		pages := checkPagesAsync(PagesFile, -1)
+		defer pages() // the check ends before root is closed
 		wf, err := openBundleFile(root, dir, WARCFile)
 		if err != nil {
 			return 0, err
@@ -174,7 +192,7 @@ func WriteEntryTable(dir, tmpDir, tmpPattern string, w io.Writer) (n int, err er
 		err = eachEntry(ef, entriesPath, size, func(_ int, e *Entry) error { return add(e, entriesPath) })
 		ef.Close()
 		if err == nil {
-			err = checkPages(root, dir, PagesFile, -1)
+			err = pages()
 		}
 		if err != nil {
 			return 0, err
