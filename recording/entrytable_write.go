@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 // EntryTableMemory is about how many bytes of memory WriteEntryTable keeps for each entry
@@ -96,17 +97,10 @@ func WriteEntryTable(dir, tmpDir, tmpPattern string, w io.Writer) (n int, err er
 
 	// the pages are checked on a second goroutine while the entries are read (about a
 	// third of the time at 10^6 entries); their error is reported where OpenBundle's is
-	pagesErr := make(chan error, 1)
 	checkPagesAsync := func(name string, limit int64) func() error {
-		go func() { pagesErr <- checkPages(root, dir, name, limit) }()
-		var err error
-		waited := false
-		return func() error {
-			if !waited {
-				err, waited = <-pagesErr, true
-			}
-			return err
-		}
+		done := make(chan error, 1)
+		go func() { done <- checkPages(root, dir, name, limit) }()
+		return sync.OnceValue(func() error { return <-done })
 	}
 	if _, serr := root.Stat(WARCFile); m.Format != 0 && errors.Is(serr, fs.ErrNotExist) {
 		if m.Format != RecordingFormat {

@@ -2,8 +2,8 @@ package replay
 
 // savedbuild.go: the saved index computed and written one entry at a time, for the first
 // start of a recording too large to open with its entries in memory (docs/replay.md, "The
-// first start"): the memory it takes grows by a few dozen bytes an entry, not by the
-// entries.
+// first start"): the memory it takes grows by about SavedIndexMemory bytes an entry, not
+// by the entries.
 
 import (
 	"bufio"
@@ -37,8 +37,8 @@ const SavedIndexMemory = recording.EntryTableMemory
 // takes is about SavedIndexMemory bytes an entry plus one chunk of entries; the parts are
 // temporary files next to path, and the file is written atomically (a temporary file
 // renamed over path; a crash leaves temporary files that a later write removes,
-// removeStaleTemps). Errors name
-// the recording's file and entry as recording.OpenBundle's do.
+// removeStaleTemps). Errors name the recording's file and entry as recording.OpenBundle's
+// do.
 func BuildSavedIndex(path string, key SavedIndexKey, dir string, rs *rules.Set) error {
 	tmpDir := filepath.Dir(path)
 	if err := os.MkdirAll(tmpDir, 0o755); err != nil {

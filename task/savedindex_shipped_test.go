@@ -23,21 +23,10 @@ import (
 // short) exactly as the index computed from the recording on the first Open: the exact,
 // search, promo, fuzzy and latest steps alike.
 func TestSavedIndexShippedTasks(t *testing.T) {
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo := &Repo{Root: root}
+	repo, _ := shippedRepo(t)
 	// a fresh clone's files may be seconds old: the saved index is written all the same
-	orig := stampRacyAge
 	stampRacyAge = 0
-	t.Cleanup(func() { stampRacyAge = orig })
-	dirs, err := filepath.Glob(filepath.Join(repo.TasksDir(), "*", "recording"))
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("shipped tasks: %v %v", dirs, err)
-	}
-	for _, d := range dirs {
-		id := filepath.Base(filepath.Dir(d))
+	for _, id := range shippedTaskIDs(t, repo) {
 		t.Run(id, func(t *testing.T) {
 			t.Setenv("PAB_CACHE", t.TempDir())
 			first, reqs, want := openProbed(t, id, repo)
@@ -71,13 +60,8 @@ func TestSavedIndexShippedTasks(t *testing.T) {
 // the recording's files just changed (no key), the file built is this start's only: the
 // answers are the same and nothing is left in the cache.
 func TestSavedIndexBuiltShippedTasks(t *testing.T) {
-	repo, origBytes := builtTestRepo(t)
-	dirs, err := filepath.Glob(filepath.Join(repo.TasksDir(), "*", "recording"))
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("shipped tasks: %v %v", dirs, err)
-	}
-	for _, d := range dirs {
-		id := filepath.Base(filepath.Dir(d))
+	repo, origBytes := shippedRepo(t)
+	for _, id := range shippedTaskIDs(t, repo) {
 		t.Run(id, func(t *testing.T) {
 			stampRacyAge, streamIndexBytes = 0, origBytes
 			t.Setenv("PAB_CACHE", t.TempDir())
@@ -146,9 +130,23 @@ func openProbed(t *testing.T, id string, repo *Repo) (*Opened, []rules.Request, 
 	return o, reqs, want
 }
 
-// builtTestRepo is the repository of the shipped tasks, with stampRacyAge and
+// shippedTaskIDs are the ids of the tasks shipped in repo with a recording.
+func shippedTaskIDs(t *testing.T, repo *Repo) []string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(repo.TasksDir(), "*", "recording"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("shipped tasks: %v %v", dirs, err)
+	}
+	ids := make([]string, len(dirs))
+	for i, d := range dirs {
+		ids[i] = filepath.Base(filepath.Dir(d))
+	}
+	return ids
+}
+
+// shippedRepo is the repository of the shipped tasks, with stampRacyAge and
 // streamIndexBytes restored when the test ends; it returns streamIndexBytes as it was.
-func builtTestRepo(t *testing.T) (*Repo, int64) {
+func shippedRepo(t *testing.T) (*Repo, int64) {
 	t.Helper()
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -231,7 +229,7 @@ func probeDecisions(ix *replay.Index, reqs []rules.Request) []string {
 // it is built once (the others wait for it), and the cache holds one saved index after
 // them and no temporary file.
 func TestSavedIndexBuiltSideBySide(t *testing.T) {
-	repo, _ := builtTestRepo(t)
+	repo, _ := shippedRepo(t)
 	stampRacyAge = 0
 	t.Setenv("PAB_CACHE", t.TempDir())
 	const id = "archive-org-jobs"
