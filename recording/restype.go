@@ -124,8 +124,10 @@ func RequestResourceType(h http.Header, urlPath string) string {
 	if strings.EqualFold(firstValue(h, "X-Requested-With"), "XMLHttpRequest") {
 		return ResourceFetch
 	}
-	for part := range strings.SplitSeq(firstValue(h, "Accept"), ",") {
-		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil {
+	for accept := firstValue(h, "Accept"); accept != ""; {
+		var part string
+		part, accept, _ = strings.Cut(accept, ",")
+		if mt, ok := acceptMediaType(strings.TrimSpace(part)); ok {
 			if t := ResourceTypeFromAccept(mt); t != "" {
 				return t
 			}
@@ -133,6 +135,39 @@ func RequestResourceType(h http.Header, urlPath string) string {
 	}
 	return ResourceTypeFromPath(urlPath)
 }
+
+// acceptMediaType returns the media type of one media range of an Accept value (RFC 9110
+// section 12.5.1), trimmed, as mime.ParseMediaType gives it, and whether ParseMediaType
+// accepts the range. A range without parameters ("image/webp", "*/*") is read here, without
+// the map ParseMediaType makes: this runs for every request replay answers; any other range
+// goes through ParseMediaType. FuzzAcceptMediaType compares the two.
+func acceptMediaType(part string) (string, bool) {
+	slash := -1
+	for i := 0; i < len(part); i++ {
+		c := part[i]
+		if c == '/' && slash < 0 && i > 0 && i < len(part)-1 {
+			slash = i
+			continue
+		}
+		if !mediaTokenByte[c] {
+			mt, _, err := mime.ParseMediaType(part)
+			return mt, err == nil
+		}
+	}
+	if part == "" {
+		return "", false
+	}
+	return strings.ToLower(part), true
+}
+
+// mediaTokenByte says which bytes make up a token of a media type (RFC 9110 section 5.6.2,
+// as mime.ParseMediaType reads it): visible ASCII but the separators.
+var mediaTokenByte = func() (t [256]bool) {
+	for c := 0x21; c < 0x7f; c++ {
+		t[c] = !strings.ContainsRune(`()<>@,;:\"/[]?=`, rune(c))
+	}
+	return t
+}()
 
 // firstValue is h.Get(key) for a key already in canonical form (CanonicalHeaderKey), without
 // canonicalizing it again: it runs on every request replay answers.

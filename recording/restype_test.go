@@ -1,6 +1,7 @@
 package recording
 
 import (
+	"mime"
 	"net/http"
 	"testing"
 
@@ -66,4 +67,20 @@ func TestImportResourceType(t *testing.T) {
 			t.Errorf("own %q dest %q content-type %q: %s, want %s", c.own, c.dest, c.ct, got, c.want)
 		}
 	}
+}
+
+// FuzzAcceptMediaType: acceptMediaType gives what mime.ParseMediaType gives for every media
+// range, and accepts exactly the ranges it accepts.
+func FuzzAcceptMediaType(f *testing.F) {
+	for _, s := range []string{"", "*/*", "image/webp", "Text/HTML", "text", "/x", "x/", "a/b/c", "a//b",
+		"*/*;q=0.8", "text/html ;level=1", "t\u00e9xt/html", "image/*", "a b/c", "a/b\x7f", "x/y;"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, part string) {
+		mt, _, err := mime.ParseMediaType(part)
+		got, ok := acceptMediaType(part)
+		if ok != (err == nil) || (ok && got != mt) {
+			t.Fatalf("acceptMediaType(%q) = %q, %v; mime.ParseMediaType %q, %v", part, got, ok, mt, err)
+		}
+	})
 }
