@@ -727,6 +727,24 @@ func appendJSONFloat(b []byte, f float64) []byte {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return append(b, '0') // never produced: durations are finite
 	}
+	if f >= 0 && f < 1e9 && !math.Signbit(f) {
+		// A whole number of microseconds in milliseconds (the log's ms, once per request)
+		// is written from its integer k: the decimal k/1000 has at most 12 significant
+		// digits, and a decimal of at most 15 is the only one of its length or shorter
+		// that reads back as its float64, so it is the shortest. TestAppendJSONFloat
+		// compares it with encoding/json.
+		if k := math.Round(f * 1000); k/1000 == f {
+			n := int64(k)
+			b = strconv.AppendInt(b, n/1000, 10)
+			if frac := n % 1000; frac != 0 {
+				b = append(b, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+				for b[len(b)-1] == '0' {
+					b = b[:len(b)-1]
+				}
+			}
+			return b
+		}
+	}
 	format := byte('f')
 	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'

@@ -3,6 +3,8 @@ package replay
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"sync"
@@ -161,4 +163,31 @@ func TestLogLineMemo(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestAppendJSONFloat: the log's ms (whole microseconds in milliseconds, written from their
+// integer) and any other float64 are written as encoding/json writes them.
+func TestAppendJSONFloat(t *testing.T) {
+	check := func(f float64) {
+		t.Helper()
+		want, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendJSONFloat(nil, f); string(got) != string(want) {
+			t.Fatalf("appendJSONFloat(%v) = %s, encoding/json %s", f, got, want)
+		}
+	}
+	for us := range int64(200_000) {
+		check(math.Round(float64(us)) / 1000)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200_000 {
+		check(math.Round(float64(rng.Int64N(1e12))) / 1000) // up to 10^9 ms
+		check(float64(rng.Int64N(1e15)) / 1000)             // past the integer path's bound
+		check(rng.Float64() * math.Pow(10, float64(rng.IntN(40)-20)))
+	}
+	for _, f := range []float64{0, 1e-7, 0.001, 0.0005, 999999999.999, 1e9, 1e9 + 0.5, 123456.789, 1e21, 1e22, math.Nextafter(0.001, 1), math.Nextafter(2.5, 0)} {
+		check(f)
+	}
 }
