@@ -28,6 +28,7 @@ type responseHead struct {
 	size     int64
 	clen     []string // Content-Length's value: size in decimal (shared and read-only)
 	recordID string
+	entryID  string      // the entry's ID, for the log (read here, not from the entry: an answer reads the head anyway)
 	note     string      // the payload's notes for the log (servedNote)
 	ra       io.ReaderAt // data.warc, read at off
 	off      int64
@@ -115,7 +116,7 @@ func (c *headCache) get(b *recording.Bundle, e *recording.Entry) (*responseHead,
 		return nil, fmt.Errorf("entry %s: recorded status %d cannot be replayed", e.ID, resp.Status)
 	}
 	h := &responseHead{status: resp.Status, header: replayHeader(resp.Header), clock: wantsClock(resp.Status, resp.Header),
-		size: resp.Size, clen: []string{strconv.FormatInt(resp.Size, 10)}, recordID: resp.RecordID, note: servedNote(resp.Notes)}
+		size: resp.Size, clen: []string{strconv.FormatInt(resp.Size, 10)}, recordID: resp.RecordID, entryID: e.ID, note: servedNote(resp.Notes)}
 	h.fields = answerFields(h.header)
 	sr, ok := resp.Body.(*io.SectionReader)
 	if !ok {

@@ -277,6 +277,7 @@ type answer struct {
 	typ      string
 	key      string
 	entry    *recording.Entry
+	entryID  string // entry.ID (from the recorded head: the entry itself is not read again)
 	record   string
 	note     string
 	rule     string        // LogLine.Rule
@@ -478,16 +479,17 @@ func (s *Server) recordedAnswer(e *recording.Entry, r *http.Request) (*answer, e
 	}
 	a := answerPool.Get().(*answer)
 	*a = answer{
-		pooled: true,
-		status: h.status,
-		header: h.header, // shared and read-only: cloned below before the clock edits it
-		fields: h.fields,
-		size:   h.size,
-		clen:   h.clen,
-		clenOf: h.size,
-		entry:  e,
-		record: h.recordID,
-		note:   h.note,
+		pooled:  true,
+		status:  h.status,
+		header:  h.header, // shared and read-only: cloned below before the clock edits it
+		fields:  h.fields,
+		size:    h.size,
+		clen:    h.clen,
+		clenOf:  h.size,
+		entry:   e,
+		entryID: h.entryID,
+		record:  h.recordID,
+		note:    h.note,
 	}
 	if revalidate(r, a) { // the client's cached copy is current: 304 (revalidate.go)
 		return a, nil
@@ -644,7 +646,7 @@ func (s *Server) finish(r *http.Request, a *answer, start time.Time) {
 		BodySize: a.bodySize,
 	}
 	if a.entry != nil {
-		line.Entry = a.entry.ID
+		line.Entry = a.entryID
 	}
 	s.emit(line, start, a.source, a.typ, a.line)
 }
