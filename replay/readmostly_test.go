@@ -70,3 +70,43 @@ func TestReadMostly(t *testing.T) {
 		t.Errorf("len %d, want 500", c.len())
 	}
 }
+
+// TestReadMostlyPromotesKeysRead: keys too few to be merged by their stores alone (the last
+// URLs of a site) leave the mutex's map once they have been read as often as a merge needs,
+// and are read from the read-only map from then on; keys never read again stay behind.
+func TestReadMostlyPromotesKeysRead(t *testing.T) {
+	var m readMostly[string, int]
+	never := func(int) bool { return false }
+	for i := range 4 * minMerge {
+		m.store(fmt.Sprint("k", i), i, never) // merged as they come
+	}
+	if len(m.dirty) != 0 {
+		t.Fatalf("%d keys not merged after %d stores", len(m.dirty), 4*minMerge)
+	}
+	m.store("late1", 1, never)
+	m.store("late2", 2, never)
+	inRead := func(k string) bool { _, ok := (*m.read.Load())[k]; return ok }
+	if inRead("late1") || inRead("late2") || len(m.dirty) != 2 {
+		t.Fatalf("two late keys merged at once (dirty %d)", len(m.dirty))
+	}
+	need := m.mergeAt()
+	for i := range need {
+		if v, ok := m.load("late1"); !ok || v != 1 {
+			t.Fatalf("load %d of late1 = %d, %v", i, v, ok)
+		}
+		if i < need-1 && inRead("late1") {
+			t.Fatalf("late1 merged after %d loads, before %d", i+1, need)
+		}
+	}
+	if !inRead("late1") || !inRead("late2") || len(m.dirty) != 0 || m.hits != 0 {
+		t.Fatalf("after %d loads from the small map: late1 %v late2 %v, dirty %d, hits %d", need, inRead("late1"), inRead("late2"), len(m.dirty), m.hits)
+	}
+	for k, want := range map[string]int{"k0": 0, "late1": 1, "late2": 2} {
+		if v, ok := m.load(k); !ok || v != want {
+			t.Fatalf("load %s = %d, %v; want %d", k, v, ok, want)
+		}
+	}
+	if _, ok := m.load("absent"); ok || m.hits != 0 {
+		t.Fatalf("a load of an absent key counted (hits %d)", m.hits)
+	}
+}
