@@ -92,8 +92,9 @@ const maxResults = 1 << 14
 // lookup memos at their fullest, every URL this long: 68 MiB, TestLookupServedMemoMemory).
 const maxMemoKey = 1 << 10
 
-// lookupServed is the lookup of a request the proxy serves (no explanation): r.URL is
-// already normalized (NormalizeURL) and url is its String(). It returns the result, its
+// lookupServed is the lookup of a request the proxy serves (no explanation): r.URL is the
+// request's (NormalizeURL'd here when the memo does not have it) and url is the normalized
+// URL's String(). It returns the result, its
 // key as a string (Result.Key.String(), for the log) and the lineMemo of the result's log
 // lines (nil when the result is not kept). The results of bodiless requests are kept with
 // their key strings and line memos (up to maxResults, each under maxMemoKey bytes of
@@ -101,7 +102,12 @@ const maxMemoKey = 1 << 10
 // its key, route, exact step and key string, and its log line copies what the last one
 // encoded.
 func (ix *Index) lookupServed(r rules.Request, url string) (Result, string, *lineMemo) {
-	if len(r.Body) != 0 || r.URL == nil || len(r.Method)+len(url)+len(r.ContentType) > maxMemoKey {
+	if r.URL == nil {
+		res, _ := ix.lookupNormalized(r, false)
+		return res, res.Key.String(), nil
+	}
+	if len(r.Body) != 0 || len(r.Method)+len(url)+len(r.ContentType) > maxMemoKey {
+		r.URL = NormalizeURL(r.URL)
 		res, _ := ix.lookupNormalized(r, false)
 		return res, res.Key.String(), nil
 	}
@@ -112,6 +118,7 @@ func (ix *Index) lookupServed(r rules.Request, url string) (Result, string, *lin
 	if m, ok := ix.otherResults.load(k); ok {
 		return m.res, m.keyStr, m.line
 	}
+	r.URL = NormalizeURL(r.URL)
 	res, _ := ix.lookupNormalized(r, false)
 	m := &servedResult{k, res, res.Key.String(), new(lineMemo)}
 	if !ix.results.store(url, m, func(n int) bool { return n >= maxResults }) {
@@ -537,6 +544,13 @@ func parseTargetURL(raw string) (*url.URL, error) {
 // An empty path becomes "/" and the fragment is dropped. The log's url field is
 // NormalizeURL(request URL).String().
 func NormalizeURL(u *url.URL) *url.URL {
+	c := normalizedURL(u)
+	return &c
+}
+
+// normalizedURL is NormalizeURL's copy as a value (kept off the heap by a caller that only
+// reads it: answerFor, once per request).
+func normalizedURL(u *url.URL) url.URL {
 	c := *u
 	c.Scheme = strings.ToLower(c.Scheme)
 	host, port := splitHostPort(c.Host)
@@ -559,7 +573,7 @@ func NormalizeURL(u *url.URL) *url.URL {
 		c.RawPath = ""
 	}
 	c.Fragment, c.RawFragment = "", ""
-	return &c
+	return c
 }
 
 // urlString is u.String() for a URL NormalizeURL returned (so with no fragment), written

@@ -365,8 +365,8 @@ func (s *Server) answerFor(r *http.Request) *answer {
 	defer rb.close()
 	total := rb.total
 	typ := RequestType(r)
-	u := NormalizeURL(r.URL)
-	urlStr := urlString(u)
+	u := normalizedURL(r.URL)
+	urlStr := urlString(&u)
 	switch {
 	case bodyErr != nil:
 		a := textAnswer(http.StatusBadRequest, "text/plain; charset=utf-8", "pab replay: cannot read the request body\n")
@@ -395,7 +395,7 @@ func (s *Server) answerFor(r *http.Request) *answer {
 	if typ == TypeDocument && !browserPage(r) {
 		lookupType = "" // the matching policy's stricter rule for pages is for a browser's
 	}
-	res, keyStr, lineMemo := s.ix.lookupServed(rules.Request{Method: r.Method, URL: u, Body: body, ContentType: firstValue(r.Header, "Content-Type"), Type: lookupType}, urlStr)
+	res, keyStr, lineMemo := s.ix.lookupServed(rules.Request{Method: r.Method, URL: r.URL, Body: body, ContentType: firstValue(r.Header, "Content-Type"), Type: lookupType}, urlStr)
 	body = nil
 	done()
 	var a *answer
