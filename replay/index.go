@@ -94,29 +94,31 @@ const maxMemoKey = 1 << 10
 
 // lookupServed is the lookup of a request the proxy serves (no explanation): r.URL is the
 // request's (NormalizeURL'd here when the memo does not have it) and url is the normalized
-// URL's String(). It returns the result, its
-// key as a string (Result.Key.String(), for the log) and the lineMemo of the result's log
-// lines (nil when the result is not kept). The results of bodiless requests are kept with
+// URL's String(). It returns the result, its key as a string (Result.Key.String(), for
+// the log), the lineMemo of the result's log lines (nil when the result is not kept) and
+// url again: the memo's copy of it when the result is kept (the one its log lines were
+// encoded with, so that a line compared with them finds the same string, not equal bytes
+// elsewhere in memory). The results of bodiless requests are kept with
 // their key strings and line memos (up to maxResults, each under maxMemoKey bytes of
 // method, URL and content type), so a request served again costs one map lookup instead of
 // its key, route, exact step and key string, and its log line copies what the last one
 // encoded.
-func (ix *Index) lookupServed(r rules.Request, url string) (Result, string, *lineMemo) {
+func (ix *Index) lookupServed(r rules.Request, url string) (Result, string, *lineMemo, string) {
 	if r.URL == nil {
 		res, _ := ix.lookupNormalized(r, false)
-		return res, res.Key.String(), nil
+		return res, res.Key.String(), nil, url
 	}
 	if len(r.Body) != 0 || len(r.Method)+len(url)+len(r.ContentType) > maxMemoKey {
 		r.URL = NormalizeURL(r.URL)
 		res, _ := ix.lookupNormalized(r, false)
-		return res, res.Key.String(), nil
+		return res, res.Key.String(), nil, url
 	}
 	if m, ok := ix.results.load(url); ok && m.method == r.Method && m.contentType == r.ContentType && m.typ == r.Type {
-		return m.res, m.keyStr, m.line
+		return m.res, m.keyStr, m.line, m.url
 	}
 	k := resultKey{r.Method, url, r.ContentType, r.Type}
 	if m, ok := ix.otherResults.load(k); ok {
-		return m.res, m.keyStr, m.line
+		return m.res, m.keyStr, m.line, m.url
 	}
 	r.URL = NormalizeURL(r.URL)
 	res, _ := ix.lookupNormalized(r, false)
@@ -131,7 +133,7 @@ func (ix *Index) lookupServed(r rules.Request, url string) (Result, string, *lin
 			}
 		}
 	}
-	return m.res, m.keyStr, m.line
+	return m.res, m.keyStr, m.line, m.url
 }
 
 // servedResult is a memo of lookupServed: the result, its key string and the memo of its

@@ -55,7 +55,10 @@ func TestLookupServedMemo(t *testing.T) {
 			defer wg.Done()
 			for round := 0; round < 3; round++ {
 				for i, r := range reqs {
-					got, key, _ := ix.lookupServed(r, urls[i])
+					got, key, _, u := ix.lookupServed(r, urls[i])
+					if u != urls[i] {
+						t.Errorf("round %d: lookupServed's URL %q, given %q", round, u, urls[i])
+					}
 					if !reflect.DeepEqual(got, want[i]) {
 						t.Errorf("round %d, %s %s: memoized %+v, lookup %+v", round, r.Method, urls[i][:min(len(urls[i]), 80)], got, want[i])
 					}
@@ -174,7 +177,7 @@ func TestLookupServedMemoMemory(t *testing.T) {
 		r := req(method, fmt.Sprintf("https://www.shop.test/p/%d?q=%s", n, pad), "", "")
 		r.URL = NormalizeURL(r.URL)
 		u := r.URL.String()
-		res, key, memo := ix.lookupServed(r, u)
+		res, key, memo, _ := ix.lookupServed(r, u)
 		if memo == nil {
 			t.Fatalf("%s %d bytes: not memoized", method, len(u))
 		}

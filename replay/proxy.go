@@ -395,7 +395,7 @@ func (s *Server) answerFor(r *http.Request) *answer {
 	if typ == TypeDocument && !browserPage(r) {
 		lookupType = "" // the matching policy's stricter rule for pages is for a browser's
 	}
-	res, keyStr, lineMemo := s.ix.lookupServed(rules.Request{Method: r.Method, URL: r.URL, Body: body, ContentType: firstValue(r.Header, "Content-Type"), Type: lookupType}, urlStr)
+	res, keyStr, lineMemo, urlStr := s.ix.lookupServed(rules.Request{Method: r.Method, URL: r.URL, Body: body, ContentType: firstValue(r.Header, "Content-Type"), Type: lookupType}, urlStr)
 	body = nil
 	done()
 	var a *answer
