@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pab-dev/pab/internal/textcut"
 	"github.com/pab-dev/pab/recording"
@@ -33,6 +34,9 @@ type responseHead struct {
 	ra       io.ReaderAt // data.warc, read at off
 	off      int64
 	reader   io.Reader // the payload reader, when not a section of ra (then never cached)
+	// small is the payload in memory once headCache.smallBody read it (shared and
+	// read-only), nil before and after headCache's budget was spent (bodyHeads)
+	small atomic.Pointer[[]byte]
 }
 
 // headerField is one field of an answer's header: its canonical name and its values
@@ -68,38 +72,54 @@ func (h *responseHead) body() io.Reader {
 }
 
 // headCache keeps the parsed response heads of the entries served, and the payloads of
-// the small ones (smallBody); safe for concurrent use.
+// the small ones (smallBody) on their heads; safe for concurrent use.
 type headCache struct {
 	m readMostly[*recording.Entry, *responseHead]
 
-	bodies    readMostly[*responseHead, []byte]
-	bodyMu    sync.Mutex // held while a body is stored, for bodyBytes
-	bodyBytes int64      // the bytes of bodies
+	bodyMu    sync.Mutex      // held while a body is stored
+	bodyHeads []*responseHead // the heads whose small payload is set, under bodyMu
+	bodyBytes int64           // the bytes of their payloads, under bodyMu
 }
 
 // smallBody returns h's payload from memory, reading it once from the WARC, when it is
 // at most maxCachedBody bytes and a section of the file; else nil (the caller streams it).
+// The payload is kept on h (responseHead.small), so an answer served again reads it
+// without a lookup; once the payloads kept come to maxCachedBodies bytes, every head's is
+// dropped and the count starts again.
 func (c *headCache) smallBody(h *responseHead) []byte {
 	if h.ra == nil || h.size <= 0 || h.size > maxCachedBody {
 		return nil
 	}
-	if data, ok := c.bodies.load(h); ok {
-		return data
+	if p := h.small.Load(); p != nil {
+		return *p
 	}
 	data := make([]byte, h.size)
 	if _, err := h.ra.ReadAt(data, h.off); err != nil {
 		return nil // streamed instead, and the read error reported there
 	}
 	c.bodyMu.Lock()
-	full := c.bodyBytes+h.size > maxCachedBodies
-	if c.bodies.store(h, data, func(int) bool { return full }) {
-		if full {
-			c.bodyBytes = 0
-		}
-		c.bodyBytes += h.size
+	defer c.bodyMu.Unlock()
+	if p := h.small.Load(); p != nil { // another request's, stored first
+		return *p
 	}
-	c.bodyMu.Unlock()
+	if c.bodyBytes+h.size > maxCachedBodies {
+		for _, o := range c.bodyHeads {
+			o.small.Store(nil)
+		}
+		clear(c.bodyHeads)
+		c.bodyHeads, c.bodyBytes = c.bodyHeads[:0], 0
+	}
+	h.small.Store(&data)
+	c.bodyHeads = append(c.bodyHeads, h)
+	c.bodyBytes += h.size
 	return data
+}
+
+// keptBodyBytes is the bytes of the payloads kept in memory (smallBody).
+func (c *headCache) keptBodyBytes() int64 {
+	c.bodyMu.Lock()
+	defer c.bodyMu.Unlock()
+	return c.bodyBytes
 }
 
 // get returns e's response head from the cache, or reads it from b (recording.Bundle.Response)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/recording"
@@ -94,35 +95,34 @@ const maxMemoKey = 1 << 10
 
 // lookupServed is the lookup of a request the proxy serves (no explanation): r.URL is the
 // request's (NormalizeURL'd here when the memo does not have it) and url is the normalized
-// URL's String(). It returns the result, its key as a string (Result.Key.String(), for
-// the log), the lineMemo of the result's log lines (nil when the result is not kept) and
-// url again: the memo's copy of it when the result is kept (the one its log lines were
-// encoded with, so that a line compared with them finds the same string, not equal bytes
-// elsewhere in memory). The results of bodiless requests are kept with
-// their key strings and line memos (up to maxResults, each under maxMemoKey bytes of
-// method, URL and content type), so a request served again costs one map lookup instead of
-// its key, route, exact step and key string, and its log line copies what the last one
-// encoded.
-func (ix *Index) lookupServed(r rules.Request, url string) (Result, string, *lineMemo, string) {
-	if r.URL == nil {
+// URL's String(). It returns the result with its key as a string (Result.Key.String(), for
+// the log), the lineMemo of its log lines (nil when the result is not kept) and url again:
+// the memo's copy of it when the result is kept (the one its log lines were encoded with,
+// so that a line compared with them finds the same string, not equal bytes elsewhere in
+// memory). The results of bodiless requests are kept (up to maxResults, each under
+// maxMemoKey bytes of method, URL and content type), so a request served again costs one
+// map lookup instead of its key, route, exact step and key string, its log line copies
+// what the last one encoded, and its answer's recorded head is read from the result
+// (servedResult.head) instead of looked up again. The result returned is shared:
+// read-only but for its head.
+func (ix *Index) lookupServed(r rules.Request, url string) *servedResult {
+	if r.URL == nil || len(r.Body) != 0 || len(r.Method)+len(url)+len(r.ContentType) > maxMemoKey {
+		if r.URL != nil {
+			r.URL = NormalizeURL(r.URL)
+		}
 		res, _ := ix.lookupNormalized(r, false)
-		return res, res.Key.String(), nil, url
-	}
-	if len(r.Body) != 0 || len(r.Method)+len(url)+len(r.ContentType) > maxMemoKey {
-		r.URL = NormalizeURL(r.URL)
-		res, _ := ix.lookupNormalized(r, false)
-		return res, res.Key.String(), nil, url
+		return &servedResult{resultKey: resultKey{url: url}, res: res, keyStr: res.Key.String()}
 	}
 	if m, ok := ix.results.load(url); ok && m.method == r.Method && m.contentType == r.ContentType && m.typ == r.Type {
-		return m.res, m.keyStr, m.line, m.url
+		return m
 	}
 	k := resultKey{r.Method, url, r.ContentType, r.Type}
 	if m, ok := ix.otherResults.load(k); ok {
-		return m.res, m.keyStr, m.line, m.url
+		return m
 	}
 	r.URL = NormalizeURL(r.URL)
 	res, _ := ix.lookupNormalized(r, false)
-	m := &servedResult{k, res, res.Key.String(), new(lineMemo)}
+	m := &servedResult{resultKey: k, res: res, keyStr: res.Key.String(), line: new(lineMemo)}
 	if !ix.results.store(url, m, func(n int) bool { return n >= maxResults }) {
 		// the URL's first is another request's, or this one's stored first by another
 		if kept, ok := ix.results.load(url); ok && kept.resultKey == k {
@@ -133,16 +133,20 @@ func (ix *Index) lookupServed(r rules.Request, url string) (Result, string, *lin
 			}
 		}
 	}
-	return m.res, m.keyStr, m.line, m.url
+	return m
 }
 
-// servedResult is a memo of lookupServed: the result, its key string and the memo of its
-// log lines.
+// servedResult is a lookup of lookupServed: the request it is the lookup of (its url the
+// normalized URL's String()), the result, its key string and, when kept in the memo, the
+// memo of its log lines and the recorded head of its answer.
 type servedResult struct {
 	resultKey // the request it is the lookup of
 	res       Result
-	keyStr    string // res.Key.String()
-	line      *lineMemo
+	keyStr    string    // res.Key.String()
+	line      *lineMemo // nil when the result is not kept
+	// head is res.Entry's parsed response head once the proxy answered with it
+	// (Server.recordedAnswer), else nil
+	head atomic.Pointer[responseHead]
 }
 
 // IndexOptions are the optional settings of NewIndex.

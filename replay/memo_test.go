@@ -55,7 +55,8 @@ func TestLookupServedMemo(t *testing.T) {
 			defer wg.Done()
 			for round := 0; round < 3; round++ {
 				for i, r := range reqs {
-					got, key, _, u := ix.lookupServed(r, urls[i])
+					m := ix.lookupServed(r, urls[i])
+					got, key, u := m.res, m.keyStr, m.url
 					if u != urls[i] {
 						t.Errorf("round %d: lookupServed's URL %q, given %q", round, u, urls[i])
 					}
@@ -177,7 +178,8 @@ func TestLookupServedMemoMemory(t *testing.T) {
 		r := req(method, fmt.Sprintf("https://www.shop.test/p/%d?q=%s", n, pad), "", "")
 		r.URL = NormalizeURL(r.URL)
 		u := r.URL.String()
-		res, key, memo, _ := ix.lookupServed(r, u)
+		m := ix.lookupServed(r, u)
+		res, key, memo := m.res, m.keyStr, m.line
 		if memo == nil {
 			t.Fatalf("%s %d bytes: not memoized", method, len(u))
 		}

@@ -158,7 +158,7 @@ func (s *Server) notFoundPage(r *http.Request) *answer {
 	if e == nil {
 		return nil
 	}
-	a, err := s.recordedAnswer(e, r)
+	a, err := s.recordedAnswer(e, nil, r)
 	if err != nil {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
@@ -395,7 +396,9 @@ func (s *Server) answerFor(r *http.Request) *answer {
 	if typ == TypeDocument && !browserPage(r) {
 		lookupType = "" // the matching policy's stricter rule for pages is for a browser's
 	}
-	res, keyStr, lineMemo, urlStr := s.ix.lookupServed(rules.Request{Method: r.Method, URL: r.URL, Body: body, ContentType: firstValue(r.Header, "Content-Type"), Type: lookupType}, urlStr)
+	m := s.ix.lookupServed(rules.Request{Method: r.Method, URL: r.URL, Body: body, ContentType: firstValue(r.Header, "Content-Type"), Type: lookupType}, urlStr)
+	res := &m.res
+	urlStr = m.url
 	body = nil
 	done()
 	var a *answer
@@ -405,7 +408,7 @@ func (s *Server) answerFor(r *http.Request) *answer {
 		a = blockedAnswer()
 	case SourceExact, SourceSearch, SourcePromo, SourceFuzzy:
 		var err error
-		a, err = s.recordedAnswer(res.Entry, r)
+		a, err = s.recordedAnswer(res.Entry, &m.head, r)
 		if err != nil {
 			if errors.Is(err, recording.ErrUnresolvedRevisit) {
 				note = noteUnresolved
@@ -433,7 +436,7 @@ func (s *Server) answerFor(r *http.Request) *answer {
 	if a.typ == "" {
 		a.typ = typ
 	}
-	a.key, a.line = keyStr, lineMemo
+	a.key, a.line = m.keyStr, m.line
 	if note != "" {
 		a.note = joinNote(note, a.note)
 	}
@@ -469,13 +472,23 @@ func joinNote(a, b string) string {
 }
 
 // recordedAnswer reads entry e's response from the recording. The parsed head (status,
-// replayed header fields, where the payload lies in data.warc) comes from s.heads, so a
-// response served again is not parsed again; the payload is always streamed from the
-// WARC by offset.
-func (s *Server) recordedAnswer(e *recording.Entry, r *http.Request) (*answer, error) {
-	h, err := s.heads.get(s.b, e)
-	if err != nil {
-		return nil, err
+// replayed header fields, where the payload lies in data.warc) comes from kept when it
+// holds it (a lookup's servedResult.head; nil: none), else from s.heads (and is then
+// stored in kept), so a response served again is not parsed again; a small payload is
+// kept in memory (headCache.smallBody), a larger one streamed from the WARC by offset.
+func (s *Server) recordedAnswer(e *recording.Entry, kept *atomic.Pointer[responseHead], r *http.Request) (*answer, error) {
+	var h *responseHead
+	if kept != nil {
+		h = kept.Load()
+	}
+	if h == nil {
+		var err error
+		if h, err = s.heads.get(s.b, e); err != nil {
+			return nil, err
+		}
+		if kept != nil && h.reader == nil { // a head with its own reader is used once
+			kept.Store(h)
+		}
 	}
 	a := answerPool.Get().(*answer)
 	*a = answer{

@@ -1,0 +1,155 @@
+package replay
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/pab-dev/pab/recording"
+	"github.com/pab-dev/pab/rules"
+)
+
+// TestSmallBodyKeptOnHead checks headCache.smallBody: a payload is read from the WARC once
+// and then given from its head, the same bytes to every goroutine (run with -race); a
+// payload over maxCachedBody or a head with its own reader is not kept; and the payloads
+// kept never come to more than maxCachedBodies bytes: once they would, every head's is
+// dropped and the count starts again.
+func TestSmallBodyKeptOnHead(t *testing.T) {
+	var c headCache
+	file := bytes.NewReader(bytes.Repeat([]byte("0123456789abcdef"), maxCachedBody/8))
+	size := int64(maxCachedBody / 2)
+	head := func(off int64) *responseHead { return &responseHead{ra: file, off: off, size: size} }
+
+	h := head(16)
+	var wg sync.WaitGroup
+	got := make([][]byte, 8)
+	for g := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				got[g] = c.smallBody(h)
+			}
+		}()
+	}
+	wg.Wait()
+	want := make([]byte, size)
+	file.ReadAt(want, 16)
+	for g, b := range got {
+		if !bytes.Equal(b, want) {
+			t.Fatalf("goroutine %d: %d bytes, not the payload's %d at offset 16", g, len(b), size)
+		}
+		if unsafe.SliceData(b) != unsafe.SliceData(got[0]) {
+			t.Errorf("goroutine %d got a payload of its own: read again, not kept", g)
+		}
+	}
+	if n := c.keptBodyBytes(); n != size {
+		t.Errorf("%d bytes counted after one payload of %d", n, size)
+	}
+
+	if b := c.smallBody(&responseHead{ra: file, size: maxCachedBody + 1}); b != nil || c.keptBodyBytes() != size {
+		t.Errorf("a payload over maxCachedBody: got %d bytes, %d counted", len(b), c.keptBodyBytes())
+	}
+	if b := c.smallBody(&responseHead{reader: strings.NewReader("x"), size: 1}); b != nil {
+		t.Error("a head with its own reader: payload kept")
+	}
+
+	// fill the budget: the heads before the one that does not fit lose their payloads
+	heads := []*responseHead{h}
+	for len(heads) < int(maxCachedBodies/size) {
+		heads = append(heads, head(int64(len(heads))))
+		c.smallBody(heads[len(heads)-1])
+	}
+	if n := c.keptBodyBytes(); n != maxCachedBodies {
+		t.Fatalf("%d payloads of %d bytes: %d counted, want %d", len(heads), size, n, maxCachedBodies)
+	}
+	for i, o := range heads {
+		if o.small.Load() == nil {
+			t.Fatalf("head %d: payload dropped before the budget was spent", i)
+		}
+	}
+	last := head(3)
+	wantLast := make([]byte, size)
+	file.ReadAt(wantLast, 3)
+	if b := c.smallBody(last); !bytes.Equal(b, wantLast) {
+		t.Fatalf("the payload over the budget: %d bytes, not the payload at offset 3", len(b))
+	}
+	for i, o := range heads {
+		if o.small.Load() != nil {
+			t.Errorf("head %d: payload still kept after the budget was spent", i)
+		}
+	}
+	if last.small.Load() == nil || c.keptBodyBytes() != size {
+		t.Errorf("after the budget was spent: the new payload kept %v, %d bytes counted (want %d)", last.small.Load() != nil, c.keptBodyBytes(), size)
+	}
+	if b := c.smallBody(h); !bytes.Equal(b, want) {
+		t.Errorf("a dropped payload read again: %d bytes, not the payload", len(b))
+	}
+}
+
+// TestServedResultKeepsHead checks that an answer served again takes its recorded head from
+// the lookup's memo (servedResult.head) and gives the same answer: the head stored there
+// is the head cache's, the payload the one kept on it, and the answers' status, fields and
+// bytes equal the first's.
+func TestServedResultKeepsHead(t *testing.T) {
+	exs := []ex{
+		{method: "GET", url: "https://shop.test/a.html", status: 200,
+			header: []string{"Content-Type: text/html", "Cache-Control: max-age=60"}, body: []byte("<p>a</p>")},
+		{method: "GET", url: "https://shop.test/b.css", status: 200,
+			header: []string{"Content-Type: text/css", "Cache-Control: max-age=60"}, body: []byte("b{}")},
+	}
+	bd := writeTestBundle(t, t.TempDir(), recording.Manifest{}, exs)
+	rs, err := rules.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{Bundle: bd, Rules: rs, CA: sharedCA(t), Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	serve := func(u string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, u, nil))
+		return w
+	}
+	for i, e := range exs {
+		first := serve(e.url)
+		m, ok := s.ix.results.load(urlString(NormalizeURL(mustParse(t, e.url))))
+		if !ok || m.res.Entry == nil {
+			t.Fatalf("%s: no memoized result with an entry", e.url)
+		}
+		h := m.head.Load()
+		if h == nil {
+			t.Fatalf("%s: the memo keeps no head after an answer", e.url)
+		}
+		if cached, err := s.heads.get(s.b, m.res.Entry); err != nil || cached != h {
+			t.Errorf("%s: the memo's head is not the head cache's (%v)", e.url, err)
+		}
+		again := serve(e.url)
+		if first.Code != 200 || again.Code != first.Code || !reflect.DeepEqual(again.Header(), first.Header()) || again.Body.String() != string(exs[i].body) || again.Body.String() != first.Body.String() {
+			t.Errorf("%s: served again %d %v %q, first %d %v %q", e.url, again.Code, again.Header(), again.Body, first.Code, first.Header(), first.Body)
+		}
+		if p := h.small.Load(); p == nil || string(*p) != string(exs[i].body) {
+			t.Errorf("%s: payload not kept on the head", e.url)
+		}
+		if m.head.Load() != h {
+			t.Errorf("%s: the memo's head was replaced", e.url)
+		}
+	}
+}
+
+func mustParse(t *testing.T, s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
