@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unique"
 
 	"github.com/pab-dev/pab/internal/textcut"
 	"github.com/pab-dev/pab/recording"
@@ -76,6 +77,9 @@ func (h *responseHead) body() io.Reader {
 type headCache struct {
 	m readMostly[*recording.Entry, *responseHead]
 
+	internMu sync.Mutex
+	values   map[string][]string // interned single field values (intern), under internMu
+
 	bodyMu    sync.Mutex      // held while a body is stored
 	bodyHeads []*responseHead // the heads whose small payload is set, under bodyMu
 	bodyBytes int64           // the bytes of their payloads, under bodyMu
@@ -135,8 +139,8 @@ func (c *headCache) get(b *recording.Bundle, e *recording.Entry) (*responseHead,
 	if resp.Status < 200 || resp.Status > 999 {
 		return nil, fmt.Errorf("entry %s: recorded status %d cannot be replayed", e.ID, resp.Status)
 	}
-	h := &responseHead{status: resp.Status, header: replayHeader(resp.Header), clock: wantsClock(resp.Status, resp.Header),
-		size: resp.Size, clen: []string{strconv.FormatInt(resp.Size, 10)}, recordID: resp.RecordID, entryID: e.ID, note: servedNote(resp.Notes)}
+	h := &responseHead{status: resp.Status, header: c.intern(replayHeader(resp.Header)), clock: wantsClock(resp.Status, resp.Header),
+		size: resp.Size, clen: c.internValue(strconv.FormatInt(resp.Size, 10)), recordID: resp.RecordID, entryID: e.ID, note: servedNote(resp.Notes)}
 	h.fields = answerFields(h.header)
 	sr, ok := resp.Body.(*io.SectionReader)
 	if !ok {
@@ -150,6 +154,52 @@ func (c *headCache) get(b *recording.Bundle, e *recording.Entry) (*responseHead,
 		}
 	}
 	return h, nil
+}
+
+// Bounds of the field values headCache interns: at most maxInternedValues values, each at
+// most maxInternedValue bytes; others are kept as they are.
+const (
+	maxInternedValues = 1 << 12
+	maxInternedValue  = 128
+)
+
+// intern returns h with its field names and its short single values shared with every
+// other head's equal ones (internValue), so that the fields an answer copies (Content-Type,
+// Cache-Control, a site's one Date) are the same few strings whichever entry answers:
+// warm in the CPU's caches, not one copy per entry read once per round of a site's URLs.
+// h itself is edited in place and returned.
+func (c *headCache) intern(h http.Header) http.Header {
+	for name, vs := range h {
+		if len(vs) == 1 {
+			vs = c.internValue(vs[0])
+		}
+		// an equal key: the map keeps the string assigned (a string key is updated), so
+		// the name's copy is replaced by the shared one and no key is added while ranging
+		h[unique.Make(name).Value()] = vs
+	}
+	return h
+}
+
+// internValue returns a one-value list of v, shared with every other list internValue gave
+// for v while it has room (maxInternedValues), else a list of its own. The list is
+// read-only.
+func (c *headCache) internValue(v string) []string {
+	if len(v) > maxInternedValue {
+		return []string{v}
+	}
+	c.internMu.Lock()
+	defer c.internMu.Unlock()
+	if vs, ok := c.values[v]; ok {
+		return vs
+	}
+	vs := []string{unique.Make(v).Value()}
+	if len(c.values) < maxInternedValues {
+		if c.values == nil {
+			c.values = make(map[string][]string)
+		}
+		c.values[vs[0]] = vs
+	}
+	return vs
 }
 
 // servedNote joins the payload notes that say it is served as recorded although a browser

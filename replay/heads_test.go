@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -92,6 +93,73 @@ func TestSmallBodyKeptOnHead(t *testing.T) {
 	if b := c.smallBody(h); !bytes.Equal(b, want) {
 		t.Errorf("a dropped payload read again: %d bytes, not the payload", len(b))
 	}
+}
+
+// TestHeadFieldsInterned checks headCache.intern: heads of different entries with equal
+// field names and short values share one copy of each (the same string and the same
+// one-value list), a value over maxInternedValue or of a field with two values keeps its
+// own, and the header keeps its fields and values.
+func TestHeadFieldsInterned(t *testing.T) {
+	var c headCache
+	long := strings.Repeat("v", maxInternedValue+1)
+	mk := func() http.Header {
+		// each string a copy of its own, as parsed from another record
+		s := func(v string) string { return string(append([]byte(nil), v...)) }
+		return http.Header{
+			s("Content-Type"):  {s("text/html; charset=utf-8")},
+			s("Cache-Control"): {s("max-age=3600")},
+			s("X-Long"):        {s(long)},
+			s("Vary"):          {s("Accept"), s("Origin")},
+		}
+	}
+	a, b := c.intern(mk()), c.intern(mk())
+	if !equalHeader(a, mk()) || !equalHeader(b, mk()) {
+		t.Fatalf("interned header changed: %v", a)
+	}
+	keyOf := func(h http.Header, name string) string {
+		for k := range h {
+			if k == name {
+				return k
+			}
+		}
+		return ""
+	}
+	for _, name := range []string{"Content-Type", "Cache-Control", "X-Long", "Vary"} {
+		if unsafe.StringData(keyOf(a, name)) != unsafe.StringData(keyOf(b, name)) {
+			t.Errorf("%s: two copies of the name", name)
+		}
+	}
+	for _, name := range []string{"Content-Type", "Cache-Control"} {
+		if &a[name][0] != &b[name][0] {
+			t.Errorf("%s: two lists of its value", name)
+		}
+	}
+	for _, name := range []string{"X-Long", "Vary"} {
+		if &a[name][0] == &b[name][0] {
+			t.Errorf("%s: a list shared that should not be", name)
+		}
+	}
+	for i := range maxInternedValues + 10 {
+		c.internValue(fmt.Sprint(i))
+	}
+	if n := len(c.values); n > maxInternedValues {
+		t.Errorf("%d values interned, at most %d", n, maxInternedValues)
+	}
+	if vs := c.internValue("a value after the table is full"); len(vs) != 1 || vs[0] != "a value after the table is full" {
+		t.Errorf("a value after the table is full: %q", vs)
+	}
+}
+
+func equalHeader(a, b http.Header) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, vs := range a {
+		if strings.Join(vs, "\x00") != strings.Join(b[k], "\x00") || len(vs) != len(b[k]) {
+			return false
+		}
+	}
+	return true
 }
 
 // TestServedResultKeepsHead checks that an answer served again takes its recorded head from
