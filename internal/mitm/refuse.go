@@ -118,8 +118,9 @@ func (l watchListener) Accept() (net.Conn, error) {
 
 // watchConn is an HTTP/1.x connection of the shell's servers (the listening socket's, or a
 // tunnel's after its TLS handshake, tls then being its state) whose requests are followed:
-// it keeps the first MaxRefusalHead bytes read since its last write (the start of the
-// request the client sent once it had the previous answer), and a write made between
+// it keeps the bytes read since its last write up to the first LF, at most MaxRefusalHead
+// (the request line of the request the client sent once it had the previous answer), and
+// a write made between
 // requests (from the end of an answer, http.StateIdle, or the connection's start, until a
 // handler of the shell is entered) is net/http answering a request it refused: it is
 // reported with the method and target read. A client that pipelines requests may have
@@ -137,7 +138,8 @@ type watchConn struct {
 	// A handler's writes take no lock: only reads (one at a time, net/http's) and a
 	// refusal's write do.
 	mu       sync.Mutex
-	head     []byte // the first bytes read since the last write (when seen is writes)
+	head     []byte // the request line read since the last write, to its LF (when seen is writes)
+	lineDone bool   // head holds its LF
 	read     int    // the bytes read since the last write (when seen is writes)
 	seen     uint64 // writes when head was started
 	reported bool   // this refusal was reported
@@ -149,8 +151,14 @@ func (c *watchConn) Read(p []byte) (int, error) {
 		c.mu.Lock()
 		c.freshLocked()
 		c.read += n
-		if len(c.head) < MaxRefusalHead {
-			c.head = append(c.head, p[:min(n, MaxRefusalHead-len(c.head))]...)
+		if !c.lineDone && len(c.head) < MaxRefusalHead {
+			// the request line only (refusal reads no more): a browser's header fields,
+			// a kilobyte or more, are not copied on every request
+			part := p[:min(n, MaxRefusalHead-len(c.head))]
+			if i := bytes.IndexByte(part, '\n'); i >= 0 {
+				part, c.lineDone = part[:i+1], true
+			}
+			c.head = append(c.head, part...)
 		}
 		c.mu.Unlock()
 	}
@@ -162,7 +170,7 @@ func (c *watchConn) Read(p []byte) (int, error) {
 // read its first byte before the connection is idle again). Called under c.mu.
 func (c *watchConn) freshLocked() {
 	if w := c.writes.Load(); w != c.seen {
-		c.head, c.read, c.seen = c.head[:0], 0, w
+		c.head, c.read, c.seen, c.lineDone = c.head[:0], 0, w, false
 	}
 }
 

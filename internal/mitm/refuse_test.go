@@ -169,3 +169,49 @@ func TestHandlerErrorsNotRefusals(t *testing.T) {
 		t.Errorf("a handler's 404s reported as refusals: %+v", rs)
 	}
 }
+
+// TestRefusalHeadRequestLine: a watched connection keeps the request line of the request
+// read since its last write, to its LF, however the reads split it, and not the header
+// fields after it (a browser's kilobyte of them would be copied on every request); a write
+// starts the next request's line; a line with no LF is kept up to MaxRefusalHead.
+func TestRefusalHeadRequestLine(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	c := &watchConn{Conn: server}
+	defer c.Close()
+	read := func(chunks ...string) string {
+		t.Helper()
+		go func() {
+			for _, ch := range chunks {
+				client.Write([]byte(ch))
+			}
+		}()
+		buf := make([]byte, 64<<10)
+		want := len(strings.Join(chunks, ""))
+		for got := 0; got < want; {
+			n, err := c.Read(buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += n
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.freshLocked()
+		return string(c.head)
+	}
+	fields := "Host: shop.test\r\nUser-Agent: " + strings.Repeat("u", 2000) + "\r\n\r\n"
+	if h := read("GET /a?x=1 HTTP/1.1\r\n" + fields); h != "GET /a?x=1 HTTP/1.1\r\n" {
+		t.Errorf("one read: kept %q, want the request line", h[:min(len(h), 80)])
+	}
+	go io.Copy(io.Discard, client)
+	c.Write([]byte("HTTP/1.1 200 OK\r\n\r\n"))
+	if h := read("POST /b", "?y=2 HTTP/1.1", "\r\nHost: shop.test\r\n", fields); h != "POST /b?y=2 HTTP/1.1\r\n" {
+		t.Errorf("a line in three reads after a write: kept %q", h[:min(len(h), 80)])
+	}
+	c.Write([]byte("HTTP/1.1 200 OK\r\n\r\n"))
+	long := "GET /" + strings.Repeat("l", 2*MaxRefusalHead)
+	if h := read(long); h != long[:MaxRefusalHead] {
+		t.Errorf("a line with no LF: kept %d bytes, want the first %d", len(h), MaxRefusalHead)
+	}
+}
