@@ -136,6 +136,20 @@ func (ix *Index) lookupServed(r rules.Request, url string) *servedResult {
 	return m
 }
 
+// lookupServedURL is lookupServed for the normalized URL's String() as bytes (appendURL):
+// a request the memo holds is found without a string of its URL (the map is read with the
+// bytes themselves), anything else goes through lookupServed.
+func (ix *Index) lookupServedURL(r rules.Request, url []byte) *servedResult {
+	if r.URL != nil && len(r.Body) == 0 && len(r.Method)+len(url)+len(r.ContentType) <= maxMemoKey {
+		if rd := ix.results.read.Load(); rd != nil {
+			if m, ok := (*rd)[string(url)]; ok && m.method == r.Method && m.contentType == r.ContentType && m.typ == r.Type {
+				return m
+			}
+		}
+	}
+	return ix.lookupServed(r, string(url))
+}
+
 // servedResult is a lookup of lookupServed: the request it is the lookup of (its url the
 // normalized URL's String()), the result, its key string and, when kept in the memo, the
 // memo of its log lines and the recorded head of its answer.
@@ -591,26 +605,40 @@ func normalizedURL(u *url.URL) url.URL {
 // common case: the log's url field is written once per request); any other URL, one with a
 // user, an opaque part or a raw path, goes through String. FuzzURLString compares the two.
 func urlString(u *url.URL) string {
-	if u.Opaque != "" || u.User != nil || u.RawPath != "" || u.OmitHost || u.Fragment != "" || u.Scheme == "" || u.Host == "" ||
-		len(u.Path) == 0 || u.Path[0] != '/' || !plainURLPart(u.Host, urlHostPlain) || !plainURLPart(u.Path, urlPathPlain) {
+	if !plainURL(u) {
 		return u.String()
 	}
-	n := len(u.Scheme) + len("://") + len(u.Host) + len(u.Path)
-	query := u.ForceQuery || u.RawQuery != ""
-	if query {
-		n += 1 + len(u.RawQuery)
-	}
 	var b strings.Builder
-	b.Grow(n)
+	b.Grow(len(u.Scheme) + len("://") + len(u.Host) + len(u.Path) + 1 + len(u.RawQuery))
 	b.WriteString(u.Scheme)
 	b.WriteString("://")
 	b.WriteString(u.Host)
 	b.WriteString(u.Path)
-	if query {
+	if u.ForceQuery || u.RawQuery != "" {
 		b.WriteByte('?')
 		b.WriteString(u.RawQuery)
 	}
 	return b.String()
+}
+
+// appendURL appends urlString(u) to dst, without a string of it in the common case.
+func appendURL(dst []byte, u *url.URL) []byte {
+	if !plainURL(u) {
+		return append(dst, u.String()...)
+	}
+	dst = append(append(append(append(dst, u.Scheme...), "://"...), u.Host...), u.Path...)
+	if u.ForceQuery || u.RawQuery != "" {
+		dst = append(append(dst, '?'), u.RawQuery...)
+	}
+	return dst
+}
+
+// plainURL reports whether urlString may write u directly: no opaque part, user, raw path
+// or fragment, a scheme, a host and an absolute path, and every byte of host and path one
+// that String leaves as it is.
+func plainURL(u *url.URL) bool {
+	return u.Opaque == "" && u.User == nil && u.RawPath == "" && !u.OmitHost && u.Fragment == "" && u.Scheme != "" && u.Host != "" &&
+		len(u.Path) != 0 && u.Path[0] == '/' && plainURLPart(u.Host, urlHostPlain) && plainURLPart(u.Path, urlPathPlain)
 }
 
 // urlHostPlain and urlPathPlain are the bytes net/url writes unescaped in a host and in a

@@ -15,8 +15,8 @@ import (
 
 // TestLookupServedMemo checks that the memo of lookup results gives, for every request,
 // the result the lookup itself gives (exact, search, fuzzy, blocked, miss, HEAD, a query
-// or a body that changes the answer), also when served again and from many goroutines at
-// once (run with -race), for requests of one URL with other methods, content types and
+// or a body that changes the answer), also when served again (by lookupServed and by
+// lookupServedURL, from the URL's bytes) and from many goroutines at once (run with -race), for requests of one URL with other methods, content types and
 // types too, and that it keeps neither requests with a body nor requests
 // longer than maxMemoKey (a client controls its URLs).
 func TestLookupServedMemo(t *testing.T) {
@@ -56,6 +56,9 @@ func TestLookupServedMemo(t *testing.T) {
 			for round := 0; round < 3; round++ {
 				for i, r := range reqs {
 					m := ix.lookupServed(r, urls[i])
+					if (round+i)%2 == 1 { // also by the URL's bytes
+						m = ix.lookupServedURL(r, []byte(urls[i]))
+					}
 					got, key, u := m.res, m.keyStr, m.url
 					if u != urls[i] {
 						t.Errorf("round %d: lookupServed's URL %q, given %q", round, u, urls[i])
@@ -137,9 +140,13 @@ func checkURLString(t *testing.T, raw string) {
 	if got, want := urlString(n), n.String(); got != want {
 		t.Errorf("%q: urlString %q, String %q", raw, got, want)
 	}
+	if got, want := string(appendURL([]byte("x"), n)), "x"+n.String(); got != want {
+		t.Errorf("%q: appendURL after x %q, want %q", raw, got, want)
+	}
 }
 
-// FuzzURLString: urlString is String on any URL NormalizeURL returns.
+// FuzzURLString: urlString, and appendURL's bytes, are String on any URL NormalizeURL
+// returns.
 func FuzzURLString(f *testing.F) {
 	for _, s := range urlStringSeeds {
 		f.Add(s)
@@ -151,6 +158,9 @@ func FuzzURLString(f *testing.F) {
 			n := NormalizeURL(u)
 			if got, want := urlString(n), n.String(); got != want {
 				t.Errorf("request URI %q: urlString %q, String %q", raw, got, want)
+			}
+			if got, want := string(appendURL(nil, n)), n.String(); got != want {
+				t.Errorf("request URI %q: appendURL %q, String %q", raw, got, want)
 			}
 		}
 	})

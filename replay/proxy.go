@@ -367,7 +367,8 @@ func (s *Server) answerFor(r *http.Request) *answer {
 	total := rb.total
 	typ := RequestType(r)
 	u := normalizedURL(r.URL)
-	urlStr := urlString(&u)
+	var ubuf [256]byte // the URL's bytes for the memo, on the stack when it fits
+	ub := appendURL(ubuf[:0], &u)
 	switch {
 	case bodyErr != nil:
 		a := textAnswer(http.StatusBadRequest, "text/plain; charset=utf-8", "pab replay: cannot read the request body\n")
@@ -378,11 +379,11 @@ func (s *Server) answerFor(r *http.Request) *answer {
 		a.typ, a.note = typ, rb.refused+"; answered 413"
 		return a
 	case r.ProtoMajor >= 2 && s.opts.DisableHTTP2:
-		a := unsupportedAnswer(http.StatusHTTPVersionNotSupported, noteHTTP2, r.Method, urlStr)
+		a := unsupportedAnswer(http.StatusHTTPVersionNotSupported, noteHTTP2, r.Method, string(ub))
 		a.typ = typ
 		return a
 	case isWebSocketUpgrade(r):
-		a := unsupportedAnswer(http.StatusNotImplemented, noteWebSocket, r.Method, urlStr)
+		a := unsupportedAnswer(http.StatusNotImplemented, noteWebSocket, r.Method, string(ub))
 		a.typ = typ
 		return a
 	}
@@ -396,9 +397,9 @@ func (s *Server) answerFor(r *http.Request) *answer {
 	if typ == TypeDocument && !browserPage(r) {
 		lookupType = "" // the matching policy's stricter rule for pages is for a browser's
 	}
-	m := s.ix.lookupServed(rules.Request{Method: r.Method, URL: r.URL, Body: body, ContentType: firstValue(r.Header, "Content-Type"), Type: lookupType}, urlStr)
+	m := s.ix.lookupServedURL(rules.Request{Method: r.Method, URL: r.URL, Body: body, ContentType: firstValue(r.Header, "Content-Type"), Type: lookupType}, ub)
 	res := &m.res
-	urlStr = m.url
+	urlStr := m.url
 	body = nil
 	done()
 	var a *answer
