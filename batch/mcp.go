@@ -77,7 +77,8 @@ type mcpFront struct {
 // except that a server listening on 127.0.0.1 that names itself localhost (as
 // @playwright/mcp does, whose Host check accepts only that name) gets host.
 // With rec, every tools/call through the front is recorded as a step (steps.go).
-func startMCPFront(upstream, host, token string, rec *stepRecorder) (*mcpFront, error) {
+// tr forwards the requests (nil: newFrontTransport()).
+func startMCPFront(upstream, host, token string, rec *stepRecorder, tr http.RoundTripper) (*mcpFront, error) {
 	u, err := url.Parse(upstream)
 	if err != nil || u.Scheme != "http" {
 		return nil, fmt.Errorf("browser MCP server address %q: want http://HOST:PORT/mcp", upstream)
@@ -85,7 +86,11 @@ func startMCPFront(upstream, host, token string, rec *stepRecorder) (*mcpFront, 
 	if host == "" {
 		host = u.Host
 	}
+	if tr == nil {
+		tr = newFrontTransport()
+	}
 	rp := &httputil.ReverseProxy{
+		Transport: tr,
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(&url.URL{Scheme: "http", Host: u.Host})
 			r.Out.URL.Path = u.Path
@@ -128,6 +133,21 @@ func startMCPFront(upstream, host, token string, rec *stepRecorder) (*mcpFront, 
 	}
 	go f.srv.Serve(ln)
 	return f, nil
+}
+
+// newFrontTransport is the transport of a run's MCP front: its own, so that no other
+// client in the process shares (or closes) its connections, with http.DefaultTransport's
+// settings except two. No proxy: the server is on loopback. No keep-alive: each request
+// goes to the server on a new connection, so none is written to a connection that the
+// server is closing as idle (Node's http server, @playwright/mcp's, closes an idle one
+// after 5 s by default), which the transport would not write again for a POST (the agent
+// would get 502 for a call the server never read). On loopback a connection costs
+// microseconds.
+func newFrontTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	tr.DisableKeepAlives = true
+	return tr
 }
 
 // Close stops the front at once (open streams are cut) and closes its log.
@@ -259,7 +279,7 @@ func readyMCP(ctx context.Context, upstream, host string, start time.Time, timeo
 			}
 		}()
 	}
-	front, err := startMCPFront(upstream, host, guard.NewControlToken(), rec)
+	front, err := startMCPFront(upstream, host, guard.NewControlToken(), rec, nil)
 	if err != nil {
 		stopServer()
 		return nil, browserStartError(fmt.Errorf("%s: %v", what, err))

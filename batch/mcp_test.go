@@ -1,10 +1,13 @@
 package batch
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -251,5 +254,67 @@ func playSteps(t *testing.T, ctx context.Context, m *runMCP, dir string) {
 	if n := strings.Count(string(view), `<section class="step`); n != len(all) || strings.Contains(string(view), secret) ||
 		strings.Count(string(view), "data:image/jpeg;base64,") != shots || len(view) > 5<<20 {
 		t.Errorf("view.html: %d steps, %d bytes, secret %v", n, len(view), strings.Contains(string(view), secret))
+	}
+}
+
+// oneRequestPerConn is a loopback HTTP/1.1 server that answers the first request on each
+// connection (200, keep-alive, body "ok") and closes the connection, unanswered, when a
+// second request comes on it: a server closing an idle connection just as a request is
+// written to it (Node's http server, @playwright/mcp's, after 5 s idle by default).
+func oneRequestPerConn(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for n := 1; ; n++ {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					if n > 1 {
+						return // closed, the request unanswered
+					}
+					io.Copy(io.Discard, req.Body)
+					fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\nok")
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String() + "/mcp"
+}
+
+// TestMCPFrontFreshConnections: the front sends each request on a connection of its own,
+// so a server that closes a connection after one answer (as one closing idle connections
+// may, just as the next request arrives) answers every POST; on a reused connection the
+// second POST would be lost (502: Go's transport does not write a POST again).
+func TestMCPFrontFreshConnections(t *testing.T) {
+	front, err := startMCPFront(oneRequestPerConn(t), "", "tok", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer front.Close()
+	for i := 1; i <= 3; i++ {
+		req, _ := http.NewRequest("POST", front.URL, strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(body) != "ok" {
+			t.Errorf("POST %d through the front: %d %q, want 200 \"ok\"", i, resp.StatusCode, body)
+		}
 	}
 }

@@ -98,7 +98,7 @@ func TestStepsConcurrentCalls(t *testing.T) {
 	srv := mcpServer(t, "browser_navigate", "browser_type")
 	dir := t.TempDir()
 	rec := newStepRecorder(dir, "", "no browser in this test")
-	front, err := startMCPFront(srv.URL+"/mcp", "", "tok", rec)
+	front, err := startMCPFront(srv.URL+"/mcp", "", "tok", rec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestFrontLog(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	rec := newStepRecorder(dir, "", "no browser in this test")
-	front, err := startMCPFront(srv.URL+"/mcp", "", "tok", rec)
+	front, err := startMCPFront(srv.URL+"/mcp", "", "tok", rec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestFrontLog(t *testing.T) {
 	// nothing wrong: no log
 	good := mcpServer(t, "browser_navigate")
 	dir2 := t.TempDir()
-	front2, err := startMCPFront(good.URL+"/mcp", "", "tok", newStepRecorder(dir2, "", "none"))
+	front2, err := startMCPFront(good.URL+"/mcp", "", "tok", newStepRecorder(dir2, "", "none"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
