@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"errors"
@@ -105,9 +106,9 @@ func startMCPFront(upstream, host, token string, rec *stepRecorder, tr http.Roun
 		flog = &frontLog{path: filepath.Join(rec.dir, FileMCPFront)}
 		rp.ErrorLog = log.New(flog, "", log.LstdFlags|log.Lmicroseconds|log.LUTC)
 	}
-	var next http.Handler = rp
+	var next http.Handler = wholeBody(rp, rp.ErrorLog)
 	if rec != nil {
-		next = rec.wrap(rp)
+		next = rec.wrap(next)
 	}
 	want := []byte("Bearer " + token)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -135,6 +136,43 @@ func startMCPFront(upstream, host, token string, rec *stepRecorder, tr http.Roun
 	return f, nil
 }
 
+// maxFrontRequest bounds the body of a request through the front (bytes): pab guard's
+// own bound (guard.MaxRequestBytes). A larger one gets 413 and does not reach the server.
+const maxFrontRequest = guard.MaxRequestBytes
+
+// wholeBody reads a request's body whole (at most maxFrontRequest bytes) and hands next
+// the request with that copy as its body, so that the transport never reads the agent's
+// body from the front's HTTP server. That server closes the body once the answer starts
+// (net/http's HTTP/1 server does, before writing a response's header), and the transport
+// reads a body once more after its Content-Length, to see its end: on a loaded machine its
+// writer can come to that read after the server has begun to answer, fail on the closed
+// body, and close the connection to the server with the answer half passed on (the agent
+// gets a cut stream, FileMCPFront "use of closed network connection"). Refusals go to errLog.
+func wholeBody(next http.Handler, errLog *log.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		b, err := io.ReadAll(io.LimitReader(r.Body, maxFrontRequest+1))
+		if err != nil {
+			errLog.Printf("pab front: reading the request to pass on: %v", err)
+			http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if len(b) > maxFrontRequest {
+			errLog.Printf("pab front: a request of more than %d bytes refused (413)", maxFrontRequest)
+			http.Error(w, fmt.Sprintf("request too large: at most %d bytes pass", maxFrontRequest), http.StatusRequestEntityTooLarge)
+			return
+		}
+		r = r.WithContext(r.Context()) // a shallow copy: the server's own request stays as it is
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		r.ContentLength = int64(len(b))
+		r.TransferEncoding = nil
+		next.ServeHTTP(w, r)
+	})
+}
+
 // newFrontTransport is the transport of a run's MCP front: its own, so that no other
 // client in the process shares (or closes) its connections, with http.DefaultTransport's
 // settings except two. No proxy: the server is on loopback. No keep-alive: each request
@@ -160,7 +198,8 @@ func (f *mcpFront) Close() {
 
 // FileMCPFront is the file of a run directory where pab's MCP front writes what went wrong
 // between the agent and the browser MCP server: an answer's stream that broke (the proxy's
-// read or write error), a server that could not be reached. One line each, at most
+// read or write error), a server that could not be reached, a request too large to pass
+// (more than maxFrontRequest bytes). One line each, at most
 // maxFrontLog bytes; absent when nothing went wrong.
 const FileMCPFront = "browser-mcp-front.log"
 

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -316,5 +317,156 @@ func TestMCPFrontFreshConnections(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || string(body) != "ok" {
 			t.Errorf("POST %d through the front: %d %q, want 200 \"ok\"", i, resp.StatusCode, body)
 		}
+	}
+}
+
+// lateEnd is a request body whose reader, once it has given the request's length, waits
+// for wait before reading on (to see the body's end), then closes after: the transport's
+// writer descheduled, on a loaded machine, between the body and its check that the body
+// has no more than its Content-Length.
+type lateEnd struct {
+	io.ReadCloser
+	left        int64
+	wait, after chan struct{}
+	once        sync.Once
+}
+
+func (l *lateEnd) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		select {
+		case <-l.wait:
+		case <-time.After(time.Minute):
+		}
+		defer l.once.Do(func() { close(l.after) })
+		return l.ReadCloser.Read(p)
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.ReadCloser.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
+
+// roundTripFunc is an http.RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestMCPFrontLateBodyRead: an answer's stream through the front is whole even when the
+// transport reads the end of the request body after the front has begun to pass the
+// answer on (the flake of cmd/pab's TestRunGuardEngineEvents under load: the front's HTTP
+// server closes the agent's request body once the answer starts, the transport's late
+// read of it failed, and the transport closed the connection to the server with the
+// answer half passed on: curl's "transfer closed with outstanding read data remaining",
+// browser-mcp-front.log's "use of closed network connection"). The server sends its
+// answer in two parts, the second once that late read is done; with and without the step
+// recorder (which reads the body first).
+func TestMCPFrontLateBodyRead(t *testing.T) {
+	for _, steps := range []bool{false, true} {
+		t.Run(fmt.Sprintf("steps=%v", steps), func(t *testing.T) {
+			released := make(chan struct{}) // the late read is done
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, "event: message\ndata: first\n\n")
+				w.(http.Flusher).Flush()
+				select {
+				case <-released:
+				case <-r.Context().Done():
+					return
+				}
+				io.WriteString(w, "event: message\ndata: last\n\n")
+			}))
+			defer up.Close()
+			firstSeen := make(chan struct{}) // the agent has the first part of the answer
+			base := newFrontTransport()
+			tr := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				r = r.Clone(r.Context())
+				r.Body = &lateEnd{ReadCloser: r.Body, left: r.ContentLength, wait: firstSeen, after: released}
+				return base.RoundTrip(r)
+			})
+			dir := t.TempDir()
+			var rec *stepRecorder
+			if steps {
+				rec = newStepRecorder(dir, "", "no browser in this test")
+				defer rec.Close()
+			}
+			front, err := startMCPFront(up.URL+"/mcp", "", "tok", rec, tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer front.Close()
+			req, _ := http.NewRequest("POST", front.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"browser_navigate","arguments":{}}}`))
+			req.Header.Set("Authorization", "Bearer tok")
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			br := bufio.NewReader(resp.Body)
+			var got strings.Builder
+			for !strings.Contains(got.String(), "data: first\n\n") {
+				line, err := br.ReadString('\n')
+				got.WriteString(line)
+				if err != nil {
+					t.Fatalf("first part: %v after %q", err, got.String())
+				}
+			}
+			close(firstSeen)
+			rest, err := io.ReadAll(br)
+			got.Write(rest)
+			if err != nil || !strings.Contains(got.String(), "data: last\n\n") {
+				f, _ := os.ReadFile(filepath.Join(dir, FileMCPFront))
+				t.Fatalf("the answer's stream: %v after %q\n%s:\n%s", err, got.String(), FileMCPFront, f)
+			}
+		})
+	}
+}
+
+// TestMCPFrontRequestBound: a body of more than maxFrontRequest bytes gets 413 from the
+// front (and a line in its log) without reaching the server; one of that size passes.
+func TestMCPFrontRequestBound(t *testing.T) {
+	var reached []int
+	var mu sync.Mutex
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		reached = append(reached, len(b))
+		mu.Unlock()
+	}))
+	defer up.Close()
+	dir := t.TempDir()
+	rec := newStepRecorder(dir, "", "no browser in this test")
+	defer rec.Close()
+	front, err := startMCPFront(up.URL+"/mcp", "", "tok", rec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer front.Close()
+	for _, n := range []int{maxFrontRequest + 1, maxFrontRequest} {
+		req, _ := http.NewRequest("POST", front.URL, bytes.NewReader(bytes.Repeat([]byte(" "), n)))
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := http.StatusOK
+		if n > maxFrontRequest {
+			want = http.StatusRequestEntityTooLarge
+		}
+		if resp.StatusCode != want {
+			t.Errorf("%d bytes: %d, want %d", n, resp.StatusCode, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reached) != 1 || reached[0] != maxFrontRequest {
+		t.Errorf("bodies that reached the server: %v, want [%d]", reached, maxFrontRequest)
+	}
+	if f, _ := os.ReadFile(filepath.Join(dir, FileMCPFront)); !strings.Contains(string(f), "refused (413)") {
+		t.Errorf("%s: %q, want the refusal", FileMCPFront, f)
 	}
 }
