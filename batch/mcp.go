@@ -1,7 +1,6 @@
 package batch
 
 import (
-	"bytes"
 	"context"
 	"crypto/subtle"
 	"errors"
@@ -24,6 +23,8 @@ import (
 
 	"github.com/pab-dev/pab/guard"
 	"github.com/pab-dev/pab/internal/procgroup"
+	"github.com/pab-dev/pab/internal/readlimit"
+	"github.com/pab-dev/pab/internal/wholebody"
 )
 
 // The browser MCP server of a run (pab run --browser --mcp, and pab guard for --guard),
@@ -140,36 +141,27 @@ func startMCPFront(upstream, host, token string, rec *stepRecorder, tr http.Roun
 // own bound (guard.MaxRequestBytes). A larger one gets 413 and does not reach the server.
 const maxFrontRequest = guard.MaxRequestBytes
 
-// wholeBody reads a request's body whole (at most maxFrontRequest bytes) and hands next
-// the request with that copy as its body, so that the transport never reads the agent's
-// body from the front's HTTP server. That server closes the body once the answer starts
-// (net/http's HTTP/1 server does, before writing a response's header), and the transport
-// reads a body once more after its Content-Length, to see its end: on a loaded machine its
-// writer can come to that read after the server has begun to answer, fail on the closed
-// body, and close the connection to the server with the answer half passed on (the agent
-// gets a cut stream, FileMCPFront "use of closed network connection"). Refusals go to errLog.
+// wholeBody reads a request's body whole (at most maxFrontRequest bytes, wholebody.Read)
+// and hands next the request with that copy as its body, so that the transport never reads
+// the agent's body from the front's HTTP server, which closes it once the answer starts: a
+// late read of it by the transport's writer cut the answer's stream (the agent gets a cut
+// stream, FileMCPFront "use of closed network connection"; package wholebody has the
+// cause). A larger body gets 413, an unreadable one 400; refusals go to errLog.
 func wholeBody(next http.Handler, errLog *log.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength == 0 {
-			next.ServeHTTP(w, r)
+		whole, err := wholebody.Read(r, maxFrontRequest)
+		var tooLarge *readlimit.TooLargeError
+		switch {
+		case errors.As(err, &tooLarge):
+			errLog.Printf("pab front: a request of more than %d bytes refused (413)", maxFrontRequest)
+			http.Error(w, fmt.Sprintf("request too large: at most %d bytes pass", maxFrontRequest), http.StatusRequestEntityTooLarge)
 			return
-		}
-		b, err := io.ReadAll(io.LimitReader(r.Body, maxFrontRequest+1))
-		if err != nil {
+		case err != nil:
 			errLog.Printf("pab front: reading the request to pass on: %v", err)
 			http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		if len(b) > maxFrontRequest {
-			errLog.Printf("pab front: a request of more than %d bytes refused (413)", maxFrontRequest)
-			http.Error(w, fmt.Sprintf("request too large: at most %d bytes pass", maxFrontRequest), http.StatusRequestEntityTooLarge)
-			return
-		}
-		r = r.WithContext(r.Context()) // a shallow copy: the server's own request stays as it is
-		r.Body = io.NopCloser(bytes.NewReader(b))
-		r.ContentLength = int64(len(b))
-		r.TransferEncoding = nil
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, whole)
 	})
 }
 
