@@ -13,7 +13,9 @@
 // /responses, /chat/completions) reaches the same path upstream. Method, headers (the key
 // headers included), body and query are forwarded as they are; the answer's status, headers
 // and body come back as they are, a server-sent event stream flushed as each piece arrives
-// (never held back for metering).
+// (never held back for metering). A request's body is read whole (at most MaxRequest bytes)
+// before the request is forwarded (internal/wholebody: the transport never reads a body the
+// meter's server has closed, which cut answers; golang/go#40747).
 //
 // Model calls are POST requests whose path ends in /messages (the Anthropic Messages API),
 // /chat/completions (OpenAI Chat Completions) or /responses (OpenAI Responses API). Their
@@ -26,7 +28,10 @@
 // without stream_options.include_usage, no answer from the upstream) is marked unreadable,
 // counted in Totals.UnreadableCalls, and makes the total cost unknown (null), never 0.
 // WebSocket upgrades (the Responses API over WebSocket) are refused with 501, so that no
-// model traffic passes unmetered; see docs/run.md, "Model usage and cost".
+// model traffic passes unmetered; a request whose body is over MaxRequest bytes is refused
+// with 413, one whose body cannot be read with 400. A refused request is never forwarded
+// (nothing is billed for it) and is recorded as refused (Call.Refused), outside the model
+// calls; see docs/run.md, "Model usage and cost".
 package meter
 
 import (
@@ -45,6 +50,8 @@ import (
 	"time"
 
 	"github.com/pab-dev/pab/internal/httpx"
+	"github.com/pab-dev/pab/internal/readlimit"
+	"github.com/pab-dev/pab/internal/wholebody"
 )
 
 // Kind is the API kind of a route of the meter: the first path segment of its base URL.
@@ -76,6 +83,11 @@ const (
 const (
 	DefaultMaxBody  = 32 << 20
 	DefaultMaxEvent = 16 << 20
+	// DefaultMaxRequest is 32 MiB: Anthropic's Messages API takes requests of at most
+	// 32 MB (a larger one gets 413 request_too_large), so no request it would take is
+	// refused. We know of no documented bound for OpenAI's Chat Completions and Responses;
+	// a larger request for them needs Options.MaxRequest.
+	DefaultMaxRequest = 32 << 20
 )
 
 // Options configure a meter.
@@ -92,6 +104,10 @@ type Options struct {
 	// DefaultMaxEvent). A longer event is forwarded whole and skipped by the parser; when it
 	// could have held the usage, the call is marked unreadable.
 	MaxEvent int
+	// MaxRequest bounds a request body (bytes; default DefaultMaxRequest). Every request's
+	// body is read whole into memory before it is forwarded; a longer one is refused with
+	// 413, not forwarded, and recorded as refused.
+	MaxRequest int
 	// Transport forwards the requests (default: a clone of http.DefaultTransport, which uses
 	// the environment's HTTPS_PROXY for non-loopback upstreams).
 	Transport http.RoundTripper
@@ -138,6 +154,9 @@ func Start(opts Options) (*Meter, error) {
 	}
 	if opts.MaxEvent <= 0 {
 		opts.MaxEvent = DefaultMaxEvent
+	}
+	if opts.MaxRequest <= 0 {
+		opts.MaxRequest = DefaultMaxRequest
 	}
 	if opts.Transport == nil {
 		opts.Transport = http.DefaultTransport.(*http.Transport).Clone()
@@ -312,6 +331,23 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotImplemented, "pab meter: protocol upgrades (WebSocket) are not metered; use HTTP (server-sent events)")
 		return
 	}
+	// The body is read whole before the request goes on: the transport then never reads
+	// it from this server, which closes it once the answer starts (package wholebody).
+	whole, err := wholebody.Read(r, int64(m.opts.MaxRequest))
+	if err != nil {
+		status, msg := http.StatusBadRequest, "pab meter: the request's body could not be read; not forwarded"
+		var tooLarge *readlimit.TooLargeError
+		if errors.As(err, &tooLarge) {
+			status = http.StatusRequestEntityTooLarge
+			msg = fmt.Sprintf("pab meter: a request body of more than %d bytes is not forwarded (the meter's bound)", m.opts.MaxRequest)
+			err = fmt.Errorf("a body of more than %d bytes", m.opts.MaxRequest)
+		}
+		m.record(Call{Kind: kind, API: api, Path: path, Tag: tag, Status: status, Refused: true, Time: time.Now().UTC()})
+		m.log.Printf("%s %s: refused a request (%d), not forwarded: %v", kind, path, status, err)
+		writeError(w, status, msg)
+		return
+	}
+	r = whole
 	if api == "" {
 		p.ServeHTTP(w, r)
 		return

@@ -517,3 +517,209 @@ func TestCloseCutsStuckStream(t *testing.T) {
 		t.Errorf("latency %d ms, time %v; the test took %v from %v", c.LatencyMS, c.Time, elapsed, began)
 	}
 }
+
+// lateEnd is a request body whose reader, once it has given the request's length, waits
+// for wait before reading on (to see the body's end), then closes after: the transport's
+// writer descheduled, on a loaded machine, between the body and its check that the body
+// has no more than its Content-Length (batch's TestMCPFrontLateBodyRead has its twin).
+type lateEnd struct {
+	io.ReadCloser
+	left        int64
+	wait, after chan struct{}
+	once        sync.Once
+}
+
+func (l *lateEnd) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		select {
+		case <-l.wait:
+		case <-time.After(time.Minute):
+		}
+		defer l.once.Do(func() { close(l.after) })
+		return l.ReadCloser.Read(p)
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.ReadCloser.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
+
+// roundTripFunc is an http.RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestLateBodyRead: a streamed answer passes the meter whole, its usage read, even when the
+// transport reads the end of the request body after the meter has begun to pass the answer
+// on (golang/go#40747: the meter's HTTP server closes the agent's request body once the
+// answer starts; the transport's late read of that body failed, and the transport closed
+// the connection to the upstream with the answer half passed on). The upstream sends its
+// answer in two parts, the second once that late read is done.
+func TestLateBodyRead(t *testing.T) {
+	released := make(chan struct{}) // the late read is done
+	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-test\",\"usage\":{\"input_tokens\":11,\"output_tokens\":1}}}\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-released:
+		case <-r.Context().Done():
+			return
+		}
+		io.WriteString(w, "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":9}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	}))
+	firstSeen := make(chan struct{}) // the agent has the first part of the answer
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	tr := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		r.Body = &lateEnd{ReadCloser: r.Body, left: r.ContentLength, wait: firstSeen, after: released}
+		return base.RoundTrip(r)
+	})
+	var logbuf syncBuffer
+	_, m := setup(t, Options{Upstreams: map[Kind]string{KindAnthropic: up}, Transport: tr, Log: &logbuf})
+	resp, err := http.Post(m.BaseURL(KindAnthropic)+"/v1/messages", "application/json",
+		strings.NewReader(`{"model":"claude-test","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	var got strings.Builder
+	for !strings.Contains(got.String(), "\n\n") {
+		line, err := br.ReadString('\n')
+		got.WriteString(line)
+		if err != nil {
+			t.Fatalf("first part: %v after %q", err, got.String())
+		}
+	}
+	close(firstSeen)
+	rest, err := io.ReadAll(br)
+	got.Write(rest)
+	if err != nil || !strings.Contains(got.String(), `"type":"message_stop"`) {
+		t.Fatalf("the answer's stream: %v after %q\nmeter log:\n%s", err, got.String(), logbuf.String())
+	}
+	resp.Body.Close()
+	m.Close(context.Background())
+	u := m.Usage()
+	if len(u.Calls) != 1 {
+		t.Fatalf("calls %+v", u.Calls)
+	}
+	if c := u.Calls[0]; c.Unreadable || !c.Streamed || c.Status != 200 || c.InputTokens != 11 || c.OutputTokens != 9 || u.Totals.CostUSD == nil {
+		t.Errorf("call %+v, totals %+v", c, u.Totals)
+	}
+}
+
+// TestRequestBound: a request body over MaxRequest bytes, with a Content-Length or chunked,
+// gets 413 from the meter and never reaches the upstream; one whose body cannot be read (the
+// client gone mid-body) gets 400. Both are recorded as refused, outside the model calls and
+// their cost. A body of MaxRequest bytes passes whole (a chunked one with its
+// Content-Length), and a request without a body passes as it is.
+func TestRequestBound(t *testing.T) {
+	const bound = 1000
+	var mu sync.Mutex
+	var reached []string // "METHOD PATH LENGTH/CONTENT-LENGTH"
+	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		reached = append(reached, fmt.Sprintf("%s %s %d/%d", r.Method, r.URL.Path, len(b), r.ContentLength))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"type":"message","model":"claude-test","usage":{"input_tokens":5,"output_tokens":2}}`)
+	}))
+	var logbuf syncBuffer
+	_, m := setup(t, Options{Upstreams: map[Kind]string{KindAnthropic: up}, MaxRequest: bound, Log: &logbuf})
+	url := m.BaseURL(KindAnthropic) + "/v1/messages"
+	body := func(n int) string {
+		return `{"model":"claude-test","x":"` + strings.Repeat("w", n-len(`{"model":"claude-test","x":""}`)) + `"}`
+	}
+	for _, c := range []struct {
+		n       int
+		chunked bool
+		want    int
+	}{{bound + 1, false, 413}, {bound + 1, true, 413}, {bound, false, 200}, {bound, true, 200}} {
+		var rd io.Reader = strings.NewReader(body(c.n))
+		if c.chunked {
+			rd = io.MultiReader(rd) // no length known: sent chunked
+		}
+		req, _ := http.NewRequest("POST", url, rd)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(TagHeader, "bound")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%d bytes, chunked %v: %d %s, want %d", c.n, c.chunked, resp.StatusCode, b, c.want)
+		}
+		if c.want == 413 && !strings.Contains(string(b), `"type":"error"`) {
+			t.Errorf("413's body %q: want the meter's JSON error", b)
+		}
+	}
+	resp, err := http.Get(m.BaseURL(KindAnthropic) + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
+	// The client announces 100 bytes, sends 10 and stops writing.
+	conn, err := net.Dial("tcp", m.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /anthropic/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"model\":")
+	conn.(*net.TCPConn).CloseWrite()
+	resp, err = http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a body cut short: %d, want 400", resp.StatusCode)
+	}
+
+	m.Close(context.Background())
+	mu.Lock()
+	got := strings.Join(reached, ", ")
+	mu.Unlock()
+	if want := "POST /v1/messages 1000/1000, POST /v1/messages 1000/1000, GET /v1/models 0/0"; got != want {
+		t.Errorf("requests that reached the upstream: %s, want %s", got, want)
+	}
+	u := m.Usage()
+	tt := u.Totals
+	if tt.Calls != 2 || tt.RefusedRequests != 3 || tt.RefusedUpgrades != 0 || tt.InputTokens != 10 || tt.UnreadableCalls != 0 || tt.CostUSD == nil {
+		t.Errorf("totals %+v", tt)
+	}
+	var statuses []int
+	for _, c := range u.Calls {
+		if c.Refused {
+			statuses = append(statuses, c.Status)
+			if c.API != APIMessages || c.Path != "/v1/messages" || c.CostUSD != nil {
+				t.Errorf("refused call %+v", c)
+			}
+		}
+	}
+	if fmt.Sprint(statuses) != "[413 413 400]" {
+		t.Errorf("refused calls' statuses %v, want [413 413 400]", statuses)
+	}
+	if tagged := m.UsageOf("bound").Totals; tagged.RefusedRequests != 2 || tagged.Calls != 2 {
+		t.Errorf("tagged totals %+v", tagged)
+	}
+	if l := logbuf.String(); strings.Count(l, "refused a request (413), not forwarded: a body of more than 1000 bytes") != 2 ||
+		!strings.Contains(l, "refused a request (400)") {
+		t.Errorf("log %q", l)
+	}
+}
+
+// TestDefaultMaxRequest: without MaxRequest, the bound is DefaultMaxRequest.
+func TestDefaultMaxRequest(t *testing.T) {
+	_, m := setup(t, Options{})
+	if m.opts.MaxRequest != DefaultMaxRequest || DefaultMaxRequest != 32<<20 {
+		t.Errorf("MaxRequest %d, DefaultMaxRequest %d; want 32 MiB", m.opts.MaxRequest, DefaultMaxRequest)
+	}
+}

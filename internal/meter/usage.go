@@ -59,8 +59,10 @@ type Call struct {
 	// Unreadable is true when the call's usage could not be read; Reason says why.
 	Unreadable bool   `json:"unreadable,omitempty"`
 	Reason     string `json:"unreadable_reason,omitempty"`
-	// Refused is true for a protocol upgrade (WebSocket) the meter refused; it is not a
-	// model call and counts in Totals.RefusedUpgrades only.
+	// Refused is true for a request the meter answered itself and did not forward: a
+	// protocol upgrade (WebSocket, Status 501), a body over Options.MaxRequest (413) or a
+	// body that could not be read (400). It is not a model call (nothing was billed) and
+	// counts in Totals.RefusedUpgrades (501) or Totals.RefusedRequests only.
 	Refused bool `json:"refused,omitempty"`
 	// CostUSD is the call's cost in US dollars (null when unknown: usage unreadable or model
 	// not in the price table; 0 for an error answer, which is not billed); PricedAs is the
@@ -97,6 +99,9 @@ type Totals struct {
 	StreamedCalls int `json:"streamed_calls"`
 	// RefusedUpgrades counts the WebSocket upgrades refused (see the package comment).
 	RefusedUpgrades int `json:"refused_upgrades,omitempty"`
+	// RefusedRequests counts the other requests refused, never forwarded: a body over
+	// Options.MaxRequest or one that could not be read.
+	RefusedRequests int `json:"refused_requests,omitempty"`
 }
 
 // Sum totals calls.
@@ -107,7 +112,11 @@ func Sum(calls []Call) Totals {
 	for i := range calls {
 		c := &calls[i]
 		if c.Refused {
-			t.RefusedUpgrades++
+			if c.Status == http.StatusNotImplemented {
+				t.RefusedUpgrades++
+			} else {
+				t.RefusedRequests++
+			}
 			continue
 		}
 		t.Calls++
@@ -154,6 +163,7 @@ func (t Totals) Add(o Totals) Totals {
 		KnownCostUSD: t.KnownCostUSD + o.KnownCostUSD, UnreadableCalls: t.UnreadableCalls + o.UnreadableCalls,
 		UnpricedCalls: t.UnpricedCalls + o.UnpricedCalls, ErrorCalls: t.ErrorCalls + o.ErrorCalls,
 		StreamedCalls: t.StreamedCalls + o.StreamedCalls, RefusedUpgrades: t.RefusedUpgrades + o.RefusedUpgrades,
+		RefusedRequests: t.RefusedRequests + o.RefusedRequests,
 	}
 	if t.CostUSD != nil && o.CostUSD != nil {
 		v := *t.CostUSD + *o.CostUSD

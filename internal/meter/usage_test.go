@@ -295,3 +295,15 @@ func FuzzParsers(f *testing.F) {
 		}
 	})
 }
+
+// TestSumRefused: refused requests are counted apart from the model calls, an upgrade's
+// (501) apart from the others, and leave the cost known; Add keeps both counts.
+func TestSumRefused(t *testing.T) {
+	tt := Sum([]Call{{Status: 501, Refused: true}, {Status: 413, Refused: true}, {Status: 400, Refused: true}})
+	if tt.Calls != 0 || tt.RefusedUpgrades != 1 || tt.RefusedRequests != 2 || tt.CostUSD == nil || *tt.CostUSD != 0 {
+		t.Errorf("Sum: %+v", tt)
+	}
+	if two := tt.Add(tt); two.RefusedUpgrades != 2 || two.RefusedRequests != 4 || two.CostUSD == nil {
+		t.Errorf("Add: %+v", two)
+	}
+}
