@@ -21,6 +21,7 @@ import (
 
 	"github.com/pab-dev/pab/internal/browser"
 	"github.com/pab-dev/pab/internal/testtool"
+	"github.com/pab-dev/pab/internal/wholebody/wholebodytest"
 )
 
 // mcpServer serves a streamable-HTTP MCP server with the named tools at /mcp.
@@ -320,39 +321,6 @@ func TestMCPFrontFreshConnections(t *testing.T) {
 	}
 }
 
-// lateEnd is a request body whose reader, once it has given the request's length, waits
-// for wait before reading on (to see the body's end), then closes after: the transport's
-// writer descheduled, on a loaded machine, between the body and its check that the body
-// has no more than its Content-Length.
-type lateEnd struct {
-	io.ReadCloser
-	left        int64
-	wait, after chan struct{}
-	once        sync.Once
-}
-
-func (l *lateEnd) Read(p []byte) (int, error) {
-	if l.left <= 0 {
-		select {
-		case <-l.wait:
-		case <-time.After(time.Minute):
-		}
-		defer l.once.Do(func() { close(l.after) })
-		return l.ReadCloser.Read(p)
-	}
-	if int64(len(p)) > l.left {
-		p = p[:l.left]
-	}
-	n, err := l.ReadCloser.Read(p)
-	l.left -= int64(n)
-	return n, err
-}
-
-// roundTripFunc is an http.RoundTripper made of a function.
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 // TestMCPFrontLateBodyRead: an answer's stream through the front is whole even when the
 // transport reads the end of the request body after the front has begun to pass the
 // answer on (the flake of cmd/pab's TestRunGuardEngineEvents under load: the front's HTTP
@@ -381,11 +349,7 @@ func TestMCPFrontLateBodyRead(t *testing.T) {
 			defer up.Close()
 			firstSeen := make(chan struct{}) // the agent has the first part of the answer
 			base := newFrontTransport()
-			tr := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-				r = r.Clone(r.Context())
-				r.Body = &lateEnd{ReadCloser: r.Body, left: r.ContentLength, wait: firstSeen, after: released}
-				return base.RoundTrip(r)
-			})
+			tr := wholebodytest.LateEndTransport(base, firstSeen, released)
 			dir := t.TempDir()
 			var rec *stepRecorder
 			if steps {

@@ -22,6 +22,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/pab-dev/pab/internal/fakemodel"
+	"github.com/pab-dev/pab/internal/wholebody/wholebodytest"
 )
 
 // testPrices prices the models the tests name; "unpriced-model" is left out on purpose.
@@ -518,39 +519,6 @@ func TestCloseCutsStuckStream(t *testing.T) {
 	}
 }
 
-// lateEnd is a request body whose reader, once it has given the request's length, waits
-// for wait before reading on (to see the body's end), then closes after: the transport's
-// writer descheduled, on a loaded machine, between the body and its check that the body
-// has no more than its Content-Length (batch's TestMCPFrontLateBodyRead has its twin).
-type lateEnd struct {
-	io.ReadCloser
-	left        int64
-	wait, after chan struct{}
-	once        sync.Once
-}
-
-func (l *lateEnd) Read(p []byte) (int, error) {
-	if l.left <= 0 {
-		select {
-		case <-l.wait:
-		case <-time.After(time.Minute):
-		}
-		defer l.once.Do(func() { close(l.after) })
-		return l.ReadCloser.Read(p)
-	}
-	if int64(len(p)) > l.left {
-		p = p[:l.left]
-	}
-	n, err := l.ReadCloser.Read(p)
-	l.left -= int64(n)
-	return n, err
-}
-
-// roundTripFunc is an http.RoundTripper made of a function.
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 // TestLateBodyRead: a streamed answer passes the meter whole, its usage read, even when the
 // transport reads the end of the request body after the meter has begun to pass the answer
 // on (golang/go#40747: the meter's HTTP server closes the agent's request body once the
@@ -573,11 +541,7 @@ func TestLateBodyRead(t *testing.T) {
 	}))
 	firstSeen := make(chan struct{}) // the agent has the first part of the answer
 	base := http.DefaultTransport.(*http.Transport).Clone()
-	tr := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		r = r.Clone(r.Context())
-		r.Body = &lateEnd{ReadCloser: r.Body, left: r.ContentLength, wait: firstSeen, after: released}
-		return base.RoundTrip(r)
-	})
+	tr := wholebodytest.LateEndTransport(base, firstSeen, released)
 	var logbuf syncBuffer
 	_, m := setup(t, Options{Upstreams: map[Kind]string{KindAnthropic: up}, Transport: tr, Log: &logbuf})
 	resp, err := http.Post(m.BaseURL(KindAnthropic)+"/v1/messages", "application/json",
