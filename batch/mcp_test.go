@@ -369,21 +369,10 @@ func TestMCPFrontLateBodyRead(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
-			br := bufio.NewReader(resp.Body)
-			var got strings.Builder
-			for !strings.Contains(got.String(), "data: first\n\n") {
-				line, err := br.ReadString('\n')
-				got.WriteString(line)
-				if err != nil {
-					t.Fatalf("first part: %v after %q", err, got.String())
-				}
-			}
-			close(firstSeen)
-			rest, err := io.ReadAll(br)
-			got.Write(rest)
-			if err != nil || !strings.Contains(got.String(), "data: last\n\n") {
+			got, err := wholebodytest.ReadInTwoParts(resp.Body, "data: first\n\n", firstSeen)
+			if err != nil || !strings.Contains(got, "data: last\n\n") {
 				f, _ := os.ReadFile(filepath.Join(dir, FileMCPFront))
-				t.Fatalf("the answer's stream: %v after %q\n%s:\n%s", err, got.String(), FileMCPFront, f)
+				t.Fatalf("the answer's stream: %v after %q\n%s:\n%s", err, got, FileMCPFront, f)
 			}
 		})
 	}

@@ -550,20 +550,9 @@ func TestLateBodyRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	var got strings.Builder
-	for !strings.Contains(got.String(), "\n\n") {
-		line, err := br.ReadString('\n')
-		got.WriteString(line)
-		if err != nil {
-			t.Fatalf("first part: %v after %q", err, got.String())
-		}
-	}
-	close(firstSeen)
-	rest, err := io.ReadAll(br)
-	got.Write(rest)
-	if err != nil || !strings.Contains(got.String(), `"type":"message_stop"`) {
-		t.Fatalf("the answer's stream: %v after %q\nmeter log:\n%s", err, got.String(), logbuf.String())
+	got, err := wholebodytest.ReadInTwoParts(resp.Body, "\n\n", firstSeen)
+	if err != nil || !strings.Contains(got, `"type":"message_stop"`) {
+		t.Fatalf("the answer's stream: %v after %q\nmeter log:\n%s", err, got, logbuf.String())
 	}
 	resp.Body.Close()
 	m.Close(context.Background())

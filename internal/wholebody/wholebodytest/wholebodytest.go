@@ -4,8 +4,11 @@
 package wholebodytest
 
 import (
+	"bufio"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -60,3 +63,23 @@ func (l *lateEnd) Read(p []byte) (int, error) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// ReadInTwoParts reads an answer's stream from body: up to the first point where what was
+// read holds first, then closes seen (the client has the first part: LateEndTransport's
+// wait), then the rest to its end. It returns all that was read, and the error that ended
+// the read when it was not the stream's end.
+func ReadInTwoParts(body io.Reader, first string, seen chan<- struct{}) (string, error) {
+	br := bufio.NewReader(body)
+	var got strings.Builder
+	for !strings.Contains(got.String(), first) {
+		line, err := br.ReadString('\n')
+		got.WriteString(line)
+		if err != nil {
+			return got.String(), fmt.Errorf("before the first part's end: %w", err)
+		}
+	}
+	close(seen)
+	rest, err := io.ReadAll(br)
+	got.Write(rest)
+	return got.String(), err
+}
