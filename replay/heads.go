@@ -140,7 +140,7 @@ func (c *headCache) get(b *recording.Bundle, e *recording.Entry) (*responseHead,
 		return nil, fmt.Errorf("entry %s: recorded status %d cannot be replayed", e.ID, resp.Status)
 	}
 	h := &responseHead{status: resp.Status, header: c.intern(replayHeader(resp.Header)), clock: wantsClock(resp.Status, resp.Header),
-		size: resp.Size, clen: c.internValue(strconv.FormatInt(resp.Size, 10)), recordID: resp.RecordID, entryID: e.ID, note: servedNote(resp.Notes)}
+		size: resp.Size, clen: []string{strconv.FormatInt(resp.Size, 10)}, recordID: resp.RecordID, entryID: e.ID, note: servedNote(resp.Notes)}
 	h.fields = answerFields(h.header)
 	sr, ok := resp.Body.(*io.SectionReader)
 	if !ok {
@@ -163,14 +163,26 @@ const (
 	maxInternedValue  = 128
 )
 
-// intern returns h with its field names and its short single values shared with every
-// other head's equal ones (internValue), so that the fields an answer copies (Content-Type,
-// Cache-Control, a site's one Date) are the same few strings whichever entry answers:
-// warm in the CPU's caches, not one copy per entry read once per round of a site's URLs.
-// h itself is edited in place and returned.
+// sharedFields are the fields whose values most responses of a site share (a few content
+// types, one cache policy, one server name): the ones whose values intern keeps. Others
+// (Date, ETag, Last-Modified, Content-Length, cookies) differ from response to response on
+// most sites and would only fill the table.
+var sharedFields = map[string]bool{
+	"Content-Type": true, "Cache-Control": true, "Vary": true, "Server": true, "Accept-Ranges": true,
+	"Content-Encoding": true, "Content-Language": true, "Pragma": true, "Via": true,
+	"Access-Control-Allow-Origin": true, "Access-Control-Allow-Credentials": true, "Timing-Allow-Origin": true,
+	"X-Content-Type-Options": true, "X-Frame-Options": true, "X-Xss-Protection": true, "Referrer-Policy": true,
+	"Strict-Transport-Security": true, "Cross-Origin-Resource-Policy": true, "Cross-Origin-Opener-Policy": true,
+}
+
+// intern returns h with its field names, and the single values of its sharedFields, shared
+// with every other head's equal ones (internValue), so that the fields an answer copies
+// (Content-Type, Cache-Control) are the same few strings whichever entry answers: warm in
+// the CPU's caches, not one copy per entry read once per round of a site's URLs. h itself is
+// edited in place and returned.
 func (c *headCache) intern(h http.Header) http.Header {
 	for name, vs := range h {
-		if len(vs) == 1 {
+		if len(vs) == 1 && sharedFields[name] {
 			vs = c.internValue(vs[0])
 		}
 		// an equal key: the map keeps the string assigned (a string key is updated), so

@@ -96,9 +96,10 @@ func TestSmallBodyKeptOnHead(t *testing.T) {
 }
 
 // TestHeadFieldsInterned checks headCache.intern: heads of different entries with equal
-// field names and short values share one copy of each (the same string and the same
-// one-value list), a value over maxInternedValue or of a field with two values keeps its
-// own, and the header keeps its fields and values.
+// field names share one copy of each name, and equal short values of sharedFields one
+// one-value list; a value over maxInternedValue, of a field with two values or of a field
+// whose values differ from response to response (Date) keeps its own; the header keeps its
+// fields and values.
 func TestHeadFieldsInterned(t *testing.T) {
 	var c headCache
 	long := strings.Repeat("v", maxInternedValue+1)
@@ -110,6 +111,8 @@ func TestHeadFieldsInterned(t *testing.T) {
 			s("Cache-Control"): {s("max-age=3600")},
 			s("X-Long"):        {s(long)},
 			s("Vary"):          {s("Accept"), s("Origin")},
+			s("Date"):          {s("Mon, 07 Dec 2026 09:00:00 GMT")},
+			s("Server"):        {s(long)},
 		}
 	}
 	a, b := c.intern(mk()), c.intern(mk())
@@ -124,7 +127,7 @@ func TestHeadFieldsInterned(t *testing.T) {
 		}
 		return ""
 	}
-	for _, name := range []string{"Content-Type", "Cache-Control", "X-Long", "Vary"} {
+	for _, name := range []string{"Content-Type", "Cache-Control", "X-Long", "Vary", "Date", "Server"} {
 		if unsafe.StringData(keyOf(a, name)) != unsafe.StringData(keyOf(b, name)) {
 			t.Errorf("%s: two copies of the name", name)
 		}
@@ -134,7 +137,7 @@ func TestHeadFieldsInterned(t *testing.T) {
 			t.Errorf("%s: two lists of its value", name)
 		}
 	}
-	for _, name := range []string{"X-Long", "Vary"} {
+	for _, name := range []string{"X-Long", "Vary", "Date", "Server"} {
 		if &a[name][0] == &b[name][0] {
 			t.Errorf("%s: a list shared that should not be", name)
 		}
