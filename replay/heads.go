@@ -3,6 +3,7 @@ package replay
 // This file is the Server's cache of parsed response heads and small payloads.
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,9 +17,17 @@ import (
 	"github.com/pab-dev/pab/recording"
 )
 
-// maxCachedHeads bounds the response heads a Server keeps parsed (a few hundred bytes
-// each); when full, the cache starts again empty.
-const maxCachedHeads = 1 << 14
+// maxCachedHeads and maxCachedHeadBytes bound the response heads a Server keeps parsed:
+// at most this many heads, of at most this many bytes together (headBytes: most heads are
+// a few hundred bytes, but a recording's head may have up to warc.MaxHTTPHeaderBytes of
+// fields); when either would be passed, the cache starts again empty. A lookup's memo keeps
+// the head of its answer only up to maxMemoHeadBytes (servedResult.head), so that what the
+// memos hold stays bounded too (maxResults of them).
+const (
+	maxCachedHeads     = 1 << 14
+	maxCachedHeadBytes = 64 << 20
+	maxMemoHeadBytes   = 8 << 10
+)
 
 // responseHead is the parsed head of one recorded response, shared read-only by every
 // answer of its entry.
@@ -35,6 +44,7 @@ type responseHead struct {
 	ra       io.ReaderAt // data.warc, read at off
 	off      int64
 	reader   io.Reader // the payload reader, when not a section of ra (then never cached)
+	bytes    int       // headBytes of the head: what keeping it costs, about
 	// small is the payload in memory once headCache.smallBody read it (shared and
 	// read-only), nil before and after headCache's budget was spent (bodyHeads)
 	small atomic.Pointer[[]byte]
@@ -76,6 +86,10 @@ func (h *responseHead) body() io.Reader {
 // the small ones (smallBody) on their heads; safe for concurrent use.
 type headCache struct {
 	m readMostly[*recording.Entry, *responseHead]
+
+	headMu    sync.Mutex // held while a head is stored, for headBytes
+	headBytes int        // the bytes (responseHead.bytes) of the heads in m
+	maxBytes  int        // the bound of headBytes; 0: maxCachedHeadBytes (tests set less)
 
 	internMu sync.Mutex
 	values   map[string][]string // interned single field values (intern), under internMu
@@ -142,18 +156,53 @@ func (c *headCache) get(b *recording.Bundle, e *recording.Entry) (*responseHead,
 	h := &responseHead{status: resp.Status, header: c.intern(replayHeader(resp.Header)), clock: wantsClock(resp.Status, resp.Header),
 		size: resp.Size, clen: []string{strconv.FormatInt(resp.Size, 10)}, recordID: resp.RecordID, entryID: e.ID, note: servedNote(resp.Notes)}
 	h.fields = answerFields(h.header)
+	h.bytes = headBytes(h)
 	sr, ok := resp.Body.(*io.SectionReader)
 	if !ok {
 		h.reader = resp.Body
 		return h, nil
 	}
 	h.ra, h.off, _ = sr.Outer()
-	if !c.m.store(e, h, func(n int) bool { return n >= maxCachedHeads }) {
+	return c.keep(e, h), nil
+}
+
+// keep stores h as e's head, after emptying the cache when it holds maxCachedHeads heads or
+// h would take it over maxBytes (maxCachedHeadBytes when 0), and returns the head kept for
+// e: h, or another request's stored first.
+func (c *headCache) keep(e *recording.Entry, h *responseHead) *responseHead {
+	limit := cmp.Or(c.maxBytes, maxCachedHeadBytes)
+	c.headMu.Lock()
+	stored := c.m.store(e, h, func(n int) bool {
+		full := n >= maxCachedHeads || c.headBytes+h.bytes > limit
+		if full {
+			c.headBytes = 0
+		}
+		return full
+	})
+	if stored {
+		c.headBytes += h.bytes
+	}
+	c.headMu.Unlock()
+	if !stored {
 		if kept, ok := c.m.load(e); ok { // another request's, stored first
-			return kept, nil
+			return kept
 		}
 	}
-	return h, nil
+	return h
+}
+
+// headBytes is about what keeping h costs in memory: its fields' names and values (the
+// map and the list answer.write copies hold the same strings), their slice and string
+// headers, and the head itself.
+func headBytes(h *responseHead) int {
+	n := 256 + len(h.recordID) + len(h.entryID) + len(h.note)
+	for name, vs := range h.header {
+		n += 2 * (len(name) + 64)
+		for _, v := range vs {
+			n += len(v) + 16
+		}
+	}
+	return n
 }
 
 // Bounds of the field values headCache interns: at most maxInternedValues values, each at

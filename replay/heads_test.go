@@ -168,13 +168,16 @@ func equalHeader(a, b http.Header) bool {
 // TestServedResultKeepsHead checks that an answer served again takes its recorded head from
 // the lookup's memo (servedResult.head) and gives the same answer: the head stored there
 // is the head cache's, the payload the one kept on it, and the answers' status, fields and
-// bytes equal the first's.
+// bytes equal the first's; a head over maxMemoHeadBytes is not kept in the memo and its
+// answers are the same.
 func TestServedResultKeepsHead(t *testing.T) {
 	exs := []ex{
 		{method: "GET", url: "https://shop.test/a.html", status: 200,
 			header: []string{"Content-Type: text/html", "Cache-Control: max-age=60"}, body: []byte("<p>a</p>")},
 		{method: "GET", url: "https://shop.test/b.css", status: 200,
 			header: []string{"Content-Type: text/css", "Cache-Control: max-age=60"}, body: []byte("b{}")},
+		{method: "GET", url: "https://shop.test/big.txt", status: 200, // a head over maxMemoHeadBytes
+			header: []string{"Content-Type: text/plain", "X-Big: " + strings.Repeat("b", maxMemoHeadBytes)}, body: []byte("big")},
 	}
 	bd := writeTestBundle(t, t.TempDir(), recording.Manifest{}, exs)
 	rs, err := rules.Default()
@@ -198,6 +201,16 @@ func TestServedResultKeepsHead(t *testing.T) {
 			t.Fatalf("%s: no memoized result with an entry", e.url)
 		}
 		h := m.head.Load()
+		big := strings.HasSuffix(e.url, "big.txt")
+		if big {
+			if h != nil {
+				t.Errorf("%s: the memo keeps a head of %d bytes, over maxMemoHeadBytes", e.url, h.bytes)
+			}
+			if again := serve(e.url); again.Code != 200 || again.Body.String() != "big" || again.Header().Get("X-Big") == "" || first.Body.String() != "big" {
+				t.Errorf("%s: served %d %q, again %d %q", e.url, first.Code, first.Body, again.Code, again.Body)
+			}
+			continue
+		}
 		if h == nil {
 			t.Fatalf("%s: the memo keeps no head after an answer", e.url)
 		}
@@ -223,4 +236,41 @@ func mustParse(t *testing.T, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestHeadCacheByteBound checks that the parsed heads kept are bounded in bytes as well as
+// in number (a recording's head may carry up to a MiB of fields): a head that would take
+// the cache over its byte bound empties it first, so the bytes counted never pass the
+// bound; a head kept is given back for its entry; and a lookup's memo does not keep a head
+// over maxMemoHeadBytes, so the memos' heads stay bounded too.
+func TestHeadCacheByteBound(t *testing.T) {
+	c := headCache{maxBytes: 100 << 10}
+	head := func(n int) *responseHead {
+		h := &responseHead{header: http.Header{"X-Big": {strings.Repeat("b", n)}}}
+		h.bytes = headBytes(h)
+		return h
+	}
+	entries := make([]*recording.Entry, 40)
+	for i := range entries {
+		entries[i] = &recording.Entry{ID: fmt.Sprintf("e%03d", i)}
+		h := head(10 << 10)
+		if got := c.keep(entries[i], h); got != h {
+			t.Fatalf("entry %d: the head kept is not the one stored", i)
+		}
+		if c.headBytes > c.maxBytes {
+			t.Fatalf("entry %d: %d bytes of heads kept, over the bound of %d", i, c.headBytes, c.maxBytes)
+		}
+		if kept, ok := c.m.load(entries[i]); !ok || kept != h {
+			t.Fatalf("entry %d: its head is not in the cache right after it was kept", i)
+		}
+	}
+	if n := c.m.len(); n*(10<<10) > c.maxBytes+(10<<10) {
+		t.Errorf("%d heads of 10 KiB kept under a bound of %d bytes", n, c.maxBytes)
+	}
+	if _, ok := c.m.load(entries[0]); ok {
+		t.Error("the first head is still kept after the bound was passed many times over")
+	}
+	if headBytes(head(10<<10)) < 10<<10 || headBytes(head(0)) > maxMemoHeadBytes {
+		t.Errorf("headBytes: %d for 10 KiB of fields, %d for none", headBytes(head(10<<10)), headBytes(head(0)))
+	}
 }

@@ -487,7 +487,7 @@ func (s *Server) recordedAnswer(e *recording.Entry, kept *atomic.Pointer[respons
 		if h, err = s.heads.get(s.b, e); err != nil {
 			return nil, err
 		}
-		if kept != nil && h.reader == nil { // a head with its own reader is used once
+		if kept != nil && h.reader == nil && h.bytes <= maxMemoHeadBytes { // a head with its own reader is used once
 			kept.Store(h)
 		}
 	}
