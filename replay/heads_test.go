@@ -274,3 +274,30 @@ func TestHeadCacheByteBound(t *testing.T) {
 		t.Errorf("headBytes: %d for 10 KiB of fields, %d for none", headBytes(head(10<<10)), headBytes(head(0)))
 	}
 }
+
+// TestNewIndexOfAnotherBundle: a Server is not made over an index of another bundle than
+// its own (the answers are read from its bundle at the index's offsets, and the heads the
+// index's memo keeps are the index's bundle's), while two servers may share one.
+func TestNewIndexOfAnotherBundle(t *testing.T) {
+	exs := []ex{{method: "GET", url: "https://shop.test/a.html", status: 200, header: []string{"Content-Type: text/html"}, body: []byte("a")}}
+	b1 := writeTestBundle(t, t.TempDir(), recording.Manifest{}, exs)
+	b2 := writeTestBundle(t, t.TempDir(), recording.Manifest{}, exs)
+	rs, err := rules.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := NewIndex(b1, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Options{Bundle: b2, Index: ix, CA: sharedCA(t), Log: io.Discard}); err == nil || !strings.Contains(err.Error(), "another bundle") {
+		t.Errorf("an index of another bundle: %v, want an error", err)
+	}
+	for range 2 {
+		s, err := New(Options{Bundle: b1, Index: ix, CA: sharedCA(t), Log: io.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+}

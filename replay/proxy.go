@@ -73,7 +73,8 @@ type Options struct {
 	Bundle *recording.Bundle
 	// Rules are the site rules in effect; required unless Index is given.
 	Rules *rules.Set
-	// Index is the lookup index; when nil, New builds it from Bundle and Rules.
+	// Index is the lookup index, built from Bundle (NewIndex); when nil, New builds it from
+	// Bundle and Rules. Servers may share an index and its bundle.
 	Index *Index
 	// RuleRoot is IndexOptions.RuleRoot for the index New builds (unused with Index).
 	RuleRoot string
@@ -186,6 +187,11 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("replay: no CA")
 	}
 	ix := opts.Index
+	if ix != nil && ix.b != opts.Bundle {
+		// the answers are read from Bundle at the index's offsets, and the heads the index's
+		// memo keeps are the bundle's (servedResult.head)
+		return nil, errors.New("replay: the index is of another bundle than Options.Bundle")
+	}
 	if ix == nil {
 		if opts.Rules == nil {
 			return nil, errors.New("replay: no rules and no index")
