@@ -1,6 +1,6 @@
 // Command baseline is the minimal MITM proxy of pab's benchmarks (bench/README.md): the
 // speed limit of this machine for what pab's replay does, with none of its work. Standard
-// library only.
+// library only (and bench/internal/answers, which is too).
 //
 //	baseline -listen 127.0.0.1:18083 -ca-dir DIR -cycle cycle.tsv [-cycle page.tsv] [-h2]
 //
@@ -12,10 +12,11 @@
 // that serves HTTP/1.1 with keep-alive (and h2 too, offered by ALPN, with -h2). A plain
 // HTTP proxy request (absolute URI) is answered by the same handler.
 //
-// Answers come from a map of host+path?query to Content-Type and body, read into memory
-// at start from the body files of the cycle files (bench/gen's cycle.tsv format: url,
-// status, content type, body file relative to the file's directory, sha256, size), for
-// both schemes. Anything else is 404. There are no rules, no log, no upstream: the
+// Answers come from a map of host+path?query to Content-Type and body, read into memory at
+// start from the body files of the cycle files (bench/gen's cycle.tsv format: url, status,
+// content type, body file relative to the file's directory, sha256, size), for both
+// schemes, by bench/internal/answers, whose handler bench/shell serves too. Anything else
+// is 404. There are no rules, no log, no upstream: the
 // proxy never dials.
 package main
 
@@ -37,37 +38,21 @@ import (
 	"math/big"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pab-dev/pab/bench/internal/answers"
 )
-
-// answer is one recorded response, with its header values ready to be shared.
-type answer struct {
-	ctype  []string
-	clen   []string
-	status int
-	body   []byte
-}
-
-var cacheControl = []string{"max-age=3600"}
-
-// multiFlag is a flag that may be given more than once.
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:18083", "address to listen on")
 	caDir := flag.String("ca-dir", "", "directory holding ca.pem and ca-key.pem (PKCS#8)")
 	h2 := flag.Bool("h2", false, "offer h2 (and http/1.1) by ALPN inside the tunnel; without it, http/1.1 only")
-	var cycles multiFlag
+	var cycles answers.CycleFlag
 	flag.Var(&cycles, "cycle", "cycle file (bench/gen's cycle.tsv format) whose exchanges are served; may be repeated")
 	flag.Parse()
 	if err := run(*listen, *caDir, cycles, *h2); err != nil {
@@ -80,10 +65,10 @@ func run(listen, caDir string, cycles []string, h2 bool) error {
 	if caDir == "" || len(cycles) == 0 {
 		return errors.New("-ca-dir and -cycle are required")
 	}
-	answers := map[string]*answer{}
+	m := answers.Map{}
 	hosts := []string{"bench.test", "*.bench.test", "localhost"}
 	for _, c := range cycles {
-		hs, err := load(c, answers)
+		hs, err := answers.Load(c, m)
 		if err != nil {
 			return err
 		}
@@ -103,21 +88,7 @@ func run(listen, caDir string, cycles []string, h2 bool) error {
 	}
 	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, NextProtos: protos}
 
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a := answers[hostOnly(r.Host)+r.URL.RequestURI()]
-		if a == nil {
-			http.Error(w, "not recorded", http.StatusNotFound)
-			return
-		}
-		h := w.Header()
-		h["Content-Type"] = a.ctype
-		h["Content-Length"] = a.clen
-		h["Cache-Control"] = cacheControl
-		w.WriteHeader(a.status)
-		if r.Method != http.MethodHead {
-			w.Write(a.body)
-		}
-	})
+	handler := answers.Handler(m)
 	quiet := log.New(io.Discard, "", 0)
 	tunnels := newChanListener()
 	inner := &http.Server{Handler: handler, ErrorLog: quiet, IdleTimeout: 120 * time.Second}
@@ -134,7 +105,7 @@ func run(listen, caDir string, cycles []string, h2 bool) error {
 					http.Error(w, "baseline is a proxy: send an absolute URI or CONNECT", http.StatusBadRequest)
 					return
 				}
-				handler(w, r)
+				handler.ServeHTTP(w, r)
 				return
 			}
 			hj, ok := w.(http.Hijacker)
@@ -162,55 +133,8 @@ func run(listen, caDir string, cycles []string, h2 bool) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "baseline: %d answers, protocols %s, on http://%s\n", len(answers), strings.Join(protos, ","), ln.Addr())
+	fmt.Fprintf(os.Stderr, "baseline: %d answers, protocols %s, on http://%s\n", len(m), strings.Join(protos, ","), ln.Addr())
 	return outer.Serve(ln)
-}
-
-// load reads one cycle file into answers, under both schemes' keys (they are the same:
-// host and request URI), and returns the hosts it names.
-func load(path string, answers map[string]*answer) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var hosts []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		fs := strings.Split(sc.Text(), "\t")
-		if len(fs) != 6 {
-			return nil, fmt.Errorf("%s line %d: want 6 tab-separated fields", path, n)
-		}
-		u, err := url.Parse(fs[0])
-		if err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", path, n, err)
-		}
-		status, err := strconv.Atoi(fs[1])
-		if err != nil {
-			return nil, fmt.Errorf("%s line %d: status %q", path, n, fs[1])
-		}
-		body, err := os.ReadFile(filepath.Join(filepath.Dir(path), fs[3]))
-		if err != nil {
-			return nil, err
-		}
-		if strconv.Itoa(len(body)) != fs[5] {
-			return nil, fmt.Errorf("%s: %d bytes, %s says %s", fs[3], len(body), path, fs[5])
-		}
-		answers[hostOnly(u.Host)+u.RequestURI()] = &answer{ctype: []string{fs[2]}, clen: []string{fs[5]}, status: status, body: body}
-		if h := hostOnly(u.Host); !slices.Contains(hosts, h) {
-			hosts = append(hosts, h)
-		}
-	}
-	return hosts, sc.Err()
-}
-
-// hostOnly drops a port from host.
-func hostOnly(host string) string {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		return h
-	}
-	return host
 }
 
 // leaf makes the one ECDSA P-256 leaf certificate for names, signed by the CA in dir.
