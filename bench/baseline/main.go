@@ -16,8 +16,7 @@
 // start from the body files of the cycle files (bench/gen's cycle.tsv format: url, status,
 // content type, body file relative to the file's directory, sha256, size), for both
 // schemes, by bench/internal/answers, whose handler bench/shell serves too. Anything else
-// is 404. There are no rules, no log, no upstream: the
-// proxy never dials.
+// is 404. There are no rules, no log, no upstream: the proxy never dials.
 package main
 
 import (
