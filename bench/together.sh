@@ -13,10 +13,10 @@
 # own peer's CPU (-watch). Whatever the machine does in those seconds touches both. The
 # two peers and two loads share the cores, so each run is slower than alone and the ratio
 # is that of a machine under contention, not of vsbaseline's solo runs; use it to compare
-# two builds of pab (an A/A run of one binary against a copy of itself gave 0.96–1.06 per
-# round, median 1.02 over 6 rounds) and to take pab's cost apart: pab ÷ shell is what
+# two builds of pab (an A/A run of one binary against a copy of itself gave 0.87–1.06 per
+# round, median 1.00 over 6 rounds) and to take pab's cost apart: pab ÷ shell is what
 # replay's own work costs, shell ÷ baseline what pab's MITM shell costs
-# (docs/performance.md, "Two peers at once").
+# (docs/performance.md, "CPU per request against the baseline, twelfth part").
 #
 # A peer is "pab" (this tree's ./cmd/pab, built), the path of a pab binary, "baseline"
 # (bench/baseline) or "shell" (bench/shell: pab's shell with the baseline's handler). The

@@ -44,10 +44,11 @@ func (c *CycleFlag) Set(v string) error { *c = append(*c, v); return nil }
 // Load reads one cycle file (bench/gen's cycle.tsv: url, status, content type, body file
 // relative to the file's directory, sha256 hex, size; tab-separated, one exchange a line)
 // into m, and returns the hosts it names. An error names the file and line: a line
-// without six fields, a URL that does not parse, a status that is not three digits, a
-// body file outside the file's directory (absolute, or through ".."), one that cannot be
-// read or whose size is not the line's. Symbolic links inside the directory are followed:
-// the cycle and its bodies are bench/gen's output, not a download.
+// without six fields, a URL that does not parse, a status that is not a final one
+// (200–599: a 1xx is interim, and net/http would answer 200 after it), a body file
+// outside the file's directory (absolute, or through ".."), one that cannot be read or
+// whose size is not the line's. Symbolic links inside the directory are followed: the
+// cycle and its bodies are bench/gen's output, not a download.
 func Load(path string, m Map) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -67,8 +68,8 @@ func Load(path string, m Map) ([]string, error) {
 			return nil, fmt.Errorf("%s line %d: %w", path, n, err)
 		}
 		status, err := strconv.Atoi(fs[1])
-		if err != nil || status < 100 || status > 999 {
-			return nil, fmt.Errorf("%s line %d: status %q, want three digits (RFC 9110 section 15)", path, n, fs[1])
+		if err != nil || status < 200 || status > 599 {
+			return nil, fmt.Errorf("%s line %d: status %q, want a final status from 200 to 599 (RFC 9110 section 15)", path, n, fs[1])
 		}
 		if !filepath.IsLocal(fs[3]) {
 			return nil, fmt.Errorf("%s line %d: body file %q is not a path inside the file's directory", path, n, fs[3])

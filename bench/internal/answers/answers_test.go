@@ -67,7 +67,8 @@ func TestLoadErrors(t *testing.T) {
 	for _, c := range []struct{ lines, want string }{
 		{"https://a.test/\t200\ttext/html\tb\n", "line 1: want 6 tab-separated fields"},
 		{"https://a.test/\t200\ttext/html\tb\t-\t3\nhttps://a.test/2\tok\ttext/html\tb\t-\t3\n", `line 2: status "ok"`},
-		{"https://a.test/\t0\ttext/html\tb\t-\t3\n", `line 1: status "0", want three digits`},
+		{"https://a.test/\t0\ttext/html\tb\t-\t3\n", `line 1: status "0", want a final status`},
+		{"https://a.test/\t101\ttext/html\tb\t-\t3\n", `line 1: status "101", want a final status`},
 		{"https://a.test/\t200\ttext/html\tmissing\t-\t3\n", "line 1: open"},
 		{"https://a.test/\t200\ttext/html\tb\t-\t4\n", "line 1: b has 3 bytes, the line says 4"},
 		{"%zz\t200\ttext/html\tb\t-\t3\n", "line 1: parse"},
