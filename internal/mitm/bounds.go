@@ -276,7 +276,10 @@ func (s *Server) serveBounded(w http.ResponseWriter, r *http.Request, cs *connSt
 	// and a goroutine whose stack an answer outgrows has it copied whole (then shrunk by
 	// the collector, and copied again by the next answer).
 	l := &s.cfg.Limits
-	bw := &boundedWriter{ResponseWriter: w, d: l.WriteTimeout, h2: r.ProtoMajor == 2}
+	if cs == nil {
+		cs = &connState{done: make(chan struct{}), born: time.Now()} // not from a connection of this shell's servers (tests)
+	}
+	bw := &boundedWriter{ResponseWriter: w, d: l.WriteTimeout, h2: r.ProtoMajor == 2, born: cs.born}
 	// Over HTTP/1.1 no deadline of a previous answer is left on the connection: net/http
 	// clears the write deadline once it has sent an answer (TestWriteDeadlineKeptAlive).
 	if r.Body != nil && r.Body != http.NoBody && l.BodyTimeout > 0 {
@@ -288,10 +291,6 @@ func (s *Server) serveBounded(w http.ResponseWriter, r *http.Request, cs *connSt
 		s.refuseFieldLine(bw, r, longest)
 		return
 	}
-	if cs == nil {
-		cs = &connState{done: make(chan struct{}), born: time.Now()} // not from a connection of this shell's servers (tests)
-	}
-	bw.born = cs.born
 	if cs.rate != nil && (r.ProtoMajor == 2 || l.RateHTTP1) {
 		waitRate(cs)
 	}
@@ -390,8 +389,8 @@ type boundedWriter struct {
 	http.ResponseWriter
 	rc    *http.ResponseController // made on first use (ctl)
 	d     time.Duration
-	armed time.Time    // the deadline set last
-	born  time.Time    // connState.born: arm reads the clock as the time since then
+	armed time.Duration // the deadline set last, as the time since born; 0: none
+	born  time.Time     // connState.born: arm reads the clock as the time since then
 	body  *boundedBody // the request's body, or nil
 	h2    bool
 }
@@ -435,22 +434,22 @@ func (w *boundedWriter) arm() {
 	if w.d <= 0 {
 		return
 	}
-	now := w.now()
-	if !w.h2 && w.armed.Sub(now) > w.d*3/4 {
+	at := w.since()
+	if !w.h2 && w.armed-at > w.d*3/4 {
 		return
 	}
-	w.armed = now.Add(w.d)
-	_ = w.setWriteDeadline(w.armed)
+	w.armed = at + w.d
+	_ = w.setWriteDeadline(w.born.Add(w.armed))
 }
 
-// now is time.Now read from the monotonic clock alone, as the time since w.born (one clock
-// read instead of time.Now's two: arm runs once per answer); deadlines are compared by
-// their monotonic readings. time.Now when w.born is not set.
-func (w *boundedWriter) now() time.Time {
+// since is the time since w.born, read from the monotonic clock alone (one clock read
+// instead of time.Now's two, and durations compared instead of times: arm runs once per
+// answer). A w.born not set is set to time.Now first.
+func (w *boundedWriter) since() time.Duration {
 	if w.born.IsZero() {
-		return time.Now()
+		w.born = time.Now()
 	}
-	return w.born.Add(time.Since(w.born))
+	return time.Since(w.born)
 }
 
 // done ends a write's deadline over HTTP/2, where the deadline is a timer that resets the
@@ -458,7 +457,7 @@ func (w *boundedWriter) now() time.Time {
 // stream of events, record waiting for the site) is not bounded by it.
 func (w *boundedWriter) done() {
 	if w.d > 0 && w.h2 {
-		w.armed = time.Time{}
+		w.armed = 0
 		_ = w.setWriteDeadline(time.Time{})
 	}
 }
@@ -501,7 +500,7 @@ func (w *boundedWriter) Flush() {
 func (w *boundedWriter) last() {
 	if w.d > 0 {
 		if w.h2 {
-			w.armed = time.Time{}
+			w.armed = 0
 		}
 		w.arm()
 	}

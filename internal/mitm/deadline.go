@@ -29,6 +29,9 @@ import (
 type lazyConn struct {
 	net.Conn
 	w deadline
+	// authority is the CONNECT authority of the tunnel the connection became, or "".
+	// Written before the tunnel's TLS handshake, read by the inner server after it.
+	authority string
 
 	cut atomic.Pointer[error] // the error of the write its deadline cut, or nil
 }

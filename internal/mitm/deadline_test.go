@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http/httptest"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -231,24 +232,46 @@ func BenchmarkDeadlineCycle(b *testing.B) {
 	}
 }
 
-// TestBoundedWriterNow: the clock arm reads, the time since the connection's start on the
-// monotonic clock, is the time between two time.Now taken around it, and time.Now itself
-// when there is no start.
-func TestBoundedWriterNow(t *testing.T) {
+// TestBoundedWriterArm: the deadline arm sets, read as the time since the connection's
+// start on the monotonic clock, is d after a time between two time.Now taken around it,
+// with a wall clock near theirs; a writer with no start takes time.Now as its start.
+func TestBoundedWriterArm(t *testing.T) {
+	const d = 30 * time.Second
 	for _, born := range []time.Time{time.Now(), {}} {
-		w := &boundedWriter{born: born}
+		rec := &deadlineRecorder{}
+		w := &boundedWriter{ResponseWriter: rec, born: born, d: d}
 		time.Sleep(20 * time.Millisecond)
 		t0 := time.Now()
-		n := w.now()
+		w.arm()
 		t1 := time.Now()
+		if len(rec.set) != 1 {
+			t.Fatalf("born %v: %d deadlines set, want 1", born, len(rec.set))
+		}
+		n := rec.set[0].Add(-d)
 		if n.Before(t0) || n.After(t1) {
-			t.Errorf("born %v: now() %v, not between %v and %v", born, n, t0, t1)
+			t.Errorf("born %v: deadline %v - %v, not between %v and %v", born, rec.set[0], d, t0, t1)
 		}
 		if wall := n.Round(0); wall.Before(t0.Round(0).Add(-time.Second)) || wall.After(t1.Round(0).Add(time.Second)) {
-			t.Errorf("born %v: now()'s wall clock %v, not near %v", born, wall, t0.Round(0))
+			t.Errorf("born %v: the deadline's wall clock %v - %v, not near %v", born, wall, d, t0.Round(0))
 		}
 		if !born.IsZero() && n.Sub(born) < 20*time.Millisecond {
-			t.Errorf("now() is %v after the start, want at least 20ms", n.Sub(born))
+			t.Errorf("the deadline is %v after the start, want at least 20ms + %v", rec.set[0].Sub(born), d)
+		}
+		// over HTTP/1.1 a deadline still three quarters of d away is kept
+		w.arm()
+		if len(rec.set) != 1 {
+			t.Errorf("born %v: a second arm at once set %d deadlines, want the first kept", born, len(rec.set))
 		}
 	}
+}
+
+// deadlineRecorder is a ResponseWriter that records the write deadlines set on it.
+type deadlineRecorder struct {
+	httptest.ResponseRecorder
+	set []time.Time
+}
+
+func (r *deadlineRecorder) SetWriteDeadline(t time.Time) error {
+	r.set = append(r.set, t)
+	return nil
 }

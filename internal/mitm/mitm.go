@@ -458,6 +458,9 @@ func (w earlyBytesWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if wc, ok := c.(*watchConn); ok {
+		c = wc.Conn // its watch ended with the CONNECT (enteredConn): one layer less under the tunnel's every read and write
+	}
 	if n := rw.Reader.Buffered(); n > 0 {
 		early := make([]byte, n)
 		io.ReadFull(rw.Reader, early) // buffered: no read from the connection
@@ -483,12 +486,6 @@ func (c *earlyConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
-// tunnelConn is a tunnel's client connection, carrying the CONNECT authority.
-type tunnelConn struct {
-	net.Conn
-	authority string
-}
-
 type tunnelKey struct{}
 
 // tunnelContext puts a tunnel's CONNECT authority into its requests' context.
@@ -497,11 +494,21 @@ func tunnelContext(ctx context.Context, c net.Conn) context.Context {
 		return context.WithValue(ctx, tunnelKey{}, wc.authority)
 	}
 	if tc, ok := c.(*tls.Conn); ok {
-		if t, ok := tc.NetConn().(*tunnelConn); ok {
-			return context.WithValue(ctx, tunnelKey{}, t.authority)
+		if lc := lazyOf(tc.NetConn()); lc != nil && lc.authority != "" {
+			return context.WithValue(ctx, tunnelKey{}, lc.authority)
 		}
 	}
 	return ctx
+}
+
+// lazyOf is the lazyConn under a hijacked connection c: c itself, or the one an earlyConn
+// reads from; nil when there is none.
+func lazyOf(c net.Conn) *lazyConn {
+	if ec, ok := c.(*earlyConn); ok {
+		c = ec.Conn
+	}
+	lc, _ := c.(*lazyConn)
+	return lc
 }
 
 // tunnel answers the CONNECT on c, does the TLS handshake with a leaf for the client's
@@ -526,7 +533,15 @@ func (s *Server) tunnel(c net.Conn, authority string) {
 		c.Close()
 		return
 	}
-	tc := tls.Server(&tunnelConn{Conn: c, authority: authority}, s.tlsConfig(authority))
+	// The TLS runs right over the socket's lazyConn (earlyBytesWriter took the listening
+	// socket's watch off), which carries the CONNECT authority for tunnelContext.
+	under := c
+	if lc := lazyOf(c); lc != nil {
+		lc.authority = authority
+	} else {
+		under = &lazyConn{Conn: c, authority: authority}
+	}
+	tc := tls.Server(under, s.tlsConfig(authority))
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HandshakeTimeout)
 	err := tc.HandshakeContext(ctx)
 	cancel()
