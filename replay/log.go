@@ -425,38 +425,63 @@ func shortText(s string, n int) string { return textcut.Cut(s, n, "...") }
 // logTime formats t as LogLine.Time.
 func logTime(t time.Time) string { return string(appendLogTime(nil, t)) }
 
-// appendLogTime appends t formatted as LogLine.Time (LogTimeFormat, in UTC).
+// appendLogTime appends t formatted as LogLine.Time (LogTimeFormat, in UTC). The text up
+// to the second is kept for the second last written (logSecondText): the proxy's lines
+// come many to a second, and only their milliseconds differ.
 func appendLogTime(dst []byte, t time.Time) []byte {
-	t = t.UTC()
-	y, mo, d := t.Date()
+	unix, ms := t.Unix(), t.Nanosecond()/1e6
+	if p := lastLogSecond.Load(); p != nil && p.unix == unix {
+		return appendLogMillis(append(dst, p.text[:]...), ms)
+	}
+	u := t.UTC()
+	y, mo, d := u.Date()
 	if y < 0 || y > 9999 {
-		return t.AppendFormat(dst, LogTimeFormat)
+		return u.AppendFormat(dst, LogTimeFormat)
 	}
-	h, mi, sec := t.Clock()
-	// LogTimeFormat by hand: it runs once per request, and time.Format parses its layout
-	// every time (TestLogTime compares the two)
-	var b [24]byte
-	digits := func(at, n, v int) {
-		for i := at + n - 1; i >= at; i-- {
-			b[i] = byte('0' + v%10)
-			v /= 10
-		}
-	}
-	digits(0, 4, y)
+	h, mi, sec := u.Clock()
+	// LogTimeFormat by hand: time.Format parses its layout every time (TestLogTime
+	// compares the two)
+	p := &logSecondText{unix: unix}
+	b := &p.text
+	digits(b[0:4], y)
 	b[4] = '-'
-	digits(5, 2, int(mo))
+	digits(b[5:7], int(mo))
 	b[7] = '-'
-	digits(8, 2, d)
+	digits(b[8:10], d)
 	b[10] = 'T'
-	digits(11, 2, h)
+	digits(b[11:13], h)
 	b[13] = ':'
-	digits(14, 2, mi)
+	digits(b[14:16], mi)
 	b[16] = ':'
-	digits(17, 2, sec)
-	b[19] = '.'
-	digits(20, 3, t.Nanosecond()/1e6)
-	b[23] = 'Z'
+	digits(b[17:19], sec)
+	lastLogSecond.Store(p)
+	return appendLogMillis(append(dst, b[:]...), ms)
+}
+
+// logSecondText is LogTimeFormat's "2006-01-02T15:04:05" of the Unix second unix.
+type logSecondText struct {
+	unix int64
+	text [19]byte
+}
+
+// lastLogSecond is the second appendLogTime wrote last, as text.
+var lastLogSecond atomic.Pointer[logSecondText]
+
+// appendLogMillis appends LogTimeFormat's ".000Z" for ms milliseconds (0-999).
+func appendLogMillis(dst []byte, ms int) []byte {
+	var b [5]byte
+	b[0] = '.'
+	digits(b[1:4], ms)
+	b[4] = 'Z'
 	return append(dst, b[:]...)
+}
+
+// digits writes v's last len(b) decimal digits into b, with leading zeros.
+func digits(b []byte, v int) {
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
 }
 
 // DefaultLogTail is how many recent log lines the proxy keeps in memory for

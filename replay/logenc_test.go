@@ -65,6 +65,10 @@ func TestLogTime(t *testing.T) {
 	loc := time.FixedZone("x", -8*3600)
 	for _, tm := range []time.Time{
 		time.Date(2026, 12, 1, 16, 30, 21, 616_999_999, time.UTC),
+		// the same second again (appendLogTime keeps its text), other milliseconds, in
+		// another zone
+		time.Date(2026, 12, 1, 8, 30, 21, 5_000_000, loc),
+		time.Date(2026, 12, 1, 16, 30, 22, 0, time.UTC),
 		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
 		time.Date(2008, 4, 30, 20, 48, 25, 5_000_000, loc),
