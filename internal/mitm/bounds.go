@@ -391,7 +391,7 @@ type boundedWriter struct {
 	d     time.Duration
 	armed time.Duration // the deadline set last, as the time since born; 0: none
 	born  time.Time     // connState.born: arm reads the clock as the time since then
-	body  *boundedBody // the request's body, or nil
+	body  *boundedBody  // the request's body, or nil
 	h2    bool
 }
 
