@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -51,7 +52,12 @@ func newImportCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tuneGC(importMemoryLimit, importGCPercent)
+			if os.Getenv("GOMEMLIMIT") == "" {
+				debug.SetMemoryLimit(importMemoryLimit)
+				if os.Getenv("GOGC") == "" {
+					debug.SetGCPercent(importGCPercent)
+				}
+			}
 			_, err = importer.Run(cmd.Context(), importOptions(cmd, repo, id, importer.Options{Inputs: args, Replace: replace,
 				PreferNew: preferNew, NoCheck: noCheck, CheckAll: checkAll, NoWait: noWait, Title: title, Locale: locale, Timezone: timezone}))
 			if errors.Is(err, context.Canceled) { // Ctrl-C, at any step: 130 as for SIGINT

@@ -133,7 +133,6 @@ func runReplay(cmd *cobra.Command, g *globalFlags, rf *replayFlags, args []strin
 		return err
 	}
 	defer closeLog()
-	tuneGC(serveMemoryLimit, serveGCPercent)
 	errOut := cmd.ErrOrStderr()
 	fmt.Fprintf(errOut, "pab replay: %s (%s, captured %s) on http://%s\n",
 		s.target.Name, words.Count(s.bundle.Len(), "exchange"), s.bundle.Manifest.CapturedFrom, ln.Addr())
