@@ -69,13 +69,25 @@ rm -f "$BIN/pab"
 case $A in baseline | shell) ;; *) ABIN=$(peer_bin "$A") ;; esac
 case $B in baseline | shell) ;; *) BBIN=$(peer_bin "$B") ;; esac
 
-CACHE=$S/cache # pab's cache (warm starts), holding the CA the baseline and the shell sign with
+CACHE=$S/cache # the CA every peer signs with
 mkdir -p "$CACHE"
 PAB_CACHE=$CACHE "${ABIN:-${BBIN:-$(peer_bin pab)}}" --repo "$TG_REPO" ca >/dev/null
 CA=$CACHE/ca/ca.pem
-for b in ${ABIN:-} ${BBIN:-}; do # the saved index written whole, so that no timed run pays for it
-  PAB_CACHE=$CACHE "$b" --repo "$TG_REPO" inspect "$TG_TASK" "$(head -1 "$TG_CYCLE" | cut -f1)" >/dev/null
+# Each pab peer has a cache of its own, holding that CA: a saved index is kept per recording
+# for one pab executable, so two builds (or a binary and its copy) sharing a cache would each
+# find the other's and compute it again at every start (docs/replay.md "The saved index").
+for side in a b; do
+  rm -rf "$S/cache-$side"
+  mkdir -p "$S/cache-$side"
+  cp -r "$CACHE/ca" "$S/cache-$side/ca"
 done
+# the saved index written whole, so that no timed run pays for it
+if [ -n "${ABIN:-}" ]; then
+  PAB_CACHE=$S/cache-a "$ABIN" --repo "$TG_REPO" inspect "$TG_TASK" "$(head -1 "$TG_CYCLE" | cut -f1)" >/dev/null
+fi
+if [ -n "${BBIN:-}" ]; then
+  PAB_CACHE=$S/cache-b "$BBIN" --repo "$TG_REPO" inspect "$TG_TASK" "$(head -1 "$TG_CYCLE" | cut -f1)" >/dev/null
+fi
 OUT=$S/results.jsonl
 : >"$OUT"
 
@@ -88,7 +100,7 @@ start() {
   rm -f "$err"
   case $2 in
   baseline | shell) "$BIN/$2" -listen 127.0.0.1:0 -ca-dir "$CACHE/ca" -cycle "$TG_CYCLE" 2>"$err" & ;;
-  *) PAB_CACHE=$CACHE "$3" --repo "$TG_REPO" replay "$TG_TASK" --listen 127.0.0.1:0 --clock off --log /dev/null 2>"$err" & ;;
+  *) PAB_CACHE=$S/cache-$1 "$3" --repo "$TG_REPO" replay "$TG_TASK" --listen 127.0.0.1:0 --clock off --log /dev/null 2>"$err" & ;;
   esac
   PEER_PID=$!
   PIDS+=("$PEER_PID")

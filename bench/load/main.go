@@ -126,13 +126,15 @@ func main() {
 	startURL := flag.String("url", "", "start mode: the URL to request")
 	startSHA := flag.String("sha256", "", "start mode: the expected body SHA-256 (hex)")
 	timeout := flag.Duration("timeout", 60*time.Second, "start mode: give up after this long")
+	atStart := flag.String("at-start", "", "load mode: a shell command run (and waited for) as the timed window starts, after the warmup (bench/instructions.sh turns callgrind's counting on with it)")
+	atEnd := flag.String("at-end", "", "load mode: a shell command run (and waited for) as the timed window ends")
 	flag.Parse()
 	var err error
 	switch *mode {
 	case "load":
 		err = runLoad(loadSpec{proxy: *proxy, caFile: *caFile, cycleFile: *cycleFile, scheme: *scheme, conns: *conns, dur: *dur,
 			warm: *warm, verifyEvery: *verifyEvery, label: *label, rep: *rep, watch: *watch, rate: *rate, proto: *proto,
-			streams: *streams, host: *host})
+			streams: *streams, host: *host, atStart: *atStart, atEnd: *atEnd})
 	case "start":
 		err = runStart(*proxy, *caFile, *startURL, *startSHA, *label, *rep, *timeout, flag.Args())
 	default:
@@ -235,6 +237,7 @@ type loadSpec struct {
 	proto                            string
 	streams                          int
 	host                             string
+	atStart, atEnd                   string // shell commands run at the timed window's start and end, or ""
 }
 
 func runLoad(sp loadSpec) error {
@@ -267,11 +270,17 @@ func runLoad(sp loadSpec) error {
 		go samplePeak(sp.watch, &peak, watchDone)
 	}
 	opened0 := lr.opened.Load()
+	if err := runHook("-at-start", sp.atStart); err != nil {
+		return err
+	}
 	lr.timing.Store(true)
 	t0 := time.Now()
 	time.Sleep(sp.dur)
 	lr.timing.Store(false)
 	elapsed := time.Since(t0)
+	if err := runHook("-at-end", sp.atEnd); err != nil {
+		return err
+	}
 	var cpu1 float64
 	if sp.watch > 0 {
 		var rss int64
@@ -613,4 +622,18 @@ func (nd *netDialer) DialContext(ctx context.Context, network, addr string) (net
 		nd.opened.Add(1)
 	}
 	return c, err
+}
+
+// runHook runs the shell command cmd of the flag named flagName (none when cmd is ""),
+// with its output on stderr; an error names the flag.
+func runHook(flagName, cmd string) error {
+	if cmd == "" {
+		return nil
+	}
+	c := exec.Command("sh", "-c", cmd)
+	c.Stdout, c.Stderr = os.Stderr, os.Stderr
+	if err := c.Run(); err != nil {
+		return fmt.Errorf("load: %s %q: %w", flagName, cmd, err)
+	}
+	return nil
 }
