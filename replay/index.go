@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/pab-dev/pab/internal/pathx"
 	"github.com/pab-dev/pab/recording"
@@ -576,10 +577,13 @@ func NormalizeURL(u *url.URL) *url.URL {
 // reads it: answerFor, once per request).
 func normalizedURL(u *url.URL) url.URL {
 	c := *u
-	c.Scheme = strings.ToLower(c.Scheme)
+	if c.Scheme != "https" && c.Scheme != "http" { // as the shell and net/http set it, mostly
+		c.Scheme = strings.ToLower(c.Scheme)
+	}
 	host, port := splitHostPort(c.Host)
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	if strings.ContainsFunc(host, func(r rune) bool { return r >= 0x80 }) {
+	host, ascii := lowerHost(host)
+	host = strings.TrimSuffix(host, ".")
+	if !ascii {
 		host = strings.TrimSuffix(rules.ASCIIHost(host), ".") // the A-label form browsers send
 	}
 	if (c.Scheme == "https" && port == "443") || (c.Scheme == "http" && port == "80") {
@@ -598,6 +602,18 @@ func normalizedURL(u *url.URL) url.URL {
 	}
 	c.Fragment, c.RawFragment = "", ""
 	return c
+}
+
+// lowerHost is strings.ToLower(h), and whether that is all ASCII; one pass over a host
+// that is already lower-case ASCII (as browsers send it), which is returned as it is.
+func lowerHost(h string) (string, bool) {
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
+			l := strings.ToLower(h) // which may be ASCII when h is not (U+212A KELVIN SIGN is k)
+			return l, !strings.ContainsFunc(l, func(r rune) bool { return r >= utf8.RuneSelf })
+		}
+	}
+	return h, true
 }
 
 // urlString is u.String() for a URL NormalizeURL returned (so with no fragment), written

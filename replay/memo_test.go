@@ -213,3 +213,20 @@ func TestLookupServedMemoMemory(t *testing.T) {
 	}
 	runtime.KeepAlive(ix)
 }
+
+// FuzzLowerHost compares lowerHost with what it stands for: strings.ToLower, and whether
+// the result holds no rune from U+0080 on (an invalid byte reads as U+FFFD).
+func FuzzLowerHost(f *testing.F) {
+	for _, s := range []string{"", "a.test", "A.Test", "xn--bcher-kva.example", "bücher.example", "BÜCHER.example",
+		"\u212a.test", "K\u212a", "\xff.test", "[::1]", "a.test."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := strings.ToLower(s)
+		wantASCII := !strings.ContainsFunc(want, func(r rune) bool { return r >= 0x80 })
+		got, ascii := lowerHost(s)
+		if got != want || ascii != wantASCII {
+			t.Errorf("lowerHost(%q) = %q, %v; want %q, %v", s, got, ascii, want, wantASCII)
+		}
+	})
+}
