@@ -497,27 +497,41 @@ const DefaultLogTailBytes = 16 << 20
 const defaultTailLines = 100
 
 // logRing keeps the last lines of the log, each as one JSON line with its newline, at most
-// len(lens) of them and maxBytes bytes together. The lines are copied one after another
-// into one circular byte buffer, so the ring holds no pointer per line (nothing for the
-// collector to trace, no allocation per line): the line kept last ends at byte end of the
-// stream of lines ever kept, the oldest starts bytes before it, and byte p of the stream is
-// buf[p%len(buf)]. buf grows (doubling) up to maxBytes as the lines need it.
+// len(lines) of them and maxBytes bytes together. A line of the proxy's that appendLogLine
+// wrote from a lineMemo's middle (most of them) is kept as what makes it: the middle
+// (shared with the memo), the time and the ms (ringLine); tail writes it again, byte for
+// byte. Copying each line into the ring wrote a few hundred bytes per request into memory
+// the caches no longer held (the ring is megabytes, gone through in a fraction of a
+// second). Any other line is copied into one circular byte buffer: the line kept whole last
+// ends at byte end of the stream of such lines, and byte p of the stream is
+// buf[p%len(buf)]; buf grows (doubling) up to maxBytes as the lines need it. No line is an
+// allocation of its own.
 type logRing struct {
 	mu       sync.Mutex
-	lens     []int32 // the lines' lengths, a circular buffer
-	start    int     // the oldest line in lens
-	n        int     // lines kept
-	bytes    int     // their bytes
+	lines    []ringLine // the lines, a circular buffer
+	start    int        // the oldest line in lines
+	n        int        // lines kept
+	bytes    int        // their bytes, as tail writes them
 	maxBytes int
-	buf      []byte
-	end      int64
+	buf      []byte // the bytes of the lines kept whole (ringLine.mid nil)
+	end      int64  // the stream position after the last of them
+	whole    int    // their bytes
+}
+
+// ringLine is one line of a logRing: with mid set, the line appendMemoLine writes from mid,
+// at and ms; else a line whose bytes are in the ring's buffer.
+type ringLine struct {
+	mid  *lineMiddle
+	at   int64   // Unix milliseconds (LogLine.Time's precision)
+	ms   float64 // LogLine.MS
+	size int32   // the line's bytes
 }
 
 // minRingBuf is the first size of a logRing's buffer.
 const minRingBuf = 64 << 10
 
 func newLogRing(n int) *logRing {
-	return &logRing{lens: make([]int32, n), maxBytes: DefaultLogTailBytes}
+	return &logRing{lines: make([]ringLine, n), maxBytes: DefaultLogTailBytes}
 }
 
 // encodeLogLine encodes line once as a JSON line with its newline (HTML characters not
@@ -538,16 +552,17 @@ func encodeLogLine(line LogLine) []byte {
 // middle of the line (method through record) is copied from it when those fields are the
 // ones it was encoded from, and kept in it otherwise.
 func appendLogLine(dst []byte, line LogLine, at *time.Time, memo *lineMemo) ([]byte, bool) {
+	b, _, ok := appendLogLineMid(dst, line, at, memo)
+	return b, ok
+}
+
+// appendLogLineMid is appendLogLine, also returning the memo's middle the line was written
+// from (appendMemoLine), or nil when it was encoded.
+func appendLogLineMid(dst []byte, line LogLine, at *time.Time, memo *lineMemo) ([]byte, *lineMiddle, bool) {
 	memoable := memo != nil && at != nil && line.Note == "" && !line.Truncated && line.URLSize == 0 && line.KeySize == 0
 	if memoable {
 		if mid := memo.last.Load(); mid != nil && mid.matches(&line) {
-			// what the path below writes for this line: nothing in it is cut (the kept
-			// middle was not, and there is no note), so boundLogLine would only have
-			// dropped the body size
-			line.BodySize = 0
-			b := appendLogTime(append(dst, `{"time":"`...), *at)
-			b = append(append(b, '"'), mid.enc...)
-			return appendLineEnd(b, &line), true
+			return appendMemoLine(dst, mid, *at, line.MS), mid, true
 		}
 	}
 	orig := line
@@ -559,9 +574,9 @@ func appendLogLine(dst []byte, line LogLine, at *time.Time, memo *lineMemo) ([]b
 		// a line the readers refuse.
 		boundLogLine(&line, 16)
 		if b = appendMarshalLogLine(b[:n], line, at); len(b)-n > MaxLogLine {
-			return b[:n], false
+			return b[:n], nil, false
 		}
-		return b, true
+		return b, nil, true
 	}
 	if memoable && !line.Truncated && m1-m0 <= maxMemoLine {
 		memo.last.Store(&lineMiddle{
@@ -570,7 +585,16 @@ func appendLogLine(dst []byte, line LogLine, at *time.Time, memo *lineMemo) ([]b
 			enc: bytes.Clone(b[m0:m1]),
 		})
 	}
-	return b, true
+	return b, nil, true
+}
+
+// appendMemoLine appends the line appendLogLine writes from a lineMemo's middle mid, at
+// time at, with LogLine.MS ms: what its full encoding would write for a line with those
+// fields, no note and nothing cut (boundLogLine would only have dropped the body size).
+func appendMemoLine(dst []byte, mid *lineMiddle, at time.Time, ms float64) []byte {
+	b := appendLogTime(append(dst, `{"time":"`...), at)
+	b = append(append(b, '"'), mid.enc...)
+	return appendLineEnd(b, &LogLine{MS: ms})
 }
 
 // maxMemoLine bounds the encoded middle a lineMemo keeps (most are 200-500 bytes): with
@@ -857,30 +881,49 @@ func (r *logRing) add(line []byte) {
 
 // addLocked is add with r.mu held.
 func (r *logRing) addLocked(line []byte) {
-	if len(line) > r.maxBytes || len(r.lens) == 0 {
+	r.push(ringLine{size: int32(min(len(line), math.MaxInt32))}, line)
+}
+
+// addMemoLocked keeps the line appendMemoLine writes from mid, at and ms, of size bytes
+// (what appendLogLine returned for it), as add would keep it; with r.mu held.
+func (r *logRing) addMemoLocked(mid *lineMiddle, at time.Time, ms float64, size int) {
+	r.push(ringLine{mid: mid, at: at.UnixMilli(), ms: ms, size: int32(min(size, math.MaxInt32))}, nil)
+}
+
+// push keeps l, whose bytes are whole when l.mid is nil.
+func (r *logRing) push(l ringLine, whole []byte) {
+	size := int(l.size)
+	if size > r.maxBytes || len(r.lines) == 0 {
 		return
 	}
-	for r.n > 0 && (r.n == len(r.lens) || r.bytes+len(line) > r.maxBytes) {
-		r.bytes -= int(r.lens[r.start])
-		r.start = (r.start + 1) % len(r.lens)
+	for r.n > 0 && (r.n == len(r.lines) || r.bytes+size > r.maxBytes) {
+		old := &r.lines[r.start]
+		r.bytes -= int(old.size)
+		if old.mid == nil {
+			r.whole -= int(old.size)
+		}
+		*old = ringLine{} // its middle no longer held
+		r.start = (r.start + 1) % len(r.lines)
 		r.n--
 	}
-	if need := r.bytes + len(line); need > len(r.buf) {
-		size := min(max(2*len(r.buf), need, minRingBuf), max(r.maxBytes, need))
-		grown := make([]byte, size)
-		old := r.buf
-		r.buf = grown
-		if r.bytes > 0 {
-			kept := make([]byte, r.bytes)
-			copyRing(kept, old, r.end-int64(r.bytes), false)
-			copyRing(kept, r.buf, r.end-int64(r.bytes), true)
+	if l.mid == nil {
+		if need := r.whole + size; need > len(r.buf) {
+			grown := make([]byte, min(max(2*len(r.buf), need, minRingBuf), max(r.maxBytes, need)))
+			old := r.buf
+			r.buf = grown
+			if r.whole > 0 {
+				kept := make([]byte, r.whole)
+				copyRing(kept, old, r.end-int64(r.whole), false)
+				copyRing(kept, r.buf, r.end-int64(r.whole), true)
+			}
 		}
+		copyRing(whole, r.buf, r.end, true)
+		r.end += int64(size)
+		r.whole += size
 	}
-	copyRing(line, r.buf, r.end, true)
-	r.end += int64(len(line))
-	r.lens[(r.start+r.n)%len(r.lens)] = int32(len(line))
+	r.lines[(r.start+r.n)%len(r.lines)] = l
 	r.n++
-	r.bytes += len(line)
+	r.bytes += size
 }
 
 // copyRing copies between p and the bytes of ring starting at stream position at (byte
@@ -904,13 +947,26 @@ func (r *logRing) tail(n int) []byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n = min(n, r.n)
-	size := 0
-	for i := range n {
-		size += int(r.lens[(r.start+r.n-1-i)%len(r.lens)])
+	size, whole := 0, 0
+	for i := r.n - n; i < r.n; i++ {
+		l := &r.lines[(r.start+i)%len(r.lines)]
+		size += int(l.size)
+		if l.mid == nil {
+			whole += int(l.size)
+		}
 	}
-	out := make([]byte, size)
-	if size > 0 {
-		copyRing(out, r.buf, r.end-int64(size), false)
+	out := make([]byte, 0, size)
+	at := r.end - int64(whole) // the first whole line's stream position
+	for i := r.n - n; i < r.n; i++ {
+		l := &r.lines[(r.start+i)%len(r.lines)]
+		if l.mid != nil {
+			out = appendMemoLine(out, l.mid, time.UnixMilli(l.at), l.ms)
+			continue
+		}
+		k := len(out)
+		out = out[:k+int(l.size)]
+		copyRing(out[k:], r.buf, at, false)
+		at += int64(l.size)
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -432,5 +433,85 @@ func TestLogRingWrap(t *testing.T) {
 	r.add(bytes.Repeat([]byte("y"), 3001))
 	if got := r.tail(100); !bytes.Equal(got, before) {
 		t.Error("a line over the byte bound changed the tail")
+	}
+}
+
+// TestLogRingMemoLines: lines written from a lineMemo's middle, kept by the ring as their
+// middle, time and ms, come back from tail byte for byte as appendLogLine wrote them, in
+// order with the lines kept whole, within the same bounds as a plain list of the last
+// lines, for times in any second and millisecond (before 1970 and after 9999 too), and
+// whatever becomes of the memo after.
+func TestLogRingMemoLines(t *testing.T) {
+	r := newLogRing(40)
+	r.maxBytes = 6000
+	memos := make([]*lineMemo, 5)
+	for i := range memos {
+		memos[i] = &lineMemo{}
+	}
+	times := []time.Time{
+		time.Date(2026, 12, 7, 15, 0, 0, 999_999_999, time.UTC),
+		time.Date(1969, 12, 31, 23, 59, 59, 1_500_000, time.UTC),
+		time.Date(10001, 1, 2, 3, 4, 5, 6_000_000, time.UTC),
+		time.Date(2026, 12, 7, 10, 0, 0, 0, time.FixedZone("x", -5*3600)),
+	}
+	var model [][]byte
+	memoLines := 0
+	for i := range 3000 {
+		at := times[i%len(times)].Add(time.Duration(i) * 1_234_567 * time.Microsecond)
+		m := memos[i%len(memos)]
+		line := LogLine{Method: "GET", URL: fmt.Sprintf("https://a.test/%d", i%len(memos)), Source: SourceExact,
+			Status: 200, MS: float64(i%997) / 1000}
+		if i%11 == 0 {
+			line.Note = strings.Repeat("n", i%300) // never from the memo: kept whole
+		}
+		if i%13 == 0 {
+			line.Status = 200 + i%3 // another middle: encoded in full and kept by the memo
+		}
+		b, mid, ok := appendLogLineMid(nil, line, &at, m)
+		if !ok {
+			t.Fatalf("line %d not encoded", i)
+		}
+		want, _ := appendLogLine(nil, line, &at, nil)
+		if !bytes.Equal(b, want) {
+			t.Fatalf("line %d: %q, want %q", i, b, want)
+		}
+		r.mu.Lock()
+		if mid != nil {
+			memoLines++
+			r.addMemoLocked(mid, at, line.MS, len(b))
+		} else {
+			r.addLocked(b)
+		}
+		r.mu.Unlock()
+		model = append(model, b)
+		size := 0
+		for j := len(model) - 1; j >= 0; j-- {
+			if len(model)-j > 40 || size+len(model[j]) > 6000 {
+				model = model[j+1:]
+				break
+			}
+			size += len(model[j])
+		}
+		if r.n != len(model) || r.bytes != size {
+			t.Fatalf("after line %d: ring %d lines %d bytes, want %d lines %d bytes", i, r.n, r.bytes, len(model), size)
+		}
+		if r.whole > len(r.buf) || len(r.buf) > 6000 {
+			t.Fatalf("after line %d: %d whole bytes in a buffer of %d (bound 6000)", i, r.whole, len(r.buf))
+		}
+		for _, n := range []int{0, 1, 9, 40, 100} {
+			want := bytes.Join(model[max(len(model)-n, 0):], nil)
+			if got := r.tail(n); !bytes.Equal(got, want) {
+				t.Fatalf("after line %d: tail(%d) = %q, want %q", i, n, got, want)
+			}
+		}
+	}
+	if memoLines < 2000 {
+		t.Errorf("%d of 3000 lines from a memo, want most", memoLines)
+	}
+	// a dropped line's middle is no longer held by the ring
+	for i := r.n; i < len(r.lines); i++ {
+		if l := r.lines[(r.start+i)%len(r.lines)]; l.mid != nil {
+			t.Fatalf("slot %d, not a kept line, holds a middle", i)
+		}
 	}
 }

@@ -700,11 +700,15 @@ var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b 
 // tail's one lock (the counts and the log writer's queue share it).
 func (s *Server) emit(line LogLine, at time.Time, source Source, typ string, memo *lineMemo) {
 	bp := lineBufs.Get().(*[]byte)
-	b, ok := appendLogLine((*bp)[:0], line, &at, memo)
+	b, mid, ok := appendLogLineMid((*bp)[:0], line, &at, memo)
 	s.tail.mu.Lock()
 	s.counts.addLocked(source, typ)
 	if ok {
-		s.tail.addLocked(b)
+		if mid != nil {
+			s.tail.addMemoLocked(mid, at, line.MS, len(b))
+		} else {
+			s.tail.addLocked(b)
+		}
 		if s.logw != nil {
 			s.logw.sendLocked(b)
 		}
