@@ -30,6 +30,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
+. "$HERE/lib.sh"
 S=${IN_DIR:-/tmp/pab-instructions}
 : "${IN_REPO:?IN_REPO: the task repository}" "${IN_TASK:?IN_TASK: the task id}" "${IN_CYCLE:?IN_CYCLE: the cycle file}"
 PEERS=${IN_PEERS:-"pab baseline"}
@@ -86,13 +87,7 @@ start() {
   *) PAB_CACHE=${PEERCACHE[$peer]} "$@" "${PEERBIN[$peer]}" --repo "$IN_REPO" replay "$IN_TASK" --listen 127.0.0.1:0 --clock off --log /dev/null 2>"$err" & ;;
   esac
   PID=$!
-  ADDR=
-  for _ in $(seq 6000); do
-    ADDR=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$err" | head -1 | sed 's,http://,,') || true
-    [ -n "$ADDR" ] && return 0
-    kill -0 "$PID" 2>/dev/null || break
-    sleep 0.1
-  done
+  ADDR=$(peer_addr "$err" "$PID") && return 0
   log "$peer did not start:"
   cat "$err" >&2
   exit 1

@@ -29,6 +29,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
+. "$HERE/lib.sh"
 S=${SCALE_DIR:-/tmp/pab-scale}
 NS=${SCALE_NS:-"1000 10000 100000"}
 BODY=${SCALE_BODY:-small}
@@ -112,13 +113,7 @@ for n in $NS; do
     env PAB_CACHE="$D/cache" "$BIN/pab" --repo "$D/repo" replay scale --listen 127.0.0.1:0 --clock off \
       --log /dev/null 2>"$D/replay.err" &
     pid=$!
-    addr=""
-    for _ in $(seq 6000); do
-      addr=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$D/replay.err" | head -1 | sed 's,http://,,') || true
-      [ -n "$addr" ] && break
-      kill -0 $pid 2>/dev/null || break
-      sleep 0.1
-    done
+    addr=$(peer_addr "$D/replay.err" $pid) || addr=""
     if [ -n "$addr" ]; then
       for scheme in https http; do
         line=$("$BIN/load" -proxy "$addr" -ca "$CA" -cycle "$D/cycle.tsv" -scheme $scheme -c 16 -d "$DUR" -warmup 2s \

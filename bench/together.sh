@@ -29,6 +29,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
+. "$HERE/lib.sh"
 S=${TG_DIR:-/tmp/pab-together}
 : "${TG_REPO:?TG_REPO: the task repository}" "${TG_TASK:?TG_TASK: the task id}" "${TG_CYCLE:?TG_CYCLE: the cycle file}"
 A=${TG_A:-pab}
@@ -104,13 +105,7 @@ start() {
   esac
   PEER_PID=$!
   PIDS+=("$PEER_PID")
-  PEER_ADDR=
-  for _ in $(seq 6000); do
-    PEER_ADDR=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$err" | head -1 | sed 's,http://,,') || true
-    [ -n "$PEER_ADDR" ] && return 0
-    kill -0 "$PEER_PID" 2>/dev/null || break
-    sleep 0.1
-  done
+  PEER_ADDR=$(peer_addr "$err" "$PEER_PID") && return 0
   log "$2 did not start:"
   cat "$err" >&2
   exit 1

@@ -25,6 +25,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
+. "$HERE/lib.sh"
 S=${VB_DIR:-/tmp/pab-vsbaseline}
 : "${VB_REPO:?VB_REPO: the task repository}" "${VB_TASK:?VB_TASK: the task id}" "${VB_CYCLE:?VB_CYCLE: the cycle file}"
 ROUNDS=${VB_ROUNDS:-3}
@@ -51,14 +52,8 @@ log() { echo "vsbaseline: $*" >&2; }
 
 PEER_PID=
 PEER_ADDR=
-wait_addr() { # wait_addr ERRFILE PATTERN: the first address PATTERN finds in ERRFILE
-  local a
-  for _ in $(seq 6000); do
-    a=$(grep -o "$2" "$1" | head -1 | sed 's,http://,,') || true
-    if [ -n "$a" ]; then PEER_ADDR=$a; return 0; fi
-    kill -0 "$PEER_PID" 2>/dev/null || break
-    sleep 0.1
-  done
+wait_addr() { # wait_addr ERRFILE: sets PEER_ADDR to the address PEER_PID printed there
+  PEER_ADDR=$(peer_addr "$1" "$PEER_PID") && return 0
   log "no address in $1:"; cat "$1" >&2
   return 1
 }
@@ -66,12 +61,12 @@ start_pab() {
   PAB_CACHE=$CACHE "$BIN/pab" --repo "$VB_REPO" replay "$VB_TASK" --listen 127.0.0.1:0 --clock off \
     --log /dev/null 2>"$S/pab.err" &
   PEER_PID=$!
-  wait_addr "$S/pab.err" 'http://127\.0\.0\.1:[0-9]*'
+  wait_addr "$S/pab.err"
 }
 start_baseline() {
   "$BIN/baseline" -listen 127.0.0.1:0 -ca-dir "$CACHE/ca" -cycle "$CYC" 2>"$S/baseline.err" &
   PEER_PID=$!
-  wait_addr "$S/baseline.err" 'http://127\.0\.0\.1:[0-9]*'
+  wait_addr "$S/baseline.err"
 }
 stop_peer() {
   [ -n "$PEER_PID" ] || return 0

@@ -406,26 +406,9 @@ func TestLogRingWrap(t *testing.T) {
 	for i := range 2000 {
 		line := []byte(fmt.Sprintf("%d %s\n", i, strings.Repeat("x", (i*7919)%400)))
 		r.add(line)
-		model = append(model, line)
-		size := 0
-		for j := len(model) - 1; j >= 0; j-- {
-			if len(model)-j > 50 || size+len(model[j]) > 3000 {
-				model = model[j+1:]
-				break
-			}
-			size += len(model[j])
-		}
-		if r.n != len(model) || r.bytes != size {
-			t.Fatalf("after line %d: ring %d lines %d bytes, want %d lines %d bytes", i, r.n, r.bytes, len(model), size)
-		}
+		model = checkRing(t, r, append(model, line), i, 7)
 		if len(r.buf) > 3000 {
 			t.Fatalf("after line %d: buffer of %d bytes, over the bound", i, len(r.buf))
-		}
-		for _, n := range []int{0, 1, 7, 50, 100} {
-			want := bytes.Join(model[max(len(model)-n, 0):], nil)
-			if got := r.tail(n); !bytes.Equal(got, want) {
-				t.Fatalf("after line %d: tail(%d) = %q, want %q", i, n, got, want)
-			}
 		}
 	}
 	// a line over the byte bound is not kept, and the others stay
@@ -483,26 +466,9 @@ func TestLogRingMemoLines(t *testing.T) {
 			r.addLocked(b)
 		}
 		r.mu.Unlock()
-		model = append(model, b)
-		size := 0
-		for j := len(model) - 1; j >= 0; j-- {
-			if len(model)-j > 40 || size+len(model[j]) > 6000 {
-				model = model[j+1:]
-				break
-			}
-			size += len(model[j])
-		}
-		if r.n != len(model) || r.bytes != size {
-			t.Fatalf("after line %d: ring %d lines %d bytes, want %d lines %d bytes", i, r.n, r.bytes, len(model), size)
-		}
+		model = checkRing(t, r, append(model, b), i, 9)
 		if r.whole > len(r.buf) || len(r.buf) > 6000 {
 			t.Fatalf("after line %d: %d whole bytes in a buffer of %d (bound 6000)", i, r.whole, len(r.buf))
-		}
-		for _, n := range []int{0, 1, 9, 40, 100} {
-			want := bytes.Join(model[max(len(model)-n, 0):], nil)
-			if got := r.tail(n); !bytes.Equal(got, want) {
-				t.Fatalf("after line %d: tail(%d) = %q, want %q", i, n, got, want)
-			}
 		}
 	}
 	if memoLines < 2000 {
@@ -514,4 +480,30 @@ func TestLogRingMemoLines(t *testing.T) {
 			t.Fatalf("slot %d, not a kept line, holds a middle", i)
 		}
 	}
+}
+
+// checkRing checks r, after its line i, against model (every line added, in order): it
+// returns the lines of model a ring of len(r.lines) lines and r.maxBytes bytes keeps (the
+// newest that fit) and fails t unless r holds as many lines and bytes, and its tail of 0,
+// 1, mid, all and more lines is theirs.
+func checkRing(t *testing.T, r *logRing, model [][]byte, i, mid int) [][]byte {
+	t.Helper()
+	size := 0
+	for j := len(model) - 1; j >= 0; j-- {
+		if len(model)-j > len(r.lines) || size+len(model[j]) > r.maxBytes {
+			model = model[j+1:]
+			break
+		}
+		size += len(model[j])
+	}
+	if r.n != len(model) || r.bytes != size {
+		t.Fatalf("after line %d: ring %d lines %d bytes, want %d lines %d bytes", i, r.n, r.bytes, len(model), size)
+	}
+	for _, n := range []int{0, 1, mid, len(r.lines), 2 * len(r.lines)} {
+		want := bytes.Join(model[max(len(model)-n, 0):], nil)
+		if got := r.tail(n); !bytes.Equal(got, want) {
+			t.Fatalf("after line %d: tail(%d) = %q, want %q", i, n, got, want)
+		}
+	}
+	return model
 }
