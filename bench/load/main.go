@@ -262,6 +262,10 @@ func runLoad(sp loadSpec) error {
 		go lr.worker(w, goroutines, clients[w/sp.streams])
 	}
 	time.Sleep(sp.warm)
+	// before the CPU count: the peer goes on answering while the hook runs
+	if err := runHook("-at-start", sp.atStart); err != nil {
+		return err
+	}
 	var cpu0 float64
 	var peak atomic.Int64
 	watchDone := make(chan struct{})
@@ -270,17 +274,11 @@ func runLoad(sp loadSpec) error {
 		go samplePeak(sp.watch, &peak, watchDone)
 	}
 	opened0 := lr.opened.Load()
-	if err := runHook("-at-start", sp.atStart); err != nil {
-		return err
-	}
 	lr.timing.Store(true)
 	t0 := time.Now()
 	time.Sleep(sp.dur)
 	lr.timing.Store(false)
 	elapsed := time.Since(t0)
-	if err := runHook("-at-end", sp.atEnd); err != nil {
-		return err
-	}
 	var cpu1 float64
 	if sp.watch > 0 {
 		var rss int64
@@ -289,6 +287,10 @@ func runLoad(sp loadSpec) error {
 			peak.Store(rss)
 		}
 		close(watchDone)
+	}
+	// after the CPU count: the peer goes on answering while the hook runs
+	if err := runHook("-at-end", sp.atEnd); err != nil {
+		return err
 	}
 	newConns := lr.opened.Load() - opened0
 	lr.stop.Store(true)
