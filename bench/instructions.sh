@@ -18,8 +18,10 @@
 #
 # A peer is "pab" (this tree's ./cmd/pab, built), the path of a pab binary, "baseline"
 # (bench/baseline) or "shell" (bench/shell: pab's MITM shell with the baseline's handler).
-# A pab peer is started once before its counted run, so that its saved index is written and
-# its counted run is a warm start. valgrind runs everything about 50 times slower: the
+# A pab peer's saved index is written before its counted run (pab inspect, under the same
+# valgrind tool: the tool is a part of the index's key), and the script stops when the
+# counted run did not start from it (a cold start computes the index again and holds the
+# whole recording in memory). valgrind runs everything about 50 times slower: the
 # counted window holds some tens of thousands of requests. Environment: IN_PEERS (default
 # "pab baseline"), IN_REPO, IN_TASK, IN_CYCLE (required; the baseline and the shell need the
 # cycle's body files: bench/gen's cycles), IN_CONNS (default 64), IN_SCHEME (https or http,
@@ -95,6 +97,15 @@ start() {
 
 OUT=$S/results.jsonl
 : >"$OUT"
+FIRST_URL=$(head -1 "$IN_CYCLE" | cut -f1)
+# saved_index PEER: the identity (inode, size, modification time) of a pab peer's saved
+# index files; "" for the baseline and the shell
+saved_index() {
+  case $1 in
+  baseline | shell) echo - ;;
+  *) stat -c '%i %s %y' "${PEERCACHE[$1]}"/indexes/*.idx 2>/dev/null || true ;;
+  esac
+}
 i=0
 for p in $PEERS; do
   i=$((i + 1))
@@ -102,13 +113,22 @@ for p in $PEERS; do
   rm -f "$R".cg.* "$R".json
   case $p in
   baseline | shell) ;;
-  *) # a first start writes the saved index, outside valgrind
-    start "$p" "$R.first.err" env GODEBUG=asyncpreemptoff=1 # $GODEBUG is a part of the saved index's key
-    "$BIN/load" -proxy "$ADDR" -ca "$CA" -cycle "$IN_CYCLE" -scheme "$SCHEME" -c 4 -d 1s -warmup 0s >/dev/null
-    kill "$PID"; wait "$PID" 2>/dev/null || true
+  *) # A first run writes the saved index, under the same valgrind tool and $GODEBUG as the
+    # counted run: both are a part of the saved index's key (under valgrind /proc/self/exe
+    # is valgrind's tool, not pab; outside it the counted run would compute its index
+    # again, a cold start with the whole recording in memory). pab inspect's exit waits
+    # for the index to be written whole.
+    if ! PAB_CACHE=${PEERCACHE[$p]} GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --instr-atstart=no \
+      --callgrind-out-file=/dev/null -q "${PEERBIN[$p]}" --repo "$IN_REPO" inspect "$IN_TASK" "$FIRST_URL" \
+      >/dev/null 2>"$R.first.err"; then
+      log "$p: pab inspect failed:"
+      cat "$R.first.err" >&2
+      exit 1
+    fi
     ;;
   esac
   log "$p: $CONNS connections, $SCHEME, $WARM warm, $DUR counted"
+  idx_before=$(saved_index "$p")
   # GODEBUG=asyncpreemptoff=1: callgrind stops on the signals of Go's asynchronous preemption
   start "$p" "$R.err" env GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --instr-atstart=no \
     --callgrind-out-file="$R.cg.%p"
@@ -118,6 +138,11 @@ for p in $PEERS; do
   kill "$PID"
   wait "$PID" 2>/dev/null || true
   PID=
+  if [ -z "$idx_before" ] || [ "$(saved_index "$p")" != "$idx_before" ]; then
+    # a counted run that found no saved index of its key computed one: a cold start
+    log "$p: the counted run did not start from the saved index the first run wrote (${idx_before:-none}); not counted"
+    exit 1
+  fi
   python3 - "$R" "$p" "$TOP" >>"$OUT" <<'PY'
 import glob, json, re, subprocess, sys
 run, peer, top = sys.argv[1], sys.argv[2], int(sys.argv[3])
