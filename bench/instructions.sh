@@ -99,7 +99,7 @@ OUT=$S/results.jsonl
 : >"$OUT"
 FIRST_URL=$(head -1 "$IN_CYCLE" | cut -f1)
 # saved_index PEER: the identity (inode, size, modification time) of a pab peer's saved
-# index files; "" for the baseline and the shell
+# index files ("" when there is none); "-" for the baseline and the shell
 saved_index() {
   case $1 in
   baseline | shell) echo - ;;
