@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
-	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -63,8 +62,8 @@ func TestTunnelAuthority(t *testing.T) {
 			}
 			t.Cleanup(func() { c.Close() })
 			// the CONNECT goes out in one write with the ClientHello
-			ec := tls.Client(&after200{Conn: c, br: bufio.NewReader(c),
-				pending: []byte("CONNECT early.test:443 HTTP/1.1\r\nHost: early.test:443\r\n\r\n")}, &tls.Config{RootCAs: g.ca.CertPool(), ServerName: "early.test",
+			ec := tls.Client(&earlyClientConn{Conn: c,
+				prefix: []byte("CONNECT early.test:443 HTTP/1.1\r\nHost: early.test:443\r\n\r\n")}, &tls.Config{RootCAs: g.ca.CertPool(), ServerName: "early.test",
 				NextProtos: []string{"http/1.1"}})
 			ec.SetDeadline(time.Now().Add(10 * time.Second))
 			resp, _, err = h1Exchange(t, ec, bufio.NewReader(ec), "GET /three HTTP/1.0\r\n\r\n")
@@ -78,39 +77,4 @@ func TestTunnelAuthority(t *testing.T) {
 			}
 		})
 	}
-}
-
-// after200 sends pending (the CONNECT) with its first write, and reads the CONNECT's 200
-// answer off br before the first byte of the tunnel.
-type after200 struct {
-	net.Conn
-	br      *bufio.Reader
-	pending []byte
-	read    bool
-}
-
-func (c *after200) Write(p []byte) (int, error) {
-	if c.pending != nil {
-		all := append(c.pending, p...)
-		c.pending = nil
-		if _, err := c.Conn.Write(all); err != nil {
-			return 0, err
-		}
-		return len(p), nil
-	}
-	return c.Conn.Write(p)
-}
-
-func (c *after200) Read(p []byte) (int, error) {
-	if !c.read {
-		c.read = true
-		resp, err := http.ReadResponse(c.br, &http.Request{Method: http.MethodConnect})
-		if err != nil {
-			return 0, err
-		}
-		if resp.StatusCode != 200 {
-			return 0, fmt.Errorf("CONNECT answered %s", resp.Status)
-		}
-	}
-	return c.br.Read(p)
 }
