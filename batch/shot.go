@@ -1,34 +1,34 @@
 package batch
 
-// This file takes the run view's screenshots over CDP (chromedp), from the run's own
+// This file takes the run view's screenshots over CDP (internal/cdpconn), from the run's own
 // Chromium, attached to the page the agent's browser MCP server drives.
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/target"
-	"github.com/chromedp/chromedp"
-	"github.com/chromedp/chromedp/remote"
+	"github.com/pab-dev/pab/internal/cdpconn"
 )
 
-// cdpShooter holds one CDP connection to a run's browser.
+// cdpShooter holds one CDP connection to a run's browser, made at the first shot (and again
+// after it was lost).
 type cdpShooter struct {
-	browserCtx context.Context
-	cancel     func()
+	url  string // the browser's DevTools websocket
+	conn *cdpconn.Conn
 }
 
-func newCDPShooter(cdp string) *cdpShooter {
-	actx, c1 := remote.NewAllocator(context.Background(), cdp, remote.NoModifyURL)
-	bctx, c2 := chromedp.NewContext(actx)
-	return &cdpShooter{browserCtx: bctx, cancel: func() { c2(); c1() }}
-}
+func newCDPShooter(cdp string) *cdpShooter { return &cdpShooter{url: cdp} }
 
-func (s *cdpShooter) close() { s.cancel() }
+func (s *cdpShooter) close() {
+	if s.conn != nil {
+		s.conn.Close()
+		s.conn = nil
+	}
+}
 
 // shot is one screenshot: the page's URL and title, and the JPEG (nil, with note, when it
 // did not fit the bounds).
@@ -41,24 +41,24 @@ type shot struct {
 // pickPage is the page target a step acted on: the page at hint (the "Page URL:" the
 // browser server's answer names) when there is one, else the first page that is not
 // about:blank in the browser's list, else any page.
-func pickPage(ts []*target.Info, hint string) *target.Info {
+func pickPage(ts []cdpconn.TargetInfo, hint string) *cdpconn.TargetInfo {
 	if hint != "" {
-		for _, t := range ts {
+		for i, t := range ts {
 			if t.Type == "page" && t.URL == hint {
-				return t
+				return &ts[i]
 			}
 		}
 	}
-	var blank *target.Info
-	for _, t := range ts {
+	var blank *cdpconn.TargetInfo
+	for i, t := range ts {
 		if t.Type != "page" {
 			continue
 		}
 		if t.URL != "about:blank" && t.URL != "" {
-			return t
+			return &ts[i]
 		}
 		if blank == nil {
-			blank = t
+			blank = &ts[i]
 		}
 	}
 	return blank
@@ -70,8 +70,25 @@ func pickPage(ts []*target.Info, hint string) *target.Info {
 func (s *cdpShooter) shoot(ctx context.Context, hint string) (*shot, error) {
 	ctx, cancel := context.WithTimeout(ctx, shotTimeout)
 	defer cancel()
-	// the connection's own context must outlive this call; bound it by ctx here
-	ts, err := runBounded(ctx, func() ([]*target.Info, error) { return chromedp.Targets(s.browserCtx) })
+	out, err := s.shootIn(ctx, hint)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil, fmt.Errorf("over %s", shotTimeout)
+	}
+	return out, err
+}
+
+func (s *cdpShooter) shootIn(ctx context.Context, hint string) (*shot, error) {
+	if s.conn != nil && s.conn.Err() != nil {
+		s.close()
+	}
+	if s.conn == nil {
+		c, err := cdpconn.Dial(ctx, s.url, cdpconn.Options{CallTimeout: shotTimeout})
+		if err != nil {
+			return nil, err
+		}
+		s.conn = c
+	}
+	ts, err := s.conn.Targets(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list pages: %v", err)
 	}
@@ -79,74 +96,67 @@ func (s *cdpShooter) shoot(ctx context.Context, hint string) (*shot, error) {
 	if p == nil {
 		return nil, errors.New("the browser has no page")
 	}
-	tctx, tcancel := chromedp.NewContext(s.browserCtx, chromedp.WithTargetID(p.TargetID), chromedp.WithDetachOnCancel())
-	defer tcancel()
-	out := &shot{}
-	_, err = runBounded(ctx, func() (struct{}, error) {
-		var err error
-		if out.url, err = chromedp.Run(tctx, chromedp.Location()); err != nil {
-			return struct{}{}, err
-		}
-		if out.title, err = chromedp.Run(tctx, chromedp.Title()); err != nil {
-			return struct{}{}, err
-		}
-		lm, err := chromedp.Call(tctx, page.GetLayoutMetrics, cdp.Empty{})
-		if err != nil {
-			return struct{}{}, err
-		}
-		css := lm.CSSVisualViewport
-		if css == nil {
-			return struct{}{}, errors.New("the page has no viewport")
-		}
-		w, h := css.ClientWidth, css.ClientHeight
-		if w <= 0 || h <= 0 || math.IsNaN(w) {
-			return struct{}{}, errors.New("the page has no viewport")
-		}
-		scale := 1.0
-		if w > maxShotWidth {
-			scale = maxShotWidth / w
-		}
-		for _, try := range []struct {
-			q     int64
-			scale float64
-		}{{60, scale}, {30, scale}, {30, scale / 2}} {
-			q := try.q
-			res, err := chromedp.Call(tctx, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatJpeg,
-				Quality: &q, Clip: &page.Viewport{X: css.PageX, Y: css.PageY, Width: w, Height: h, Scale: try.scale}})
-			if err != nil {
-				return struct{}{}, err
-			}
-			if len(res.Data) <= maxShotBytes {
-				out.jpeg = res.Data
-				return struct{}{}, nil
-			}
-		}
-		out.note = fmt.Sprintf("no screenshot: over %d KiB even at quality 30 and half scale", maxShotBytes>>10)
-		return struct{}{}, nil
-	})
+	// a session of our own on the page: it enables nothing, so the page is not changed
+	session, err := s.conn.Attach(ctx, p.TargetID)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
-}
-
-// runBounded runs f, giving up when ctx ends first (f's CDP calls go on in the
-// connection's context and are dropped).
-func runBounded[T any](ctx context.Context, f func() (T, error)) (T, error) {
-	type res struct {
-		v   T
-		err error
+	defer s.conn.Detach(session)
+	out := &shot{}
+	var loc struct{ URL, Title string }
+	if err := s.conn.Evaluate(ctx, session, `({URL: location.href, Title: document.title})`, &loc); err != nil {
+		return nil, err
 	}
-	ch := make(chan res, 1)
-	go func() { v, err := f(); ch <- res{v, err} }()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return zero, fmt.Errorf("over %s", shotTimeout)
+	out.url, out.title = loc.URL, loc.Title
+	res, err := s.conn.Call(ctx, session, "Page.getLayoutMetrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	var lm struct {
+		CSS *struct {
+			PageX, PageY              float64
+			ClientWidth, ClientHeight float64
+		} `json:"cssVisualViewport"`
+	}
+	if err := json.Unmarshal(res, &lm); err != nil || lm.CSS == nil {
+		return nil, errors.New("the page has no viewport")
+	}
+	css := lm.CSS
+	w, h := css.ClientWidth, css.ClientHeight
+	if w <= 0 || h <= 0 || math.IsNaN(w) || math.IsNaN(h) {
+		return nil, errors.New("the page has no viewport")
+	}
+	scale := 1.0
+	if w > maxShotWidth {
+		scale = maxShotWidth / w
+	}
+	for _, try := range []struct {
+		q     int
+		scale float64
+	}{{60, scale}, {30, scale}, {30, scale / 2}} {
+		res, err := s.conn.Call(ctx, session, "Page.captureScreenshot", map[string]any{"format": "jpeg", "quality": try.q,
+			"clip": map[string]any{"x": css.PageX, "y": css.PageY, "width": w, "height": h, "scale": try.scale}})
+		if err != nil {
+			return nil, err
 		}
-		return zero, ctx.Err()
+		var shot struct {
+			Data string `json:"data"` // base64
+		}
+		if err := json.Unmarshal(res, &shot); err != nil {
+			return nil, fmt.Errorf("Page.captureScreenshot: %v", err)
+		}
+		if base64.StdEncoding.DecodedLen(len(shot.Data)) > maxShotBytes+3 {
+			continue
+		}
+		jpeg, err := base64.StdEncoding.DecodeString(shot.Data)
+		if err != nil {
+			return nil, fmt.Errorf("Page.captureScreenshot: %v", err)
+		}
+		if len(jpeg) <= maxShotBytes {
+			out.jpeg = jpeg
+			return out, nil
+		}
 	}
+	out.note = fmt.Sprintf("no screenshot: over %d KiB even at quality 30 and half scale", maxShotBytes>>10)
+	return out, nil
 }

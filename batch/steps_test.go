@@ -13,8 +13,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/chromedp/cdproto/target"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pab-dev/pab/internal/cdpconn"
 )
 
 // TestParseRPCResponse: the answer to a tools/call is found in a JSON body, a JSON batch
@@ -145,9 +146,9 @@ func TestStepsConcurrentCalls(t *testing.T) {
 // TestPickPage: the page the answer names wins over the browser's order; without it the
 // first page that is not blank, else a blank page; never a worker.
 func TestPickPage(t *testing.T) {
-	ts := []*target.Info{{TargetID: "w", Type: "service_worker", URL: "https://a/sw.js"}, {TargetID: "1", Type: "page", URL: "about:blank"},
+	ts := []cdpconn.TargetInfo{{TargetID: "w", Type: "service_worker", URL: "https://a/sw.js"}, {TargetID: "1", Type: "page", URL: "about:blank"},
 		{TargetID: "2", Type: "page", URL: "https://a/"}, {TargetID: "3", Type: "page", URL: "https://b/"}}
-	for hint, want := range map[string]target.ID{"https://b/": "3", "": "2", "https://gone/": "2"} {
+	for hint, want := range map[string]string{"https://b/": "3", "": "2", "https://gone/": "2"} {
 		if p := pickPage(ts, hint); p == nil || p.TargetID != want {
 			t.Errorf("hint %q: %v, want %s", hint, p, want)
 		}

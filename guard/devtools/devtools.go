@@ -9,7 +9,7 @@
 // are not the probe's.
 //
 // The protocol is the Chrome DevTools Protocol (https://chromedevtools.github.io/devtools-protocol/),
-// spoken over chromedp's websocket connection (github.com/chromedp/chromedp/remote).
+// spoken over pab's own connection (internal/cdpconn).
 package devtools
 
 import (
@@ -23,11 +23,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/chromedp/cdproto"
-	cdptarget "github.com/chromedp/cdproto/target"
-	"github.com/chromedp/chromedp/remote"
-
 	"github.com/pab-dev/pab/guard/netpolicy"
+	"github.com/pab-dev/pab/internal/cdpconn"
 )
 
 // Defaults of Options' bounds.
@@ -43,7 +40,7 @@ const (
 )
 
 // ErrLost is the error of every call once the DevTools connection is gone.
-var ErrLost = errors.New("devtools: the browser's DevTools session is gone")
+var ErrLost = cdpconn.ErrLost
 
 // Options configure Attach. Policy and URL are required.
 type Options struct {
@@ -71,23 +68,14 @@ type Options struct {
 // requests until Close or until the connection is lost (Lost).
 type Session struct {
 	o    Options
-	conn *remote.Conn
-
-	writeMu sync.Mutex
-	nextID  atomic.Int64
+	conn *cdpconn.Conn
 
 	mu      sync.Mutex
-	waiting map[int64]chan *cdproto.Message
 	targets map[string]*target // by session id
-	closed  bool
 	// known are the browser contexts that existed at Attach (Options.NewContextsOnly), by id
 	known map[string]bool
 
-	events chan *cdproto.Message
-	lost   chan struct{}
-	lostMu sync.Once
-	err    error
-	done   chan struct{}
+	handled chan struct{} // closed when handle has seen the connection's last event
 
 	held, refused, continued atomic.Int64
 	closedTargets            atomic.Int64 // targets closed past MaxTargets
@@ -115,15 +103,11 @@ func Attach(ctx context.Context, o Options) (*Session, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	dctx, cancel := context.WithTimeout(ctx, o.CallTimeout)
-	defer cancel()
-	conn, err := remote.DialContext(dctx, o.URL)
+	conn, err := cdpconn.Dial(ctx, o.URL, cdpconn.Options{CallTimeout: o.CallTimeout, Events: maxQueued, Log: o.Log})
 	if err != nil {
-		return nil, fmt.Errorf("devtools: connect %s: %w", o.URL, err)
+		return nil, err
 	}
-	s := &Session{o: o, conn: conn, waiting: map[int64]chan *cdproto.Message{}, targets: map[string]*target{},
-		events: make(chan *cdproto.Message, maxQueued), lost: make(chan struct{}), done: make(chan struct{})}
-	go s.read()
+	s := &Session{o: o, conn: conn, targets: map[string]*target{}, handled: make(chan struct{})}
 	go s.handle()
 	if o.NewContextsOnly {
 		known, err := s.contexts(ctx)
@@ -235,17 +219,10 @@ func (s *Session) HeldPages() int {
 
 // Lost is closed when the DevTools connection ends other than by Close: the browser
 // crashed, was closed, or dropped the session. From then on nothing is held by this layer.
-func (s *Session) Lost() <-chan struct{} { return s.lost }
+func (s *Session) Lost() <-chan struct{} { return s.conn.Lost() }
 
-// Err is why the session was lost (nil while it is not).
-func (s *Session) Err() error {
-	select {
-	case <-s.lost:
-		return s.err
-	default:
-		return nil
-	}
-}
+// Err is why the session was lost (nil while it is not); it wraps ErrLost.
+func (s *Session) Err() error { return s.conn.Err() }
 
 // Stats are counts of held requests: continued and refused.
 func (s *Session) Stats() (held, continued, refused int64) {
@@ -255,136 +232,32 @@ func (s *Session) Stats() (held, continued, refused int64) {
 // Close ends the session (the browser keeps running; its held requests are released by the
 // browser when the session goes).
 func (s *Session) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
-	s.mu.Unlock()
 	err := s.conn.Close()
-	<-s.done
+	<-s.handled
 	return err
-}
-
-// read reads every message: answers go to their caller, events to handle.
-func (s *Session) read() {
-	defer close(s.done)
-	defer close(s.events)
-	for {
-		msg := new(cdproto.Message)
-		if err := s.conn.Read(context.Background(), msg); err != nil {
-			s.mu.Lock()
-			closed := s.closed
-			for id, ch := range s.waiting {
-				close(ch)
-				delete(s.waiting, id)
-			}
-			s.mu.Unlock()
-			if !closed {
-				s.setLost(err)
-			}
-			return
-		}
-		if msg.ID != 0 {
-			s.mu.Lock()
-			ch := s.waiting[msg.ID]
-			delete(s.waiting, msg.ID)
-			s.mu.Unlock()
-			if ch != nil {
-				ch <- msg
-			}
-			continue
-		}
-		s.events <- msg
-	}
 }
 
 // Fail marks the session lost for err (the browser's process ended: its DevTools socket may
 // outlive it for a while in a helper process): Lost is closed and every call fails.
-func (s *Session) Fail(err error) { s.setLost(err) }
-
-func (s *Session) setLost(err error) {
-	s.lostMu.Do(func() {
-		s.err = fmt.Errorf("%w: %v", ErrLost, err)
-		fmt.Fprintf(s.o.Log, "devtools: %v\n", s.err)
-		close(s.lost)
-	})
-}
+func (s *Session) Fail(err error) { s.conn.Fail(err) }
 
 // send writes one command without waiting for its answer.
-func (s *Session) send(session, method string, params any) (int64, error) {
-	id := s.nextID.Add(1)
-	msg := &cdproto.Message{ID: id, SessionID: targetSession(session), Method: cdproto.MethodType(method)}
-	if params != nil {
-		b, err := json.Marshal(params)
-		if err != nil {
-			return 0, err
-		}
-		msg.Params = b
-	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	return id, s.conn.Write(context.Background(), msg)
+func (s *Session) send(session, method string, params any) error {
+	return s.conn.Send(session, method, params)
 }
 
 // Call sends a command on session ("" = the browser) and waits for its answer (at most the
 // session's CallTimeout). It returns the result's raw JSON, or the browser's error.
 func (s *Session) Call(ctx context.Context, session, method string, params any) (json.RawMessage, error) {
-	ch := make(chan *cdproto.Message, 1)
-	id := s.nextID.Add(1)
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil, ErrLost
-	}
-	s.waiting[id] = ch
-	s.mu.Unlock()
-	msg := &cdproto.Message{ID: id, SessionID: targetSession(session), Method: cdproto.MethodType(method)}
-	if params != nil {
-		b, err := json.Marshal(params)
-		if err != nil {
-			return nil, err
-		}
-		msg.Params = b
-	}
-	s.writeMu.Lock()
-	err := s.conn.Write(context.Background(), msg)
-	s.writeMu.Unlock()
-	if err != nil {
-		s.mu.Lock()
-		delete(s.waiting, id)
-		s.mu.Unlock()
-		return nil, fmt.Errorf("%s: %w", method, err)
-	}
-	t := time.NewTimer(s.o.CallTimeout)
-	defer t.Stop()
-	select {
-	case m, ok := <-ch:
-		if !ok {
-			return nil, ErrLost
-		}
-		if m.Error != nil {
-			return nil, fmt.Errorf("%s: %s (%d)", method, m.Error.Message, m.Error.Code)
-		}
-		return json.RawMessage(m.Result), nil
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	s.mu.Lock()
-	delete(s.waiting, id)
-	s.mu.Unlock()
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	return nil, fmt.Errorf("%s: no answer in %s", method, s.o.CallTimeout)
+	return s.conn.Call(ctx, session, method, params)
 }
 
 // handle handles events in order: held requests are decided here, at once; attaching a
 // target (its holds enabled, then released) runs on a goroutine of its own, since it
 // waits for answers.
 func (s *Session) handle() {
-	for msg := range s.events {
+	defer close(s.handled)
+	for msg := range s.conn.Events() {
 		switch msg.Method {
 		case "Fetch.requestPaused":
 			s.paused(string(msg.SessionID), msg.Params)
@@ -529,9 +402,6 @@ func (s *Session) paused(session string, params []byte) {
 	}
 	s.send(session, "Fetch.failRequest", map[string]any{"requestId": ev.RequestID, "errorReason": reason})
 }
-
-// targetSession is the protocol type of a session id.
-func targetSession(s string) cdptarget.SessionID { return cdptarget.SessionID(s) }
 
 // pages returns the attached page targets (and iframes in processes of their own).
 func (s *Session) pages(withFrames bool) []target {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/pab-dev/pab/internal/cdpconn"
 )
 
 // WorldName is the name of the isolated world the guard's probes run in.
@@ -17,9 +19,6 @@ type FrameValue struct {
 	Value                  json.RawMessage
 }
 
-// maxValueBytes bounds one frame's answer; a larger one is dropped.
-const maxValueBytes = 1 << 20
-
 // Evaluate runs expression (JavaScript whose value JSON can carry) in an isolated world
 // (Page.createIsolatedWorld) of every frame of every attached page and out-of-process
 // frame, so that nothing the page's own scripts changed (prototypes, globals, getters)
@@ -27,10 +26,8 @@ const maxValueBytes = 1 << 20
 // that throws, or answers more than 1 MiB, is left out). Errors: the session is lost, or no
 // frame answered.
 func (s *Session) Evaluate(ctx context.Context, expression string) ([]FrameValue, error) {
-	select {
-	case <-s.lost:
-		return nil, s.err
-	default:
+	if err := s.Err(); err != nil {
+		return nil, err
 	}
 	var out []FrameValue
 	var firstErr error
@@ -111,7 +108,7 @@ func (s *Session) evalIn(ctx context.Context, session, frameID, expression strin
 	if err != nil {
 		return nil, err
 	}
-	v, _, err := runtimeResult("Runtime.evaluate", res)
+	v, _, err := cdpconn.RuntimeResult("Runtime.evaluate", res)
 	return v, err
 }
 
@@ -129,35 +126,4 @@ func (s *Session) isolatedContext(ctx context.Context, session, frameID string) 
 		return 0, fmt.Errorf("Page.createIsolatedWorld: no context (%v)", err)
 	}
 	return w.ExecutionContextID, nil
-}
-
-// runtimeResult reads the answer of Runtime.evaluate or Runtime.callFunctionOn (method):
-// the value (with returnByValue, at most maxValueBytes), else the remote object's subtype
-// and id; an exception is an error.
-func runtimeResult(method string, res json.RawMessage) (value json.RawMessage, obj remoteObject, err error) {
-	var r struct {
-		Result struct {
-			remoteObject
-			Value json.RawMessage `json:"value"`
-		} `json:"result"`
-		ExceptionDetails *struct {
-			Text string `json:"text"`
-		} `json:"exceptionDetails"`
-	}
-	if err := json.Unmarshal(res, &r); err != nil {
-		return nil, obj, fmt.Errorf("%s: %w", method, err)
-	}
-	if r.ExceptionDetails != nil {
-		return nil, obj, fmt.Errorf("%s: %s", method, r.ExceptionDetails.Text)
-	}
-	if len(r.Result.Value) > maxValueBytes {
-		return nil, obj, fmt.Errorf("%s: answer over %d bytes", method, maxValueBytes)
-	}
-	return r.Result.Value, r.Result.remoteObject, nil
-}
-
-// remoteObject is a Runtime.RemoteObject's subtype and id.
-type remoteObject struct {
-	Subtype  string `json:"subtype"`
-	ObjectID string `json:"objectId"`
 }

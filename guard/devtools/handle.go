@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+
+	"github.com/pab-dev/pab/internal/cdpconn"
 )
 
 // Handle is one element held in the guard's isolated world of one frame: the probes read
@@ -40,10 +42,8 @@ const findTaggedJS = `(() => {
 // token), takes the mark off, and returns the element as a Handle of the isolated world.
 // Errors: the session is lost, or no frame holds such an element.
 func (s *Session) FindTagged(ctx context.Context, attr string) (Handle, error) {
-	select {
-	case <-s.lost:
-		return Handle{}, s.err
-	default:
+	if err := s.Err(); err != nil {
+		return Handle{}, err
 	}
 	q, _ := json.Marshal(attr)
 	expr := strings.Replace(findTaggedJS, "@ATTR@", string(q), 1)
@@ -61,7 +61,7 @@ func (s *Session) FindTagged(ctx context.Context, attr string) (Handle, error) {
 			if err != nil {
 				continue
 			}
-			if _, obj, err := runtimeResult("Runtime.evaluate", res); err == nil && obj.Subtype == "node" && obj.ObjectID != "" {
+			if _, obj, err := cdpconn.RuntimeResult("Runtime.evaluate", res); err == nil && obj.Subtype == "node" && obj.ObjectID != "" {
 				return Handle{session: t.session, objectID: obj.ObjectID}, nil
 			}
 		}
@@ -87,7 +87,7 @@ func (s *Session) CallOn(ctx context.Context, h Handle, fn string, args ...any) 
 	if err != nil {
 		return nil, err
 	}
-	v, _, err := runtimeResult("Runtime.callFunctionOn", res)
+	v, _, err := cdpconn.RuntimeResult("Runtime.callFunctionOn", res)
 	return v, err
 }
 
