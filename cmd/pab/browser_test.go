@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
 
+	"github.com/pab-dev/pab/internal/cdpconn"
 	"github.com/pab-dev/pab/recording"
 	"github.com/pab-dev/pab/tlsca"
 )
@@ -103,56 +103,40 @@ func TestBrowserCommand(t *testing.T) {
 		t.Fatalf("profile %s: %v", profile, err)
 	}
 
-	allocCtx, cancelAlloc := remote.NewAllocator(context.Background(), ws, remote.NoModifyURL)
-	defer cancelAlloc()
-	bctx, cancelB := chromedp.NewContext(allocCtx)
-	defer cancelB()
-	tctx, cancelT := context.WithTimeout(bctx, 60*time.Second)
-	defer cancelT()
-
-	// the tab pab browser opened, found among the browser's targets
-	var pageID target.ID
-	for pageID == "" {
-		infos, err := chromedp.Targets(tctx)
-		if err != nil {
+	// the tab pab browser opened, found among the browser's targets once it shows the
+	// recorded page's title (an interstitial or a miss page has another), then read in its
+	// own main world through a session of pab's DevTools client (internal/cdpconn; chromedp's
+	// attach to a tab that runs already races while the tab loads)
+	const wantTitle = "Projects | Library Innovation Lab"
+	conn, err := cdpconn.Dial(context.Background(), ws, cdpconn.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var pageID string
+	var seen []cdpconn.TargetInfo
+	for wait := time.Now().Add(60 * time.Second); pageID == ""; {
+		if seen, err = conn.Targets(context.Background()); err != nil {
 			t.Fatalf("list targets: %v", err)
 		}
-		for _, in := range infos {
-			if in.Type == "page" && in.URL == pageURL {
+		for _, in := range seen {
+			if in.Type == "page" && in.URL == pageURL && in.Title == wantTitle {
 				pageID = in.TargetID
 			}
 		}
 		if pageID == "" {
-			select {
-			case <-tctx.Done():
-				t.Fatalf("no tab with %s among %d targets", pageURL, len(infos))
-			case <-time.After(100 * time.Millisecond):
+			if time.Now().After(wait) {
+				t.Fatalf("no tab with %s titled %q among %+v", pageURL, wantTitle, seen)
 			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	pctx, cancelP := chromedp.NewContext(bctx, chromedp.WithTargetID(pageID))
-	defer cancelP()
-	ctx, cancel := context.WithTimeout(pctx, 60*time.Second)
-	defer cancel()
-	// the tab may still be loading when we attach (its first JavaScript context goes away
-	// under us): ask again until the page is complete
-	var title string
-	for {
-		title, err = chromedp.Run(ctx, chromedp.Poll[string](`document.readyState === "complete" ? document.title : ""`))
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("wait for the opened page: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if want := "Projects | Library Innovation Lab"; title != want {
-		t.Errorf("opened page title %q, want %q", title, want)
-	}
-
-	env, err := chromedp.Run(ctx, chromedp.Evaluate[string](`Intl.DateTimeFormat().resolvedOptions().timeZone + " " + navigator.language`))
+	session, err := conn.Attach(context.Background(), pageID)
 	if err != nil {
+		t.Fatal(err)
+	}
+	var env string
+	if err := conn.Evaluate(context.Background(), session, `Intl.DateTimeFormat().resolvedOptions().timeZone + " " + navigator.language`, &env); err != nil {
 		t.Fatal(err)
 	}
 	if env != "Asia/Tokyo fr-FR" {
@@ -160,13 +144,31 @@ func TestBrowserCommand(t *testing.T) {
 	}
 
 	// the page clock is on, as in pab replay: the page's Date is the recording's
-	year, err := chromedp.Run(ctx, chromedp.Evaluate[int](`new Date().getUTCFullYear()`))
-	if err != nil {
+	var year int
+	if err := conn.Evaluate(context.Background(), session, `new Date().getUTCFullYear()`, &year); err != nil {
 		t.Fatal(err)
 	}
 	if year != 2023 {
 		t.Errorf("page's clock says year %d, want the recording's 2023", year)
 	}
+	conn.Detach(session)
+
+	// navigation, as an agent's own tab does it (chromedp makes the tab)
+	allocCtx, cancelAlloc := remote.NewAllocator(context.Background(), ws, remote.NoModifyURL)
+	defer cancelAlloc()
+	bctx, cancelB := chromedp.NewContext(allocCtx)
+	defer cancelB()
+	// the browser connection first (bctx's, which the tab shares, so that the cancels below
+	// may run twice)
+	tctx, cancelT := context.WithTimeout(bctx, 60*time.Second)
+	defer cancelT()
+	if _, err := chromedp.Targets(tctx); err != nil {
+		t.Fatalf("list targets: %v", err)
+	}
+	pctx, cancelP := chromedp.NewContext(bctx)
+	defer cancelP()
+	ctx, cancel := context.WithTimeout(pctx, 60*time.Second)
+	defer cancel()
 
 	ca, err := tlsca.LoadOrCreate(filepath.Join(cacheDir, "ca"))
 	if err != nil {

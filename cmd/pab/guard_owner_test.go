@@ -24,13 +24,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/target"
-	"github.com/chromedp/chromedp"
-	"github.com/chromedp/chromedp/remote"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pab-dev/pab/batch"
 	"github.com/pab-dev/pab/internal/browser"
+	"github.com/pab-dev/pab/internal/cdpconn"
 	"github.com/pab-dev/pab/internal/procgroup"
 	"github.com/pab-dev/pab/internal/testtool"
 	"github.com/pab-dev/pab/tlsca"
@@ -168,30 +166,106 @@ func answerOf(t *testing.T, ch chan *mcp.CallToolResult) *mcp.CallToolResult {
 	return nil
 }
 
-// ownerPage attaches chromedp to the page of the owner's Chromium (DevTools at devtools,
-// http://127.0.0.1:PORT) whose URL starts with prefix, detaching (never closing it) at
-// cancel: the test stands in for the person at the browser.
-func ownerPage(t *testing.T, devtools, prefix string) (context.Context, context.CancelFunc) {
+// ownerTab is a DevTools session (internal/cdpconn) on a page of the owner's Chromium: the
+// test stands in for the person at the browser. (chromedp's attach to a tab that runs
+// already races when the page changes while it attaches.)
+type ownerTab struct {
+	conn    *cdpconn.Conn
+	session string
+}
+
+// ownerPage attaches to the page of the owner's Chromium (DevTools at devtools,
+// http://127.0.0.1:PORT) whose URL starts with prefix; its close detaches (never closing
+// the page).
+func ownerPage(t *testing.T, devtools, prefix string) (*ownerTab, func()) {
 	t.Helper()
-	actx, acancel := remote.NewAllocator(context.Background(), devtools)
-	resp, err := httpGetJSON(devtools + "/json/list")
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(devtools + "/json/version")
 	if err != nil {
-		acancel()
+		t.Fatal(err)
+	}
+	var version struct {
+		WS string `json:"webSocketDebuggerUrl"`
+	}
+	err = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&version)
+	resp.Body.Close()
+	if err != nil || version.WS == "" {
+		t.Fatalf("%s/json/version: no webSocketDebuggerUrl (%v)", devtools, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	conn, err := cdpconn.Dial(ctx, version.WS, cdpconn.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := conn.Targets(ctx)
+	if err != nil {
+		conn.Close()
 		t.Fatal(err)
 	}
 	var id string
-	for _, tg := range resp {
-		if tg["type"] == "page" && strings.HasPrefix(fmt.Sprint(tg["url"]), prefix) {
-			id = fmt.Sprint(tg["id"])
+	for _, tg := range ts {
+		if tg.Type == "page" && strings.HasPrefix(tg.URL, prefix) {
+			id = tg.TargetID
 		}
 	}
 	if id == "" {
-		acancel()
-		t.Fatalf("no page at %s in the owner's browser: %v", prefix, resp)
+		conn.Close()
+		t.Fatalf("no page at %s in the owner's browser: %+v", prefix, ts)
 	}
-	ctx, cancel := chromedp.NewContext(actx, chromedp.WithTargetID(target.ID(id)), chromedp.WithDetachOnCancel())
-	tctx, tcancel := context.WithTimeout(ctx, 60*time.Second)
-	return tctx, func() { tcancel(); cancel(); acancel() }
+	session, err := conn.Attach(ctx, id)
+	if err != nil {
+		conn.Close()
+		t.Fatal(err)
+	}
+	return &ownerTab{conn: conn, session: session}, func() { conn.Detach(session); conn.Close() }
+}
+
+// eval runs expression in the page's main world and decodes its value into out.
+func (o *ownerTab) eval(expression string, out any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return o.conn.Evaluate(ctx, o.session, expression, out)
+}
+
+// click clicks the middle of the element at selector with the mouse, as the person would
+// (Input.dispatchMouseEvent: a trusted click), after scrolling it into view.
+func (o *ownerTab) click(selector string) error {
+	q, _ := json.Marshal(selector)
+	var box struct{ X, Y float64 }
+	if err := o.eval(`(() => { const e = document.querySelector(`+string(q)+`); e.scrollIntoView({block: "center"});
+		const r = e.getBoundingClientRect(); return {X: r.left + r.width / 2, Y: r.top + r.height / 2}; })()`, &box); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, ev := range []string{"mouseMoved", "mousePressed", "mouseReleased"} {
+		m := map[string]any{"type": ev, "x": box.X, "y": box.Y}
+		if ev != "mouseMoved" {
+			m["button"], m["clickCount"] = "left", 1
+		}
+		if _, err := o.conn.Call(ctx, o.session, "Input.dispatchMouseEvent", m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// screenshot is a PNG of the page's viewport (Page.captureScreenshot).
+func (o *ownerTab) screenshot() ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := o.conn.Call(ctx, o.session, "Page.captureScreenshot", map[string]any{"format": "png"})
+	if err != nil {
+		return nil, err
+	}
+	var shot struct {
+		Data []byte `json:"data"` // base64 in JSON
+	}
+	if err := json.Unmarshal(res, &shot); err != nil {
+		return nil, err
+	}
+	return shot.Data, nil
 }
 
 // closeOwnerPage closes the page at prefix in the browser at devtools (/json/close), as the
@@ -228,13 +302,14 @@ func httpGetJSON(u string) ([]map[string]any, error) {
 }
 
 // formValues reads the consent page's fields in the owner's browser.
-func formValues(t *testing.T, ctx context.Context) (first, email string, consent bool) {
+func formValues(t *testing.T, tab *ownerTab) (first, email string, consent bool) {
 	t.Helper()
 	type form struct {
 		First, Email string
 		Consent      bool
 	}
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[form](`({First: document.querySelector("#first").value, Email: document.querySelector("#email").value, Consent: document.querySelector("#consent").checked})`))
+	var v form
+	err := tab.eval(`({First: document.querySelector("#first").value, Email: document.querySelector("#email").value, Consent: document.querySelector("#consent").checked})`, &v)
 	if err != nil {
 		t.Fatalf("read the form in the owner's browser: %v", err)
 	}
@@ -294,8 +369,8 @@ func TestGuardOwnerBrowserCDP(t *testing.T) {
 		t.Fatalf("second pause %q %q", reason, q)
 	}
 	_ = id2
-	pctx, pcancel := ownerPage(t, devtools, harden+"/consent")
-	if err := chromedp.Do(pctx, chromedp.Click(chromedp.ID("consent"))); err != nil {
+	tab, pcancel := ownerPage(t, devtools, harden+"/consent")
+	if err := tab.click("#consent"); err != nil {
 		t.Fatalf("the owner's tick: %v", err)
 	}
 	r.post(t, "/local-apply/resume", "{}")
@@ -308,14 +383,15 @@ func TestGuardOwnerBrowserCDP(t *testing.T) {
 	if st := r.status(t); st.Run == nil || st.Run.Result == nil || st.Run.Result.Outcome != "awaiting_review" {
 		t.Fatalf("status %+v", st.Run)
 	}
-	if locked, err := chromedp.Run(pctx, chromedp.Evaluate[bool](`typeof window.__pabGuardLock === "function"`)); err != nil || !locked {
+	var locked bool
+	if err := tab.eval(`typeof window.__pabGuardLock === "function"`, &locked); err != nil || !locked {
 		t.Errorf("the submit lock is not installed in the owner's page: %v %v", locked, err)
 	}
-	first, email, consent := formValues(t, pctx)
+	first, email, consent := formValues(t, tab)
 	if first != "Jane" || email != "jane.doe@example.com" || !consent {
 		t.Errorf("at awaiting_review the owner's browser shows first=%q email=%q consent=%v", first, email, consent)
 	}
-	shot, err := chromedp.Run(pctx, chromedp.CaptureScreenshot())
+	shot, err := tab.screenshot()
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
@@ -353,8 +429,8 @@ func TestGuardOwnerBrowserCDP(t *testing.T) {
 		t.Fatalf("pab guard exited (%v) when the agent left, with the run awaiting review\n%s", err, r.stderr)
 	case <-time.After(2 * time.Second):
 	}
-	pctx, pcancel = ownerPage(t, devtools, harden+"/consent")
-	if first, email, consent := formValues(t, pctx); first != "Jane" || email != "jane.doe@example.com" || !consent {
+	tab, pcancel = ownerPage(t, devtools, harden+"/consent")
+	if first, email, consent := formValues(t, tab); first != "Jane" || email != "jane.doe@example.com" || !consent {
 		t.Errorf("while pab guard waits the run's window shows first=%q email=%q consent=%v", first, email, consent)
 	}
 	pcancel()
