@@ -253,3 +253,22 @@ func TestDialRefused(t *testing.T) {
 		t.Errorf("Dial to a closed port: %v, want an error naming %s", err, url)
 	}
 }
+
+// FuzzRuntimeResult: any answer of Runtime.evaluate, from a browser that may be hostile, is
+// read without a panic; a value is never over MaxValueBytes and comes only without an error.
+func FuzzRuntimeResult(f *testing.F) {
+	f.Add([]byte(`{"result":{"type":"number","value":7}}`))
+	f.Add([]byte(`{"result":{"type":"object","subtype":"node","objectId":"1.2.3"}}`))
+	f.Add([]byte(`{"result":{"type":"object"},"exceptionDetails":{"text":"Uncaught","exception":{"description":"Error: boom"}}}`))
+	f.Add([]byte(`{"exceptionDetails":null}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, res []byte) {
+		v, _, err := RuntimeResult("Runtime.evaluate", res)
+		if err != nil && v != nil {
+			t.Errorf("a value (%d bytes) with an error: %v", len(v), err)
+		}
+		if len(v) > MaxValueBytes {
+			t.Errorf("a value of %d bytes", len(v))
+		}
+	})
+}
