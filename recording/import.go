@@ -595,6 +595,7 @@ func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportRep
 	file := &inFile{path: path, index: int32(fi)}
 	said := map[string]bool{} // record warnings given, so a file warning does not repeat one
 	var trim framingTrim
+	var parkBuf []byte // parkRecord's memory, one record's at a time
 	for idx := 0; ; idx++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("import %s: %w", path, err)
@@ -642,7 +643,7 @@ func readHTTPRecords(ctx context.Context, in importInput, fi int, rep *ImportRep
 		if cs := rec.Header.Values("WARC-Concurrent-To"); len(cs) > 0 {
 			k.conc, k.moreConc = hkeyOf(normID(cs[0])), len(cs) > 1
 		}
-		if x.park, err = parkRecord(sp, rec); err != nil {
+		if x.park, parkBuf, err = parkRecord(sp, rec, parkBuf); err != nil {
 			if errors.Is(err, warc.ErrSpoolFull) {
 				return nil, fmt.Errorf("import %s at %s: the spool holds more than %d bytes", path, rec.Where(), sp.Limit)
 			}

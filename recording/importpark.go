@@ -39,9 +39,10 @@ func hkeyOf(s string) hkey {
 var errParked = errors.New("parked record unreadable")
 
 // parkRecord appends rec (all but Block and Warnings, which an import does not keep) to sp
-// and returns where it lies.
-func parkRecord(sp *warc.Spool, rec *warc.Record) (warc.Span, error) {
-	var b []byte
+// and returns where it lies. It encodes rec in buf's memory (the spool copies it) and
+// returns that memory, grown as it had to be, for the next record.
+func parkRecord(sp *warc.Spool, rec *warc.Record, buf []byte) (warc.Span, []byte, error) {
+	b := buf[:0]
 	str := func(s string) {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
@@ -60,7 +61,7 @@ func parkRecord(sp *warc.Spool, rec *warc.Record) (warc.Span, error) {
 	str(rec.TargetURI)
 	tb, err := rec.Date.MarshalBinary()
 	if err != nil {
-		return warc.Span{}, fmt.Errorf("park record: %w", err)
+		return warc.Span{}, b, fmt.Errorf("park record: %w", err)
 	}
 	str(string(tb))
 	num(rec.Offset)
@@ -85,9 +86,9 @@ func parkRecord(sp *warc.Spool, rec *warc.Record) (warc.Span, error) {
 	}
 	mk := sp.Mark()
 	if _, err := sp.Write(b); err != nil {
-		return warc.Span{}, err
+		return warc.Span{}, b, err
 	}
-	return sp.Since(mk), nil
+	return sp.Since(mk), b, nil
 }
 
 // unparkRecord reads back a record parkRecord wrote at s.

@@ -15,7 +15,7 @@ func parkRoundTrip(t testing.TB, rec *warc.Record) (*warc.Record, *warc.Spool, w
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := parkRecord(sp, rec)
+	s, _, err := parkRecord(sp, rec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func FuzzUnparkRecord(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	s, err := parkRecord(sp, &warc.Record{Type: "request", TargetURI: "https://a.test/", HTTP: &warc.HTTPMessage{Method: "GET", RequestURI: "/"}})
+	s, _, err := parkRecord(sp, &warc.Record{Type: "request", TargetURI: "https://a.test/", HTTP: &warc.HTTPMessage{Method: "GET", RequestURI: "/"}}, nil)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -128,6 +128,37 @@ func TestOrigSpill(t *testing.T) {
 		{"e0000001", 5, 0, false}, {"x000001", 5, 0, false}, {"e1000000", 1000000, 999999, true}, {"e000000", 5, 0, false}} {
 		if i, ok := entryIndex(c.id, c.n); ok != c.ok || (ok && i != c.i) {
 			t.Errorf("entryIndex(%q, %d) = %d, %v", c.id, c.n, i, ok)
+		}
+	}
+}
+
+// TestParkRecordReusedMemory: records parked one after the other through the same memory
+// (as the import parks them) each read back as they were.
+func TestParkRecordReusedMemory(t *testing.T) {
+	sp, err := warc.NewSpool(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	long := &warc.Record{Type: "response", ID: "<urn:uuid:long>", TargetURI: "https://a.test/" + string(make([]byte, 3000)),
+		HTTP: &warc.HTTPMessage{StatusCode: 200, Header: warc.Fields{{Name: "X-Long", Value: string(make([]byte, 2000))}}}}
+	short := &warc.Record{Type: "request", ID: "<urn:uuid:short>", TargetURI: "https://b.test/", HTTP: &warc.HTTPMessage{Method: "GET", RequestURI: "/"}}
+	var buf []byte
+	var spans []warc.Span
+	for _, rec := range []*warc.Record{long, short, long} {
+		var s warc.Span
+		if s, buf, err = parkRecord(sp, rec, buf); err != nil {
+			t.Fatal(err)
+		}
+		spans = append(spans, s)
+	}
+	for i, want := range []*warc.Record{long, short, long} {
+		got, err := unparkRecord(sp, spans[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ID != want.ID || got.TargetURI != want.TargetURI || got.HTTP.Method != want.HTTP.Method || len(got.HTTP.Header) != len(want.HTTP.Header) {
+			t.Errorf("record %d read back as %s %.40q", i, got.ID, got.TargetURI)
 		}
 	}
 }
