@@ -120,7 +120,8 @@ func (c *Conn) Err() error {
 }
 
 // Fail marks the connection lost for err (the browser's process ended: its DevTools socket
-// may outlive it for a while in a helper process): Lost is closed and Err says why.
+// may outlive it for a while in a helper process): Lost is closed, Err says why, and every
+// call, waiting or new, fails with Err.
 func (c *Conn) Fail(err error) { c.setLost(err) }
 
 func (c *Conn) setLost(err error) {
@@ -215,8 +216,9 @@ func (c *Conn) Send(session, method string, params any) error {
 }
 
 // Call sends a command on session ("" = the browser) and waits for its answer, at most the
-// call timeout and while ctx lasts. It returns the result's raw JSON; errors: the browser's
-// (its message and code), ErrLost, ctx's, or no answer in time.
+// call timeout and while ctx lasts and the connection is not lost (Fail included). It
+// returns the result's raw JSON; errors: the browser's (its message and code), ErrLost (or
+// Err, which wraps it), ctx's, or no answer in time.
 func (c *Conn) Call(ctx context.Context, session, method string, params any) (json.RawMessage, error) {
 	id := c.nextID.Add(1)
 	msg, err := c.message(id, session, method, params)
@@ -251,12 +253,16 @@ func (c *Conn) Call(ctx context.Context, session, method string, params any) (js
 			return nil, fmt.Errorf("%s: %s (%d)", method, m.Error.Message, m.Error.Code)
 		}
 		return json.RawMessage(m.Result), nil
+	case <-c.lost:
 	case <-t.C:
 	case <-ctx.Done():
 	}
 	c.mu.Lock()
 	delete(c.waiting, id)
 	c.mu.Unlock()
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}

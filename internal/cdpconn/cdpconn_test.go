@@ -244,6 +244,42 @@ func TestLost(t *testing.T) {
 	c.Close()
 }
 
+// TestFail: Fail ends a call that waits for an answer that never comes, at once and with
+// Err, and every later call fails the same way.
+func TestFail(t *testing.T) {
+	p, url := startBusy(t)
+	ctx := context.Background()
+	c, err := Dial(ctx, p.CDP, Options{CallTimeout: 5 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	session, err := c.Attach(ctx, pageOf(t, c, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Evaluate(ctx, session, `new Promise(() => {})`, nil) }()
+	for waiting := 0; waiting == 0; { // the call is sent: its answer is awaited
+		c.mu.Lock()
+		waiting = len(c.waiting)
+		c.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	c.Fail(errors.New("the browser's process ended"))
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrLost) || !strings.Contains(err.Error(), "process ended") {
+			t.Errorf("the waiting call: %v, want Err", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the waiting call still waits a minute after Fail")
+	}
+	if _, err := c.Targets(ctx); !errors.Is(err, ErrLost) {
+		t.Errorf("a call after Fail: %v, want Err", err)
+	}
+}
+
 // TestDialRefused: no browser at the address is an error naming it, within the call timeout.
 func TestDialRefused(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
