@@ -225,6 +225,9 @@ func (c *Conn) Call(ctx context.Context, session, method string, params any) (js
 	if err != nil {
 		return nil, err
 	}
+	if err := c.Err(); err != nil {
+		return nil, err // lost, or marked lost by Fail (the select below may take an answer first)
+	}
 	ch := make(chan *cdproto.Message, 1)
 	c.mu.Lock()
 	if c.closed || c.gone {

@@ -99,11 +99,13 @@ func TestAttachEvaluate(t *testing.T) {
 	if err := c.Evaluate(ctx, session, `({Title: document.title, N: n, Href: location.href})`, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Title != "busy page" || got.Href != url || got.N <= 0 {
+	// n is the page's own global (an isolated world would throw a ReferenceError); it may
+	// still be 0 on a busy machine, before the page's first tick
+	if got.Title != "busy page" || got.Href != url || got.N < 0 {
 		t.Errorf("main world answered %+v, want the page's title, URL and its own counter n", got)
 	}
 	var later int
-	if err := c.Evaluate(ctx, session, `new Promise((ok) => setTimeout(() => ok(n), 50))`, &later); err != nil || later <= got.N {
+	if err := c.Evaluate(ctx, session, `new Promise((ok) => { const i = setInterval(() => { if (n > `+fmt.Sprint(got.N)+`) { clearInterval(i); ok(n); } }, 1); })`, &later); err != nil || later <= got.N {
 		t.Errorf("an awaited promise: %d (%v), want more than %d", later, err, got.N)
 	}
 	var undef = 7
@@ -245,7 +247,7 @@ func TestLost(t *testing.T) {
 }
 
 // TestFail: Fail ends a call that waits for an answer that never comes, at once and with
-// Err, and every later call fails the same way.
+// Err, and every later call fails the same way, though the browser would still answer it.
 func TestFail(t *testing.T) {
 	p, url := startBusy(t)
 	ctx := context.Background()
@@ -275,8 +277,11 @@ func TestFail(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the waiting call still waits a minute after Fail")
 	}
-	if _, err := c.Targets(ctx); !errors.Is(err, ErrLost) {
-		t.Errorf("a call after Fail: %v, want Err", err)
+	// the browser still answers on this socket: none of those answers may be taken
+	for i := 0; i < 50; i++ {
+		if _, err := c.Targets(ctx); !errors.Is(err, ErrLost) {
+			t.Fatalf("call %d after Fail: %v, want Err", i, err)
+		}
 	}
 }
 
