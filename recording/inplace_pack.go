@@ -143,20 +143,15 @@ func packMembers(b *Bundle, dir string, partSize int64) ([]Entry, error) {
 // writer writes them) to the new file path.
 func writeEntriesGz(path string, entries []Entry) error {
 	return atomicfile.WriteNew(path, 0o644, func(w io.Writer) error {
-		zw, err := gzip.NewWriterLevel(w, gzip.DefaultCompression)
-		if err != nil {
-			return err
-		}
-		bw := bufio.NewWriterSize(zw, 64<<10)
-		for i := range entries {
-			if err := writeJSONLine(bw, &entries[i]); err != nil {
-				return err
+		return gzipTo(w, func(zw io.Writer) error {
+			bw := bufio.NewWriterSize(zw, 64<<10)
+			for i := range entries {
+				if err := writeJSONLine(bw, &entries[i]); err != nil {
+					return err
+				}
 			}
-		}
-		if err := bw.Flush(); err != nil {
-			return err
-		}
-		return zw.Close()
+			return bw.Flush()
+		})
 	})
 }
 

@@ -142,26 +142,49 @@ func packStream(ctx context.Context, bundleDir, dir string, partSize int64) erro
 // packPipe compresses the members of a format 3 archive and writes them, with the entries'
 // lines, into a directory: its producer (packStream reading a bundle's data.warc, or the
 // bundle writer as it writes, packTee) gives each record's bytes in archive order (member)
-// and each entry once its members are queued (queue); packWorkers goroutines compress the
-// members, one writer goroutine writes them to the parts in order and each entry's line to
-// entries.jsonl.gz once its members have their places. At most packInFlight bytes of
-// records (or one record, when it is larger) are between the producer and the writer.
+// and each entry once its members are queued (queue); the members go to packWorkers
+// goroutines in batches (packBatch) to be compressed, one writer goroutine writes them to
+// the parts in order and each entry's line to entries.jsonl.gz once its members have their
+// places. At most packInFlight bytes of records (or one record, when it is larger), plus
+// the batch being filled, are between the producer and the writer.
 type packPipe struct {
 	ctx      context.Context // ends with the producer's context or the writer's error
 	cancel   context.CancelCauseFunc
-	jobs     chan *packMember
-	order    chan *packItem
+	jobs     chan *packBatch
+	order    chan []*packItem
 	budget   *byteBudget
 	stopWake func() bool
 	wg       sync.WaitGroup
 	writeErr chan error
 	pw       *packWriter
+
+	// the producer's side: the batch being filled and the entries queued since the last
+	// batch was handed over (flush)
+	cur      *packBatch
+	curBytes int64
+	items    []*packItem
 }
+
+// packBatch is a run of consecutive members handed to one worker at once (packBatchMembers
+// members or packBatchBytes bytes of records at most, unless one record is larger), so
+// that the producer, the workers and the writer meet once a batch, not once a member (an
+// import of small records has millions of them). done is closed once every member of it is
+// compressed.
+type packBatch struct {
+	members []*packMember
+	arena   []byte // the records' bytes of the members that fit, end to end
+	done    chan struct{}
+}
+
+const (
+	packBatchMembers = 256
+	packBatchBytes   = 128 << 10
+)
 
 // startPackPipe starts the workers and the writer of a pack into dir, parts of partSize
 // bytes. ctx done stops the writer at its next entry.
 func startPackPipe(ctx context.Context, dir string, partSize int64) *packPipe {
-	p := &packPipe{jobs: make(chan *packMember, 64), order: make(chan *packItem, 256), budget: newByteBudget(packInFlight),
+	p := &packPipe{jobs: make(chan *packBatch, 64), order: make(chan []*packItem, 64), budget: newByteBudget(packInFlight),
 		writeErr: make(chan error, 1), pw: newPackWriter(dir, partSize)}
 	p.ctx, p.cancel = context.WithCancelCause(ctx)
 	p.stopWake = context.AfterFunc(p.ctx, p.budget.wake)
@@ -171,64 +194,75 @@ func startPackPipe(ctx context.Context, dir string, partSize int64) *packPipe {
 			defer p.wg.Done()
 			var zbuf bytes.Buffer
 			zw, _ := gzip.NewWriterLevel(&zbuf, gzip.DefaultCompression)
-			for m := range p.jobs {
-				zbuf.Reset()
-				zw.Reset(&zbuf)
-				_, m.err = zw.Write(m.raw)
-				if m.err == nil {
-					m.err = zw.Close()
+			var ends []int
+			for b := range p.jobs {
+				z := make([]byte, 0, len(b.arena)/2) // the members' compressed bytes, end to end
+				ends = ends[:0]
+				for _, m := range b.members {
+					zbuf.Reset()
+					zw.Reset(&zbuf)
+					_, m.err = zw.Write(m.raw)
+					if m.err == nil {
+						m.err = zw.Close()
+					}
+					z = append(z, zbuf.Bytes()...)
+					ends = append(ends, len(z))
 				}
-				m.z = bytes.Clone(zbuf.Bytes())
-				close(m.done)
+				from := 0
+				for i, m := range b.members {
+					m.z = z[from:ends[i]:ends[i]]
+					from = ends[i]
+				}
+				close(b.done)
 			}
 		}()
 	}
 	go func() {
 		err := atomicfile.WriteNew(filepath.Join(dir, RecordingEntriesFile), 0o644, func(w io.Writer) error {
-			ezw, err := gzip.NewWriterLevel(w, gzip.DefaultCompression)
-			if err != nil {
-				return err
-			}
-			bw := bufio.NewWriterSize(ezw, 64<<10)
-			for it := range p.order {
-				if err := context.Cause(p.ctx); err != nil {
-					return err
-				}
-				for _, m := range it.members {
-					<-m.done
-					p.budget.release(m.n)
-					if m.err != nil {
-						return m.err
+			return gzipTo(w, func(ezw io.Writer) error {
+				bw := bufio.NewWriterSize(ezw, 64<<10)
+				for items := range p.order {
+					for _, it := range items {
+						if err := context.Cause(p.ctx); err != nil {
+							return err
+						}
+						for _, m := range it.members {
+							<-m.batch.done
+							p.budget.release(m.n)
+							if m.err != nil {
+								return m.err
+							}
+							m.zlen = len(m.z)
+							var err error
+							if m.part, m.zoff, err = p.pw.write(m.z); err != nil {
+								return err
+							}
+							m.raw, m.z = nil, nil
+						}
+						if it.e == nil { // the bytes after the last record
+							continue
+						}
+						e := it.e
+						e.RespPart, e.RespGzOffset, e.RespGzLength = it.resp.part, it.resp.zoff, int64(it.resp.zlen)
+						if it.req != nil {
+							e.ReqPart, e.ReqGzOffset, e.ReqGzLength = it.req.part, it.req.zoff, int64(it.req.zlen)
+						}
+						if err := writeJSONLine(bw, e); err != nil {
+							return err
+						}
 					}
-					m.zlen = len(m.z)
-					if m.part, m.zoff, err = p.pw.write(m.z); err != nil {
-						return err
-					}
-					m.raw, m.z = nil, nil
 				}
-				if it.e == nil { // the bytes after the last record
-					continue
-				}
-				e := it.e
-				e.RespPart, e.RespGzOffset, e.RespGzLength = it.resp.part, it.resp.zoff, int64(it.resp.zlen)
-				if it.req != nil {
-					e.ReqPart, e.ReqGzOffset, e.ReqGzLength = it.req.part, it.req.zoff, int64(it.req.zlen)
-				}
-				if err := writeJSONLine(bw, e); err != nil {
-					return err
-				}
-			}
-			if err := bw.Flush(); err != nil {
-				return err
-			}
-			return ezw.Close()
+				return bw.Flush()
+			})
 		})
 		if err != nil {
 			p.cancel(err)
-			for it := range p.order { // let the producer finish
-				for _, m := range it.members {
-					<-m.done
-					p.budget.release(m.n)
+			for items := range p.order { // let the producer finish
+				for _, it := range items {
+					for _, m := range it.members {
+						<-m.batch.done
+						p.budget.release(m.n)
+					}
 				}
 			}
 		}
@@ -242,31 +276,86 @@ func startPackPipe(ctx context.Context, dir string, partSize int64) *packPipe {
 // request after the response, take them at once: the writer releases members only once
 // their entry is queued, after all of its members, so waiting there would wait for the
 // entry itself; an entry holds at most three members, so in flight stays within three
-// times packInFlight), and fill writes the record's bytes into the member's.
+// times packInFlight), and fill writes the record's bytes into the member's. A first
+// member that must wait hands over the batch being filled first (flush): the writer may be
+// waiting for it to free the budget.
 func (p *packPipe) member(n int64, first bool, fill func(raw []byte) error) (*packMember, error) {
 	if first {
-		if err := p.budget.acquire(p.ctx, n); err != nil {
-			return nil, err
+		if !p.budget.tryAcquire(n) {
+			// the writer may be waiting for what is not handed over yet
+			if err := p.flush(); err != nil {
+				return nil, err
+			}
+			if err := p.budget.acquire(p.ctx, n); err != nil {
+				return nil, err
+			}
 		}
 	} else {
 		p.budget.take(n)
 	}
-	m := &packMember{raw: make([]byte, n), n: n, done: make(chan struct{})}
-	if err := fill(m.raw); err != nil {
+	if err := context.Cause(p.ctx); err != nil {
 		p.budget.release(n)
 		return nil, err
 	}
-	select {
-	case p.jobs <- m:
-		return m, nil
-	case <-p.ctx.Done():
+	if p.cur == nil {
+		p.cur = &packBatch{done: make(chan struct{})}
+	}
+	b := p.cur
+	if b.arena == nil && n <= packBatchBytes {
+		b.arena = make([]byte, 0, packBatchBytes)
+	}
+	m := &packMember{n: n, batch: b}
+	k := len(b.arena)
+	inArena := int64(cap(b.arena)-k) >= n
+	if inArena {
+		b.arena = b.arena[:k+int(n)]
+		m.raw = b.arena[k : k+int(n) : k+int(n)]
+	} else {
+		m.raw = make([]byte, n)
+	}
+	if err := fill(m.raw); err != nil {
+		if inArena {
+			b.arena = b.arena[:k]
+		}
 		p.budget.release(n)
-		return nil, context.Cause(p.ctx)
+		return nil, err
+	}
+	b.members = append(b.members, m)
+	p.curBytes += n
+	return m, nil
+}
+
+// queue hands the writer an entry whose members are all queued (with the batch they are
+// in, once it is full).
+func (p *packPipe) queue(it *packItem) {
+	p.items = append(p.items, it)
+	if p.cur == nil || len(p.cur.members) >= packBatchMembers || p.curBytes >= packBatchBytes {
+		p.flush() //nolint:errcheck // a done context is seen by the producer's next member or finish
 	}
 }
 
-// queue hands the writer an entry whose members are all queued.
-func (p *packPipe) queue(it *packItem) { p.order <- it }
+// flush hands the batch being filled to the workers and the entries queued since the last
+// flush to the writer. When the pack's context is done it drops them instead (releasing
+// their budget) and returns its cause: the writer never waits for a batch not handed over.
+func (p *packPipe) flush() error {
+	if b := p.cur; b != nil {
+		p.cur, p.curBytes = nil, 0
+		select {
+		case p.jobs <- b:
+		case <-p.ctx.Done():
+			for _, m := range b.members {
+				p.budget.release(m.n)
+			}
+			p.items = nil
+			return context.Cause(p.ctx)
+		}
+	}
+	if len(p.items) > 0 {
+		p.order <- p.items
+		p.items = nil
+	}
+	return nil
+}
 
 // finish ends the pack: with prodErr (the producer's error) nil, once everything queued is
 // written, the parts are flushed, synced and named (packWriter.finish); otherwise the
@@ -276,6 +365,9 @@ func (p *packPipe) queue(it *packItem) { p.order <- it }
 func (p *packPipe) finish(prodErr error) error {
 	if prodErr != nil {
 		p.cancel(prodErr) // the writer stops at its next entry
+	}
+	if err := p.flush(); err != nil && prodErr == nil {
+		prodErr = err
 	}
 	close(p.jobs)
 	close(p.order)
@@ -305,7 +397,7 @@ type packMember struct {
 	raw, z []byte
 	n      int64
 	err    error
-	done   chan struct{}
+	batch  *packBatch // done once compressed
 	part   int
 	zoff   int64
 	zlen   int
@@ -430,6 +522,18 @@ func (b *byteBudget) acquire(ctx context.Context, n int64) error {
 	}
 	b.used += n
 	return nil
+}
+
+// tryAcquire is acquire when it need not wait: it reports whether it took n bytes.
+func (b *byteBudget) tryAcquire(n int64) bool {
+	n = min(n, b.limit)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used > 0 && b.used+n > b.limit {
+		return false
+	}
+	b.used += n
+	return true
 }
 
 // take counts n bytes (at most the limit) at once, over the limit if need be.

@@ -14,6 +14,7 @@ package recording
 
 import (
 	"archive/tar"
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -396,15 +397,29 @@ func copyBundleFile(root *os.Root, bundleDir, name, dst string, compress bool) e
 			_, err := io.Copy(w, src)
 			return err
 		}
-		zw, err := gzip.NewWriterLevel(w, gzip.DefaultCompression)
-		if err != nil {
+		return gzipTo(w, func(zw io.Writer) error {
+			_, err := io.Copy(zw, src)
 			return err
-		}
-		if _, err := io.Copy(zw, src); err != nil {
-			return err
-		}
-		return zw.Close()
+		})
 	})
+}
+
+// gzipTo writes to w one gzip member (klauspost/compress at gzip.DefaultCompression) of
+// what fill writes, through a 256 KiB buffer: the compressor hands its output on in pieces
+// of a few hundred bytes, which would otherwise each be a write(2) on a file.
+func gzipTo(w io.Writer, fill func(zw io.Writer) error) error {
+	fw := bufio.NewWriterSize(w, 256<<10)
+	zw, err := gzip.NewWriterLevel(fw, gzip.DefaultCompression)
+	if err != nil {
+		return err
+	}
+	if err := fill(zw); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return fw.Flush()
 }
 
 // writeJSONFile writes v as indented JSON (json.MarshalIndent: <, > and & escaped, as every
