@@ -29,9 +29,11 @@ const (
 	// inflateOutMax bounds what a worker may inflate one member to in memory (1 MiB): a
 	// member that inflates to more is inflated again by sequential, streamed.
 	inflateOutMax = 1 << 20
-	// inflateAhead bounds the members between the reader and the writer, so the memory
-	// in flight is at most inflateAhead times 1.25 MiB.
-	inflateAhead = 64
+	// inflateAhead bounds the runs of members (inflateChunk) between the reader and the
+	// writer; a run holds at most 256 KiB of compressed bytes and less than twice
+	// inflateOutMax inflated, so the memory in flight is at most about inflateAhead times
+	// 2.25 MiB.
+	inflateAhead = 16
 )
 
 // inflatedByWorkers counts the members the workers inflated, for the tests.
@@ -40,15 +42,29 @@ var inflatedByWorkers atomic.Int64
 // inflateWorkers is the number of goroutines inflating members: one per CPU, at most 4.
 func inflateWorkers() int { return min(max(1, runtime.GOMAXPROCS(0)), 4) }
 
-// inflateChunk is the bytes [off, end) of a part, expected to be one gzip member: raw,
-// then, once done is closed, ok and what it inflates to (out) when it is one whole member
-// that inflates to at most inflateOutMax bytes.
+// inflateChunk is a run of consecutive members of a part, the bytes [bounds[0],
+// bounds[len(bounds)-1]), each [bounds[j], bounds[j+1]) expected to be one gzip member:
+// raw, then, once done is closed, what the first ok of them inflate to, end to end in
+// out (the j-th is out[ends[j-1]:ends[j]]): a member that is not one whole member, or
+// inflates to more than inflateOutMax bytes, ends the run there. Once out holds
+// inflateOutMax bytes the worker stops (cut) and the writer inflates the rest.
 type inflateChunk struct {
-	off, end int64
-	raw, out []byte
-	ok       bool
-	done     chan struct{}
+	bounds []int64
+	raw    []byte
+	out    []byte
+	ends   []int
+	ok     int
+	cut    bool // the members after the first ok are not inflated yet (not failed)
+	done   chan struct{}
 }
+
+// Members are handed to the workers in runs of at most inflateRunMembers members and
+// inflateRunBytes compressed bytes, so that the goroutines meet once a run, not once a
+// member (a recording of small records has millions of them).
+const (
+	inflateRunMembers = 256
+	inflateRunBytes   = 128 << 10
+)
 
 // chunkBounds returns 0, the offsets of hint inside (0, size) in ascending order without
 // repeats, and size: the runs between them are the members expected. It returns nil when
@@ -126,10 +142,17 @@ func (st *memberInflater) parallel(ctx context.Context, pi int, path string, f *
 		defer close(order)
 		defer close(jobs)
 		br := bufio.NewReaderSize(io.NewSectionReader(f, bounds[0], bounds[len(bounds)-1]-bounds[0]), 1<<20)
-		for k := 0; k+1 < len(bounds); k++ {
-			c := &inflateChunk{off: bounds[k], end: bounds[k+1], done: make(chan struct{})}
-			if n := c.end - c.off; n <= inflateChunkMax {
-				c.raw = make([]byte, n)
+		for k := 0; k+1 < len(bounds); {
+			// the run: members from bounds[k] while each is at most inflateChunkMax bytes,
+			// within inflateRunMembers and inflateRunBytes (always at least one)
+			j := k
+			for j+1 < len(bounds) && j-k < inflateRunMembers && bounds[j+1]-bounds[j] <= inflateChunkMax &&
+				(j == k || bounds[j+1]-bounds[k] <= inflateRunBytes) {
+				j++
+			}
+			c := &inflateChunk{bounds: bounds[k : max(j, k+1)+1], done: make(chan struct{})}
+			if j > k {
+				c.raw = make([]byte, bounds[j]-bounds[k])
 				if _, err := io.ReadFull(br, c.raw); err == nil {
 					select {
 					case jobs <- c:
@@ -138,6 +161,7 @@ func (st *memberInflater) parallel(ctx context.Context, pi int, path string, f *
 					}
 					select {
 					case order <- c:
+						k = j
 						continue
 					case <-ctx.Done():
 						return
@@ -156,6 +180,8 @@ func (st *memberInflater) parallel(ctx context.Context, pi int, path string, f *
 	written := 0
 	var err error
 	stopped := false
+	zr := new(gzip.Reader) // for the members of a run a worker left (cut)
+	var zbuf bytes.Buffer
 	for c := range order {
 		if stopped {
 			continue // let the reader finish
@@ -166,44 +192,81 @@ func (st *memberInflater) parallel(ctx context.Context, pi int, path string, f *
 			continue
 		}
 		<-c.done
-		if !c.ok || st.total+int64(len(c.out)) > st.max {
-			stopped = true
-			cancel()
-			continue
-		}
-		if _, werr := (&budgetWriter{w: st.w, u: st.u}).Write(c.out); werr != nil {
-			if le, ok := asLimitError(werr); ok {
-				err = le
-			} else {
-				err = &memberError{part: pi, zoff: c.off, err: fmt.Errorf("read %s: gzip member at offset %d: %w", path, c.off, werr)}
+		from := 0
+		members := len(c.bounds) - 1
+		for j := 0; j < members && !stopped; j++ {
+			var out []byte
+			switch {
+			case j < c.ok:
+				out = c.out[from:c.ends[j]]
+				from = c.ends[j]
+			case c.cut: // the worker left the rest of a run that inflates to so much
+				var ok bool
+				base := c.bounds[0]
+				if out, ok = inflateOne(zr, &zbuf, c.raw[c.bounds[j]-base:c.bounds[j+1]-base]); !ok {
+					stopped = true
+					continue
+				}
+			default:
+				stopped = true
+				continue
 			}
-			stopped = true
-			cancel()
-			continue
+			if st.total+int64(len(out)) > st.max {
+				stopped = true
+				break
+			}
+			if _, werr := (&budgetWriter{w: st.w, u: st.u}).Write(out); werr != nil {
+				if le, ok := asLimitError(werr); ok {
+					err = le
+				} else {
+					err = &memberError{part: pi, zoff: c.bounds[j], err: fmt.Errorf("read %s: gzip member at offset %d: %w", path, c.bounds[j], werr)}
+				}
+				stopped = true
+				break
+			}
+			n := int64(len(out))
+			st.total += n
+			st.spans = append(st.spans, memberSpan{part: pi, zoff: c.bounds[j], zn: c.bounds[j+1] - c.bounds[j], off: st.total - n, n: n})
+			st.meter.Record(st.before + c.bounds[j+1])
+			written++
+			inflatedByWorkers.Add(1)
 		}
-		n := int64(len(c.out))
-		st.total += n
-		st.spans = append(st.spans, memberSpan{part: pi, zoff: c.off, zn: c.end - c.off, off: st.total - n, n: n})
-		st.meter.Record(st.before + c.end)
-		written++
-		inflatedByWorkers.Add(1)
-		c.out = nil
+		c.out, c.raw = nil, nil
+		if stopped {
+			cancel()
+		}
 	}
 	cancel()
 	wg.Wait()
 	return written, err
 }
 
-// inflateWorker inflates the chunks of jobs (inflateOne) until jobs is closed, closing
-// each one's done; once ctx is done it only closes them.
+// inflateWorker inflates the runs of jobs (inflateOne, each member) until jobs is closed,
+// closing each one's done; once ctx is done it only closes them.
 func inflateWorker(ctx context.Context, jobs <-chan *inflateChunk) {
 	zr := new(gzip.Reader)
 	var out bytes.Buffer
 	for c := range jobs {
 		if ctx.Err() == nil {
-			c.out, c.ok = inflateOne(zr, &out, c.raw)
+			c.ends = make([]int, 0, len(c.bounds)-1)
+			base := c.bounds[0]
+			for j := 0; j+1 < len(c.bounds); j++ {
+				if len(c.out) >= inflateOutMax && j+2 < len(c.bounds) {
+					c.cut = true // the rest is the writer's, so a run holds at most twice inflateOutMax
+					break
+				}
+				m, ok := inflateOne(zr, &out, c.raw[c.bounds[j]-base:c.bounds[j+1]-base])
+				if !ok {
+					break
+				}
+				c.out = append(c.out, m...)
+				c.ends = append(c.ends, len(c.out))
+				c.ok++
+			}
 		}
-		c.raw = nil
+		if !c.cut {
+			c.raw = nil
+		}
 		close(c.done)
 	}
 }
@@ -222,7 +285,7 @@ func inflateOne(zr *gzip.Reader, out *bytes.Buffer, raw []byte) ([]byte, bool) {
 	if err != nil || n > inflateOutMax || br.Len() != 0 {
 		return nil, false
 	}
-	return bytes.Clone(out.Bytes()), true
+	return out.Bytes(), true
 }
 
 // addMemberStarts adds to starts[part] the offsets where e's response and request members

@@ -62,8 +62,8 @@ func sameInflate(t *testing.T, what string, got, want inflateResult) {
 // member starts writes the same bytes and finds the same members and errors as inflating
 // them one member at a time, whether the starts are right, missing, wrong (inside a member,
 // past the end, repeated, unsorted), and whether the part holds a member too long for a
-// worker, one that inflates to more than a worker holds, bytes that are no gzip member, or
-// a member cut short; the archive bound and the unpack budget fail the same way.
+// worker, one that inflates to more than a worker holds, a run of members that inflates to
+// more than a worker keeps, bytes that are no gzip member, or a member cut short; the archive bound and the unpack budget fail the same way.
 func TestInflateMembersHintsSameResult(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	random := func(n int) []byte {
@@ -80,6 +80,10 @@ func TestInflateMembersHintsSameResult(t *testing.T) {
 			members = append(members, gzMember(t, make([]byte, 3<<20))) // small, inflates to 3 MiB
 		case 200:
 			members = append(members, gzMember(t, random(300<<10))) // more than inflateChunkMax
+		case 120, 121, 122, 123, 124, 125:
+			// small, inflating to 400 KiB each: a worker leaves the rest of their run
+			// to the writer once it holds inflateOutMax bytes (cut)
+			members = append(members, gzMember(t, append([]byte(fmt.Sprintf("record %d ", i)), make([]byte, 400<<10)...)))
 		default:
 			members = append(members, gzMember(t, append([]byte(fmt.Sprintf("record %d ", i)), random(rng.IntN(2000))...)))
 		}
