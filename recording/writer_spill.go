@@ -46,14 +46,20 @@ func digestKey(hexDigest string) uint64 {
 
 // origSpill is the originals of a BundleWriter's entries, one per entry, in a temporary
 // file removed as soon as it is created (where the system allows it), with each one's
-// offset in memory (8 bytes an entry).
+// offset in memory (8 bytes an entry). The latest ones are held in memory until they fill
+// origSpillBuffer bytes and are written at once (one write(2) per few hundred entries, not
+// one each).
 type origSpill struct {
-	f    *os.File
-	path string // "" once removed
-	offs []int64
-	size int64
-	buf  []byte
+	f       *os.File
+	path    string // "" once removed
+	offs    []int64
+	size    int64
+	flushed int64  // the bytes before this offset are in the file, the rest in pending
+	pending []byte // the bytes [flushed, size)
 }
+
+// origSpillBuffer is the bytes of originals origSpill holds before writing them (64 KiB).
+const origSpillBuffer = 64 << 10
 
 // newOrigSpill creates an empty spill in dir.
 func newOrigSpill(dir string) (*origSpill, error) {
@@ -70,7 +76,7 @@ func newOrigSpill(dir string) (*origSpill, error) {
 
 // add appends the original of the next entry.
 func (s *origSpill) add(o original) error {
-	b := s.buf[:0]
+	b := s.pending
 	for _, v := range []string{o.recordID, o.url, o.date, o.digest} {
 		b = binary.AppendUvarint(b, uint64(len(v)))
 		b = append(b, v...)
@@ -82,12 +88,15 @@ func (s *origSpill) add(o original) error {
 	} else {
 		b = append(b, 0)
 	}
-	s.buf = b
-	if _, err := s.f.WriteAt(b, s.size); err != nil {
-		return fmt.Errorf("spill: %w", err)
-	}
 	s.offs = append(s.offs, s.size)
-	s.size += int64(len(b))
+	s.size += int64(len(b) - len(s.pending))
+	s.pending = b
+	if len(s.pending) >= origSpillBuffer {
+		if _, err := s.f.WriteAt(s.pending, s.flushed); err != nil {
+			return fmt.Errorf("spill: %w", err)
+		}
+		s.flushed, s.pending = s.size, s.pending[:0]
+	}
 	return nil
 }
 
@@ -97,9 +106,14 @@ func (s *origSpill) get(i int) (original, error) {
 	if i+1 < len(s.offs) {
 		end = s.offs[i+1]
 	}
-	b := make([]byte, end-s.offs[i])
-	if _, err := s.f.ReadAt(b, s.offs[i]); err != nil && err != io.EOF {
-		return original{}, fmt.Errorf("spill: %w", err)
+	var b []byte
+	if s.offs[i] >= s.flushed { // still in memory
+		b = s.pending[s.offs[i]-s.flushed : end-s.flushed]
+	} else {
+		b = make([]byte, end-s.offs[i])
+		if _, err := s.f.ReadAt(b, s.offs[i]); err != nil && err != io.EOF {
+			return original{}, fmt.Errorf("spill: %w", err)
+		}
 	}
 	bad := fmt.Errorf("spill: entry %d unreadable", i)
 	var strs [4]string
@@ -133,5 +147,5 @@ func (s *origSpill) close() {
 		_ = os.Remove(s.path)
 		s.path = ""
 	}
-	s.offs = nil
+	s.offs, s.pending = nil, nil
 }

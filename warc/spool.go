@@ -26,7 +26,8 @@ var ErrSpoolFull = errors.New("spool limit reached")
 //
 // Small writes are gathered in memory (at most spoolBuffer bytes) and reach the file
 // together: an import parks two records and often two small bodies per exchange, one
-// system call each before. A read of bytes still gathered writes them first.
+// system call each before. A read of bytes still gathered writes them first. Small reads
+// are served from a window of the file read 256 KiB at a time (spoolWindow).
 type Spool struct {
 	f     *os.File
 	path  string // "" once the name is removed
@@ -37,7 +38,18 @@ type Spool struct {
 	buf     []byte     // written, not yet in the file: the bytes from flushed to size
 	flushed int64      // the file holds bytes [0, flushed)
 	werr    error      // the first failed write of gathered bytes
+
+	rmu    sync.Mutex // guards the read window; taken after mu, never before
+	win    []byte     // bytes of the file from winOff (a prefix of winBuf)
+	winOff int64
+	winBuf []byte
 }
+
+// spoolWindow is how many bytes of the file a small read brings into memory at once (256
+// KiB): an import reads its records and bodies back in about the order it parked them, a
+// few hundred bytes at a time, so most reads are then served from the window without a
+// system call.
+const spoolWindow = 256 << 10
 
 // spoolBuffer is how many written bytes a Spool gathers before writing them to its file.
 const spoolBuffer = 64 << 10
@@ -131,6 +143,11 @@ func (s *Spool) Truncate(m int64) {
 	s.buf = s.buf[:0]
 	s.flushed = m
 	_ = s.f.Truncate(m)
+	s.rmu.Lock()
+	if m < s.winOff+int64(len(s.win)) { // the bytes from m are written again later
+		s.win = s.win[:max(0, m-s.winOff)]
+	}
+	s.rmu.Unlock()
 }
 
 // Section reads span sp. Bytes of it still gathered in memory are written to the file
@@ -145,7 +162,35 @@ func (s *Spool) Section(sp Span) *io.SectionReader {
 	if err != nil {
 		return io.NewSectionReader(errReaderAt{err}, sp.Off, sp.N)
 	}
-	return io.NewSectionReader(s.f, sp.Off, sp.N)
+	return io.NewSectionReader(spoolFile{s}, sp.Off, sp.N)
+}
+
+// spoolFile reads the spool's file through its read window.
+type spoolFile struct{ s *Spool }
+
+// ReadAt reads p from off: from the window when it holds those bytes, else, for a read of
+// at most half a window, from a window read anew at off; a larger read goes to the file.
+func (f spoolFile) ReadAt(p []byte, off int64) (int, error) {
+	s := f.s
+	if len(p) > spoolWindow/2 {
+		return s.f.ReadAt(p, off)
+	}
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	if off < s.winOff || off+int64(len(p)) > s.winOff+int64(len(s.win)) {
+		if s.winBuf == nil {
+			s.winBuf = make([]byte, spoolWindow)
+		}
+		n, err := s.f.ReadAt(s.winBuf, off)
+		s.win, s.winOff = s.winBuf[:n], off
+		if n < len(p) {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return copy(p, s.win), err
+		}
+	}
+	return copy(p, s.win[off-s.winOff:]), nil
 }
 
 // errReaderAt fails every read with its error.
